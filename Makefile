@@ -1,0 +1,42 @@
+# peernode — the two commands are `make run` and `make test`; each does the
+# whole set-up on a fresh Debian 12 machine (see README.md).
+SWIFT      ?= swift
+ARGS       ?=
+BUILD_LOG  := .build/build.log
+
+.PHONY: run test bench build build-release setup setup-test clean
+
+## run: install what is missing, build, start a node (pass options with ARGS="...").
+run: build-release
+	.build/release/peernode $(ARGS)
+
+## test: install what is missing (packages for the tests too), build, run every test.
+test: setup-test
+	@mkdir -p .build
+	@echo "== build (warnings fail the build check)"
+	@$(SWIFT) build --build-tests 2>&1 | tee $(BUILD_LOG) | grep -E 'warning:|error:' || true
+	@if grep -q 'error:' $(BUILD_LOG); then echo "build failed"; exit 1; fi
+	@if grep -v 'Compiling\|Building\|Build complete\|Write \|Emitting\|Linking\|Planning' $(BUILD_LOG) | grep -q 'warning:'; then \
+	  echo "the build printed warnings (see above): a clean build prints none"; exit 1; fi
+	@echo "== tests"
+	$(SWIFT) test --skip-build
+
+## bench: build optimised and print the benchmark figures.
+bench: setup
+	$(SWIFT) build -c release --product peernode-bench
+	.build/release/peernode-bench
+
+build-release: setup
+	$(SWIFT) build -c release --product peernode
+
+build: setup
+	$(SWIFT) build
+
+setup:
+	@scripts/setup-system.sh run
+
+setup-test:
+	@scripts/setup-system.sh test
+
+clean:
+	rm -rf .build

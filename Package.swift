@@ -1,0 +1,40 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Dependencies point downwards only (docs/ARCHITECTURE in ../shared/DESIGN.md):
+// PeerNode → Store → Gossip → Crypto → CSodium; Store → CSQLite.
+let package = Package(
+    name: "peernode",
+    products: [
+        .executable(name: "peernode", targets: ["PeerNode"]),
+        .executable(name: "peernode-bench", targets: ["PeerNodeBench"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CSodium",
+            providers: [.apt(["libsodium-dev"])]
+        ),
+        .systemLibrary(
+            name: "CSQLite",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .target(name: "Crypto", dependencies: ["CSodium"]),
+        .target(name: "Gossip", dependencies: ["Crypto"]),
+        .target(name: "Store", dependencies: ["Gossip", "Crypto", "CSQLite"]),
+        .executableTarget(name: "PeerNode", dependencies: ["Store", "Gossip", "Crypto"]),
+        // The benchmark measures the machine's own ceilings, so it may call
+        // libsodium and SQLite directly; no product code does.
+        .executableTarget(
+            name: "PeerNodeBench",
+            dependencies: ["Store", "Gossip", "Crypto", "CSodium", "CSQLite"],
+            path: "Benchmarks/PeerNodeBench"
+        ),
+        // Helpers every test target shares: temporary directories, hex, file modes.
+        .target(name: "TestSupport", dependencies: ["Crypto"], path: "Tests/TestSupport"),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"]),
+        .testTarget(name: "GossipTests", dependencies: ["Gossip", "Crypto", "TestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "Gossip", "Crypto", "TestSupport"]),
+        .testTarget(name: "PeerNodeTests", dependencies: ["PeerNode", "Store", "Gossip", "Crypto", "TestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,119 @@
+import CSodium
+
+/// BLAKE2b (RFC 7693) through libsodium's `crypto_generichash`.
+public enum BLAKE2b {
+    public static let minimumOutput = 16
+    public static let maximumOutput = 64
+    public static let minimumKey = 16
+    public static let maximumKey = 64
+
+    /// Unkeyed hash. `outputLength` must be 16…64 bytes; the callers in this
+    /// project pass constants, so a bad length is a programming error and
+    /// gives the nearest valid length instead of trapping.
+    public static func hash(_ data: some Collection<UInt8>, outputLength: Int = 32) -> [UInt8] {
+        hash(data, outputLength: outputLength, keyPointer: nil, keyLength: 0)
+    }
+
+    /// Keyed hash (a MAC / PRF). The key must be 16…64 bytes.
+    public static func hash(
+        _ data: some Collection<UInt8>, key: some Collection<UInt8>, outputLength: Int = 32
+    ) throws(CryptoError) -> [UInt8] {
+        guard (minimumKey...maximumKey).contains(key.count) else {
+            throw .badKeyLength(what: "BLAKE2b key", expected: maximumKey / 2, actual: key.count)
+        }
+        let k = Array(key)
+        return k.withUnsafeBufferPointer { kp in
+            hash(data, outputLength: outputLength, keyPointer: kp.baseAddress, keyLength: kp.count)
+        }
+    }
+
+    static func hash(
+        _ data: some Collection<UInt8>, outputLength: Int, keyPointer: UnsafePointer<UInt8>?, keyLength: Int
+    ) -> [UInt8] {
+        _ = try? Sodium.ensureInitialised()
+        let length = min(max(outputLength, minimumOutput), maximumOutput)
+        var out = [UInt8](repeating: 0, count: length)
+        let run: (UnsafeBufferPointer<UInt8>) -> Void = { input in
+            _ = out.withUnsafeMutableBufferPointer { o in
+                crypto_generichash(o.baseAddress!, o.count, input.baseAddress, UInt64(input.count), keyPointer, keyLength)
+            }
+        }
+        if data.withContiguousStorageIfAvailable(run) == nil {
+            Array(data).withUnsafeBufferPointer(run)
+        }
+        return out
+    }
+
+    /// Hashes bytes behind a raw pointer without copying them.
+    public static func hash(_ data: UnsafeRawBufferPointer, outputLength: Int = 32) -> [UInt8] {
+        hash(data.bindMemory(to: UInt8.self), outputLength: outputLength, keyPointer: nil, keyLength: 0)
+    }
+
+    /// A labelled hash for deriving values from public inputs: the label and a
+    /// zero byte come before the input, so two purposes never collide.
+    public static func derive(label: String, _ input: some Collection<UInt8>, outputLength: Int = 32) -> [UInt8] {
+        hash(Array(label.utf8) + [0] + Array(input), outputLength: outputLength)
+    }
+}
+
+/// Lowercase hexadecimal.
+public enum Hex {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        var out = [UInt8]()
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Accepts upper or lower case; throws `.badHex` on an odd length or a
+    /// character that is not a hex digit.
+    public static func decode(_ text: String) throws(CryptoError) -> [UInt8] {
+        let chars = Array(text.utf8)
+        guard chars.count % 2 == 0 else { throw .badHex }
+        var out = [UInt8]()
+        out.reserveCapacity(chars.count / 2)
+        var i = 0
+        while i < chars.count {
+            guard let hi = value(chars[i]), let lo = value(chars[i + 1]) else { throw .badHex }
+            out.append(hi << 4 | lo)
+            i += 2
+        }
+        return out
+    }
+
+    private static func value(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
+
+/// RFC 4648 base32, lowercase, without padding: fingerprints people read aloud.
+public enum Base32 {
+    private static let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567".utf8)
+
+    public static func encode(_ bytes: [UInt8]) -> String {
+        var out = [UInt8]()
+        var buffer: UInt32 = 0
+        var bits = 0
+        for b in bytes {
+            buffer = (buffer << 8) | UInt32(b)
+            bits += 8
+            while bits >= 5 {
+                out.append(alphabet[Int((buffer >> UInt32(bits - 5)) & 31)])
+                bits -= 5
+            }
+        }
+        if bits > 0 {
+            out.append(alphabet[Int((buffer << UInt32(5 - bits)) & 31)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

@@ -1,0 +1,94 @@
+/// Every way the `Crypto` module can fail. No function in this module returns
+/// `nil` or `false` to mean "failed": it throws one of these, so the caller
+/// (and a log line) knows why.
+public enum CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// `sodium_init()` failed: libsodium cannot be used in this process.
+    case libraryUnavailable
+    /// A key, nonce, signature or hash had the wrong number of bytes.
+    case badKeyLength(what: String, expected: Int, actual: Int)
+    /// An Ed25519 signature did not verify for this key and message.
+    case badSignature
+    /// A public key is not a valid Ed25519 point (cannot be converted to X25519).
+    case badPublicKey
+    /// Authenticated decryption failed: wrong key, wrong associated data, or
+    /// the ciphertext was changed.
+    case decryptionFailed
+    /// A sealed message is shorter than its nonce and tag.
+    case ciphertextTooShort(minimum: Int, actual: Int)
+    /// A key file could not be used; `problem` says why.
+    case keyFile(path: String, problem: KeyFileProblem)
+    /// Text that should have been hexadecimal was not.
+    case badHex
+
+    public var description: String {
+        switch self {
+        case .libraryUnavailable:
+            return "libsodium could not be initialised"
+        case let .badKeyLength(what, expected, actual):
+            return "\(what) must be \(expected) bytes, got \(actual)"
+        case .badSignature:
+            return "signature does not verify"
+        case .badPublicKey:
+            return "public key is not a valid Ed25519 point"
+        case .decryptionFailed:
+            return "decryption failed (wrong key or tampered ciphertext)"
+        case let .ciphertextTooShort(minimum, actual):
+            return "ciphertext is \(actual) bytes, shorter than the minimum \(minimum)"
+        case let .keyFile(path, problem):
+            return problem.message(path: path)
+        case .badHex:
+            return "not a hexadecimal string"
+        }
+    }
+}
+
+/// Why a key file was refused. The messages say which file and what to do,
+/// the way ssh does.
+public enum KeyFileProblem: Equatable, Sendable {
+    case missing
+    /// Group or others may read or write the file (mode bits given).
+    case tooOpen(mode: UInt32)
+    case notRegularFile
+    case truncated(actual: Int, expected: Int)
+    case tooLong(expected: Int)
+    /// The file does not start with the magic bytes of this kind of key.
+    case wrongFormat
+    /// The stored public key does not match the secret key.
+    case corrupt
+    case alreadyExists
+    case io(operation: String, errno: Int32)
+
+    func message(path: String) -> String {
+        switch self {
+        case .missing:
+            return "key file '\(path)' does not exist"
+        case let .tooOpen(mode):
+            let octal = String(mode & 0o777, radix: 8)
+            return "permissions 0\(octal) for '\(path)' are too open: a key file must not be "
+                + "readable by group or others. Fix it with: chmod 600 '\(path)'"
+        case .notRegularFile:
+            return "key file '\(path)' is not a regular file"
+        case let .truncated(actual, expected):
+            return "key file '\(path)' is truncated (\(actual) of \(expected) bytes): restore it "
+                + "from a backup, or move it away to start over with a new key"
+        case let .tooLong(expected):
+            return "key file '\(path)' is longer than the \(expected) bytes of a key file: "
+                + "it is not a peernode key; move it away or name another file"
+        case .wrongFormat:
+            return "'\(path)' is not a peernode key file of this kind (wrong magic bytes): "
+                + "move it away or name another file"
+        case .corrupt:
+            return "key file '\(path)' is corrupt (its public key does not match its secret key): "
+                + "restore it from a backup, or move it away to start over with a new key"
+        case .alreadyExists:
+            return "'\(path)' already exists; peernode never overwrites a key file: "
+                + "choose another name or remove it first"
+        case let .io(operation, errno):
+            return "\(operation) '\(path)' failed: \(String(cString: strerror(errno)))"
+        }
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

@@ -1,0 +1,61 @@
+import Crypto
+
+/// Encrypts and decrypts envelope bodies.
+///
+/// Room bodies: XChaCha20-Poly1305 under the room key, with associated data
+/// "peernode/1 body" ‖ 0 ‖ author ‖ room id ‖ kind, so a body cannot be lifted
+/// into another author's, room's or kind's envelope. Direct bodies: the
+/// `DirectKey` box between the two parties.
+public enum BodyCipher {
+    static func associatedData(author: PublicKey, room: RoomID, kind: Kind) -> [UInt8] {
+        Array("peernode/1 body".utf8) + [0] + author.bytes + room.bytes + [kind.rawValue]
+    }
+
+    public static func seal(
+        _ plaintext: [UInt8], key: SymmetricKey, author: PublicKey, room: RoomID, kind: Kind, nonce: [UInt8]? = nil
+    ) throws -> [UInt8] {
+        guard plaintext.count <= Envelope.maximumPlaintextBody else {
+            throw EnvelopeError.bodyTooLarge(size: plaintext.count, limit: Envelope.maximumPlaintextBody)
+        }
+        return try key.seal(plaintext, associatedData: associatedData(author: author, room: room, kind: kind), nonce: nonce)
+    }
+
+    public static func open(_ envelope: Envelope, key: SymmetricKey) throws(CryptoError) -> [UInt8] {
+        try key.open(envelope.body, associatedData: associatedData(author: envelope.author, room: envelope.room, kind: envelope.kind))
+    }
+}
+
+/// An envelope as it travels: a hop count that relays increment, outside the
+/// signature, then the envelope bytes. Changing `hops` changes neither the id
+/// nor the signature's validity.
+public struct CarriedEnvelope: Sendable, Equatable {
+    /// A relay drops an envelope that has travelled this many hops.
+    public static let maximumHops: UInt8 = 16
+
+    public var hops: UInt8
+    public let envelope: Envelope
+
+    public init(hops: UInt8, envelope: Envelope) {
+        self.hops = hops
+        self.envelope = envelope
+    }
+
+    /// hops (1 byte) ‖ envelope length (u32) ‖ envelope.
+    public var encoded: [UInt8] {
+        var w = ByteWriter(capacity: 5 + envelope.encoded.count)
+        w.u8(hops)
+        w.u32(UInt32(envelope.encoded.count))
+        w.raw(envelope.encoded)
+        return w.bytes
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(EnvelopeError) -> CarriedEnvelope {
+        var r = ByteReader(bytes)
+        let hops = try r.u8("hops")
+        let length = Int(try r.u32("envelope length"))
+        guard length <= Envelope.maximumSize else { throw .tooLarge(size: length, limit: Envelope.maximumSize) }
+        let inner = Array(try r.take(length, "envelope"))
+        guard r.remaining == 0 else { throw .trailingBytes(count: r.remaining) }
+        return CarriedEnvelope(hops: hops, envelope: try Envelope.decode(inner))
+    }
+}

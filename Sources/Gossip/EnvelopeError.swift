@@ -1,0 +1,41 @@
+/// Every way an envelope can be refused. Decoding never traps: bad bytes
+/// become one of these.
+public enum EnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
+    case truncated(field: String)
+    case trailingBytes(count: Int)
+    case tooLarge(size: Int, limit: Int)
+    case unknownVersion(UInt8)
+    case unknownKind(UInt8)
+    case zeroSequence
+    /// Sequence 1 must have the all-zero previous hash; later ones must not.
+    case previousHashMismatch(sequence: UInt64)
+    case tooManyDependencies(count: Int, limit: Int)
+    /// Dependencies must be sorted by author, strictly ascending, without the
+    /// author itself and without sequence 0: one encoding per envelope.
+    case dependenciesNotCanonical
+    case bodyTooLarge(size: Int, limit: Int)
+    case badSignature
+    /// The envelope does not link to the author's envelope before it.
+    case wrongPrevious(sequence: UInt64)
+    case badLength(field: String, expected: Int, actual: Int)
+    case badRoomName(String)
+
+    public var description: String {
+        switch self {
+        case let .truncated(field): return "envelope truncated at \(field)"
+        case let .trailingBytes(count): return "\(count) bytes after the envelope"
+        case let .tooLarge(size, limit): return "envelope of \(size) bytes exceeds \(limit)"
+        case let .unknownVersion(v): return "unknown envelope version \(v)"
+        case let .unknownKind(k): return "unknown envelope kind \(k)"
+        case .zeroSequence: return "sequence 0 is not allowed"
+        case let .previousHashMismatch(s): return "sequence \(s) has a previous hash that does not fit its position"
+        case let .tooManyDependencies(c, l): return "\(c) dependencies exceed \(l)"
+        case .dependenciesNotCanonical: return "dependencies are not in canonical order"
+        case let .bodyTooLarge(s, l): return "body of \(s) bytes exceeds \(l)"
+        case .badSignature: return "signature does not verify"
+        case let .wrongPrevious(s): return "sequence \(s) does not link to the author's previous envelope"
+        case let .badLength(f, e, a): return "\(f) must be \(e) bytes, got \(a)"
+        case let .badRoomName(n): return "not a valid room name: \(n.debugDescription)"
+        }
+    }
+}

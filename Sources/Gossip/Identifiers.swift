@@ -1,0 +1,86 @@
+import Crypto
+
+/// A message id: BLAKE2b-256 of an envelope's signed bytes.
+public struct MessageID: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public static let byteCount = 32
+    public static let zero = MessageID(unchecked: [UInt8](repeating: 0, count: byteCount))
+
+    public let bytes: [UInt8]
+
+    public init(bytes: some Collection<UInt8>) throws(EnvelopeError) {
+        guard bytes.count == Self.byteCount else { throw .badLength(field: "message id", expected: Self.byteCount, actual: bytes.count) }
+        self.bytes = Array(bytes)
+    }
+
+    init(unchecked bytes: [UInt8]) { self.bytes = bytes }
+
+    public var isZero: Bool { bytes.allSatisfy { $0 == 0 } }
+    public var hex: String { Hex.encode(bytes) }
+    public var description: String { hex }
+
+    public static func < (a: MessageID, b: MessageID) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
+}
+
+/// A room id: 32 bytes. Public rooms derive it from the network key and the
+/// room name; direct conversations from the two identities; private rooms
+/// pick it at random.
+public struct RoomID: Hashable, Sendable, CustomStringConvertible {
+    public static let byteCount = 32
+    public let bytes: [UInt8]
+
+    public init(bytes: some Collection<UInt8>) throws(EnvelopeError) {
+        guard bytes.count == Self.byteCount else { throw .badLength(field: "room id", expected: Self.byteCount, actual: bytes.count) }
+        self.bytes = Array(bytes)
+    }
+
+    init(unchecked bytes: [UInt8]) { self.bytes = bytes }
+
+    /// derive("peernode/1 room-id", normalised name) under the network key.
+    public static func publicRoom(_ name: RoomName, network: NetworkKey) -> RoomID {
+        RoomID(unchecked: network.derive(label: "peernode/1 room-id", Array(name.value.utf8)))
+    }
+
+    /// derive("peernode/1 dm-room", lower key ‖ higher key): the same for both parties.
+    public static func direct(_ a: PublicKey, _ b: PublicKey, network: NetworkKey) -> RoomID {
+        let (low, high) = a < b ? (a, b) : (b, a)
+        return RoomID(unchecked: network.derive(label: "peernode/1 dm-room", low.bytes + high.bytes))
+    }
+
+    /// A random id for a private room.
+    public static func random() -> RoomID { RoomID(unchecked: secureRandomBytes(byteCount)) }
+
+    public var hex: String { Hex.encode(bytes) }
+    public var description: String { hex }
+}
+
+/// A room name as people type it: `#` then 1…`maximumLength - 1` more
+/// characters, none of them white space or control characters. Stored in
+/// lower case, so `#General` and `#general` are one room.
+public struct RoomName: Hashable, Sendable, CustomStringConvertible {
+    /// In UTF-8 bytes, `#` included.
+    public static let maximumLength = 64
+    public static let general = RoomName(unchecked: "#general")
+
+    public let value: String
+
+    public init(_ text: String) throws(EnvelopeError) {
+        var name = text.lowercased()
+        if !name.hasPrefix("#") { name = "#" + name }
+        guard name.utf8.count >= 2, name.utf8.count <= Self.maximumLength else {
+            throw .badRoomName(text)
+        }
+        for scalar in name.unicodeScalars {
+            switch scalar.properties.generalCategory {
+            case .control, .format, .spaceSeparator, .lineSeparator, .paragraphSeparator, .unassigned, .surrogate, .privateUse:
+                throw .badRoomName(text)
+            default:
+                continue
+            }
+        }
+        value = name
+    }
+
+    init(unchecked value: String) { self.value = value }
+
+    public var description: String { value }
+}

@@ -1,0 +1,46 @@
+import Crypto
+import Foundation
+
+/// A fresh directory under the system temporary directory, removed when the
+/// value is released (GRDB's habit: each test gets its own).
+public final class TemporaryDirectory: @unchecked Sendable {
+    public let path: String
+
+    public init(_ label: String = #function) {
+        let safe = label.filter { $0.isLetter || $0.isNumber }
+        let template = NSTemporaryDirectory() + "peernode-test-\(safe.prefix(40))-XXXXXX"
+        var bytes = Array(template.utf8CString)
+        let made = bytes.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        path = made.map { String(cString: $0) } ?? template
+    }
+
+    public func file(_ name: String) -> String { path + "/" + name }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// Hex literal for test vectors; a malformed literal is a bug in the test
+/// itself, so it yields an empty array and the test's assertion fails.
+public func hex(_ text: String) -> [UInt8] {
+    (try? Hex.decode(text.filter { !$0.isWhitespace })) ?? []
+}
+
+/// Permission bits of a file (st_mode & 0o7777), or nil when it does not exist.
+public func fileMode(_ path: String) -> UInt32? {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return nil }
+    return UInt32(info.st_mode & 0o7777)
+}
+
+public func writeFile(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) {
+    unlink(path)
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode)
+    guard fd >= 0 else { return }
+    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    fchmod(fd, mode)
+    close(fd)
+}
+
+public func readFile(_ path: String) -> [UInt8] {
+    (FileManager.default.contents(atPath: path)).map { Array($0) } ?? []
+}
