@@ -1,1 +1,267 @@
+import Crypto
 import Gossip
+
+/// The node's SQLite database (WAL): the envelope log, authors and their
+/// clock entries, rooms, forks. One owner uses it (not thread-safe).
+///
+/// The vector clock is kept in the `authors` rows as envelopes arrive, never
+/// recomputed by scanning the log. Envelopes ahead of a gap are stored and
+/// become contiguous when the gap fills. Delivery is causal: an envelope is
+/// delivered (gets a causal time and a place in room history) once the
+/// author's previous envelope and every dependency are delivered.
+public final class Store: EnvelopeStorage {
+    struct AuthorState {
+        let rowid: Int64
+        var contiguous: UInt64
+        var delivered: UInt64
+        var highest: UInt64
+        /// Causal time of envelope `delivered` (0 when none).
+        var lastCausalTime: Int64
+        /// Id of envelope `contiguous`, when known without a query.
+        var contiguousID: MessageID?
+    }
+
+    public let path: String
+    let directory: DataDirectory
+    let db: Connection
+    var authors: [PublicKey: AuthorState] = [:]
+    var roomRows: [RoomID: Int64] = [:]
+    var lastDelivery: Int64 = 0
+    private var dirtyAuthors: Set<PublicKey> = []
+
+    /// Opens (or creates) `peernode.db` in a locked data directory.
+    public init(directory: DataDirectory) throws(StoreError) {
+        self.directory = directory
+        path = directory.file(DataDirectory.databaseFileName)
+        do {
+            db = try Connection(path: path)
+        } catch {
+            throw .sqlite(error)
+        }
+        try Schema.prepare(db, path: path)
+        do {
+            try loadState()
+        } catch let e as StoreError {
+            throw e
+        } catch {
+            throw .corruptRow("\(error)")
+        }
+    }
+
+    private func loadState() throws {
+        let rows = try db.statement(
+            """
+            SELECT a.rowid, a.key, a.contiguous, a.delivered,
+                   coalesce((SELECT max(sequence) FROM envelopes WHERE author = a.rowid), 0),
+                   coalesce((SELECT causal_time FROM envelopes WHERE author = a.rowid AND sequence = a.delivered), 0)
+            FROM authors a
+            """)
+        while try rows.step() {
+            let key = try PublicKey(bytes: rows.blob(1))
+            authors[key] = AuthorState(
+                rowid: rows.int64(0), contiguous: UInt64(rows.int64(2)), delivered: UInt64(rows.int64(3)),
+                highest: UInt64(rows.int64(4)), lastCausalTime: rows.int64(5), contiguousID: nil)
+        }
+        let rooms = try db.statement("SELECT rowid, room_id FROM rooms")
+        while try rooms.step() {
+            roomRows[try RoomID(bytes: rooms.blob(1))] = rooms.int64(0)
+        }
+        lastDelivery = try db.integer("SELECT coalesce(max(delivery), 0) FROM envelopes")
+    }
+
+    // MARK: inserting
+
+    /// Stores verified envelopes received from the network, in one transaction
+    /// (`synchronous=NORMAL`: a power cut may lose the last batches, which
+    /// gossip fetches again).
+    public func insert(_ envelopes: [Envelope], receivedAt: UInt64) throws -> [InsertOutcome] {
+        try db.transaction {
+            var outcomes: [InsertOutcome] = []
+            outcomes.reserveCapacity(envelopes.count)
+            var pending: [Envelope] = []
+            for e in envelopes {
+                let outcome = try insertOne(e, receivedAt: receivedAt)
+                outcomes.append(outcome)
+                if outcome == .inserted, let st = authors[e.author], e.sequence > st.delivered { pending.append(e) }
+            }
+            try deliverPending(batch: pending)
+            try flushAuthors()
+            return outcomes
+        }
+    }
+
+    /// Stores this node's own new envelope durably: the commit is fsynced
+    /// (`synchronous=FULL`) before this returns, so nothing is sent that a
+    /// crash could take back. Also records the dependencies it named.
+    public func insertOwn(_ envelope: Envelope, at time: UInt64) throws -> InsertOutcome {
+        try db.execute("PRAGMA synchronous=FULL")
+        defer { try? db.execute("PRAGMA synchronous=NORMAL") }
+        return try db.transaction {
+            let outcome = try insertOne(envelope, receivedAt: time)
+            if outcome == .inserted {
+                for d in envelope.dependencies {
+                    let row = try authorRow(d.author)
+                    try db.statement(
+                        """
+                        INSERT INTO sent_clock(author, sequence) VALUES (?1, ?2)
+                        ON CONFLICT(author) DO UPDATE SET sequence = max(sequence, ?2)
+                        """
+                    ).bind(1, row.rowid).bind(2, Int64(clamping: d.sequence)).run()
+                }
+                try deliverPending(batch: [envelope])
+            }
+            try flushAuthors()
+            return outcome
+        }
+    }
+
+    private func insertOne(_ e: Envelope, receivedAt: UInt64) throws -> InsertOutcome {
+        var st = try authorRow(e.author)
+        let sequence = Int64(clamping: e.sequence)
+
+        // Same author and sequence already held: a duplicate or a fork.
+        if e.sequence <= st.highest, let existing = try storedBytes(st.rowid, sequence) {
+            if existing == e.encoded { return .duplicate }
+            let kept = try Envelope.decode(existing, verification: .trustedStorage).id
+            try recordFork(e, author: st.rowid, kept: kept, reason: "same author and sequence, other bytes", at: receivedAt)
+            return .fork(kept: kept)
+        }
+        // Must link to the envelope before it, and the one after it must link to this.
+        if e.sequence > 1, let before = try id(of: st, e.sequence - 1), before != e.previous {
+            try recordFork(e, author: st.rowid, kept: before, reason: "previous hash does not match sequence \(e.sequence - 1)", at: receivedAt)
+            return .brokenChain(kept: before)
+        }
+        if e.sequence < st.highest, let after = try storedBytes(st.rowid, sequence + 1) {
+            let next = try Envelope.decode(after, verification: .trustedStorage)
+            if next.previous != e.id {
+                try recordFork(e, author: st.rowid, kept: next.id, reason: "sequence \(e.sequence + 1) links to another envelope", at: receivedAt)
+                return .brokenChain(kept: next.id)
+            }
+        }
+
+        try db.statement(
+            """
+            INSERT INTO envelopes(author, sequence, id, room, kind, timestamp, received_at, bytes)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+            """
+        )
+        .bind(1, st.rowid).bind(2, sequence).bind(3, e.id.bytes).bind(4, try roomRow(e.room))
+        .bind(5, Int64(e.kind.rawValue)).bind(6, Int64(clamping: e.timestamp))
+        .bind(7, Int64(clamping: receivedAt)).bind(8, e.encoded).run()
+
+        st.highest = max(st.highest, e.sequence)
+        if e.sequence == st.contiguous + 1 {
+            st.contiguous = e.sequence
+            st.contiguousID = e.id
+            // Filling a gap makes the envelopes held beyond it contiguous.
+            while st.contiguous < st.highest, let next = try id(of: st, st.contiguous + 1) {
+                st.contiguous += 1
+                st.contiguousID = next
+            }
+        }
+        authors[e.author] = st
+        dirtyAuthors.insert(e.author)
+        return .inserted
+    }
+
+    // MARK: causal delivery
+
+    /// Delivers every envelope whose author's previous envelope and whose
+    /// dependencies are delivered, repeating until nothing more is ready.
+    /// `batch` holds envelopes already in memory, to skip reading them back.
+    func deliverPending(batch: [Envelope]) throws {
+        var inMemory: [PublicKey: [UInt64: Envelope]] = [:]
+        for e in batch { inMemory[e.author, default: [:]][e.sequence] = e }
+        var progress = true
+        while progress {
+            progress = false
+            for key in authors.keys where authors[key].map({ $0.delivered < $0.contiguous }) == true {
+                while let st = authors[key], st.delivered < st.contiguous {
+                    let sequence = st.delivered + 1
+                    guard let e = try inMemory[key]?[sequence] ?? loadEnvelope(st.rowid, sequence) else { break }
+                    guard let causal = try causalTime(of: e, after: st) else { break }
+                    lastDelivery += 1
+                    try db.statement("UPDATE envelopes SET causal_time = ?1, delivery = ?2 WHERE author = ?3 AND sequence = ?4")
+                        .bind(1, causal).bind(2, lastDelivery).bind(3, st.rowid).bind(4, Int64(clamping: sequence)).run()
+                    authors[key]?.delivered = sequence
+                    authors[key]?.lastCausalTime = causal
+                    dirtyAuthors.insert(key)
+                    progress = true
+                }
+            }
+        }
+    }
+
+    /// max(timestamp, causal time of the author's previous + 1, of each
+    /// dependency + 1), or nil while a dependency is not delivered. Every node
+    /// computes the same value, so room order is the same everywhere.
+    private func causalTime(of e: Envelope, after st: AuthorState) throws -> Int64? {
+        var causal = Int64(clamping: e.timestamp)
+        if e.sequence > 1 { causal = max(causal, st.lastCausalTime &+ 1) }
+        for d in e.dependencies {
+            guard let other = authors[d.author], other.delivered >= d.sequence else { return nil }
+            let s = try db.statement("SELECT causal_time FROM envelopes WHERE author = ?1 AND sequence = ?2")
+                .bind(1, other.rowid).bind(2, Int64(clamping: d.sequence))
+            guard let dependencyTime = try s.single({ $0.int64(0) }) else { return nil }
+            causal = max(causal, dependencyTime &+ 1)
+        }
+        return causal < 0 ? Int64.max : causal
+    }
+
+    // MARK: rows
+
+    func authorRow(_ key: PublicKey) throws -> AuthorState {
+        if let st = authors[key] { return st }
+        try db.statement("INSERT INTO authors(key) VALUES (?1)").bind(1, key.bytes).run()
+        let st = AuthorState(
+            rowid: try db.integer("SELECT last_insert_rowid()"), contiguous: 0, delivered: 0, highest: 0,
+            lastCausalTime: 0, contiguousID: nil)
+        authors[key] = st
+        return st
+    }
+
+    func roomRow(_ room: RoomID) throws -> Int64 {
+        if let row = roomRows[room] { return row }
+        try db.statement("INSERT INTO rooms(room_id) VALUES (?1)").bind(1, room.bytes).run()
+        let row = try db.integer("SELECT last_insert_rowid()")
+        roomRows[room] = row
+        return row
+    }
+
+    private func flushAuthors() throws {
+        for key in dirtyAuthors {
+            guard let st = authors[key] else { continue }
+            try db.statement("UPDATE authors SET contiguous = ?1, delivered = ?2 WHERE rowid = ?3")
+                .bind(1, Int64(clamping: st.contiguous)).bind(2, Int64(clamping: st.delivered)).bind(3, st.rowid).run()
+        }
+        dirtyAuthors.removeAll(keepingCapacity: true)
+    }
+
+    func storedBytes(_ author: Int64, _ sequence: Int64) throws -> [UInt8]? {
+        let s = try db.statement("SELECT bytes FROM envelopes WHERE author = ?1 AND sequence = ?2")
+            .bind(1, author).bind(2, sequence)
+        return try s.single { $0.blob(0) }
+    }
+
+    private func id(of st: AuthorState, _ sequence: UInt64) throws -> MessageID? {
+        if sequence == st.contiguous, let known = st.contiguousID { return known }
+        let s = try db.statement("SELECT id FROM envelopes WHERE author = ?1 AND sequence = ?2")
+            .bind(1, st.rowid).bind(2, Int64(clamping: sequence))
+        return try s.single { try MessageID(bytes: $0.blob(0)) }
+    }
+
+    func loadEnvelope(_ author: Int64, _ sequence: UInt64) throws -> Envelope? {
+        try storedBytes(author, Int64(clamping: sequence)).map { try Envelope.decode($0, verification: .trustedStorage) }
+    }
+
+    private func recordFork(_ e: Envelope, author: Int64, kept: MessageID, reason: String, at time: UInt64) throws {
+        try db.statement(
+            """
+            INSERT OR IGNORE INTO forks(author, sequence, kept_id, fork_id, reason, detected_at, bytes)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            """
+        )
+        .bind(1, author).bind(2, Int64(clamping: e.sequence)).bind(3, kept.bytes).bind(4, e.id.bytes)
+        .bind(5, reason).bind(6, Int64(clamping: time)).bind(7, e.encoded).run()
+    }
+}

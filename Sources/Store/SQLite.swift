@@ -1,0 +1,187 @@
+import CSQLite
+
+/// A failed SQLite call: the result code, SQLite's message, and the SQL.
+public struct SQLiteError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let code: Int32
+    public let message: String
+    public let sql: String?
+
+    public var description: String {
+        "SQLite error \(code): \(message)" + (sql.map { " (in: \($0))" } ?? "")
+    }
+}
+
+/// One SQLite connection. Not thread-safe by design: one owner (the Store,
+/// itself owned by one actor or thread) uses it. Statements are cached by SQL.
+final class Connection {
+    let handle: OpaquePointer
+    private var statements: [String: Statement] = [:]
+
+    init(path: String) throws(SQLiteError) {
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            sqlite3_close(db)
+            throw SQLiteError(code: rc, message: message, sql: nil)
+        }
+        handle = db
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, 5_000)
+    }
+
+    deinit {
+        statements.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    func error(_ rc: Int32, _ sql: String?) -> SQLiteError {
+        SQLiteError(code: rc, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+    }
+
+    /// Runs one or more statements that return no rows we need.
+    func execute(_ sql: String) throws(SQLiteError) {
+        let rc = sqlite3_exec(handle, sql, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw error(rc, sql) }
+    }
+
+    /// A prepared statement, reused across calls (reset and cleared first).
+    func statement(_ sql: String) throws(SQLiteError) -> Statement {
+        if let cached = statements[sql] {
+            cached.reset()
+            return cached
+        }
+        let s = try Statement(connection: self, sql: sql)
+        statements[sql] = s
+        return s
+    }
+
+    var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// Runs `body` in a `BEGIN IMMEDIATE` transaction; rolls back if it throws.
+    func transaction<R>(_ body: () throws -> R) throws -> R {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// The single value of a one-row query, as text (for PRAGMAs).
+    func text(_ sql: String) throws(SQLiteError) -> String? {
+        let s = try statement(sql)
+        defer { s.reset() }
+        return try s.step() ? s.text(0) : nil
+    }
+
+    func integer(_ sql: String) throws(SQLiteError) -> Int64 {
+        let s = try statement(sql)
+        defer { s.reset() }
+        return try s.step() ? s.int64(0) : 0
+    }
+}
+
+/// A prepared statement. Finalised in `deinit`.
+final class Statement {
+    private let connection: Connection
+    let handle: OpaquePointer
+    let sql: String
+
+    init(connection: Connection, sql: String) throws(SQLiteError) {
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v3(connection.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else { throw connection.error(rc, sql) }
+        self.connection = connection
+        self.handle = stmt
+        self.sql = sql
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    func reset() {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+    }
+
+    @discardableResult
+    func bind(_ index: Int32, _ value: Int64) -> Statement {
+        sqlite3_bind_int64(handle, index, value)
+        return self
+    }
+
+    @discardableResult
+    func bind(_ index: Int32, _ value: Int) -> Statement { bind(index, Int64(value)) }
+
+    @discardableResult
+    func bind(_ index: Int32, _ value: some Collection<UInt8>) -> Statement {
+        let bytes = Array(value)
+        if bytes.isEmpty {
+            // An empty blob, not SQL NULL.
+            sqlite3_bind_zeroblob(handle, index, 0)
+        } else {
+            bytes.withUnsafeBytes { b in
+                _ = peernode_sqlite3_bind_blob_transient(handle, index, b.baseAddress, Int32(b.count))
+            }
+        }
+        return self
+    }
+
+    @discardableResult
+    func bind(_ index: Int32, _ value: String) -> Statement {
+        var text = value
+        text.withUTF8 { b in
+            b.withMemoryRebound(to: CChar.self) { c in
+                _ = peernode_sqlite3_bind_text_transient(handle, index, c.baseAddress, Int32(c.count))
+            }
+        }
+        return self
+    }
+
+    @discardableResult
+    func bindNull(_ index: Int32) -> Statement {
+        sqlite3_bind_null(handle, index)
+        return self
+    }
+
+    /// Advances; true when a row is available.
+    func step() throws(SQLiteError) -> Bool {
+        let rc = sqlite3_step(handle)
+        switch rc {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default: throw connection.error(rc, sql)
+        }
+    }
+
+    /// The first row read by `read`, or nil when there is none. The statement
+    /// is reset afterwards, so it holds no read transaction open.
+    func single<R>(_ read: (Statement) throws -> R) throws -> R? {
+        defer { sqlite3_reset(handle) }
+        return try step() ? try read(self) : nil
+    }
+
+    /// Steps to completion (for statements that return no rows).
+    func run() throws(SQLiteError) {
+        while try step() {}
+    }
+
+    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+    func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(handle, column)) }
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
+
+    func blob(_ column: Int32) -> [UInt8] {
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+
+    func text(_ column: Int32) -> String? {
+        guard let c = sqlite3_column_text(handle, column) else { return nil }
+        return String(cString: c)
+    }
+}

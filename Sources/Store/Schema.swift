@@ -1,0 +1,103 @@
+import CSQLite
+
+/// The database layout and its migrations. `PRAGMA user_version` is the
+/// schema version; `PRAGMA application_id` marks the file as peernode's.
+enum Schema {
+    /// "pnod": set on every database this program creates.
+    static let applicationID: Int64 = 0x706e_6f64
+
+    /// Migration N (index N-1) takes the schema from version N-1 to N.
+    static let migrations: [String] = [
+        """
+        CREATE TABLE authors(
+            rowid INTEGER PRIMARY KEY,
+            key BLOB NOT NULL UNIQUE,
+            contiguous INTEGER NOT NULL DEFAULT 0,  -- highest sequence with none missing below
+            delivered INTEGER NOT NULL DEFAULT 0    -- highest sequence shown (causally ready)
+        );
+        CREATE TABLE rooms(
+            rowid INTEGER PRIMARY KEY,
+            room_id BLOB NOT NULL UNIQUE,
+            name TEXT,                               -- known for public rooms this node joined
+            read_delivery INTEGER NOT NULL DEFAULT 0 -- delivery number read up to
+        );
+        CREATE TABLE envelopes(
+            rowid INTEGER PRIMARY KEY,
+            author INTEGER NOT NULL REFERENCES authors(rowid),
+            sequence INTEGER NOT NULL,
+            id BLOB NOT NULL,
+            room INTEGER NOT NULL REFERENCES rooms(rowid),
+            kind INTEGER NOT NULL,
+            timestamp INTEGER NOT NULL,
+            received_at INTEGER NOT NULL,
+            causal_time INTEGER,                     -- NULL until delivered
+            delivery INTEGER,                        -- order of delivery on this node
+            bytes BLOB NOT NULL,
+            UNIQUE(author, sequence)
+        );
+        CREATE INDEX envelopes_by_room_order ON envelopes(room, causal_time, id) WHERE causal_time IS NOT NULL;
+        CREATE INDEX envelopes_by_room_delivery ON envelopes(room, delivery) WHERE delivery IS NOT NULL;
+        CREATE TABLE forks(
+            rowid INTEGER PRIMARY KEY,
+            author INTEGER NOT NULL REFERENCES authors(rowid),
+            sequence INTEGER NOT NULL,
+            kept_id BLOB NOT NULL,
+            fork_id BLOB NOT NULL UNIQUE,
+            reason TEXT NOT NULL,
+            detected_at INTEGER NOT NULL,
+            bytes BLOB NOT NULL
+        );
+        CREATE TABLE sent_clock(
+            author INTEGER PRIMARY KEY REFERENCES authors(rowid),
+            sequence INTEGER NOT NULL               -- highest named as a dependency by our own posts
+        );
+        CREATE TABLE settings(key TEXT PRIMARY KEY, value BLOB);
+        """,
+    ]
+
+    static var currentVersion: Int { migrations.count }
+
+    /// Checks the file is ours (or empty), then migrates it to `currentVersion`.
+    /// Reads first: SQLite reports a file that is not a database on the first
+    /// read, before anything could be written to it.
+    static func prepare(_ db: Connection, path: String) throws(StoreError) {
+        let applicationID: Int64
+        let version: Int
+        let tables: Int64
+        do {
+            applicationID = try db.integer("PRAGMA application_id")
+            version = Int(try db.integer("PRAGMA user_version"))
+            tables = try db.integer("SELECT count(*) FROM sqlite_schema")
+        } catch {
+            if error.code & 0xff == SQLITE_NOTADB || error.code & 0xff == SQLITE_CORRUPT {
+                throw .notAPeernodeDatabase(path: path)
+            }
+            throw .sqlite(error)
+        }
+        let isFresh = applicationID == 0 && version == 0 && tables == 0
+        guard isFresh || applicationID == Self.applicationID else { throw .notAPeernodeDatabase(path: path) }
+        guard version <= currentVersion else {
+            throw .newerSchema(path: path, found: version, supported: currentVersion)
+        }
+
+        do {
+            // journal_mode answers with the mode it is in: checked, not assumed.
+            let mode = try db.text("PRAGMA journal_mode=WAL") ?? "unknown"
+            guard mode.lowercased() == "wal" else { throw StoreError.walUnavailable(path: path, mode: mode) }
+            try db.execute("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384")
+            for target in (version + 1)...max(version + 1, currentVersion) where target <= currentVersion {
+                try db.transaction {
+                    try db.execute(migrations[target - 1])
+                    try db.execute("PRAGMA user_version=\(target)")
+                    if target == 1 { try db.execute("PRAGMA application_id=\(Self.applicationID)") }
+                }
+            }
+        } catch let e as StoreError {
+            throw e
+        } catch let e as SQLiteError {
+            throw .sqlite(e)
+        } catch {
+            throw .corruptRow("\(error)")
+        }
+    }
+}

@@ -1,0 +1,206 @@
+import Crypto
+import Gossip
+
+/// A delivered envelope with its place in room order.
+public struct StoredEnvelope: Sendable, Equatable {
+    public let envelope: Envelope
+    /// The causal time the room is ordered by (then by id).
+    public let causalTime: Int64
+    /// This node's delivery number (for unread counts).
+    public let delivery: Int64
+}
+
+/// Where a history page ends, to fetch the page before it.
+public struct HistoryCursor: Sendable, Equatable {
+    public let causalTime: Int64
+    public let id: MessageID
+
+    public init(causalTime: Int64, id: MessageID) {
+        self.causalTime = causalTime
+        self.id = id
+    }
+
+    /// The cursor that continues before `entry`.
+    public init(before entry: StoredEnvelope) {
+        self.init(causalTime: entry.causalTime, id: entry.envelope.id)
+    }
+}
+
+/// One line of a room list.
+public struct RoomSummary: Sendable, Equatable {
+    public let room: RoomID
+    public let name: String?
+    public let unread: Int
+    public let last: StoredEnvelope?
+}
+
+/// A fork: the author signed two different envelopes for one sequence, or one
+/// that does not link to its neighbour. The first is kept; this is the record.
+public struct ForkRecord: Sendable, Equatable {
+    public let author: PublicKey
+    public let sequence: UInt64
+    public let kept: MessageID
+    public let fork: Envelope
+    public let reason: String
+    public let detectedAt: UInt64
+}
+
+extension Store {
+    // MARK: clocks and sync
+
+    public func vectorClock() throws -> VectorClock {
+        VectorClock(authors.mapValues { $0.contiguous })
+    }
+
+    /// Author → highest sequence delivered (shown).
+    public func deliveredClock() -> VectorClock {
+        VectorClock(authors.mapValues { $0.delivered })
+    }
+
+    public func envelopes(from author: PublicKey, startingAt sequence: UInt64, limit: Int) throws -> [Envelope] {
+        guard let st = authors[author], limit > 0 else { return [] }
+        let s = try db.statement("SELECT bytes FROM envelopes WHERE author = ?1 AND sequence >= ?2 ORDER BY sequence LIMIT ?3")
+            .bind(1, st.rowid).bind(2, Int64(clamping: sequence)).bind(3, limit)
+        var out: [Envelope] = []
+        while try s.step() { out.append(try Envelope.decode(s.blob(0), verification: .trustedStorage)) }
+        return out
+    }
+
+    /// Envelopes held beyond a gap in their author's chain.
+    public func aheadOfGapCount() throws -> Int {
+        Int(try db.integer(
+            "SELECT count(*) FROM envelopes e JOIN authors a ON e.author = a.rowid WHERE e.sequence > a.contiguous"))
+    }
+
+    /// Envelopes held but not yet delivered (waiting for a dependency).
+    public func undeliveredCount() throws -> Int {
+        Int(try db.integer("SELECT count(*) FROM envelopes WHERE causal_time IS NULL"))
+    }
+
+    /// Highest sequence this author has in the store (held, maybe past a gap),
+    /// and the id of that envelope: where this node's own next post links to.
+    public func head(of author: PublicKey) throws -> (sequence: UInt64, id: MessageID)? {
+        guard let st = authors[author], st.highest > 0,
+              let e = try loadEnvelope(st.rowid, st.highest) else { return nil }
+        return (st.highest, e.id)
+    }
+
+    /// What an author's next post should name as dependencies: every delivered
+    /// clock entry ahead of what its earlier posts named (at most
+    /// `Envelope.maximumDependencies`; the rest follow in the next post).
+    public func dependenciesForNextPost(by author: PublicKey) throws -> [Dependency] {
+        var sent = VectorClock()
+        let s = try db.statement("SELECT a.key, c.sequence FROM sent_clock c JOIN authors a ON a.rowid = c.author")
+        while try s.step() { sent[try PublicKey(bytes: s.blob(0))] = UInt64(s.int64(1)) }
+        return Array(deliveredClock().advances(since: sent, excluding: author).prefix(Envelope.maximumDependencies))
+    }
+
+    // MARK: rooms
+
+    /// Records a room's name (public rooms this node joined).
+    public func registerRoom(_ room: RoomID, name: String) throws {
+        let row = try roomRow(room)
+        try db.statement("UPDATE rooms SET name = ?1 WHERE rowid = ?2").bind(1, name).bind(2, row).run()
+    }
+
+    /// The last `limit` delivered envelopes of a room before `cursor` (or the
+    /// newest), oldest first, in causal order: causal time, then id.
+    public func history(of room: RoomID, limit: Int, before cursor: HistoryCursor? = nil) throws -> [StoredEnvelope] {
+        guard let row = roomRows[room], limit > 0 else { return [] }
+        let s: Statement
+        if let cursor {
+            s = try db.statement(
+                """
+                SELECT bytes, causal_time, delivery FROM envelopes
+                WHERE room = ?1 AND causal_time IS NOT NULL AND (causal_time, id) < (?2, ?3)
+                ORDER BY causal_time DESC, id DESC LIMIT ?4
+                """
+            ).bind(1, row).bind(2, cursor.causalTime).bind(3, cursor.id.bytes).bind(4, limit)
+        } else {
+            s = try db.statement(
+                """
+                SELECT bytes, causal_time, delivery FROM envelopes
+                WHERE room = ?1 AND causal_time IS NOT NULL
+                ORDER BY causal_time DESC, id DESC LIMIT ?2
+                """
+            ).bind(1, row).bind(2, limit)
+        }
+        var out: [StoredEnvelope] = []
+        while try s.step() { out.append(try stored(s)) }
+        return out.reversed()
+    }
+
+    /// Delivered text and action messages from others after the room's read mark.
+    public func unreadCount(of room: RoomID, me: PublicKey) throws -> Int {
+        guard let row = roomRows[room] else { return 0 }
+        let own = authors[me]?.rowid ?? -1
+        let s = try db.statement(
+            """
+            SELECT count(*) FROM envelopes
+            WHERE room = ?1 AND delivery > (SELECT read_delivery FROM rooms WHERE rowid = ?1)
+              AND author != ?2 AND kind IN (\(Kind.text.rawValue), \(Kind.action.rawValue))
+            """
+        ).bind(1, row).bind(2, own)
+        return try s.single { $0.int(0) } ?? 0
+    }
+
+    /// Marks everything delivered in the room so far as read.
+    public func markRead(_ room: RoomID) throws {
+        guard let row = roomRows[room] else { return }
+        try db.statement(
+            "UPDATE rooms SET read_delivery = (SELECT coalesce(max(delivery), 0) FROM envelopes WHERE room = ?1) WHERE rowid = ?1"
+        ).bind(1, row).run()
+    }
+
+    /// Every room with its unread count and last delivered message, the most
+    /// recently active first (rooms with no message last, by name).
+    public func roomSummaries(me: PublicKey) throws -> [RoomSummary] {
+        var out: [RoomSummary] = []
+        let rooms = try db.statement("SELECT rowid, room_id, name FROM rooms")
+        var rows: [(Int64, RoomID, String?)] = []
+        while try rooms.step() { rows.append((rooms.int64(0), try RoomID(bytes: rooms.blob(1)), rooms.text(2))) }
+        for (row, room, name) in rows {
+            let last = try db.statement(
+                """
+                SELECT bytes, causal_time, delivery FROM envelopes
+                WHERE room = ?1 AND causal_time IS NOT NULL ORDER BY causal_time DESC, id DESC LIMIT 1
+                """
+            ).bind(1, row)
+            let lastMessage = try last.single { try stored($0) }
+            out.append(RoomSummary(room: room, name: name, unread: try unreadCount(of: room, me: me), last: lastMessage))
+        }
+        return out.sorted { a, b in
+            switch (a.last, b.last) {
+            case let (x?, y?): return (x.causalTime, x.envelope.id) > (y.causalTime, y.envelope.id)
+            case (.some, nil): return true
+            case (nil, .some): return false
+            case (nil, nil): return (a.name ?? "") < (b.name ?? "")
+            }
+        }
+    }
+
+    // MARK: forks
+
+    public func forks() throws -> [ForkRecord] {
+        let s = try db.statement(
+            """
+            SELECT a.key, f.sequence, f.kept_id, f.bytes, f.reason, f.detected_at
+            FROM forks f JOIN authors a ON a.rowid = f.author ORDER BY f.rowid
+            """)
+        var out: [ForkRecord] = []
+        while try s.step() {
+            out.append(ForkRecord(
+                author: try PublicKey(bytes: s.blob(0)), sequence: UInt64(s.int64(1)),
+                kept: try MessageID(bytes: s.blob(2)),
+                fork: try Envelope.decode(s.blob(3), verification: .trustedStorage),
+                reason: s.text(4) ?? "", detectedAt: UInt64(s.int64(5))))
+        }
+        return out
+    }
+
+    private func stored(_ s: Statement) throws -> StoredEnvelope {
+        StoredEnvelope(
+            envelope: try Envelope.decode(s.blob(0), verification: .trustedStorage),
+            causalTime: s.int64(1), delivery: s.int64(2))
+    }
+}
