@@ -19,6 +19,7 @@ public enum EnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
     case wrongPrevious(sequence: UInt64)
     case badLength(field: String, expected: Int, actual: Int)
     case badRoomName(String)
+    case badNick(String)
 
     public var description: String {
         switch self {
@@ -36,6 +37,7 @@ public enum EnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .wrongPrevious(s): return "sequence \(s) does not link to the author's previous envelope"
         case let .badLength(f, e, a): return "\(f) must be \(e) bytes, got \(a)"
         case let .badRoomName(n): return "not a valid room name: \(n.debugDescription)"
+        case let .badNick(n): return "not a valid nick (1 to \(Nick.maximumLength) bytes, no spaces or control characters): \(n.debugDescription)"
         }
     }
 }

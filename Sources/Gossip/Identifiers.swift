@@ -84,3 +84,26 @@ public struct RoomName: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { value }
 }
+
+/// A nick: a claim, never an identity (people see it with a fingerprint).
+/// 1…`maximumLength` UTF-8 bytes with no white space, control or invisible
+/// formatting characters.
+public struct Nick: Hashable, Sendable, CustomStringConvertible {
+    public static let maximumLength = 32
+    public let value: String
+
+    public init(_ text: String) throws(EnvelopeError) {
+        guard !text.isEmpty, text.utf8.count <= Self.maximumLength else { throw .badNick(text) }
+        for scalar in text.unicodeScalars {
+            switch scalar.properties.generalCategory {
+            case .control, .format, .spaceSeparator, .lineSeparator, .paragraphSeparator, .unassigned, .surrogate, .privateUse:
+                throw .badNick(text)
+            default:
+                continue
+            }
+        }
+        value = text
+    }
+
+    public var description: String { value }
+}

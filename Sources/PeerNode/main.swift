@@ -1,1 +1,77 @@
-print("peernode")
+import Crypto
+import Foundation
+import Gossip
+import Store
+
+/// Exit codes: 0 success, 1 a runtime failure (message on stderr), 2 bad usage.
+enum ExitCode {
+    static let failure: Int32 = 1
+    static let usage: Int32 = 2
+}
+
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data(("peernode: " + message + "\n").utf8))
+}
+
+func writeLines(_ lines: [String]) {
+    guard !lines.isEmpty else { return }
+    FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+}
+
+func run(_ command: Command) throws {
+    let environment = ProcessInfo.processInfo.environment
+    switch command {
+    case .help:
+        writeLines([CommandLineSpec.version + " — serverless chat for a local network", CommandLineSpec.usage])
+    case .version:
+        writeLines([CommandLineSpec.version])
+    case let .newNetworkKey(path):
+        try KeyFile.writeNetworkKey(NetworkKey.generate(), to: path)
+        writeLines(["wrote a new network key to \(path) (mode 0600): give it to the members with --network-key \(path)"])
+    case let .id(options):
+        guard let path = resolveDataDirectory(options, environment: environment) else {
+            throw NodeError(description: "no data directory: set HOME or XDG_DATA_HOME, or pass --data-dir DIR")
+        }
+        try DataDirectory.createDirectories(path)
+        let key = try KeyFile.loadOrCreateIdentity(at: path + "/" + DataDirectory.identityFileName).key
+        writeLines([key.publicKey.hex, key.publicKey.shortFingerprint])
+    case let .chat(options):
+        let node = try Node(options: options, environment: environment)
+        let room = try RoomName(options.room ?? RoomName.general.value)
+        if let wanted = options.nick {
+            let nick = try Nick(wanted)
+            if node.nick != nick.value { try node.post(nick.value, kind: .nick, in: room) }
+        } else if node.nick == nil, let user = environment["USER"], let nick = try? Nick(user) {
+            try node.post(nick.value, kind: .nick, in: room)
+        }
+        let session = try ChatSession(node: node, room: room)
+        writeLines(try session.greeting())
+        let interactive = isatty(0) == 1
+        while true {
+            if interactive {
+                FileHandle.standardOutput.write(Data(session.prompt.utf8))
+            }
+            guard let line = readLine(strippingNewline: true) else { break }
+            let (output, keepGoing) = session.handle(line)
+            writeLines(output)
+            if !keepGoing { break }
+        }
+    }
+}
+
+// Files this process creates (database, WAL, lock) are private to the user.
+umask(0o077)
+
+do {
+    let command = try CommandLineSpec.parse(Array(CommandLine.arguments.dropFirst()))
+    do {
+        try run(command)
+    } catch {
+        printError("\(error)")
+        exit(ExitCode.failure)
+    }
+} catch {
+    printError(error.message)
+    FileHandle.standardError.write(Data((CommandLineSpec.usage + "\n").utf8))
+    exit(ExitCode.usage)
+}

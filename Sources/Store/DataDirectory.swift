@@ -37,7 +37,7 @@ public final class DataDirectory {
     public func file(_ name: String) -> String { path + "/" + name }
 
     /// `mkdir -p` with mode 0700 for every directory it creates.
-    static func createDirectories(_ path: String) throws(StoreError) {
+    public static func createDirectories(_ path: String) throws(StoreError) {
         var prefix = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             prefix += "/" + component

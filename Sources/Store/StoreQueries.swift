@@ -204,3 +204,25 @@ extension Store {
             causalTime: s.int64(1), delivery: s.int64(2))
     }
 }
+
+extension Store {
+    /// For each author, the delivered envelope of `kind` with the highest
+    /// sequence (the latest nick change of everyone, say).
+    public func latest(ofKind kind: Kind) throws -> [StoredEnvelope] {
+        let s = try db.statement(
+            """
+            SELECT e.bytes, e.causal_time, e.delivery FROM envelopes e
+            WHERE e.kind = ?1 AND e.causal_time IS NOT NULL AND e.sequence = (
+                SELECT max(sequence) FROM envelopes
+                WHERE author = e.author AND kind = ?1 AND causal_time IS NOT NULL)
+            """
+        ).bind(1, Int64(kind.rawValue))
+        var out: [StoredEnvelope] = []
+        while try s.step() {
+            out.append(StoredEnvelope(
+                envelope: try Envelope.decode(s.blob(0), verification: .trustedStorage),
+                causalTime: s.int64(1), delivery: s.int64(2)))
+        }
+        return out
+    }
+}

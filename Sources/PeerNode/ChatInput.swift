@@ -1,0 +1,62 @@
+import Gossip
+
+/// One line typed at the chat prompt, parsed. A line that starts with `/` is
+/// a command and is never posted by accident; `//text` posts `/text`.
+enum ChatInput: Equatable {
+    case message(String)
+    case action(String)
+    case nick(String)
+    case join(String)
+    case history(Int)
+    case help
+    case quit
+    case empty
+    case error(String)
+
+    static let defaultHistory = 20
+    /// `/history N` shows at most this many lines.
+    static let maximumHistory = 10_000
+
+    static let helpText = """
+        commands:
+          /join #room       switch to a room (created on first use)
+          /me TEXT          an action: * alice waves
+          /nick NAME        change the nick shown next to your fingerprint
+          /history [N]      show the last N messages of the room (default 20)
+          /help             this list
+          /quit             leave
+          //text            post a line that starts with /
+        """
+
+    static func parse(_ raw: String) -> ChatInput {
+        let line = raw.hasSuffix("\r") ? String(raw.dropLast()) : raw
+        if line.trimmingCharacters(in: .whitespaces).isEmpty { return .empty }
+        if line.hasPrefix("//") { return .message(String(line.dropFirst())) }
+        guard line.hasPrefix("/") else { return .message(line) }
+        let body = line.dropFirst()
+        let name = body.prefix { $0 != " " }
+        let argument = body.dropFirst(name.count).trimmingCharacters(in: .whitespaces)
+        switch name {
+        case "me":
+            return argument.isEmpty ? .error("/me needs some text: /me waves") : .action(argument)
+        case "nick":
+            return argument.isEmpty ? .error("/nick needs a name: /nick alice") : .nick(argument)
+        case "join", "j":
+            return argument.isEmpty ? .error("/join needs a room: /join #random") : .join(argument)
+        case "history":
+            if argument.isEmpty { return .history(defaultHistory) }
+            guard let n = Int(argument), n > 0, n <= maximumHistory else {
+                return .error("/history takes a number from 1 to \(maximumHistory)")
+            }
+            return .history(n)
+        case "help":
+            return .help
+        case "quit", "exit":
+            return .quit
+        default:
+            return .error("unknown command /\(name) (try /help)")
+        }
+    }
+}
+
+import Foundation

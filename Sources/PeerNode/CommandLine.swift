@@ -1,0 +1,133 @@
+/// The command line, parsed by a pure function so it can be tested without
+/// running anything. The usage text is generated from the same tables.
+struct Options: Equatable {
+    var dataDirectory: String?
+    var networkName: String?
+    var networkKeyFile: String?
+    var nick: String?
+    var room: String?
+}
+
+enum Command: Equatable {
+    /// Start a node and chat from standard input (the default).
+    case chat(Options)
+    /// Print the node id and fingerprint.
+    case id(Options)
+    /// Write a new random network key to a file.
+    case newNetworkKey(path: String)
+    case help
+    case version
+}
+
+struct UsageError: Error, Equatable {
+    let message: String
+}
+
+enum CommandLineSpec {
+    static let version = "peernode 0.1.0"
+
+    struct OptionSpec: Sendable {
+        let name: String
+        let argument: String
+        let help: String
+        let apply: @Sendable (inout Options, String) -> Void
+    }
+
+    static let options: [OptionSpec] = [
+        OptionSpec(name: "--data-dir", argument: "DIR",
+                   help: "where the identity and database live (default $XDG_DATA_HOME/peernode, else ~/.local/share/peernode)",
+                   apply: { $0.dataDirectory = $1 }),
+        OptionSpec(name: "--network", argument: "NAME",
+                   help: "join the network with this name (default \"peernode-lan\"); a name separates networks, it does not hide them",
+                   apply: { $0.networkName = $1 }),
+        OptionSpec(name: "--network-key", argument: "FILE",
+                   help: "join the private network whose key is in FILE (see `peernode network new`)",
+                   apply: { $0.networkKeyFile = $1 }),
+        OptionSpec(name: "--nick", argument: "NAME", help: "the nick others see next to your fingerprint", apply: { $0.nick = $1 }),
+        OptionSpec(name: "--room", argument: "ROOM", help: "the room to start in (default #general)", apply: { $0.room = $1 }),
+    ]
+
+    static let commands: [(usage: String, help: String)] = [
+        ("peernode [OPTIONS]", "start a node and chat from standard input"),
+        ("peernode id [--data-dir DIR]", "print this node's id (64 hex characters) and its short fingerprint"),
+        ("peernode network new FILE", "write a new random network key to FILE (mode 0600, never overwrites)"),
+        ("peernode help", "show this help (also --help, -h)"),
+        ("peernode version", "show the version (also --version)"),
+    ]
+
+    static var usage: String {
+        var lines = ["usage:"]
+        for c in commands {
+            lines.append("  " + c.usage.padding(toLength: 32, withPad: " ", startingAt: 0) + c.help)
+        }
+        lines.append("options:")
+        for o in options {
+            lines.append("  " + "\(o.name) \(o.argument)".padding(toLength: 32, withPad: " ", startingAt: 0) + o.help)
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Parses the arguments after the program name.
+    static func parse(_ arguments: [String]) throws(UsageError) -> Command {
+        var options = Options()
+        var words: [String] = []
+        var i = 0
+        while i < arguments.count {
+            let arg = arguments[i]
+            i += 1
+            switch arg {
+            case "--help", "-h": return .help
+            case "--version": return .version
+            default: break
+            }
+            if arg.hasPrefix("-") && arg != "-" {
+                let (name, inline) = splitInline(arg)
+                guard let spec = options_(named: name) else { throw UsageError(message: "unknown option \(name)") }
+                let value: String
+                if let inline {
+                    value = inline
+                } else {
+                    guard i < arguments.count else { throw UsageError(message: "option \(name) needs \(spec.argument)") }
+                    value = arguments[i]
+                    i += 1
+                }
+                guard !value.isEmpty else { throw UsageError(message: "option \(name) needs a non-empty \(spec.argument)") }
+                spec.apply(&options, value)
+            } else {
+                words.append(arg)
+            }
+        }
+        switch words.first {
+        case nil:
+            return .chat(options)
+        case "help":
+            return .help
+        case "version":
+            return .version
+        case "id":
+            try expectNoMore(words, after: 1)
+            return .id(options)
+        case "network":
+            guard words.count >= 2, words[1] == "new" else {
+                throw UsageError(message: "unknown network command (expected: peernode network new FILE)")
+            }
+            guard words.count == 3 else { throw UsageError(message: "peernode network new needs exactly one FILE") }
+            return .newNetworkKey(path: words[2])
+        case let other?:
+            throw UsageError(message: "unknown command \(other)")
+        }
+    }
+
+    private static func options_(named name: String) -> OptionSpec? {
+        options.first { $0.name == name }
+    }
+
+    private static func splitInline(_ arg: String) -> (String, String?) {
+        guard let eq = arg.firstIndex(of: "=") else { return (arg, nil) }
+        return (String(arg[..<eq]), String(arg[arg.index(after: eq)...]))
+    }
+
+    private static func expectNoMore(_ words: [String], after count: Int) throws(UsageError) {
+        if words.count > count { throw UsageError(message: "unexpected argument \(words[count])") }
+    }
+}

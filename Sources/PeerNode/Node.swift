@@ -1,0 +1,114 @@
+import Crypto
+import Foundation
+import Gossip
+import Store
+
+/// Where the data directory is: `--data-dir`, else `$XDG_DATA_HOME/peernode`,
+/// else `$HOME/.local/share/peernode` (XDG Base Directory Specification).
+func resolveDataDirectory(_ options: Options, environment: [String: String]) -> String? {
+    if let dir = options.dataDirectory { return dir }
+    if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") { return xdg + "/peernode" }
+    if let home = environment["HOME"], !home.isEmpty { return home + "/.local/share/peernode" }
+    return nil
+}
+
+/// A failure the user can act on; printed as `peernode: <message>`, exit 1.
+struct NodeError: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// A running node: identity, network key, store, and the chat operations
+/// on top of them. One owner (the chat loop) uses it.
+final class Node {
+    let directory: DataDirectory
+    let identity: SigningKey
+    let network: NetworkKey
+    let networkLabel: String
+    let store: Store
+    private(set) var nicks: [PublicKey: String] = [:]
+    private var roomNames: [RoomID: RoomName] = [:]
+
+    init(options: Options, environment: [String: String]) throws {
+        guard let path = resolveDataDirectory(options, environment: environment) else {
+            throw NodeError(description: "no data directory: set HOME or XDG_DATA_HOME, or pass --data-dir DIR")
+        }
+        if options.networkName != nil && options.networkKeyFile != nil {
+            throw NodeError(description: "give --network or --network-key, not both")
+        }
+        directory = try DataDirectory(path: path)
+        identity = try KeyFile.loadOrCreateIdentity(at: directory.file(DataDirectory.identityFileName)).key
+        if let file = options.networkKeyFile {
+            network = try KeyFile.loadNetworkKey(at: file)
+            networkLabel = "private network (\(file))"
+        } else {
+            let name = options.networkName ?? NetworkKey.defaultName
+            network = NetworkKey.derived(fromName: name)
+            networkLabel = "network \(name)"
+        }
+        store = try Store(directory: directory)
+        for summary in try store.roomSummaries(me: identity.publicKey) {
+            if let name = summary.name, let room = try? RoomName(name) { roomNames[summary.room] = room }
+        }
+        try loadNicks()
+    }
+
+    var me: PublicKey { identity.publicKey }
+
+    func roomID(_ name: RoomName) -> RoomID { RoomID.publicRoom(name, network: network) }
+
+    /// Makes a public room known by name (so its messages can be read) and
+    /// remembers it in the store.
+    func join(_ name: RoomName) throws -> RoomID {
+        let id = roomID(name)
+        if roomNames[id] == nil {
+            roomNames[id] = name
+            try store.registerRoom(id, name: name.value)
+        }
+        return id
+    }
+
+    // MARK: posting
+
+    /// Signs and durably stores a new envelope of ours (fsynced before return).
+    @discardableResult
+    func post(_ text: String, kind: Kind, in room: RoomName) throws -> Envelope {
+        let id = try join(room)
+        let plain = Array(text.utf8)
+        let body = try BodyCipher.seal(plain, key: network.publicRoomKey(roomName: room.value), author: me, room: id, kind: kind)
+        let head = try store.head(of: me)
+        let envelope = try Envelope.sign(
+            by: identity, sequence: (head?.sequence ?? 0) + 1, previous: head?.id ?? .zero,
+            dependencies: try store.dependenciesForNextPost(by: me),
+            timestamp: Self.now(), room: id, kind: kind, body: body)
+        _ = try store.insertOwn(envelope, at: Self.now())
+        if kind == .nick { nicks[me] = text }
+        return envelope
+    }
+
+    /// Our current nick, if we ever set one.
+    var nick: String? { nicks[me] }
+
+    static func now() -> UInt64 { UInt64(max(0, Date().timeIntervalSince1970 * 1000)) }
+
+    // MARK: reading
+
+    /// The plaintext of an envelope, or nil when this node has no key for its room.
+    func plaintext(of envelope: Envelope) -> String? {
+        guard let name = roomNames[envelope.room],
+              let plain = try? BodyCipher.open(envelope, key: network.publicRoomKey(roomName: name.value)) else { return nil }
+        return String(decoding: plain, as: UTF8.self)
+    }
+
+    func roomName(_ id: RoomID) -> RoomName? { roomNames[id] }
+
+    private func loadNicks() throws {
+        for stored in try store.latest(ofKind: .nick) {
+            if let text = plaintext(of: stored.envelope) { nicks[stored.envelope.author] = text }
+        }
+    }
+
+    /// Notes a nick change seen in history or live.
+    func observe(_ envelope: Envelope) {
+        if envelope.kind == .nick, let text = plaintext(of: envelope) { nicks[envelope.author] = text }
+    }
+}

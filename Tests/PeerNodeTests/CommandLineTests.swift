@@ -1,0 +1,86 @@
+@testable import PeerNode
+import Testing
+
+@Suite("Command line")
+struct CommandLineTests {
+    @Test("no arguments starts a chat node with defaults")
+    func defaults() throws {
+        #expect(try CommandLineSpec.parse([]) == .chat(Options()))
+    }
+
+    @Test("options take a separate or an inline value")
+    func options() throws {
+        var expected = Options()
+        expected.dataDirectory = "/d"
+        expected.nick = "al"
+        expected.networkName = "office"
+        #expect(try CommandLineSpec.parse(["--data-dir", "/d", "--nick=al", "--network", "office"]) == .chat(expected))
+        var idOptions = Options()
+        idOptions.dataDirectory = "/x"
+        #expect(try CommandLineSpec.parse(["id", "--data-dir", "/x"]) == .id(idOptions))
+        #expect(try CommandLineSpec.parse(["--data-dir=/x", "id"]) == .id(idOptions))
+    }
+
+    @Test("help and version in every spelling")
+    func help() throws {
+        for args in [["help"], ["--help"], ["-h"], ["id", "--help"]] {
+            #expect(try CommandLineSpec.parse(args) == .help)
+        }
+        #expect(try CommandLineSpec.parse(["--version"]) == .version)
+        #expect(try CommandLineSpec.parse(["version"]) == .version)
+        let usage = CommandLineSpec.usage
+        for word in ["peernode id", "network new", "--data-dir", "--network-key", "--nick"] {
+            #expect(usage.contains(word))
+        }
+    }
+
+    @Test("network new FILE")
+    func networkNew() throws {
+        #expect(try CommandLineSpec.parse(["network", "new", "k.key"]) == .newNetworkKey(path: "k.key"))
+        #expect(throws: UsageError.self) { try CommandLineSpec.parse(["network", "new"]) }
+        #expect(throws: UsageError.self) { try CommandLineSpec.parse(["network", "old", "x"]) }
+    }
+
+    @Test("unknown options and commands, missing values: one-line errors")
+    func errors() throws {
+        #expect(throws: UsageError(message: "unknown option --bogus")) { try CommandLineSpec.parse(["--bogus"]) }
+        #expect(throws: UsageError(message: "unknown command frobnicate")) { try CommandLineSpec.parse(["frobnicate"]) }
+        #expect(throws: UsageError(message: "option --data-dir needs DIR")) { try CommandLineSpec.parse(["--data-dir"]) }
+        #expect(throws: UsageError(message: "option --nick needs a non-empty NAME")) { try CommandLineSpec.parse(["--nick="]) }
+        #expect(throws: UsageError(message: "unexpected argument extra")) { try CommandLineSpec.parse(["id", "extra"]) }
+    }
+
+    @Test("data directory: --data-dir, then XDG_DATA_HOME, then HOME")
+    func dataDirectory() {
+        var o = Options()
+        #expect(resolveDataDirectory(o, environment: ["HOME": "/home/a"]) == "/home/a/.local/share/peernode")
+        #expect(resolveDataDirectory(o, environment: ["HOME": "/home/a", "XDG_DATA_HOME": "/xdg"]) == "/xdg/peernode")
+        // The XDG spec ignores relative paths.
+        #expect(resolveDataDirectory(o, environment: ["HOME": "/home/a", "XDG_DATA_HOME": "rel"]) == "/home/a/.local/share/peernode")
+        #expect(resolveDataDirectory(o, environment: [:]) == nil)
+        o.dataDirectory = "/d"
+        #expect(resolveDataDirectory(o, environment: ["XDG_DATA_HOME": "/xdg"]) == "/d")
+    }
+}
+
+@Suite("Chat input")
+struct ChatInputTests {
+    @Test("plain lines are messages; commands never post by accident")
+    func parse() {
+        #expect(ChatInput.parse("hello") == .message("hello"))
+        #expect(ChatInput.parse("  ") == .empty)
+        #expect(ChatInput.parse("//etc/passwd is a path") == .message("/etc/passwd is a path"))
+        #expect(ChatInput.parse("/me waves") == .action("waves"))
+        #expect(ChatInput.parse("/me") == .error("/me needs some text: /me waves"))
+        #expect(ChatInput.parse("/nick bob") == .nick("bob"))
+        #expect(ChatInput.parse("/j #random") == .join("#random"))
+        #expect(ChatInput.parse("/history") == .history(ChatInput.defaultHistory))
+        #expect(ChatInput.parse("/history 5") == .history(5))
+        #expect(ChatInput.parse("/history \(ChatInput.maximumHistory)") == .history(ChatInput.maximumHistory))
+        #expect(ChatInput.parse("/history \(ChatInput.maximumHistory + 1)") == .error("/history takes a number from 1 to \(ChatInput.maximumHistory)"))
+        #expect(ChatInput.parse("/history -1") == .error("/history takes a number from 1 to \(ChatInput.maximumHistory)"))
+        #expect(ChatInput.parse("/quit") == .quit)
+        #expect(ChatInput.parse("/frob x") == .error("unknown command /frob (try /help)"))
+        #expect(ChatInput.parse("/") == .error("unknown command / (try /help)"))
+    }
+}
