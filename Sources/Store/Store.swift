@@ -139,15 +139,28 @@ public final class Store: EnvelopeStorage {
             }
         }
 
-        try db.statement(
+        // The common case, in order with its dependencies present: delivered
+        // as it is inserted, with no second write.
+        var causal: Int64?
+        if e.sequence == st.delivered + 1 && st.delivered == st.contiguous {
+            causal = try causalTime(of: e, after: st)
+        }
+        let insert = try db.statement(
             """
-            INSERT INTO envelopes(author, sequence, id, room, kind, timestamp, received_at, bytes)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+            INSERT INTO envelopes(author, sequence, id, room, kind, timestamp, received_at, bytes, causal_time, delivery)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
             """
         )
         .bind(1, st.rowid).bind(2, sequence).bind(3, e.id.bytes).bind(4, try roomRow(e.room))
         .bind(5, Int64(e.kind.rawValue)).bind(6, Int64(clamping: e.timestamp))
-        .bind(7, Int64(clamping: receivedAt)).bind(8, e.encoded).run()
+        .bind(7, Int64(clamping: receivedAt)).bind(8, e.encoded)
+        if let causal {
+            lastDelivery += 1
+            insert.bind(9, causal).bind(10, lastDelivery)
+            st.delivered = e.sequence
+            st.lastCausalTime = causal
+        }
+        try insert.run()
 
         st.highest = max(st.highest, e.sequence)
         if e.sequence == st.contiguous + 1 {
@@ -200,6 +213,10 @@ public final class Store: EnvelopeStorage {
         if e.sequence > 1 { causal = max(causal, st.lastCausalTime &+ 1) }
         for d in e.dependencies {
             guard let other = authors[d.author], other.delivered >= d.sequence else { return nil }
+            if other.delivered == d.sequence {
+                causal = max(causal, other.lastCausalTime &+ 1)
+                continue
+            }
             let s = try db.statement("SELECT causal_time FROM envelopes WHERE author = ?1 AND sequence = ?2")
                 .bind(1, other.rowid).bind(2, Int64(clamping: d.sequence))
             guard let dependencyTime = try s.single({ $0.int64(0) }) else { return nil }
