@@ -10,7 +10,7 @@ set -euo pipefail
 mode="${1:-run}"
 packages=(libsodium-dev libsqlite3-dev pkg-config)
 if [ "$mode" = "test" ]; then
-  packages+=(sqlite3 python3 python3-venv)
+  packages+=(sqlite3 python3 python3-venv python3-cryptography)
 fi
 
 missing=()

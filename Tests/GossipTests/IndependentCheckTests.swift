@@ -1,0 +1,74 @@
+import Foundation
+import Gossip
+import TestSupport
+import Testing
+
+@Suite("Golden vectors against an implementation written elsewhere")
+struct IndependentCheckTests {
+    @Test("scripts/check-golden.py (Python hashlib + cryptography) agrees with docs/PROTOCOL.md and the fixtures")
+    func python() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        p.arguments = [root.appendingPathComponent("scripts/check-golden.py").path]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        try p.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "\(text) (needs Debian's python3-cryptography: make test installs it)")
+        #expect(text.contains("4 envelopes ok"))
+    }
+}
+
+@Suite("Decoding hostile bytes")
+struct EnvelopeMutationTests {
+    /// A deterministic generator, so a failure can be replayed.
+    struct SplitMix: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    @Test("20,000 mutated envelopes: every one is refused with a typed error or decodes to itself, none crashes")
+    func mutations() throws {
+        let a = try Author()
+        let b = try Author()
+        let seeds = [
+            try a.envelope(), try a.envelope(2, previous: try a.envelope().id, dependencies: [Dependency(author: b.key.publicKey, sequence: 3)]),
+            try a.envelope(body: [UInt8](repeating: 9, count: 300)),
+        ]
+        var rng = SplitMix(state: 42)
+        var refused = 0
+        for i in 0..<20_000 {
+            var bytes = seeds[i % seeds.count].encoded
+            switch Int.random(in: 0..<4, using: &rng) {
+            case 0:  // flip bits
+                for _ in 0..<Int.random(in: 1...4, using: &rng) {
+                    bytes[Int.random(in: 0..<bytes.count, using: &rng)] ^= UInt8.random(in: 1...255, using: &rng)
+                }
+            case 1:  // cut
+                bytes = Array(bytes[0..<Int.random(in: 0..<bytes.count, using: &rng)])
+            case 2:  // insert junk
+                let at = Int.random(in: 0...bytes.count, using: &rng)
+                bytes.insert(contentsOf: (0..<Int.random(in: 1...8, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }, at: at)
+            default:  // lengths set to extremes
+                let at = Int.random(in: 0..<max(1, bytes.count - 4), using: &rng)
+                for k in 0..<4 where at + k < bytes.count { bytes[at + k] = 0xff }
+            }
+            do {
+                let e = try Envelope.decode(bytes)
+                #expect(e.encoded == bytes)
+            } catch {
+                refused += 1
+            }
+        }
+        #expect(refused > 19_000)
+    }
+}
