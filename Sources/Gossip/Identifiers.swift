@@ -69,14 +69,7 @@ public struct RoomName: Hashable, Sendable, CustomStringConvertible {
         guard name.utf8.count >= 2, name.utf8.count <= Self.maximumLength else {
             throw .badRoomName(text)
         }
-        for scalar in name.unicodeScalars {
-            switch scalar.properties.generalCategory {
-            case .control, .format, .spaceSeparator, .lineSeparator, .paragraphSeparator, .unassigned, .surrogate, .privateUse:
-                throw .badRoomName(text)
-            default:
-                continue
-            }
-        }
+        guard isNameText(name) else { throw .badRoomName(text) }
         value = name
     }
 
@@ -94,16 +87,23 @@ public struct Nick: Hashable, Sendable, CustomStringConvertible {
 
     public init(_ text: String) throws(EnvelopeError) {
         guard !text.isEmpty, text.utf8.count <= Self.maximumLength else { throw .badNick(text) }
-        for scalar in text.unicodeScalars {
-            switch scalar.properties.generalCategory {
-            case .control, .format, .spaceSeparator, .lineSeparator, .paragraphSeparator, .unassigned, .surrogate, .privateUse:
-                throw .badNick(text)
-            default:
-                continue
-            }
-        }
+        guard isNameText(text) else { throw .badNick(text) }
         value = text
     }
 
     public var description: String { value }
+}
+
+/// True when every character of a name (room or nick) is visible and not
+/// white space: no control, format (invisible, bidi), separator, private-use
+/// or unassigned code point.
+func isNameText(_ text: String) -> Bool {
+    text.unicodeScalars.allSatisfy { scalar in
+        switch scalar.properties.generalCategory {
+        case .control, .format, .spaceSeparator, .lineSeparator, .paragraphSeparator, .unassigned, .surrogate, .privateUse:
+            return false
+        default:
+            return true
+        }
+    }
 }
