@@ -10,8 +10,11 @@ set -euo pipefail
 mode="${1:-run}"
 packages=(libsodium-dev libsqlite3-dev pkg-config)
 if [ "$mode" = "test" ]; then
-  packages+=(sqlite3 python3 python3-venv python3-cryptography)
+  packages+=(sqlite3 python3 python3-venv python3-cryptography strace)
 fi
+# Tests of this script add packages here (e.g. one that does not exist).
+read -r -a extra <<< "${PEERNODE_EXTRA_PACKAGES:-}"
+packages+=("${extra[@]}")
 
 missing=()
 for p in "${packages[@]}"; do
