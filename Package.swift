@@ -18,7 +18,10 @@ let package = Package(
             name: "CSQLite",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .systemLibrary(name: "CEpoll"),
         .target(name: "Crypto", dependencies: ["CSodium"]),
+        // RFC 6455 over non-blocking sockets; knows nothing of chat.
+        .target(name: "WebSocket", dependencies: ["CEpoll"]),
         .target(name: "Gossip", dependencies: ["Crypto"]),
         .target(name: "Store", dependencies: ["Gossip", "Crypto", "CSQLite"]),
         .executableTarget(name: "PeerNode", dependencies: ["Store", "Gossip", "Crypto"]),
@@ -31,6 +34,7 @@ let package = Package(
         ),
         // Helpers every test target shares: temporary directories, hex, file modes.
         .target(name: "TestSupport", dependencies: ["Crypto"], path: "Tests/TestSupport"),
+        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"]),
         .testTarget(name: "GossipTests", dependencies: ["Gossip", "Crypto", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Gossip", "Crypto", "TestSupport"]),

@@ -1,0 +1,37 @@
+#ifndef PEERNODE_CEPOLL_SHIM_H
+#define PEERNODE_CEPOLL_SHIM_H
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+/* epoll and eventfd are not in Swift's Glibc module; this makes them callable. */
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
+#include <stddef.h>
+
+/* Declared by <sys/socket.h> only under _GNU_SOURCE, which a module build may not see. */
+extern int accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
+
+static const uint32_t peernode_EPOLLIN = EPOLLIN;
+static const uint32_t peernode_EPOLLOUT = EPOLLOUT;
+static const uint32_t peernode_EPOLLERR = EPOLLERR;
+static const uint32_t peernode_EPOLLHUP = EPOLLHUP;
+static const uint32_t peernode_EPOLLRDHUP = EPOLLRDHUP;
+
+static inline int peernode_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t token) {
+    struct epoll_event ev;
+    ev.events = events;
+    ev.data.u64 = token;
+    return epoll_ctl(epfd, op, fd, &ev);
+}
+
+static inline uint64_t peernode_epoll_token(const struct epoll_event *ev) { return ev->data.u64; }
+static inline int peernode_accept4(int fd) {
+    return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+static inline uint32_t peernode_epoll_events(const struct epoll_event *ev) { return ev->events; }
+#endif

@@ -1,0 +1,433 @@
+import CEpoll
+import Glibc
+
+/// What the application hears from a connection. Every callback runs on the
+/// connection's event-loop thread; keep them short or hand work elsewhere.
+public struct WebSocketCallbacks: Sendable {
+    public var onOpen: @Sendable (WebSocketConnection) -> Void
+    public var onMessage: @Sendable (WebSocketConnection, WebSocketMessage) -> Void
+    public var onPong: @Sendable (WebSocketConnection) -> Void
+    /// Once per opened connection, however it ended.
+    public var onClose: @Sendable (WebSocketConnection, CloseInfo) -> Void
+    /// The connection never opened: refused, timed out, or a bad answer.
+    public var onHandshakeFailure: @Sendable (WebSocketConnection, HandshakeError) -> Void
+
+    public init(
+        onOpen: @escaping @Sendable (WebSocketConnection) -> Void = { _ in },
+        onMessage: @escaping @Sendable (WebSocketConnection, WebSocketMessage) -> Void = { _, _ in },
+        onPong: @escaping @Sendable (WebSocketConnection) -> Void = { _ in },
+        onClose: @escaping @Sendable (WebSocketConnection, CloseInfo) -> Void = { _, _ in },
+        onHandshakeFailure: @escaping @Sendable (WebSocketConnection, HandshakeError) -> Void = { _, _ in }
+    ) {
+        self.onOpen = onOpen
+        self.onMessage = onMessage
+        self.onPong = onPong
+        self.onClose = onClose
+        self.onHandshakeFailure = onHandshakeFailure
+    }
+}
+
+/// One WebSocket connection, client or server side: the socket shell around
+/// `ConnectionCore`. Its state is confined to its event loop's thread; the
+/// public methods may be called from any thread and hop to the loop, which
+/// is what makes the unchecked `Sendable` sound.
+public final class WebSocketConnection: @unchecked Sendable, LoopHandler {
+    enum Phase {
+        case serverHandshake(deadline: Double)
+        case clientConnecting(deadline: Double)
+        case clientHandshake(deadline: Double)
+        /// A plain HTTP answer or a refusal is being written; then the socket closes.
+        case closingAfterWrite
+        case open
+        case closed
+    }
+
+    public let loop: EventLoop
+    /// "address:port" of the other end.
+    public let remoteAddress: String
+    /// The request path (server side) or the path asked for (client side).
+    public private(set) var path: String
+    /// The subprotocol both sides agreed on, if any.
+    public private(set) var subprotocol: String?
+
+    let fd: Int32
+    private var token: UInt64 = 0
+    private var phase: Phase
+    private var core: ConnectionCore
+    private let role: ConnectionCore.Role
+    private let limits: WebSocketLimits
+    private let timeouts: WebSocketTimeouts
+    private let callbacks: WebSocketCallbacks
+    private let server: WebSocketServer.Configuration?
+    private let httpHandler: (@Sendable (HTTPRequest) -> HTTPResponse?)?
+    private var clientHandshake: ClientHandshake?
+    private let hostHeader: String
+
+    private var readBuffer: [UInt8] = []
+    private var writeBuffer: [UInt8] = []
+    private var writeStart = 0
+    private var flushScheduled = false
+    private var watchingWrites = false
+
+    /// Server side: an accepted socket.
+    init(accepted fd: Int32, loop: EventLoop, configuration: WebSocketServer.Configuration, callbacks: WebSocketCallbacks,
+         httpHandler: (@Sendable (HTTPRequest) -> HTTPResponse?)?) {
+        self.fd = fd
+        self.loop = loop
+        role = .server
+        limits = configuration.limits
+        timeouts = configuration.timeouts
+        self.callbacks = callbacks
+        server = configuration
+        self.httpHandler = httpHandler
+        remoteAddress = SocketAddress.peerName(fd)
+        path = ""
+        hostHeader = ""
+        phase = .serverHandshake(deadline: monotonicNow() + configuration.timeouts.handshake)
+        core = ConnectionCore(role: .server, limits: configuration.limits, timeouts: configuration.timeouts, now: monotonicNow())
+    }
+
+    /// Client side: a socket whose non-blocking connect is under way.
+    init(connecting fd: Int32, loop: EventLoop, host: String, remote: String, path: String,
+         configuration: WebSocketClient.Configuration, callbacks: WebSocketCallbacks) {
+        self.fd = fd
+        self.loop = loop
+        role = .client
+        limits = configuration.limits
+        timeouts = configuration.timeouts
+        self.callbacks = callbacks
+        server = nil
+        httpHandler = nil
+        remoteAddress = remote
+        self.path = path
+        hostHeader = host
+        clientHandshake = ClientHandshake(subprotocols: configuration.subprotocols, requireSubprotocol: configuration.requireSubprotocol)
+        phase = .clientConnecting(deadline: monotonicNow() + configuration.timeouts.handshake)
+        core = ConnectionCore(role: .client, limits: configuration.limits, timeouts: configuration.timeouts, now: monotonicNow())
+    }
+
+    /// On the loop: start watching the socket.
+    func register(writable: Bool) {
+        watchingWrites = writable
+        token = loop.register(fd, events: interest, handler: self)
+    }
+
+    private var interest: UInt32 {
+        peernode_EPOLLIN | peernode_EPOLLRDHUP | (watchingWrites ? peernode_EPOLLOUT : 0)
+    }
+
+    // MARK: public API (any thread)
+
+    /// Sends a message as one frame. Dropped if the connection is not open.
+    public func send(_ message: WebSocketMessage) {
+        onLoop { $0.enqueue { core, out in core.encode(message, to: &out) } }
+    }
+
+    /// Sends a message in fragments (RFC 6455 §5.4), one frame per element.
+    public func send(fragments: [[UInt8]], text: Bool) {
+        onLoop { c in
+            c.enqueue { core, out in
+                for (i, f) in fragments.enumerated() {
+                    core.encodeFragment(f, opcode: text ? .text : .binary, first: i == 0, last: i == fragments.count - 1, to: &out)
+                }
+            }
+        }
+    }
+
+    public func ping(_ payload: [UInt8] = []) {
+        onLoop { $0.enqueue { core, out in core.encodePing(payload, to: &out) } }
+    }
+
+    /// Starts the close handshake (§7.1.2); `onClose` follows when it ends.
+    public func close(code: CloseCode = .normal, reason: String = "") {
+        onLoop { c in
+            guard case .open = c.phase else {
+                if case .closed = c.phase { return }
+                c.closeSocket(report: nil)
+                return
+            }
+            var out = ConnectionCore.Output()
+            c.core.close(code, reason: reason, now: monotonicNow(), into: &out)
+            c.apply(out)
+        }
+    }
+
+    private func onLoop(_ body: @escaping @Sendable (WebSocketConnection) -> Void) {
+        if loop.inLoop { body(self) } else { loop.execute { [self] in body(self) } }
+    }
+
+    private func enqueue(_ encode: (inout ConnectionCore, inout [UInt8]) -> Void) {
+        guard case .open = phase, core.state == .open else { return }
+        encode(&core, &writeBuffer)
+        queued()
+    }
+
+    /// After bytes were queued: enforce the send-queue limit, plan a flush.
+    private func queued() {
+        if writeBuffer.count - writeStart > limits.maximumSendQueue, case .open = phase, core.state == .open {
+            // The peer is not reading: tell it why (if it ever reads again) and
+            // stop queueing; the close deadline ends the link either way.
+            var out = ConnectionCore.Output()
+            core.close(.policyViolation, reason: "send queue over \(limits.maximumSendQueue) bytes: not reading", now: monotonicNow(), into: &out)
+            writeBuffer.append(contentsOf: out.outgoing)
+        }
+        if !flushScheduled {
+            flushScheduled = true
+            loop.scheduleFlush(self)
+        }
+    }
+
+    // MARK: events (loop thread)
+
+    func handle(events: UInt32) {
+        if case .clientConnecting = phase, events & (peernode_EPOLLOUT | peernode_EPOLLERR | peernode_EPOLLHUP) != 0 {
+            connected()
+            return
+        }
+        if events & peernode_EPOLLOUT != 0 { flush() }
+        if events & (peernode_EPOLLIN | peernode_EPOLLHUP | peernode_EPOLLERR | peernode_EPOLLRDHUP) != 0 { readAvailable() }
+    }
+
+    private func connected() {
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+        guard error == 0, let handshake = clientHandshake else {
+            failHandshake(.connectionClosed)
+            return
+        }
+        phase = .clientHandshake(deadline: monotonicNow() + timeouts.handshake)
+        watchingWrites = false
+        loop.modify(fd, token: token, events: interest)
+        writeBuffer.append(contentsOf: handshake.request(host: hostHeader, path: path))
+        flush()
+    }
+
+    private func readAvailable() {
+        // A few reads per wake-up keep one busy peer from starving the rest.
+        for _ in 0..<4 {
+            if case .closed = phase { return }
+            let result: Syscall.Result<Int>
+            do {
+                result = try Syscall.call("read") { read(fd, loop.scratch.baseAddress, loop.scratch.count) }
+            } catch {
+                lost()
+                return
+            }
+            switch result {
+            case .wouldBlock:
+                return
+            case .done(0):
+                lost()
+                return
+            case let .done(n):
+                received(UnsafeRawBufferPointer(rebasing: loop.scratch[0..<n]))
+                if n < loop.scratch.count { return }
+            }
+        }
+    }
+
+    private func received(_ bytes: UnsafeRawBufferPointer) {
+        if readBuffer.isEmpty {
+            // Parse straight out of the loop's buffer; keep only the unfinished tail.
+            let used = process(bytes)
+            if used < bytes.count, !isClosed { readBuffer.append(contentsOf: bytes[used...]) }
+        } else {
+            // Taken out while parsing: callbacks may close the connection meanwhile.
+            var data = readBuffer
+            readBuffer = []
+            data.append(contentsOf: bytes)
+            let used = data.withUnsafeBytes { process($0) }
+            if !isClosed && used < data.count {
+                data.removeFirst(used)
+                readBuffer = data
+            }
+        }
+    }
+
+    private var isClosed: Bool {
+        if case .closed = phase { return true }
+        return false
+    }
+
+    /// Handles what the bytes hold in the current phase; returns bytes used.
+    private func process(_ bytes: UnsafeRawBufferPointer) -> Int {
+        switch phase {
+        case .serverHandshake:
+            return serverHandshake(bytes)
+        case .clientHandshake:
+            return clientResponse(bytes)
+        case .open:
+            var out = ConnectionCore.Output()
+            let used = core.receive(bytes, now: monotonicNow(), into: &out)
+            apply(out)
+            return used
+        case .clientConnecting, .closingAfterWrite, .closed:
+            return bytes.count
+        }
+    }
+
+    private func serverHandshake(_ bytes: UnsafeRawBufferPointer) -> Int {
+        guard let configuration = server else { return bytes.count }
+        let parsed: (HTTPHead, Int)?
+        do {
+            parsed = try HTTPHead.parse(bytes, limit: limits.maximumHandshakeSize)
+        } catch {
+            let status = error == .tooLarge(limit: limits.maximumHandshakeSize) ? 431 : 400
+            respondAndClose(HTTPResponse(status: status, text: "\(error)\n").encoded())
+            return bytes.count
+        }
+        guard let (head, used) = parsed else { return 0 }
+        switch ServerHandshake.decide(head, configuration: configuration) {
+        case let .accept(response, path, subprotocol):
+            self.path = path
+            self.subprotocol = subprotocol
+            writeBuffer.append(contentsOf: response)
+            open()
+            // Frames may already follow the request.
+            return used + (used < bytes.count ? process(UnsafeRawBufferPointer(rebasing: bytes[used...])) : 0)
+        case let .http(request):
+            let response = httpHandler?(request) ?? HTTPResponse(status: 404, text: "not found\n")
+            respondAndClose(response.encoded())
+            return bytes.count
+        case let .reject(response, _):
+            respondAndClose(response)
+            return bytes.count
+        }
+    }
+
+    private func clientResponse(_ bytes: UnsafeRawBufferPointer) -> Int {
+        guard let handshake = clientHandshake else { return bytes.count }
+        do {
+            guard let (head, used) = try HTTPHead.parse(bytes, limit: limits.maximumHandshakeSize) else { return 0 }
+            subprotocol = try handshake.validate(head)
+            open()
+            return used + (used < bytes.count ? process(UnsafeRawBufferPointer(rebasing: bytes[used...])) : 0)
+        } catch {
+            failHandshake(error)
+            return bytes.count
+        }
+    }
+
+    private func open() {
+        core = ConnectionCore(role: role, limits: limits, timeouts: timeouts, now: monotonicNow())
+        phase = .open
+        callbacks.onOpen(self)
+        queued()
+    }
+
+    private func respondAndClose(_ response: [UInt8]) {
+        phase = .closingAfterWrite
+        writeBuffer.append(contentsOf: response)
+        flush()
+    }
+
+    private func failHandshake(_ error: HandshakeError) {
+        closeSocket(report: nil)
+        callbacks.onHandshakeFailure(self, error)
+    }
+
+    /// Acts on what the core produced.
+    private func apply(_ out: ConnectionCore.Output) {
+        if !out.outgoing.isEmpty {
+            writeBuffer.append(contentsOf: out.outgoing)
+        }
+        for m in out.messages { callbacks.onMessage(self, m) }
+        for _ in 0..<out.pongs { callbacks.onPong(self) }
+        if let info = out.closed {
+            flush()
+            closeSocket(report: info)
+        } else if !out.outgoing.isEmpty {
+            queued()
+        }
+    }
+
+    /// The peer went away without a close handshake (or the socket failed).
+    private func lost() {
+        switch phase {
+        case .open:
+            var out = ConnectionCore.Output()
+            core.connectionLost(into: &out)
+            closeSocket(report: out.closed ?? CloseInfo(code: .abnormal, reason: "connection lost", byPeer: true))
+        case .serverHandshake, .closingAfterWrite:
+            closeSocket(report: nil)
+        case .clientConnecting, .clientHandshake:
+            failHandshake(.connectionClosed)
+        case .closed:
+            break
+        }
+    }
+
+    /// Writes what is queued; watches for writability when the socket is full.
+    func flush() {
+        flushScheduled = false
+        if case .closed = phase { return }
+        while writeStart < writeBuffer.count {
+            let result: Syscall.Result<Int>
+            do {
+                result = try Syscall.call("write") {
+                    writeBuffer.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + writeStart, $0.count - writeStart, Int32(MSG_NOSIGNAL)) }
+                }
+            } catch {
+                lost()
+                return
+            }
+            switch result {
+            case let .done(n):
+                writeStart += n
+            case .wouldBlock:
+                if writeStart > (1 << 20) && writeStart > writeBuffer.count / 2 {
+                    writeBuffer.removeFirst(writeStart)
+                    writeStart = 0
+                }
+                if !watchingWrites {
+                    watchingWrites = true
+                    loop.modify(fd, token: token, events: interest)
+                }
+                return
+            }
+        }
+        if writeBuffer.capacity > (4 << 20) { writeBuffer = [] } else { writeBuffer.removeAll(keepingCapacity: true) }
+        writeStart = 0
+        if watchingWrites {
+            watchingWrites = false
+            loop.modify(fd, token: token, events: interest)
+        }
+        if case .closingAfterWrite = phase { closeSocket(report: nil) }
+    }
+
+    private func closeSocket(report info: CloseInfo?) {
+        if case .closed = phase { return }
+        let wasOpen: Bool
+        if case .open = phase { wasOpen = true } else { wasOpen = false }
+        phase = .closed
+        loop.deregister(fd, token: token)
+        Glibc.close(fd)
+        readBuffer = []
+        writeBuffer = []
+        if wasOpen, let info { callbacks.onClose(self, info) }
+    }
+
+    func tick(now: Double) {
+        switch phase {
+        case let .serverHandshake(deadline), let .clientConnecting(deadline), let .clientHandshake(deadline):
+            if now >= deadline {
+                if role == .server { closeSocket(report: nil) } else { failHandshake(.timeout) }
+            }
+        case .open:
+            var out = ConnectionCore.Output()
+            core.tick(now: now, into: &out)
+            if !out.outgoing.isEmpty || out.closed != nil { apply(out) }
+        case .closingAfterWrite, .closed:
+            break
+        }
+    }
+
+    func shutdown() {
+        if case .open = phase {
+            closeSocket(report: CloseInfo(code: .goingAway, reason: "event loop shut down", byPeer: false))
+        } else {
+            closeSocket(report: nil)
+        }
+    }
+}

@@ -1,0 +1,165 @@
+import CEpoll
+import Glibc
+
+/// A WebSocket server on one event loop. It also answers plain HTTP GET
+/// requests through `httpHandler` (the relay serves `/healthz` and `/metrics`
+/// on the same port); a GET it has no answer for gets 404, other methods 405.
+public final class WebSocketServer: @unchecked Sendable {
+    public struct Configuration: Sendable {
+        /// Paths that accept an upgrade; nil accepts any path.
+        public var paths: Set<String>?
+        /// Subprotocols we speak, in order of preference (§1.9).
+        public var subprotocols: [String]
+        /// Refuse (400) a client that offers none of `subprotocols`.
+        public var requireSubprotocol: Bool
+        public var limits: WebSocketLimits
+        public var timeouts: WebSocketTimeouts
+        /// Pending connections the kernel queues before `accept`.
+        public var backlog: Int32
+
+        public init(
+            paths: Set<String>? = nil, subprotocols: [String] = [], requireSubprotocol: Bool = false,
+            limits: WebSocketLimits = WebSocketLimits(), timeouts: WebSocketTimeouts = WebSocketTimeouts(), backlog: Int32 = 1024
+        ) {
+            self.paths = paths
+            self.subprotocols = subprotocols
+            self.requireSubprotocol = requireSubprotocol
+            self.limits = limits
+            self.timeouts = timeouts
+            self.backlog = backlog
+        }
+    }
+
+    public let loop: EventLoop
+    public let configuration: Configuration
+    let callbacks: WebSocketCallbacks
+    let httpHandler: (@Sendable (HTTPRequest) -> HTTPResponse?)?
+    private var listener: Listener?
+
+    public init(loop: EventLoop, configuration: Configuration, callbacks: WebSocketCallbacks,
+                httpHandler: (@Sendable (HTTPRequest) -> HTTPResponse?)? = nil) {
+        self.loop = loop
+        self.configuration = configuration
+        self.callbacks = callbacks
+        self.httpHandler = httpHandler
+    }
+
+    /// Binds and listens (from any thread); returns the port (useful with port 0).
+    @discardableResult
+    public func listen(host: String, port: UInt16) throws(SystemError) -> UInt16 {
+        let address = try SocketAddress.resolve(host, port: port)
+        let fd = try Syscall.check("socket") { socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        Syscall.setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
+        var storage = address.storage
+        do {
+            _ = try Syscall.check("bind") {
+                withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, address.length) } }
+            }
+            _ = try Syscall.check("listen") { Glibc.listen(fd, configuration.backlog) }
+            try Syscall.setNonBlocking(fd)
+        } catch {
+            close(fd)
+            throw error
+        }
+        let bound = SocketAddress.localPort(fd)
+        let listener = Listener(fd: fd, server: self)
+        self.listener = listener
+        loop.execute { listener.start() }
+        return bound
+    }
+
+    /// Stops accepting; open connections stay.
+    public func stop() {
+        guard let listener else { return }
+        loop.execute { listener.shutdown() }
+    }
+
+    final class Listener: LoopHandler, @unchecked Sendable {
+        let fd: Int32
+        unowned let server: WebSocketServer
+        private var token: UInt64 = 0
+        private var closed = false
+
+        init(fd: Int32, server: WebSocketServer) {
+            self.fd = fd
+            self.server = server
+        }
+
+        func start() {
+            token = server.loop.register(fd, events: peernode_EPOLLIN, handler: self)
+        }
+
+        func handle(events: UInt32) {
+            while !closed {
+                let accepted: Syscall.Result<Int32>
+                do {
+                    accepted = try Syscall.call("accept4") { peernode_accept4(fd) }
+                } catch {
+                    // EMFILE and friends: stop for this round; the next event retries.
+                    return
+                }
+                guard case let .done(client) = accepted else { return }
+                Syscall.setOption(client, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+                let connection = WebSocketConnection(
+                    accepted: client, loop: server.loop, configuration: server.configuration,
+                    callbacks: server.callbacks, httpHandler: server.httpHandler)
+                connection.register(writable: false)
+            }
+        }
+
+        func tick(now: Double) {}
+
+        func shutdown() {
+            guard !closed else { return }
+            closed = true
+            server.loop.deregister(fd, token: token)
+            close(fd)
+        }
+    }
+}
+
+/// Opens client connections (RFC 6455 §4.1).
+public enum WebSocketClient {
+    public struct Configuration: Sendable {
+        public var subprotocols: [String]
+        /// Fail the handshake when the server picks no subprotocol.
+        public var requireSubprotocol: Bool
+        public var limits: WebSocketLimits
+        public var timeouts: WebSocketTimeouts
+
+        public init(subprotocols: [String] = [], requireSubprotocol: Bool = false,
+                    limits: WebSocketLimits = WebSocketLimits(), timeouts: WebSocketTimeouts = WebSocketTimeouts()) {
+            self.subprotocols = subprotocols
+            self.requireSubprotocol = requireSubprotocol
+            self.limits = limits
+            self.timeouts = timeouts
+        }
+    }
+
+    /// Starts connecting to `ws://host:port/path`; `onOpen` or
+    /// `onHandshakeFailure` tells how it went. Name resolution happens here,
+    /// on the calling thread.
+    public static func connect(
+        host: String, port: UInt16, path: String = "/", configuration: Configuration = Configuration(),
+        callbacks: WebSocketCallbacks, loop: EventLoop
+    ) throws(SystemError) -> WebSocketConnection {
+        let address = try SocketAddress.resolve(host, port: port)
+        let fd = try Syscall.check("socket") {
+            socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        }
+        Syscall.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+        var storage = address.storage
+        let rc = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, address.length) } }
+        if rc != 0 && errno != EINPROGRESS {
+            let e = errno
+            close(fd)
+            throw SystemError(call: "connect", errno: e)
+        }
+        let hostHeader = port == 80 ? host : "\(host):\(port)"
+        let connection = WebSocketConnection(
+            connecting: fd, loop: loop, host: hostHeader, remote: SocketAddress.describe(address.storage), path: path,
+            configuration: configuration, callbacks: callbacks)
+        loop.execute { connection.register(writable: true) }
+        return connection
+    }
+}
