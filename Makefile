@@ -37,6 +37,7 @@ setup:
 
 setup-test:
 	@scripts/setup-system.sh test
+	@scripts/setup-peers.sh
 
 clean:
 	rm -rf .build

@@ -10,7 +10,7 @@ set -euo pipefail
 mode="${1:-run}"
 packages=(libsodium-dev libsqlite3-dev pkg-config)
 if [ "$mode" = "test" ]; then
-  packages+=(sqlite3 python3 python3-venv python3-cryptography strace)
+  packages+=(sqlite3 python3 python3-venv python3-cryptography strace nodejs node-ws)
 fi
 # Tests of this script add packages here (e.g. one that does not exist).
 read -r -a extra <<< "${PEERNODE_EXTRA_PACKAGES:-}"

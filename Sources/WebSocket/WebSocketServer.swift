@@ -62,7 +62,7 @@ public final class WebSocketServer: @unchecked Sendable {
             throw error
         }
         let bound = SocketAddress.localPort(fd)
-        let listener = Listener(fd: fd, server: self)
+        let listener = Listener(fd: fd, loop: loop, configuration: configuration, callbacks: callbacks, httpHandler: httpHandler)
         self.listener = listener
         loop.execute { listener.start() }
         return bound
@@ -74,19 +74,27 @@ public final class WebSocketServer: @unchecked Sendable {
         loop.execute { listener.shutdown() }
     }
 
+    /// The listening socket, owned by the loop once started.
     final class Listener: LoopHandler, @unchecked Sendable {
         let fd: Int32
-        unowned let server: WebSocketServer
+        let loop: EventLoop
+        let configuration: Configuration
+        let callbacks: WebSocketCallbacks
+        let httpHandler: (@Sendable (HTTPRequest) -> HTTPResponse?)?
         private var token: UInt64 = 0
         private var closed = false
 
-        init(fd: Int32, server: WebSocketServer) {
+        init(fd: Int32, loop: EventLoop, configuration: Configuration, callbacks: WebSocketCallbacks,
+             httpHandler: (@Sendable (HTTPRequest) -> HTTPResponse?)?) {
             self.fd = fd
-            self.server = server
+            self.loop = loop
+            self.configuration = configuration
+            self.callbacks = callbacks
+            self.httpHandler = httpHandler
         }
 
         func start() {
-            token = server.loop.register(fd, events: peernode_EPOLLIN, handler: self)
+            token = loop.register(fd, events: peernode_EPOLLIN, handler: self)
         }
 
         func handle(events: UInt32) {
@@ -101,8 +109,7 @@ public final class WebSocketServer: @unchecked Sendable {
                 guard case let .done(client) = accepted else { return }
                 Syscall.setOption(client, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
                 let connection = WebSocketConnection(
-                    accepted: client, loop: server.loop, configuration: server.configuration,
-                    callbacks: server.callbacks, httpHandler: server.httpHandler)
+                    accepted: client, loop: loop, configuration: configuration, callbacks: callbacks, httpHandler: httpHandler)
                 connection.register(writable: false)
             }
         }
@@ -112,7 +119,7 @@ public final class WebSocketServer: @unchecked Sendable {
         func shutdown() {
             guard !closed else { return }
             closed = true
-            server.loop.deregister(fd, token: token)
+            loop.deregister(fd, token: token)
             close(fd)
         }
     }

@@ -44,3 +44,14 @@ public func writeFile(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) {
 public func readFile(_ path: String) -> [UInt8] {
     (FileManager.default.contents(atPath: path)).map { Array($0) } ?? []
 }
+
+import Synchronization
+
+/// A lock around a value, shareable between threads and closures
+/// (`Mutex` itself cannot be copied into a closure).
+public final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+    public init(_ value: Value) { mutex = Mutex(value) }
+    public func withLock<R>(_ body: (inout Value) -> R) -> R { mutex.withLock { body(&$0) } }
+    public var value: Value { mutex.withLock { $0 } }
+}
