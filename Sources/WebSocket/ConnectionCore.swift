@@ -17,6 +17,8 @@ public struct WebSocketLimits: Sendable, Equatable {
     public var maximumSendQueue: Int
     /// Largest HTTP request or response head during the handshake (431 / refused).
     public var maximumHandshakeSize: Int
+    /// False for binary-only protocols: a text message is closed with 1003.
+    public var acceptsText: Bool
 
     public static let defaultMaximumMessageSize = 16 << 20
     public static let defaultMaximumFragments = 4096
@@ -25,8 +27,10 @@ public struct WebSocketLimits: Sendable, Equatable {
 
     public init(
         maximumMessageSize: Int = defaultMaximumMessageSize, maximumFragments: Int = defaultMaximumFragments,
-        maximumSendQueue: Int = defaultMaximumSendQueue, maximumHandshakeSize: Int = defaultMaximumHandshakeSize
+        maximumSendQueue: Int = defaultMaximumSendQueue, maximumHandshakeSize: Int = defaultMaximumHandshakeSize,
+        acceptsText: Bool = true
     ) {
+        self.acceptsText = acceptsText
         self.maximumMessageSize = maximumMessageSize
         self.maximumFragments = maximumFragments
         self.maximumSendQueue = maximumSendQueue
@@ -159,6 +163,8 @@ struct ConnectionCore {
         case .text, .binary:
             // §5.4: a new data frame while a fragmented message is open is an error.
             guard fragmentOpcode == nil else { throw .badFragmentation }
+            // §7.4.1: 1003 for a data type the endpoint cannot accept.
+            if frame.opcode == .text && !limits.acceptsText { throw .unsupportedData }
             if state != .open { return }
             if frame.fin {
                 try deliver(opcode: frame.opcode, payload: frame.payload, into: &out)

@@ -164,7 +164,8 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler {
 
     /// After bytes were queued: enforce the send-queue limit, plan a flush.
     private func queued() {
-        if writeBuffer.count - writeStart > limits.maximumSendQueue, case .open = phase, core.state == .open {
+        if Self.sendQueueOverflows(pending: writeBuffer.count - writeStart, limit: limits.maximumSendQueue),
+           case .open = phase, core.state == .open {
             // The peer is not reading: tell it why (if it ever reads again) and
             // stop queueing; the close deadline ends the link either way.
             var out = ConnectionCore.Output()
@@ -176,6 +177,10 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler {
             loop.scheduleFlush(self)
         }
     }
+
+    /// The send-queue rule: up to `limit` unwritten bytes are fine, one more
+    /// means the peer is not reading.
+    static func sendQueueOverflows(pending: Int, limit: Int) -> Bool { pending > limit }
 
     // MARK: events (loop thread)
 

@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import WebSocket
+
+@Suite("Timeouts, liveness and back-pressure over real sockets")
+struct ResilienceTests {
+    @Test("a client that stalls in the handshake is dropped after the handshake timeout")
+    func handshakeTimeout() throws {
+        let server = try EchoServer(configuration: .init(paths: nil, timeouts: WebSocketTimeouts(handshake: 0.3)))
+        let raw = try RawSocket(port: server.port)
+        raw.send("GET /peernode/1 HTTP/1.1\r\nHost: x\r\n")  // and never the rest
+        let start = Date()
+        #expect(raw.readToEnd().isEmpty)
+        let waited = Date().timeIntervalSince(start)
+        #expect(waited >= 0.2 && waited < 3, "\(waited)")
+    }
+
+    @Test("a request head at the limit is answered; one byte past gets 431")
+    func headLimit() throws {
+        let base = "GET /x HTTP/1.1\r\nHost: a\r\nX-Pad: \r\n\r\n"
+        let limit = 200
+        let server = try EchoServer(configuration: .init(paths: nil, limits: WebSocketLimits(maximumHandshakeSize: limit)),
+                                    http: { _ in HTTPResponse(status: 200, text: "ok") })
+        let pad = String(repeating: "p", count: limit - base.utf8.count)
+        let atLimit = try RawSocket(port: server.port)
+        atLimit.send("GET /x HTTP/1.1\r\nHost: a\r\nX-Pad: \(pad)\r\n\r\n")
+        #expect(String(decoding: atLimit.readToEnd(), as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))
+        let over = try RawSocket(port: server.port)
+        over.send("GET /x HTTP/1.1\r\nHost: a\r\nX-Pad: \(pad)p\r\n\r\n")
+        #expect(String(decoding: over.readToEnd(), as: UTF8.self).hasPrefix("HTTP/1.1 431"))
+        // Methods other than GET: 405.
+        let post = try RawSocket(port: server.port)
+        post.send("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n")
+        #expect(String(decoding: post.readToEnd(), as: UTF8.self).hasPrefix("HTTP/1.1 405"))
+    }
+
+    @Test("a peer that stops answering pings is closed and reported (1006); one that answers stays")
+    func liveness() async throws {
+        let timeouts = WebSocketTimeouts(pingInterval: 0.2, pongDeadline: 0.3)
+        let server = try EchoServer(configuration: .init(paths: nil, subprotocols: ["peernode.1"], timeouts: timeouts))
+        let silent = try RawSocket(port: server.port)
+        #expect(silent.handshake())
+        let closes = try await server.waitForCloses(1, timeout: 5)
+        #expect(closes.first?.code == .abnormal)
+        #expect(closes.first?.reason.contains("ping") == true)
+        // Our client answers pings by itself.
+        let alive = try ClientProbe(port: server.port)
+        #expect(await alive.next() == .open(subprotocol: "peernode.1"))
+        try await Task.sleep(nanoseconds: 1_500_000_000)
+        #expect(server.closes.value.count == 1)
+        alive.connection?.send(.text("still here"))
+        #expect(await alive.next() == .message(.text("still here")))
+    }
+
+    @Test("send queue: at the limit is fine, one byte past means the peer is not reading")
+    func sendQueueRule() {
+        #expect(!WebSocketConnection.sendQueueOverflows(pending: 1000, limit: 1000))
+        #expect(WebSocketConnection.sendQueueOverflows(pending: 1001, limit: 1000))
+        #expect(WebSocketLimits().maximumSendQueue == WebSocketLimits.defaultMaximumSendQueue)
+    }
+
+    @Test("a reader that does not keep up is closed with 1008, memory stays bounded")
+    func slowReader() async throws {
+        let limit = 256 << 10
+        let closes = Locked<[CloseInfo]>([])
+        let loop = try EventLoop()
+        loop.start()
+        defer { loop.shutdown() }
+        let chunk = [UInt8](repeating: 0x42, count: 64 << 10)
+        let server = WebSocketServer(
+            loop: loop,
+            configuration: .init(paths: nil, limits: WebSocketLimits(maximumSendQueue: limit), timeouts: WebSocketTimeouts(closeDeadline: 0.5)),
+            callbacks: WebSocketCallbacks(
+                onOpen: { c in for _ in 0..<2000 { c.send(.binary(chunk)) } },  // 128 MiB offered
+                onClose: { _, info in closes.withLock { $0.append(info) } }))
+        let port = try server.listen(host: "127.0.0.1", port: 0)
+        let raw = try RawSocket(port: port, receiveBuffer: 4096)
+        #expect(raw.handshake())  // then never reads
+        let deadline = Date().addingTimeInterval(10)
+        while closes.value.isEmpty && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+        #expect(closes.value.first?.code == .policyViolation)
+        #expect(closes.value.first?.byPeer == false)
+    }
+}
