@@ -3,8 +3,10 @@
 SWIFT      ?= swift
 ARGS       ?=
 BUILD_LOG  := .build/build.log
+FUZZ_SECONDS ?= 180
+FUZZ_SMOKE_SECONDS ?= 10
 
-.PHONY: run test bench build build-release setup setup-test clean
+.PHONY: run test bench fuzz build build-release setup setup-test clean
 
 ## run: install what is missing, build, start a node (pass options with ARGS="...").
 run: build-release
@@ -18,6 +20,8 @@ test: setup-test
 	@if grep -q 'error:' $(BUILD_LOG); then echo "build failed"; exit 1; fi
 	@if grep -v 'Compiling\|Building\|Build complete\|Write \|Emitting\|Linking\|Planning' $(BUILD_LOG) | grep -q 'warning:'; then \
 	  echo "the build printed warnings (see above): a clean build prints none"; exit 1; fi
+	@echo "== fuzz (short run of each target; make fuzz runs longer)"
+	@scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS)
 	@echo "== tests"
 	$(SWIFT) test --skip-build
 
@@ -25,6 +29,10 @@ test: setup-test
 bench: setup
 	$(SWIFT) build -c release --product peernode-bench
 	.build/release/peernode-bench
+
+## fuzz: run every libFuzzer target for FUZZ_SECONDS each (default 180).
+fuzz: setup
+	scripts/fuzz.sh $(FUZZ_SECONDS)
 
 build-release: setup
 	$(SWIFT) build -c release --product peernode

@@ -8,6 +8,10 @@ let package = Package(
     products: [
         .executable(name: "peernode", targets: ["PeerNode"]),
         .executable(name: "peernode-bench", targets: ["PeerNodeBench"]),
+        // libFuzzer targets: `swift build --sanitize fuzzer --product fuzz-…` (see make fuzz).
+        .executable(name: "fuzz-frames", targets: ["FuzzFrames"]),
+        .executable(name: "fuzz-handshake", targets: ["FuzzHandshake"]),
+        .executable(name: "fuzz-envelope", targets: ["FuzzEnvelope"]),
     ],
     targets: [
         .systemLibrary(
@@ -32,6 +36,9 @@ let package = Package(
             dependencies: ["Store", "Gossip", "Crypto", "CSodium", "CSQLite"],
             path: "Benchmarks/PeerNodeBench"
         ),
+        .executableTarget(name: "FuzzFrames", dependencies: ["WebSocket"], path: "Fuzz/FuzzFrames"),
+        .executableTarget(name: "FuzzHandshake", dependencies: ["WebSocket"], path: "Fuzz/FuzzHandshake"),
+        .executableTarget(name: "FuzzEnvelope", dependencies: ["Gossip"], path: "Fuzz/FuzzEnvelope"),
         // Helpers every test target shares: temporary directories, hex, file modes.
         .target(name: "TestSupport", dependencies: ["Crypto"], path: "Tests/TestSupport"),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "TestSupport"], exclude: ["Peers"]),

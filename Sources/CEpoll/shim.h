@@ -11,6 +11,7 @@
 #include <netinet/tcp.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <sys/random.h>
 
 /* Declared by <sys/socket.h> only under _GNU_SOURCE, which a module build may not see. */
 extern int accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
@@ -31,6 +32,11 @@ static inline int peernode_epoll_ctl(int epfd, int op, int fd, uint32_t events, 
 static inline uint64_t peernode_epoll_token(const struct epoll_event *ev) { return ev->data.u64; }
 static inline int peernode_accept4(int fd) {
     return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+/* Fills a buffer from the kernel's CSPRNG in one call (WebSocket masking keys). */
+static inline long peernode_getrandom(void *buffer, size_t length) {
+    return getrandom(buffer, length, 0);
 }
 
 static inline uint32_t peernode_epoll_events(const struct epoll_event *ev) { return ev->events; }

@@ -1,3 +1,5 @@
+import CEpoll
+
 /// A received WebSocket message.
 public enum WebSocketMessage: Equatable, Sendable {
     case text(String)
@@ -319,15 +321,22 @@ struct ConnectionCore {
     }
 }
 
-/// Masking keys from the system's secure generator (§5.3: unpredictable),
-/// fetched 4 KiB at a time so a frame costs no system call.
+/// Masking keys from the kernel's secure generator (§5.3: unpredictable),
+/// fetched 256 at a time with one `getrandom` call, so a frame costs no
+/// system call of its own.
 struct MaskingKeys {
     private var pool: [UInt32] = []
 
     mutating func next() -> UInt32 {
         if pool.isEmpty {
-            var rng = SystemRandomNumberGenerator()
-            pool = (0..<1024).map { _ in UInt32.random(in: .min ... .max, using: &rng) }
+            pool = [UInt32](repeating: 0, count: 256)
+            let filled = pool.withUnsafeMutableBytes { peernode_getrandom($0.baseAddress, $0.count) }
+            if filled != pool.count * 4 {
+                // getrandom(2) only fails before the pool is seeded at boot or
+                // on a broken kernel; fall back to the slower path.
+                var rng = SystemRandomNumberGenerator()
+                pool = pool.map { _ in UInt32.random(in: .min ... .max, using: &rng) }
+            }
         }
         return pool.removeLast()
     }
