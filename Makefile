@@ -5,8 +5,10 @@ ARGS       ?=
 BUILD_LOG  := .build/build.log
 FUZZ_SECONDS ?= 180
 FUZZ_SMOKE_SECONDS ?= 10
+BENCH_SECONDS ?= 3
+BENCH_RUNS ?= 3
 
-.PHONY: run test bench fuzz build build-release setup setup-test clean
+.PHONY: run test bench fuzz build build-release setup setup-test setup-bench clean
 
 ## run: install what is missing, build, start a node (pass options with ARGS="...").
 run: build-release
@@ -26,9 +28,10 @@ test: setup-test
 	$(SWIFT) test --skip-build
 
 ## bench: build optimised and print the benchmark figures.
-bench: setup
+bench: setup-bench
 	$(SWIFT) build -c release --product peernode-bench
 	.build/release/peernode-bench
+	scripts/bench-websocket.sh $(BENCH_SECONDS) $(BENCH_RUNS)
 
 ## fuzz: run every libFuzzer target for FUZZ_SECONDS each (default 180).
 fuzz: setup
@@ -45,6 +48,10 @@ setup:
 
 setup-test:
 	@scripts/setup-system.sh test
+	@scripts/setup-peers.sh
+
+setup-bench:
+	@scripts/setup-system.sh bench
 	@scripts/setup-peers.sh
 
 clean:

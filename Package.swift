@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .executable(name: "peernode", targets: ["PeerNode"]),
         .executable(name: "peernode-bench", targets: ["PeerNodeBench"]),
+        .executable(name: "peernode-ws-echo", targets: ["WSEcho"]),
         // libFuzzer targets: `swift build --sanitize fuzzer --product fuzz-…` (see make fuzz).
         .executable(name: "fuzz-frames", targets: ["FuzzFrames"]),
         .executable(name: "fuzz-handshake", targets: ["FuzzHandshake"]),
@@ -36,6 +37,7 @@ let package = Package(
             dependencies: ["Store", "Gossip", "Crypto", "CSodium", "CSQLite"],
             path: "Benchmarks/PeerNodeBench"
         ),
+        .executableTarget(name: "WSEcho", dependencies: ["WebSocket"], path: "Benchmarks/WSEcho"),
         .executableTarget(name: "FuzzFrames", dependencies: ["WebSocket"], path: "Fuzz/FuzzFrames"),
         .executableTarget(name: "FuzzHandshake", dependencies: ["WebSocket"], path: "Fuzz/FuzzHandshake"),
         .executableTarget(name: "FuzzEnvelope", dependencies: ["Gossip"], path: "Fuzz/FuzzEnvelope"),
