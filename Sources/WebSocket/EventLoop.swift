@@ -27,7 +27,8 @@ public final class EventLoop: @unchecked Sendable {
     private let wake: Int32
     private let pending = Mutex<[@Sendable () -> Void]>([])
     private let running = Atomic<Bool>(false)
-    private let threadID = Mutex<pthread_t?>(nil)
+    /// The loop thread's id (0 before it runs); read on every send, so atomic rather than locked.
+    private let threadID = Atomic<UInt>(0)
     private let finished = Mutex<Bool>(false)
 
     // Loop-thread state.
@@ -73,8 +74,8 @@ public final class EventLoop: @unchecked Sendable {
 
     /// True on the loop's own thread.
     public var inLoop: Bool {
-        guard let id = threadID.withLock({ $0 }) else { return false }
-        return pthread_equal(id, pthread_self()) != 0
+        let id = threadID.load(ordering: .relaxed)
+        return id != 0 && pthread_equal(pthread_t(id), pthread_self()) != 0
     }
 
     /// Runs `work` on the loop thread (soon, in order).
@@ -110,7 +111,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func run() {
-        threadID.withLock { $0 = pthread_self() }
+        threadID.store(UInt(pthread_self()), ordering: .relaxed)
         var events = [epoll_event](repeating: epoll_event(), count: 256)
         lastTick = monotonicNow()
         while running.load(ordering: .acquiring) {

@@ -95,10 +95,15 @@ struct FrameEncoder {
 /// §5.3 masking: payload[i] ^= key[(i + offset) % 4], eight bytes at a time.
 enum Masking {
     static func apply(key: [UInt8], to buffer: UnsafeMutableRawBufferPointer, offset: Int) {
+        apply(key: (key[0], key[1], key[2], key[3]), to: buffer, offset: offset)
+    }
+
+    static func apply(key: (UInt8, UInt8, UInt8, UInt8), to buffer: UnsafeMutableRawBufferPointer, offset: Int) {
         guard buffer.count > 0, let base = buffer.baseAddress else { return }
-        var k = [UInt8](repeating: 0, count: 8)
-        for i in 0..<8 { k[i] = key[(i + offset) & 3] }
-        let wide = k.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+        // The key rotated by `offset`, repeated to eight bytes (little-endian load order).
+        let bytes = [key.0, key.1, key.2, key.3]
+        var wide: UInt64 = 0
+        for i in (0..<8).reversed() { wide = wide << 8 | UInt64(bytes[(i + offset) & 3]) }
         var i = 0
         while i + 8 <= buffer.count {
             let v = (base + i).loadUnaligned(as: UInt64.self)
@@ -106,7 +111,8 @@ enum Masking {
             i += 8
         }
         while i < buffer.count {
-            base.storeBytes(of: base.load(fromByteOffset: i, as: UInt8.self) ^ k[i & 7], toByteOffset: i, as: UInt8.self)
+            let k = UInt8(truncatingIfNeeded: wide >> UInt64((i & 7) * 8))
+            base.storeBytes(of: base.load(fromByteOffset: i, as: UInt8.self) ^ k, toByteOffset: i, as: UInt8.self)
             i += 1
         }
     }

@@ -45,7 +45,7 @@ struct FrameParser {
         guard bytes.count >= total else { return nil }
         var payload = Array(bytes[offset..<total])
         if masked {
-            let key = [bytes[maskOffset], bytes[maskOffset + 1], bytes[maskOffset + 2], bytes[maskOffset + 3]]
+            let key = (bytes[maskOffset], bytes[maskOffset + 1], bytes[maskOffset + 2], bytes[maskOffset + 3])
             payload.withUnsafeMutableBytes { Masking.apply(key: key, to: $0, offset: 0) }
         }
         return (Frame(fin: fin, opcode: opcode, payload: payload), total)

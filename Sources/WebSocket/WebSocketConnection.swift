@@ -120,7 +120,12 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler {
 
     /// Sends a message as one frame. Dropped if the connection is not open.
     public func send(_ message: WebSocketMessage) {
-        onLoop { $0.enqueue { core, out in core.encode(message, to: &out) } }
+        // On the loop (an echo, a reply) this is a direct call, no closure to allocate.
+        if loop.inLoop {
+            enqueue { core, out in core.encode(message, to: &out) }
+        } else {
+            loop.execute { [self] in enqueue { core, out in core.encode(message, to: &out) } }
+        }
     }
 
     /// Sends a message in fragments (RFC 6455 §5.4), one frame per element.
