@@ -1,8 +1,5 @@
 #ifndef PEERNODE_CEPOLL_SHIM_H
 #define PEERNODE_CEPOLL_SHIM_H
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
 /* epoll and eventfd are not in Swift's Glibc module; this makes them callable. */
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
