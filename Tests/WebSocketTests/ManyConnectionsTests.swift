@@ -1,0 +1,48 @@
+import Foundation
+import Glibc
+import Testing
+import TestSupport
+@testable import WebSocket
+
+@Suite("Many connections on one event-loop thread")
+struct ManyConnectionsTests {
+    static let connections = 2000
+
+    @Test("2,000 clients on one loop, served by one server loop: every one gets its echo")
+    func thousands() async throws {
+        // Each connection costs a descriptor on both sides, in this one process.
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        let needed = rlim_t(2 * Self.connections + 256)
+        if limit.rlim_cur < needed {
+            limit.rlim_cur = min(needed, limit.rlim_max)
+            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        try #require(limit.rlim_cur >= needed, "RLIMIT_NOFILE hard limit \(limit.rlim_max) is below \(needed)")
+
+        let server = try EchoServer()
+        let clientLoop = try EventLoop()
+        clientLoop.start()
+        defer { clientLoop.shutdown() }
+        let echoed = Locked<Set<Int>>([])
+        let failures = Locked<Int>(0)
+        var clients: [WebSocketConnection] = []
+        for i in 0..<Self.connections {
+            let callbacks = WebSocketCallbacks(
+                onOpen: { c in c.send(.text("client \(i)")) },
+                onMessage: { _, m in if m == .text("client \(i)") { echoed.withLock { _ = $0.insert(i) } } },
+                onHandshakeFailure: { _, _ in failures.withLock { $0 += 1 } })
+            clients.append(try WebSocketClient.connect(
+                host: "127.0.0.1", port: server.port, path: "/peernode/1",
+                configuration: .init(subprotocols: ["peernode.1"]), callbacks: callbacks, loop: clientLoop))
+        }
+        let deadline = Date().addingTimeInterval(60)
+        while echoed.value.count + failures.value < Self.connections && Date() < deadline {
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
+        #expect(failures.value == 0)
+        #expect(echoed.value.count == Self.connections)
+        #expect(server.opened.value == Self.connections)
+        withExtendedLifetime(clients) {}
+    }
+}
