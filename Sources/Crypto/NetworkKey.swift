@@ -6,7 +6,7 @@ import CSodium
 public struct NetworkKey: Sendable {
     public static let byteCount = 32
     /// The network name used when none is configured: zero-configuration LAN chat.
-    public static let defaultName = "peernode-lan"
+    public static let defaultName = "lan"
 
     let secret: SecretBytes
 

@@ -33,7 +33,7 @@ final class Node {
             throw NodeError(description: "no data directory: set HOME or XDG_DATA_HOME, or pass --data-dir DIR")
         }
         if options.networkName != nil && options.networkKeyFile != nil {
-            throw NodeError(description: "give --network or --network-key, not both")
+            throw NodeError(description: "give --network or --network-key-file, not both")
         }
         directory = try DataDirectory(path: path)
         identity = try KeyFile.loadOrCreateIdentity(at: directory.file(DataDirectory.identityFileName)).key

@@ -27,7 +27,7 @@ func run(_ command: Command) throws {
         writeLines([CommandLineSpec.version])
     case let .newNetworkKey(path):
         try KeyFile.writeNetworkKey(NetworkKey.generate(), to: path)
-        writeLines(["wrote a new network key to \(path) (mode 0600): give it to the members with --network-key \(path)"])
+        writeLines(["wrote a new network key to \(path) (mode 0600): give it to the members with --network-key-file \(path)"])
     case let .id(options):
         guard let path = resolveDataDirectory(options, environment: environment) else {
             throw NodeError(description: "no data directory: set HOME or XDG_DATA_HOME, or pass --data-dir DIR")

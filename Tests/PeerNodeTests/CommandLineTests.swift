@@ -29,7 +29,7 @@ struct CommandLineTests {
         #expect(try CommandLineSpec.parse(["--version"]) == .version)
         #expect(try CommandLineSpec.parse(["version"]) == .version)
         let usage = CommandLineSpec.usage
-        for word in ["peernode id", "network new", "--data-dir", "--network-key", "--nick"] {
+        for word in ["peernode id", "network new", "--data-dir", "--network-key-file", "--nick"] {
             #expect(usage.contains(word))
         }
     }

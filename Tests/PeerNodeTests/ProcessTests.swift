@@ -111,7 +111,7 @@ struct ProcessTests {
         #expect(readFile(path) == before)
         // A node on that private network starts with it.
         let data = TemporaryDirectory()
-        let chat = try PeerNodeProcess.run(["--data-dir", data.path, "--network-key", path], input: "secret\n")
+        let chat = try PeerNodeProcess.run(["--data-dir", data.path, "--network-key-file", path], input: "secret\n")
         #expect(chat.status == 0 && chat.stdout.contains("private network"))
     }
 
