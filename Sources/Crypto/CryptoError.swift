@@ -19,6 +19,8 @@ public enum CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
     case keyFile(path: String, problem: KeyFileProblem)
     /// Text that should have been hexadecimal was not.
     case badHex
+    /// The Noise handshake or transport failed; `NoiseFailure` says how.
+    case noise(NoiseFailure)
 
     public var description: String {
         switch self {
@@ -38,6 +40,43 @@ public enum CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
             return problem.message(path: path)
         case .badHex:
             return "not a hexadecimal string"
+        case let .noise(failure):
+            return "link handshake: \(failure)"
+        }
+    }
+}
+
+/// Why a Noise handshake or transport message was refused.
+public enum NoiseFailure: Equatable, Sendable, CustomStringConvertible {
+    /// A message arrived (or was asked for) out of turn.
+    case outOfOrder
+    case messageTooShort
+    /// Noise messages are at most 65 535 bytes (Noise §3).
+    case messageTooLong(Int)
+    /// Authenticated decryption failed at this handshake message (1-3) or in
+    /// transport (0): at message 1 this means another network key (PSK).
+    case decryptFailed(message: Int)
+    /// The payload's Ed25519 identity does not convert to the static key seen.
+    case identityMismatch
+    /// The payload's signature over the handshake hash does not verify.
+    case badIdentitySignature
+    case badPayload
+    /// A Diffie-Hellman result was all zeros (a low-order point).
+    case weakKey
+    /// 2^64 - 1 messages under one key (Noise §5.1): the link must end.
+    case nonceExhausted
+
+    public var description: String {
+        switch self {
+        case .outOfOrder: return "message out of order"
+        case .messageTooShort: return "message too short"
+        case let .messageTooLong(n): return "message of \(n) bytes exceeds 65535"
+        case let .decryptFailed(m): return m == 1 ? "wrong network key (message 1 does not decrypt)" : m == 0 ? "transport message does not decrypt" : "message \(m) does not decrypt"
+        case .identityMismatch: return "identity does not match the Noise static key"
+        case .badIdentitySignature: return "identity signature over the handshake hash does not verify"
+        case .badPayload: return "malformed handshake payload"
+        case .weakKey: return "low-order Diffie-Hellman key"
+        case .nonceExhausted: return "nonce space exhausted"
         }
     }
 }

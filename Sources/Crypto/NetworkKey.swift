@@ -47,6 +47,10 @@ public struct NetworkKey: Sendable {
         return SymmetricKey(secret: SecretBytes(copying: bytes))
     }
 
+    /// The raw 32 bytes, for handing the key to another implementation
+    /// (test peers) or a file; never log them.
+    public var exportedBytes: [UInt8] { secret.withUnsafeBytes { Array($0) } }
+
     /// Constant-time equality, so tests and config reloads can compare keys.
     public func isSame(as other: NetworkKey) -> Bool { secret.isEqual(to: other.secret) }
 }

@@ -55,3 +55,51 @@ public final class Locked<Value: Sendable>: Sendable {
     public func withLock<R>(_ body: (inout Value) -> R) -> R { mutex.withLock { body(&$0) } }
     public var value: Value { mutex.withLock { $0 } }
 }
+
+/// A child process spoken to in lines (stdin/stdout), for peers written
+/// elsewhere. Killed on release.
+public final class LineProcess: @unchecked Sendable {
+    let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private var buffer = Data()
+
+    public init(_ executable: String, _ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+    }
+
+    public func send(_ line: String) {
+        input.fileHandleForWriting.write(Data((line + "\n").utf8))
+    }
+
+    /// The next line, or nil at end of output.
+    public func readLine() -> String? {
+        while true {
+            if let nl = buffer.firstIndex(of: 0x0A) {
+                let line = String(decoding: buffer[buffer.startIndex..<nl], as: UTF8.self)
+                buffer.removeSubrange(buffer.startIndex...nl)
+                return line
+            }
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { return buffer.isEmpty ? nil : String(decoding: buffer, as: UTF8.self) }
+            buffer.append(chunk)
+        }
+    }
+
+    /// Everything left, after closing our side.
+    public func rest() -> String {
+        try? input.fileHandleForWriting.close()
+        var lines: [String] = []
+        while let l = readLine() { lines.append(l) }
+        return lines.joined(separator: "\n")
+    }
+
+    deinit {
+        if process.isRunning { process.terminate() }
+    }
+}
