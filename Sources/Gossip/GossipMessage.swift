@@ -1,0 +1,185 @@
+import Crypto
+
+/// What nodes say to each other over a link, inside Noise transport
+/// messages. Layouts in docs/PROTOCOL.md §10. Decoding never traps.
+public enum GossipMessage: Equatable, Sendable {
+    /// The sender's vector clock: every entry (`full`) or only those that
+    /// changed since the last clock it sent on this link (a delta).
+    case clock(entries: [Dependency], full: Bool)
+    /// Envelopes, each with its hop count.
+    case envelopes([CarriedEnvelope])
+    /// "Send me `count` envelopes of `author` from sequence `from` on."
+    case request([GossipRequest])
+
+    /// Most clock entries in one message (the rest go in further messages).
+    public static let maximumClockEntries = 4096
+    /// Most envelopes in one batch.
+    public static let maximumBatch = 1024
+    /// Most ranges in one request.
+    public static let maximumRequests = 4096
+    /// Largest encoded gossip message; links split it into chunks of
+    /// `LinkSession.maximumPlaintext` (see `GossipChunker`).
+    public static let maximumSize = 4 << 20
+
+    enum Tag: UInt8 {
+        case fullClock = 1, deltaClock = 2, envelopes = 3, request = 4
+    }
+
+    public var encoded: [UInt8] {
+        var w = ByteWriter()
+        switch self {
+        case let .clock(entries, full):
+            w.u8(full ? Tag.fullClock.rawValue : Tag.deltaClock.rawValue)
+            Varint.write(UInt64(entries.count), to: &w)
+            for e in entries.sorted(by: { $0.author < $1.author }) {
+                w.raw(e.author.bytes)
+                Varint.write(e.sequence, to: &w)
+            }
+        case let .envelopes(batch):
+            w.u8(Tag.envelopes.rawValue)
+            Varint.write(UInt64(batch.count), to: &w)
+            for c in batch {
+                w.u8(c.hops)
+                Varint.write(UInt64(c.envelope.encoded.count), to: &w)
+                w.raw(c.envelope.encoded)
+            }
+        case let .request(ranges):
+            w.u8(Tag.request.rawValue)
+            Varint.write(UInt64(ranges.count), to: &w)
+            for r in ranges {
+                w.raw(r.author.bytes)
+                Varint.write(r.from, to: &w)
+                Varint.write(r.count, to: &w)
+            }
+        }
+        return w.bytes
+    }
+
+    /// Parses a message. Envelopes are decoded structurally only
+    /// (`.trustedStorage`): the receiver drops duplicates by (author,
+    /// sequence) before paying for signature checks.
+    public static func decode(_ bytes: [UInt8]) throws(EnvelopeError) -> GossipMessage {
+        guard bytes.count <= maximumSize else { throw .tooLarge(size: bytes.count, limit: maximumSize) }
+        var r = ByteReader(bytes)
+        let tagByte = try r.u8("message type")
+        guard let tag = Tag(rawValue: tagByte) else { throw .unknownKind(tagByte) }
+        let count = try Varint.read(&r, "count")
+        let message: GossipMessage
+        switch tag {
+        case .fullClock, .deltaClock:
+            guard count <= UInt64(maximumClockEntries) else { throw .tooManyDependencies(count: Int(clamping: count), limit: maximumClockEntries) }
+            var entries: [Dependency] = []
+            var last: PublicKey?
+            for _ in 0..<Int(count) {
+                let author = try key(r.take(32, "clock author"))
+                // Canonical: strictly ascending authors, no duplicates.
+                if let last, !(last < author) { throw .dependenciesNotCanonical }
+                last = author
+                entries.append(Dependency(author: author, sequence: try Varint.read(&r, "clock sequence")))
+            }
+            message = .clock(entries: entries, full: tag == .fullClock)
+        case .envelopes:
+            guard count <= UInt64(maximumBatch) else { throw .tooLarge(size: Int(clamping: count), limit: maximumBatch) }
+            var batch: [CarriedEnvelope] = []
+            for _ in 0..<Int(count) {
+                let hops = try r.u8("hops")
+                let length = try Varint.read(&r, "envelope length")
+                guard length <= UInt64(Envelope.maximumSize) else { throw .tooLarge(size: Int(clamping: length), limit: Envelope.maximumSize) }
+                let e = try Envelope.decode(Array(try r.take(Int(length), "envelope")), verification: .trustedStorage)
+                batch.append(CarriedEnvelope(hops: hops, envelope: e))
+            }
+            message = .envelopes(batch)
+        case .request:
+            guard count <= UInt64(maximumRequests) else { throw .tooLarge(size: Int(clamping: count), limit: maximumRequests) }
+            var ranges: [GossipRequest] = []
+            for _ in 0..<Int(count) {
+                let author = try key(r.take(32, "request author"))
+                ranges.append(GossipRequest(author: author, from: try Varint.read(&r, "request from"), count: try Varint.read(&r, "request count")))
+            }
+            message = .request(ranges)
+        }
+        guard r.remaining == 0 else { throw .trailingBytes(count: r.remaining) }
+        return message
+    }
+
+    private static func key(_ bytes: ArraySlice<UInt8>) throws(EnvelopeError) -> PublicKey {
+        do { return try PublicKey(bytes: bytes) } catch { throw .badLength(field: "public key", expected: 32, actual: bytes.count) }
+    }
+}
+
+/// A range of one author's envelopes.
+public struct GossipRequest: Equatable, Sendable {
+    public let author: PublicKey
+    public let from: UInt64
+    public let count: UInt64
+
+    public init(author: PublicKey, from: UInt64, count: UInt64) {
+        self.author = author
+        self.from = from
+        self.count = count
+    }
+}
+
+/// Unsigned LEB128, canonical: the shortest form only, at most 10 bytes.
+enum Varint {
+    static func write(_ value: UInt64, to w: inout ByteWriter) {
+        var v = value
+        while v >= 0x80 {
+            w.u8(UInt8(v & 0x7F) | 0x80)
+            v >>= 7
+        }
+        w.u8(UInt8(v))
+    }
+
+    static func read(_ r: inout ByteReader, _ field: String) throws(EnvelopeError) -> UInt64 {
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let byte = try r.u8(field)
+            if shift == 63 && byte > 1 { throw .badLength(field: field, expected: 10, actual: 11) }
+            value |= UInt64(byte & 0x7F) << shift
+            if byte & 0x80 == 0 {
+                // A zero final byte after others is an overlong (non-canonical) form.
+                if byte == 0 && shift > 0 { throw .dependenciesNotCanonical }
+                return value
+            }
+            shift += 7
+            if shift > 63 { throw .badLength(field: field, expected: 10, actual: 11) }
+        }
+    }
+}
+
+/// Splits gossip messages into link-sized chunks and joins them again.
+/// Chunk: flags (1 byte; bit 0 = more chunks follow) ‖ up to
+/// `LinkSession.maximumPlaintext - 1` bytes.
+public struct GossipChunker {
+    public static let chunkPayload = LinkSession.maximumPlaintext - 1
+    private var pending: [UInt8] = []
+
+    public init() {}
+
+    public static func chunks(_ message: [UInt8]) -> [[UInt8]] {
+        var out: [[UInt8]] = []
+        var start = 0
+        repeat {
+            let end = min(message.count, start + chunkPayload)
+            out.append([end < message.count ? 1 : 0] + message[start..<end])
+            start = end
+        } while start < message.count
+        return out
+    }
+
+    /// Adds one chunk; returns the whole message when its last chunk arrives.
+    public mutating func add(_ chunk: [UInt8]) throws(EnvelopeError) -> [UInt8]? {
+        guard let flags = chunk.first, flags <= 1 else { throw .truncated(field: "chunk flags") }
+        pending.append(contentsOf: chunk.dropFirst())
+        guard pending.count <= GossipMessage.maximumSize else {
+            let size = pending.count
+            pending = []
+            throw .tooLarge(size: size, limit: GossipMessage.maximumSize)
+        }
+        guard flags == 0 else { return nil }
+        defer { pending = [] }
+        return pending
+    }
+}

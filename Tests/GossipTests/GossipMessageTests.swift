@@ -1,0 +1,67 @@
+import Crypto
+import Gossip
+import Testing
+
+@Suite("Gossip messages and chunking")
+struct GossipMessageTests {
+    @Test("each message type round-trips")
+    func roundTrip() throws {
+        let a = try Author()
+        let keys = try (0..<5).map { _ in try SigningKey.generate().publicKey }
+        let clock = GossipMessage.clock(entries: keys.enumerated().map { Dependency(author: $1, sequence: UInt64($0) * 1000 + 1) }.sorted { $0.author < $1.author }, full: true)
+        #expect(try GossipMessage.decode(clock.encoded) == clock)
+        let delta = GossipMessage.clock(entries: [Dependency(author: keys[0], sequence: UInt64.max)], full: false)
+        #expect(try GossipMessage.decode(delta.encoded) == delta)
+        let batch = GossipMessage.envelopes([CarriedEnvelope(hops: 3, envelope: try a.envelope())])
+        #expect(try GossipMessage.decode(batch.encoded) == batch)
+        let request = GossipMessage.request([GossipRequest(author: keys[1], from: 5, count: 100)])
+        #expect(try GossipMessage.decode(request.encoded) == request)
+    }
+
+    @Test("first contact costs at most ~40 bytes per author")
+    func clockSize() throws {
+        let entries = try (0..<1000).map { i in Dependency(author: try SigningKey.generate().publicKey, sequence: UInt64(i * 37 + 1)) }
+        let size = GossipMessage.clock(entries: entries.sorted { $0.author < $1.author }, full: true).encoded.count
+        #expect(size <= 1000 * 40 + 8, "\(size) bytes for 1000 authors")
+    }
+
+    @Test("limits at and one past; non-canonical forms; trailing bytes; unknown types")
+    func limits() throws {
+        let keys = try (0...GossipMessage.maximumClockEntries).map { _ in try SigningKey.generate().publicKey }.sorted()
+        let atLimit = GossipMessage.clock(entries: keys.prefix(GossipMessage.maximumClockEntries).map { Dependency(author: $0, sequence: 1) }, full: true)
+        #expect(try GossipMessage.decode(atLimit.encoded) == atLimit)
+        let over = GossipMessage.clock(entries: keys.map { Dependency(author: $0, sequence: 1) }, full: true)
+        #expect(throws: EnvelopeError.tooManyDependencies(count: keys.count, limit: GossipMessage.maximumClockEntries)) {
+            try GossipMessage.decode(over.encoded)
+        }
+        // Authors out of order.
+        var unsorted: [UInt8] = [1, 2] + keys[1].bytes + [1] + keys[0].bytes + [1]
+        #expect(throws: EnvelopeError.dependenciesNotCanonical) { try GossipMessage.decode(unsorted) }
+        // An overlong varint (1 written as 0x81 0x00).
+        unsorted = [1, 1] + keys[0].bytes + [0x81, 0x00]
+        #expect(throws: EnvelopeError.dependenciesNotCanonical) { try GossipMessage.decode(unsorted) }
+        #expect(throws: EnvelopeError.trailingBytes(count: 1)) { try GossipMessage.decode(GossipMessage.request([]).encoded + [0]) }
+        #expect(throws: EnvelopeError.unknownKind(9)) { try GossipMessage.decode([9, 0]) }
+        #expect(throws: EnvelopeError.truncated(field: "message type")) { try GossipMessage.decode([]) }
+        // A batch claiming more envelopes than allowed is refused before reading them.
+        #expect(throws: EnvelopeError.self) { try GossipMessage.decode([3, 0x81, 0x08]) }
+    }
+
+    @Test("chunking: messages larger than one link message are split and joined; the size limit holds")
+    func chunks() throws {
+        let message = (0..<200_000).map { UInt8(truncatingIfNeeded: $0) }
+        let parts = GossipChunker.chunks(message)
+        #expect(parts.count == 4)
+        #expect(parts.allSatisfy { $0.count <= LinkSession.maximumPlaintext })
+        var joiner = GossipChunker()
+        var result: [UInt8]?
+        for p in parts { result = try joiner.add(p) }
+        #expect(result == message)
+        #expect(GossipChunker.chunks([]) == [[0]])
+        var flood = GossipChunker()
+        let big = [UInt8](repeating: 1, count: GossipChunker.chunkPayload + 1)
+        #expect(throws: EnvelopeError.self) {
+            for _ in 0..<(GossipMessage.maximumSize / GossipChunker.chunkPayload + 2) { _ = try flood.add(big) }
+        }
+    }
+}
