@@ -29,7 +29,7 @@ let package = Package(
         .target(name: "WebSocket", dependencies: ["CEpoll"]),
         .target(name: "Gossip", dependencies: ["Crypto"]),
         .target(name: "Store", dependencies: ["Gossip", "Crypto", "CSQLite"]),
-        .executableTarget(name: "PeerNode", dependencies: ["Store", "Gossip", "Crypto"]),
+        .executableTarget(name: "PeerNode", dependencies: ["Store", "Gossip", "Crypto", "WebSocket"]),
         // The benchmark measures the machine's own ceilings, so it may call
         // libsodium and SQLite directly; no product code does.
         .executableTarget(

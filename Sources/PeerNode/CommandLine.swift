@@ -6,6 +6,11 @@ struct Options: Equatable {
     var networkKeyFile: String?
     var nick: String?
     var room: String?
+    /// HOST:PORT to accept links on.
+    var listen: String?
+    /// Static links (`ws://HOST:PORT`), repeatable.
+    var peers: [String] = []
+    var json = false
 }
 
 enum Command: Equatable {
@@ -45,6 +50,15 @@ enum CommandLineSpec {
                    apply: { $0.networkKeyFile = $1 }),
         OptionSpec(name: "--nick", argument: "NAME", help: "the nick others see next to your fingerprint", apply: { $0.nick = $1 }),
         OptionSpec(name: "--room", argument: "ROOM", help: "the room to start in (default #general)", apply: { $0.room = $1 }),
+        OptionSpec(name: "--listen", argument: "HOST:PORT",
+                   help: "accept links on this address (default 0.0.0.0:7733; port 0 picks a free port)",
+                   apply: { $0.listen = $1 }),
+        OptionSpec(name: "--peer", argument: "ws://HOST:PORT", help: "link to this node (repeatable)", apply: { $0.peers.append($1) }),
+    ]
+
+    /// Options without a value.
+    static let flags: [(name: String, help: String, apply: @Sendable (inout Options) -> Void)] = [
+        ("--json", "one JSON object per line on stdout (events for scripts and bots)", { $0.json = true }),
     ]
 
     static let commands: [(usage: String, help: String)] = [
@@ -64,6 +78,9 @@ enum CommandLineSpec {
         for o in options {
             lines.append("  " + "\(o.name) \(o.argument)".padding(toLength: 32, withPad: " ", startingAt: 0) + o.help)
         }
+        for f in flags {
+            lines.append("  " + f.name.padding(toLength: 32, withPad: " ", startingAt: 0) + f.help)
+        }
         return lines.joined(separator: "\n")
     }
 
@@ -79,6 +96,10 @@ enum CommandLineSpec {
             case "--help", "-h": return .help
             case "--version": return .version
             default: break
+            }
+            if let flag = flags.first(where: { $0.name == arg }) {
+                flag.apply(&options)
+                continue
             }
             if arg.hasPrefix("-") && arg != "-" {
                 let (name, inline) = splitInline(arg)

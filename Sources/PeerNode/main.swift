@@ -44,23 +44,45 @@ func run(_ command: Command) throws {
         } else if node.nick == nil, let user = environment["USER"], let nick = try? Nick(user) {
             try node.post(nick.value, kind: .nick, in: room)
         }
-        let session = try ChatSession(node: node, room: room)
-        writeLines(try session.greeting())
-        let interactive = isatty(0) == 1
-        while true {
-            if interactive {
-                FileHandle.standardOutput.write(Data(session.prompt.utf8))
+        let out = Output()
+        let network = try NetworkNode(node: node, room: room, json: options.json, out: out)
+        try network.start(listen: options.listen, peers: options.peers)
+        let done = DispatchSemaphore(value: 0)
+        // Timeouts, clock exchanges and redials, once a second, on the loop.
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "peernode.tick"))
+        timer.schedule(deadline: .now() + 1, repeating: 1)
+        timer.setEventHandler { network.loop.execute { network.tick() } }
+        timer.resume()
+        // Standard input on its own thread; each line is handled on the loop.
+        Thread.detachNewThread {
+            while let line = readLine(strippingNewline: true) {
+                let keepGoing = Locked(true)
+                let handled = DispatchSemaphore(value: 0)
+                network.loop.execute {
+                    keepGoing.set(network.handleLine(line))
+                    handled.signal()
+                }
+                handled.wait()
+                if !keepGoing.get() { break }
             }
-            guard let line = readLine(strippingNewline: true) else { break }
-            let (output, keepGoing) = session.handle(line)
-            writeLines(output)
-            if !keepGoing { break }
+            // End of input means /quit: links closed cleanly, then exit.
+            network.loop.execute { network.closeAll() }
+            Thread.sleep(forTimeInterval: 0.3)
+            done.signal()
         }
+        done.wait()
+        timer.cancel()
     }
 }
 
-// Files this process creates (database, WAL, lock) are private to the user.
-umask(0o077)
+/// A value shared between the stdin thread and the loop.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func get() -> Value { lock.lock(); defer { lock.unlock() }; return value }
+    func set(_ v: Value) { lock.lock(); value = v; lock.unlock() }
+}
 
 do {
     let command = try CommandLineSpec.parse(Array(CommandLine.arguments.dropFirst()))

@@ -226,3 +226,23 @@ extension Store {
         return out
     }
 }
+
+extension Store {
+    /// Envelopes delivered after delivery number `after`, in delivery order:
+    /// what to show the user since the last time it asked.
+    public func delivered(after: Int64, limit: Int = 10_000) throws -> [StoredEnvelope] {
+        let s = try db.statement(
+            "SELECT bytes, causal_time, delivery FROM envelopes WHERE delivery > ?1 ORDER BY delivery LIMIT ?2"
+        ).bind(1, after).bind(2, limit)
+        var out: [StoredEnvelope] = []
+        while try s.step() {
+            out.append(StoredEnvelope(
+                envelope: try Envelope.decode(s.blob(0), verification: .trustedStorage),
+                causalTime: s.int64(1), delivery: s.int64(2)))
+        }
+        return out
+    }
+
+    /// The highest delivery number so far.
+    public var lastDeliveryNumber: Int64 { lastDelivery }
+}

@@ -1,0 +1,393 @@
+import Crypto
+import Foundation
+import Gossip
+import Store
+import WebSocket
+
+/// A thread-safe line writer for stdout.
+final class Output: @unchecked Sendable {
+    private let lock = NSLock()
+    func line(_ text: String) {
+        lock.lock()
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        lock.unlock()
+    }
+}
+
+/// The networked node: links (WebSocket + Noise), replication, and what the
+/// user sees. Everything here runs on one event-loop thread (WebSocket
+/// callbacks, ticks, and stdin lines are all handed to that loop), which is
+/// what makes the unchecked `Sendable` sound.
+final class NetworkNode: @unchecked Sendable {
+    struct Link {
+        let connection: WebSocketConnection
+        var session: LinkSession
+        var chunker = GossipChunker()
+        var remote: PublicKey?
+        let dialed: Bool
+        let dialer: Int?
+    }
+
+    struct Dialer {
+        let host: String
+        let port: UInt16
+        var attempt = 0
+        var nextTry = 0.0
+        var connecting = false
+        /// Learned at the first handshake: lets a redial be skipped while linked.
+        var remote: PublicKey?
+    }
+
+    /// Reconnect backoff: 0.5 s doubling up to 30 s, with ±25 % jitter.
+    static let backoffBase = 0.5
+    static let backoffCap = 30.0
+    /// Default listen address (the contract).
+    static let defaultListen = "0.0.0.0:7733"
+    /// Largest WebSocket message on a link: one Noise message.
+    static let maximumLinkMessage = 65_535
+
+    let node: Node
+    let loop: EventLoop
+    let out: Output
+    let json: Bool
+    let session: ChatSession
+    private var replicator: Replicator
+    private var links: [LinkID: Link] = [:]
+    private var linkOf: [ObjectIdentifier: LinkID] = [:]
+    private var nextLink = 1
+    private var dialers: [Dialer] = []
+    private var lastShown: Int64
+    private var server: WebSocketServer?
+    private(set) var listenAddress = ""
+    private(set) var failures: [String: Int] = [:]
+    private var random = SystemRandomNumberGenerator()
+
+    init(node: Node, room: RoomName, json: Bool, out: Output) throws {
+        self.node = node
+        self.json = json
+        self.out = out
+        loop = try EventLoop()
+        session = try ChatSession(node: node, room: room)
+        replicator = Replicator(me: node.me, clock: try node.store.vectorClock(), random: SystemRandomNumberGenerator())
+        lastShown = node.store.lastDeliveryNumber
+    }
+
+    // MARK: start
+
+    func start(listen: String?, peers: [String]) throws {
+        let wanted = listen ?? Self.defaultListen
+        guard let (host, port) = Self.split(hostPort: wanted) else { throw NodeError(description: "--listen needs HOST:PORT, got \(wanted)") }
+        let server = WebSocketServer(
+            loop: loop,
+            configuration: .init(paths: ["/peernode/1"], subprotocols: ["peernode.1"], requireSubprotocol: true,
+                                 limits: WebSocketLimits(maximumMessageSize: Self.maximumLinkMessage, acceptsText: false)),
+            callbacks: callbacks(dialer: nil))
+        do {
+            let bound = try server.listen(host: host, port: port)
+            listenAddress = "\(host):\(bound)"
+            self.server = server
+        } catch {
+            // The default port taken (a second node on this machine) is not fatal.
+            if listen != nil { throw NodeError(description: "cannot listen on \(wanted): \(error)") }
+            FileHandle.standardError.write(Data("peernode: not accepting links (\(wanted): \(error))\n".utf8))
+        }
+        for peer in peers {
+            guard let (h, p) = Self.parse(peerURL: peer) else { throw NodeError(description: "--peer needs ws://HOST:PORT, got \(peer)") }
+            dialers.append(Dialer(host: h, port: p))
+        }
+        loop.start()
+        loop.execute { [self] in
+            if json {
+                out.line(JSONEvents.line(["type": "ready", "id": node.me.hex, "nick": node.nick ?? "", "listen": listenAddress]))
+            } else {
+                do { for l in try session.greeting() { out.line(l) } } catch { out.line("error: \(error)") }
+                lastShown = node.store.lastDeliveryNumber
+            }
+            tick()
+        }
+    }
+
+    static func split(hostPort: String) -> (String, UInt16)? {
+        guard let colon = hostPort.lastIndex(of: ":"), let port = UInt16(hostPort[hostPort.index(after: colon)...]) else { return nil }
+        var host = String(hostPort[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return host.isEmpty ? nil : (host, port)
+    }
+
+    static func parse(peerURL: String) -> (String, UInt16)? {
+        guard peerURL.hasPrefix("ws://") else { return nil }
+        var rest = String(peerURL.dropFirst(5))
+        if rest.hasSuffix("/peernode/1") { rest = String(rest.dropLast("/peernode/1".count)) }
+        if rest.hasSuffix("/") { rest = String(rest.dropLast()) }
+        return split(hostPort: rest)
+    }
+
+    // MARK: links
+
+    private func callbacks(dialer: Int?) -> WebSocketCallbacks {
+        WebSocketCallbacks(
+            onOpen: { [self] c in opened(c, dialer: dialer) },
+            onMessage: { [self] c, m in
+                guard case let .binary(bytes) = m, let id = linkOf[ObjectIdentifier(c)] else { return }
+                receive(bytes, on: id)
+            },
+            onClose: { [self] c, info in closed(c, reason: info.reason) },
+            onHandshakeFailure: { [self] _, error in
+                if let dialer { redialLater(dialer, after: "\(error)") }
+            })
+    }
+
+    private func opened(_ c: WebSocketConnection, dialer: Int?) {
+        let expected = dialer.flatMap { dialers[$0].remote }
+        let blocked: Set<PublicKey> = []
+        guard let session = try? LinkSession(
+            initiator: dialer != nil, identity: node.identity, networkKey: node.network, now: monotonic(),
+            expectedRemote: expected, isBlocked: { blocked.contains($0) }) else {
+            c.close(code: .internalError, reason: "cannot start the link handshake")
+            return
+        }
+        let id = nextLink
+        nextLink += 1
+        links[id] = Link(connection: c, session: session, remote: nil, dialed: dialer != nil, dialer: dialer)
+        linkOf[ObjectIdentifier(c)] = id
+        if dialer != nil { apply(links[id]?.session.start() ?? [], on: id) }
+    }
+
+    private func receive(_ bytes: [UInt8], on id: LinkID) {
+        guard var link = links[id] else { return }
+        let actions = link.session.receive(bytes)
+        links[id] = link
+        apply(actions, on: id)
+    }
+
+    private func apply(_ actions: [LinkSession.Action], on id: LinkID) {
+        for action in actions {
+            guard let link = links[id] else { return }
+            switch action {
+            case let .send(bytes):
+                link.connection.send(.binary(bytes))
+            case let .established(remote):
+                established(id, remote: remote)
+            case let .deliver(chunk):
+                guard var l = links[id] else { return }
+                do {
+                    let whole = try l.chunker.add(chunk)
+                    links[id] = l
+                    if let whole { gossip(try GossipMessage.decode(whole), from: id) }
+                } catch {
+                    count("bad_gossip_message")
+                    link.connection.close(code: .policyViolation, reason: "bad gossip message: \(error)")
+                }
+            case let .close(failure):
+                count(failure.counterName)
+                FileHandle.standardError.write(Data("peernode: link from \(link.connection.remoteAddress) refused: \(failure)\n".utf8))
+                link.connection.close(code: .policyViolation, reason: failure.description)
+            }
+        }
+    }
+
+    private func established(_ id: LinkID, remote: PublicKey) {
+        guard var link = links[id] else { return }
+        // One link per pair: keep the connection dialled by the smaller id.
+        if let (otherID, other) = links.first(where: { $0.key != id && $0.value.remote == remote }) {
+            let dialer = { (l: Link) -> PublicKey in l.dialed ? self.node.me : remote }
+            let keepNew = dialer(link) < dialer(other) || (dialer(link) == dialer(other) && id > otherID)
+            let loser = keepNew ? otherID : id
+            links[loser]?.remote = nil
+            replicator.linkDown(loser)
+            links[loser]?.connection.close(code: .normal, reason: "duplicate link")
+            if !keepNew { return }
+        }
+        link.remote = remote
+        links[id] = link
+        if let d = link.dialer {
+            dialers[d].remote = remote
+            dialers[d].attempt = 0
+        }
+        if json {
+            out.line(JSONEvents.line(["type": "peer_up", "id": remote.hex, "nick": node.nicks[remote] ?? "", "addr": link.connection.remoteAddress]))
+        } else {
+            out.line("-- linked to \(Renderer(nicks: node.nicks).label(remote)) at \(link.connection.remoteAddress)")
+        }
+        perform(replicator.linkUp(id, now: monotonic()))
+    }
+
+    private func closed(_ c: WebSocketConnection, reason: String) {
+        guard let id = linkOf.removeValue(forKey: ObjectIdentifier(c)), let link = links.removeValue(forKey: id) else { return }
+        if let remote = link.remote {
+            replicator.linkDown(id)
+            if !links.values.contains(where: { $0.remote == remote }) {
+                if json { out.line(JSONEvents.line(["type": "peer_down", "id": remote.hex])) } else { out.line("-- link to \(remote.shortFingerprint) closed: \(reason)") }
+            }
+        }
+        if let d = link.dialer { redialLater(d, after: reason) }
+    }
+
+    private func redialLater(_ d: Int, after reason: String) {
+        dialers[d].connecting = false
+        let delay = min(Self.backoffCap, Self.backoffBase * pow(2, Double(dialers[d].attempt)))
+        dialers[d].attempt = min(dialers[d].attempt + 1, 16)
+        dialers[d].nextTry = monotonic() + delay * Double.random(in: 0.75...1.25, using: &random)
+    }
+
+    private func dial(_ d: Int) {
+        if let remote = dialers[d].remote, links.values.contains(where: { $0.remote == remote }) {
+            dialers[d].nextTry = monotonic() + Self.backoffCap
+            return
+        }
+        dialers[d].connecting = true
+        do {
+            _ = try WebSocketClient.connect(
+                host: dialers[d].host, port: dialers[d].port, path: "/peernode/1",
+                configuration: .init(subprotocols: ["peernode.1"], requireSubprotocol: true,
+                                     limits: WebSocketLimits(maximumMessageSize: Self.maximumLinkMessage, acceptsText: false)),
+                callbacks: callbacks(dialer: d), loop: loop)
+        } catch {
+            redialLater(d, after: "\(error)")
+        }
+    }
+
+    // MARK: gossip
+
+    private func gossip(_ message: GossipMessage, from id: LinkID) {
+        switch message {
+        case let .clock(entries, full): perform(replicator.clockReceived(id, entries: entries, full: full))
+        case let .envelopes(batch): perform(replicator.envelopesReceived(id, batch))
+        case let .request(ranges): perform(replicator.requestReceived(id, ranges: ranges))
+        }
+    }
+
+    private func send(_ message: GossipMessage, to id: LinkID) {
+        for chunk in GossipChunker.chunks(message.encoded) {
+            guard var link = links[id] else { return }
+            let actions = link.session.send(chunk)
+            links[id] = link
+            apply(actions, on: id)
+        }
+    }
+
+    private func perform(_ actions: [Replicator.Action]) {
+        for action in actions {
+            switch action {
+            case let .send(id, message):
+                send(message, to: id)
+            case let .sendStored(id, author, from, through):
+                var next = from
+                while next <= through, links[id] != nil {
+                    let count = Int(min(UInt64(Replicator.batchSize), through - next + 1))
+                    guard let batch = try? node.store.envelopes(from: author, startingAt: next, limit: count), !batch.isEmpty else { break }
+                    send(.envelopes(batch.map { CarriedEnvelope(hops: 0, envelope: $0) }), to: id)
+                    next = (batch.last?.sequence ?? through) + 1
+                }
+            case let .verifyAndStore(id, batch):
+                verifyAndStore(batch, from: id)
+            case let .disconnect(id, reason):
+                count("disconnected_invalid")
+                links[id]?.connection.close(code: .policyViolation, reason: reason)
+            }
+        }
+    }
+
+    private func verifyAndStore(_ batch: [CarriedEnvelope], from id: LinkID) {
+        // The signature is checked here, on the bytes as they came.
+        let valid = batch.filter { (try? Envelope.decode($0.envelope.encoded)) != nil }
+        if valid.count < batch.count { count("invalid_envelope", by: batch.count - valid.count) }
+        var inserted: [CarriedEnvelope] = []
+        var clock: [Dependency] = []
+        do {
+            let outcomes = try node.store.insert(valid.map(\.envelope), receivedAt: Node.now())
+            for (c, o) in zip(valid, outcomes) {
+                switch o {
+                case .inserted: inserted.append(c)
+                case .fork, .brokenChain: count("fork")
+                case .duplicate: break
+                }
+            }
+            let now = try node.store.vectorClock()
+            clock = Set(valid.map(\.envelope.author)).map { Dependency(author: $0, sequence: now[$0]) }
+        } catch {
+            FileHandle.standardError.write(Data("peernode: storing failed: \(error)\n".utf8))
+        }
+        perform(replicator.stored(from: id, checked: batch, inserted: inserted, invalid: batch.count - valid.count, newClock: clock))
+        showDeliveries()
+    }
+
+    private func count(_ reason: String, by n: Int = 1) {
+        failures[reason, default: 0] += n
+    }
+
+    // MARK: the user
+
+    /// Prints what was delivered since last time, in delivery (causal) order.
+    private func showDeliveries() {
+        guard let fresh = try? node.store.delivered(after: lastShown) else { return }
+        for stored in fresh {
+            lastShown = stored.delivery
+            let e = stored.envelope
+            node.observe(e)
+            guard let roomName = node.roomName(e.room), let text = node.plaintext(of: e) else { continue }
+            if json {
+                guard e.kind == .text || e.kind == .action else { continue }
+                out.line(JSONEvents.line([
+                    "type": "message", "id": e.id.hex, "author": e.author.hex, "nick": node.nicks[e.author] ?? "",
+                    "seq": e.sequence, "room": roomName.value, "kind": e.kind == .text ? "text" : "action", "text": text,
+                    "ts": e.timestamp,
+                ]))
+            } else {
+                out.line(Renderer(nicks: node.nicks).line(e, room: roomName.value, text: text))
+            }
+        }
+    }
+
+    /// A line from stdin.
+    func handleLine(_ line: String) -> Bool {
+        switch ChatInput.parse(line) {
+        case let .message(text): return post(text, kind: .text)
+        case let .action(text): return post(text, kind: .action)
+        case .quit: return false
+        default:
+            let (lines, keepGoing) = session.handle(line)
+            for l in lines {
+                if json {
+                    if l.hasPrefix("error: ") { out.line(JSONEvents.line(["type": "error", "error": String(l.dropFirst(7))])) }
+                } else {
+                    out.line(l)
+                }
+            }
+            lastShown = max(lastShown, node.store.lastDeliveryNumber)
+            return keepGoing
+        }
+    }
+
+    private func post(_ text: String, kind: Kind) -> Bool {
+        do {
+            let e = try node.post(text, kind: kind, in: session.room)
+            perform(replicator.localPost(e))
+            showDeliveries()
+        } catch {
+            out.line(json ? JSONEvents.line(["type": "error", "error": "\(error)"]) : "error: \(error)")
+        }
+        return true
+    }
+
+    func tick() {
+        let now = monotonic()
+        perform(replicator.tick(now: now))
+        for id in links.keys.sorted() {
+            guard var link = links[id] else { continue }
+            let actions = link.session.tick(now: now)
+            links[id] = link
+            apply(actions, on: id)
+        }
+        for d in dialers.indices where !dialers[d].connecting && now >= dialers[d].nextTry {
+            dial(d)
+        }
+    }
+
+    /// Closes every link cleanly (1001).
+    func closeAll() {
+        for link in links.values { link.connection.close(code: .goingAway, reason: "node quitting") }
+    }
+
+    private func monotonic() -> Double { ProcessInfo.processInfo.systemUptime }
+}
