@@ -84,6 +84,9 @@ final class Locked<Value>: @unchecked Sendable {
     func set(_ v: Value) { lock.lock(); value = v; lock.unlock() }
 }
 
+// Files this process creates (database, WAL, lock) are private to the user.
+umask(0o077)
+
 do {
     let command = try CommandLineSpec.parse(Array(CommandLine.arguments.dropFirst()))
     do {

@@ -158,7 +158,7 @@ final class ClientProbe: @unchecked Sendable {
     }
 
     /// The next event, or nil after `timeout` seconds.
-    func next(timeout: Double = 10) async -> Event? {
+    func next(timeout: Double = 30) async -> Event? {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if let e = queue.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { return e }
