@@ -1,0 +1,142 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// A peernode process in --json mode, its events collected as they come.
+final class NodeProcess: @unchecked Sendable {
+    let process = Process()
+    let input = Pipe()
+    let events = Locked<[[String: String]]>([])
+    let dir: String
+
+    init(dir: String, _ arguments: [String]) throws {
+        self.dir = dir
+        process.executableURL = URL(fileURLWithPath: PeerNodeProcess.binary)
+        process.arguments = ["--data-dir", dir, "--json", "--listen", "127.0.0.1:0"] + arguments
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let handle = output.fileHandleForReading
+        let events = self.events
+        Thread.detachNewThread {
+            var buffer = Data()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                buffer.append(chunk)
+                while let nl = buffer.firstIndex(of: 0x0A) {
+                    let line = buffer[buffer.startIndex..<nl]
+                    buffer.removeSubrange(buffer.startIndex...nl)
+                    if let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] {
+                        // Every value as text: enough for the tests, and Sendable.
+                        let flat = object.mapValues { "\($0)" }
+                        events.withLock { $0.append(flat) }
+                    }
+                }
+            }
+        }
+    }
+
+    func send(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
+
+    /// Waits until an event matches; returns it (nil after `timeout`).
+    @discardableResult
+    func wait(timeout: Double = 30, _ match: @escaping ([String: String]) -> Bool) async -> [String: String]? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let e = events.value.first(where: match) { return e }
+            try? await Task.sleep(nanoseconds: 20_000_000)
+        }
+        return nil
+    }
+
+    var ready: [String: String]? { events.value.first { $0["type"] == "ready" } }
+    var id: String { ready?["id"] ?? "" }
+    var url: String { "ws://" + (ready?["listen"] ?? "") }
+
+    func messages(from author: String) -> [String] {
+        events.value.filter { $0["type"] == "message" && $0["author"] == author }.compactMap { $0["text"] }
+    }
+
+    func quit() {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+
+    func kill() {
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    deinit { if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) } }
+}
+
+func started(_ node: NodeProcess) async -> Bool {
+    await node.wait(timeout: 20) { $0["type"] == "ready" } != nil
+}
+
+func linked(_ node: NodeProcess, to other: NodeProcess) async -> Bool {
+    await node.wait { $0["type"] == "peer_up" && $0["id"] == other.id } != nil
+}
+
+@Suite("Nodes over real sockets", .serialized)
+struct NetworkTests {
+    @Test("A–B–C linked only through B: A's messages reach C in order; B restarts and catches up")
+    func chain() async throws {
+        let dirs = (0..<3).map { _ in TemporaryDirectory() }
+        let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])
+        #expect(await started(a))
+        let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
+        #expect(await started(b))
+        let c = try NodeProcess(dir: dirs[2].path, ["--nick", "carol", "--peer", b.url])
+        #expect(await started(c))
+        #expect(await linked(a, to: b))
+        #expect(await linked(c, to: b))
+        for i in 1...20 { a.send("m\(i)") }
+        await c.wait { $0["text"] == "m20" }
+        #expect(c.messages(from: a.id) == (1...20).map { "m\($0)" })
+
+        // B dies; A posts; B comes back on the same data directory and catches up, and so does C.
+        let bURL = b.url
+        b.kill()
+        for i in 21...30 { a.send("m\(i)") }
+        let b2 = try NodeProcess(dir: dirs[1].path, ["--peer", a.url, "--listen", String(bURL.dropFirst(5))])
+        #expect(await started(b2))
+        await b2.wait { $0["text"] == "m30" }
+        #expect(b2.messages(from: a.id).suffix(10) == (21...30).map { "m\($0)" })
+        await c.wait(timeout: 60) { $0["text"] == "m30" }
+        #expect(c.messages(from: a.id) == (1...30).map { "m\($0)" })
+        a.quit(); b2.quit(); c.quit()
+    }
+
+    @Test("a node that starts after 1,000 messages gets all of them")
+    func lateJoiner() async throws {
+        let dirs = (0..<2).map { _ in TemporaryDirectory() }
+        let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])
+        #expect(await started(a))
+        for i in 1...1000 { a.send("late \(i)") }
+        await a.wait(timeout: 60) { $0["text"] == "late 1000" }
+        let c = try NodeProcess(dir: dirs[1].path, ["--peer", a.url])
+        #expect(await started(c))
+        await c.wait(timeout: 60) { $0["text"] == "late 1000" }
+        #expect(c.messages(from: a.id) == (1...1000).map { "late \($0)" })
+        a.quit(); c.quit()
+    }
+
+    @Test("a node with another network key never links and receives nothing")
+    func otherNetwork() async throws {
+        let dirs = (0..<2).map { _ in TemporaryDirectory() }
+        let a = try NodeProcess(dir: dirs[0].path, [])
+        #expect(await started(a))
+        a.send("for my network only")
+        let stranger = try NodeProcess(dir: dirs[1].path, ["--network", "elsewhere", "--peer", a.url])
+        #expect(await started(stranger))
+        #expect(await stranger.wait(timeout: 4) { $0["type"] == "peer_up" } == nil)
+        #expect(stranger.messages(from: a.id).isEmpty)
+        #expect(await a.wait(timeout: 1) { $0["type"] == "peer_up" } == nil)
+        a.quit(); stranger.quit()
+    }
+}
