@@ -7,6 +7,8 @@ enum ChatInput: Equatable {
     case action(String)
     case nick(String)
     case join(String)
+    /// `/msg NICK-OR-ID TEXT`: a direct message.
+    case direct(to: String, text: String)
     case history(Int)
     case help
     case quit
@@ -20,6 +22,7 @@ enum ChatInput: Equatable {
     static let helpText = """
         commands:
           /join #room       switch to a room (created on first use)
+          /msg WHO TEXT     a direct message; WHO is a nick, nick·fp or a 64-hex id (/m)
           /me TEXT          an action: * alice waves
           /nick NAME        change the nick shown next to your fingerprint
           /history [N]      show the last N messages of the room (default 20)
@@ -41,6 +44,12 @@ enum ChatInput: Equatable {
             return argument.isEmpty ? .error("/me needs some text: /me waves") : .action(argument)
         case "nick":
             return argument.isEmpty ? .error("/nick needs a name: /nick alice") : .nick(argument)
+        case "msg", "m":
+            let parts = argument.split(separator: " ", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[1].trimmingCharacters(in: .whitespaces).isEmpty else {
+                return .error("/msg needs a recipient and text: /msg alice hello")
+            }
+            return .direct(to: parts[0], text: parts[1])
         case "join", "j":
             return argument.isEmpty ? .error("/join needs a room: /join #random") : .join(argument)
         case "history":

@@ -55,6 +55,10 @@ final class ChatSession {
                 return (ChatInput.helpText.split(separator: "\n").map(String.init), true)
             case .quit:
                 return ([], false)
+            case let .direct(who, text):
+                let peer = try node.resolve(who)
+                let e = try node.postDirect(text, to: peer)
+                return (["[\(Renderer.clock(e.timestamp))] *→ \(Renderer(nicks: node.nicks).label(peer))* \(TerminalText.sanitize(text))"], true)
             case let .error(message):
                 return (["error: \(message)"], true)
             }

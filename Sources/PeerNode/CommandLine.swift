@@ -11,6 +11,7 @@ struct Options: Equatable {
     /// Static links (`ws://HOST:PORT`), repeatable.
     var peers: [String] = []
     var json = false
+    var discovery = true
 }
 
 enum Command: Equatable {
@@ -59,6 +60,9 @@ enum CommandLineSpec {
     /// Options without a value.
     static let flags: [(name: String, help: String, apply: @Sendable (inout Options) -> Void)] = [
         ("--json", "one JSON object per line on stdout (events for scripts and bots)", { $0.json = true }),
+        // LAN discovery is not built yet (docs/STATUS.md): links come from --peer
+        // only, so this flag changes nothing today and is accepted for scripts.
+        ("--no-discovery", "do not look for peers on the LAN (discovery is not built yet: links come from --peer)", { $0.discovery = false }),
     ]
 
     static let commands: [(usage: String, help: String)] = [

@@ -325,6 +325,10 @@ final class NetworkNode: @unchecked Sendable {
             lastShown = stored.delivery
             let e = stored.envelope
             node.observe(e)
+            if node.roomName(e.room) == nil, let (peer, text) = node.direct(e) {
+                showDirect(e, peer: peer, text: text)
+                continue
+            }
             guard let roomName = node.roomName(e.room), let text = node.plaintext(of: e) else { continue }
             if json {
                 guard e.kind == .text || e.kind == .action else { continue }
@@ -339,12 +343,35 @@ final class NetworkNode: @unchecked Sendable {
         }
     }
 
+    private func showDirect(_ e: Envelope, peer: PublicKey, text: String) {
+        let to = e.author == node.me ? peer : node.me
+        if json {
+            out.line(JSONEvents.line([
+                "type": "message", "id": e.id.hex, "author": e.author.hex, "nick": node.nicks[e.author] ?? "",
+                "seq": e.sequence, "kind": "dm", "to": to.hex, "text": text, "ts": e.timestamp,
+            ]))
+        } else {
+            let renderer = Renderer(nicks: node.nicks)
+            out.line("[\(Renderer.clock(e.timestamp))] *\(renderer.label(e.author)) → \(renderer.label(to))* \(TerminalText.sanitize(text))")
+        }
+    }
+
     /// A line from stdin.
     func handleLine(_ line: String) -> Bool {
         switch ChatInput.parse(line) {
         case let .message(text): return post(text, kind: .text)
         case let .action(text): return post(text, kind: .action)
         case .quit: return false
+        case let .direct(who, text):
+            do {
+                let peer = try node.resolve(who)
+                let e = try node.postDirect(text, to: peer)
+                perform(replicator.localPost(e))
+                showDeliveries()
+            } catch {
+                out.line(json ? JSONEvents.line(["type": "error", "error": "\(error)"]) : "error: \(error)")
+            }
+            return true
         default:
             let (lines, keepGoing) = session.handle(line)
             for l in lines {

@@ -85,6 +85,57 @@ final class Node {
         return envelope
     }
 
+    /// Signs and durably stores a direct message to `peer`: the room is the
+    /// pair's DM room, the body sealed to the peer's X25519 key.
+    @discardableResult
+    func postDirect(_ text: String, to peer: PublicKey) throws -> Envelope {
+        let room = RoomID.direct(me, peer, network: network)
+        dmPeers[room] = peer
+        let plain = Array(text.utf8)
+        guard plain.count <= Envelope.maximumPlaintextBody else {
+            throw EnvelopeError.bodyTooLarge(size: plain.count, limit: Envelope.maximumPlaintextBody)
+        }
+        let body = try DirectKey(own: identity, peer: peer).seal(plain)
+        let head = try store.head(of: me)
+        let envelope = try Envelope.sign(
+            by: identity, sequence: (head?.sequence ?? 0) + 1, previous: head?.id ?? .zero,
+            dependencies: try store.dependenciesForNextPost(by: me),
+            timestamp: Self.now(), room: room, kind: .text, body: body)
+        _ = try store.insertOwn(envelope, at: Self.now())
+        return envelope
+    }
+
+    /// DM room → the other party, for every author this node knows.
+    private(set) var dmPeers: [RoomID: PublicKey] = [:]
+
+    /// If `envelope` is a direct message this node can read: the other party and the text.
+    func direct(_ envelope: Envelope) -> (peer: PublicKey, text: String)? {
+        if dmPeers[envelope.room] == nil {
+            for author in (try? store.vectorClock().entries.keys).map(Array.init) ?? [] where author != me {
+                dmPeers[RoomID.direct(me, author, network: network)] = author
+            }
+        }
+        guard let peer = dmPeers[envelope.room], envelope.author == me || envelope.author == peer,
+              let plain = try? DirectKey(own: identity, peer: peer).open(envelope.body) else { return nil }
+        return (peer, String(decoding: plain, as: UTF8.self))
+    }
+
+    /// Finds who `/msg` means: a 64-hex id, `nick·fp`, or a nick that only one known author uses.
+    func resolve(_ who: String) throws -> PublicKey {
+        if who.count == 64, let key = try? PublicKey(hex: who) { return key }
+        var candidates = Array(Set(nicks.compactMap { $0.value == who ? $0.key : nil }))
+        if candidates.isEmpty, let dot = who.firstIndex(of: "·") {
+            let nick = String(who[..<dot]), fp = String(who[who.index(after: dot)...])
+            candidates = nicks.compactMap { $0.value == nick && $0.key.shortFingerprint == fp ? $0.key : nil }
+        }
+        guard candidates.count == 1, let key = candidates.first else {
+            throw NodeError(description: candidates.isEmpty
+                ? "nobody known as \(who): use a nick, nick·fingerprint or a 64-hex id"
+                : "\(who) is ambiguous: \(candidates.map { "\(who)·\($0.shortFingerprint)" }.joined(separator: ", "))")
+        }
+        return key
+    }
+
     /// Our current nick, if we ever set one.
     var nick: String? { nicks[me] }
 

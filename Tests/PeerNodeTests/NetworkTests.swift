@@ -58,7 +58,7 @@ final class NodeProcess: @unchecked Sendable {
     var url: String { "ws://" + (ready?["listen"] ?? "") }
 
     func messages(from author: String) -> [String] {
-        events.value.filter { $0["type"] == "message" && $0["author"] == author }.compactMap { $0["text"] }
+        events.value.filter { $0["type"] == "message" && $0["kind"] != "dm" && $0["author"] == author }.compactMap { $0["text"] }
     }
 
     func quit() {
@@ -98,6 +98,17 @@ struct NetworkTests {
         for i in 1...20 { a.send("m\(i)") }
         await c.wait { $0["text"] == "m20" }
         #expect(c.messages(from: a.id) == (1...20).map { "m\($0)" })
+
+        // A direct message from A to C travels through B, and only C can read it.
+        a.send("/msg \(c.id) for carol only")
+        let dm = await c.wait { $0["kind"] == "dm" }
+        #expect(dm?["text"] == "for carol only")
+        #expect(dm?["to"] == c.id && dm?["author"] == a.id)
+        #expect(dm?["room"] == nil)
+        await a.wait { $0["kind"] == "dm" }
+        #expect(!b.events.value.contains { $0["text"] == "for carol only" })
+        a.send("/msg nobody-here hi")
+        #expect(await a.wait { $0["type"] == "error" } != nil)
 
         // B dies; A posts; B comes back on the same data directory and catches up, and so does C.
         let bURL = b.url
