@@ -84,3 +84,28 @@ struct ChatInputTests {
         #expect(ChatInput.parse("/") == .error("unknown command / (try /help)"))
     }
 }
+
+@Suite("Chat input: direct messages and network options")
+struct DirectInputTests {
+    @Test("/msg and /m take a recipient and text; without both it is an error, never a post")
+    func msg() {
+        #expect(ChatInput.parse("/msg alice hello there") == .direct(to: "alice", text: "hello there"))
+        #expect(ChatInput.parse("/m bob hi") == .direct(to: "bob", text: "hi"))
+        #expect(ChatInput.parse("/msg alice") == .error("/msg needs a recipient and text: /msg alice hello"))
+        #expect(ChatInput.parse("/msg") == .error("/msg needs a recipient and text: /msg alice hello"))
+    }
+
+    @Test("--listen, repeated --peer, --json, --no-discovery")
+    func options() throws {
+        var o = Options()
+        o.listen = "127.0.0.1:0"
+        o.peers = ["ws://a:1", "ws://b:2"]
+        o.json = true
+        o.discovery = false
+        #expect(try CommandLineSpec.parse(["--listen", "127.0.0.1:0", "--peer", "ws://a:1", "--peer=ws://b:2", "--json", "--no-discovery"]) == .chat(o))
+        #expect(NetworkNode.parse(peerURL: "ws://10.0.0.1:7733") ?? ("", 0) == ("10.0.0.1", 7733))
+        #expect(NetworkNode.parse(peerURL: "ws://[::1]:7733/peernode/1") ?? ("", 0) == ("::1", 7733))
+        #expect(NetworkNode.parse(peerURL: "http://x:1") == nil)
+        #expect(NetworkNode.parse(peerURL: "ws://x") == nil)
+    }
+}
