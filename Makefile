@@ -7,6 +7,7 @@ FUZZ_SECONDS ?= 180
 FUZZ_SMOKE_SECONDS ?= 10
 BENCH_SECONDS ?= 3
 BENCH_RUNS ?= 3
+BENCH_ENVELOPES ?= 100000
 
 .PHONY: run test bench fuzz build build-release setup setup-test setup-bench clean
 
@@ -32,6 +33,8 @@ bench: setup-bench
 	$(SWIFT) build -c release --product peernode-bench
 	.build/release/peernode-bench
 	scripts/bench-websocket.sh $(BENCH_SECONDS) $(BENCH_RUNS)
+	$(SWIFT) build -c release --product peernode
+	python3 scripts/bench-gossip.py .build/release/peernode .build/release/peernode-bench $(BENCH_ENVELOPES)
 
 ## fuzz: run every libFuzzer target for FUZZ_SECONDS each (default 180).
 fuzz: setup

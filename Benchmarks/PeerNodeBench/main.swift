@@ -64,6 +64,36 @@ func makeEnvelopes(_ count: Int) throws -> [Envelope] {
     return out
 }
 
+// `peernode-bench make-store DIR N`: a data directory holding N envelopes of
+// #general on the default network, for the catch-up benchmark.
+if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "make-store", let count = Int(CommandLine.arguments[3]) {
+    let lan = NetworkKey.derived(fromName: NetworkKey.defaultName)
+    let general = RoomID.publicRoom(.general, network: lan)
+    let key = lan.publicRoomKey(roomName: RoomName.general.value)
+    let writers = try (0..<20).map { _ in try SigningKey.generate() }
+    let directory = try DataDirectory(path: CommandLine.arguments[2])
+    let store = try Store(directory: directory)
+    try store.registerRoom(general, name: RoomName.general.value)
+    var heads = [MessageID](repeating: .zero, count: writers.count)
+    var batch: [Envelope] = []
+    for i in 0..<count {
+        let w = i % writers.count
+        let text = Array("catch-up \(i)".utf8)
+        let sealed = try BodyCipher.seal(text, key: key, author: writers[w].publicKey, room: general, kind: .text)
+        let e = try Envelope.sign(by: writers[w], sequence: UInt64(i / writers.count + 1), previous: heads[w], dependencies: [],
+                                  timestamp: 1_764_000_000_000 + UInt64(i), room: general, kind: .text, body: sealed)
+        heads[w] = e.id
+        batch.append(e)
+        if batch.count == 1000 {
+            _ = try store.insert(batch, receivedAt: 1)
+            batch = []
+        }
+    }
+    _ = try store.insert(batch, receivedAt: 1)
+    print("wrote \(count) envelopes to \(CommandLine.arguments[2])")
+    exit(0)
+}
+
 print("peernode benchmarks — \(ProcessInfo.processInfo.processorCount) cores; one thread; figures, not tests")
 print("")
 

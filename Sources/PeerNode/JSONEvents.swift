@@ -1,13 +1,60 @@
-import Foundation
-
 /// One JSON object per line on stdout (`--json`): the contract scripts and
-/// bots rely on (README, "Scripting"). Strings are escaped by
-/// JSONSerialization, control characters included.
+/// bots rely on (README, "Scripting"). Written by hand: Foundation's
+/// serializer with sorted keys spent most of a catch-up in ICU collation.
 enum JSONEvents {
-    static func line(_ object: [String: Any]) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
-            return #"{"type":"error","error":"could not encode an event"}"#
+    enum Value {
+        case string(String)
+        case number(UInt64)
+    }
+
+    /// `{"k":v,...}` with the keys in the order given.
+    static func line(_ fields: KeyValuePairs<String, Value>) -> String {
+        var out = "{"
+        var first = true
+        for (key, value) in fields {
+            if !first { out += "," }
+            first = false
+            out += quoted(key) + ":"
+            switch value {
+            case let .string(s): out += quoted(s)
+            case let .number(n): out += String(n)
+            }
         }
-        return String(decoding: data, as: UTF8.self)
+        return out + "}"
+    }
+
+    /// RFC 8259 §7: quote, backslash and control characters escaped; so are
+    /// C1 controls, line separators and invisible formatting characters
+    /// (bidi overrides…), so the output is inert even if printed raw.
+    static func quoted(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 || scalar.value == 0x7F || TerminalText.isInvisibleOrControl(scalar) {
+                    out += escaped(scalar.value)
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+
+    /// `\uXXXX`, as a surrogate pair above U+FFFF (RFC 8259 §7).
+    private static func escaped(_ v: UInt32) -> String {
+        guard v > 0xFFFF else { return "\\u" + hex4(v) }
+        let u = v - 0x10000
+        return "\\u" + hex4(0xD800 + (u >> 10)) + "\\u" + hex4(0xDC00 + (u & 0x3FF))
+    }
+
+    private static func hex4(_ v: UInt32) -> String {
+        let h = String(v, radix: 16)
+        return String(repeating: "0", count: max(0, 4 - h.count)) + h
     }
 }

@@ -98,7 +98,7 @@ final class NetworkNode: @unchecked Sendable {
         loop.start()
         loop.execute { [self] in
             if json {
-                out.line(JSONEvents.line(["type": "ready", "id": node.me.hex, "nick": node.nick ?? "", "listen": listenAddress]))
+                out.line(JSONEvents.line(["type": .string("ready"), "id": .string(node.me.hex), "nick": .string(node.nick ?? ""), "listen": .string(listenAddress)]))
             } else {
                 do { for l in try session.greeting() { out.line(l) } } catch { out.line("error: \(error)") }
                 lastShown = node.store.lastDeliveryNumber
@@ -132,7 +132,9 @@ final class NetworkNode: @unchecked Sendable {
                 receive(bytes, on: id)
             },
             onClose: { [self] c, info in closed(c, reason: info.reason) },
-            onHandshakeFailure: { [self] _, error in
+            onHandshakeFailure: { [self] c, error in
+                count("websocket_handshake_failed")
+                FileHandle.standardError.write(Data("peernode: link to \(c.remoteAddress) failed: \(error)\n".utf8))
                 if let dialer { redialLater(dialer, after: "\(error)") }
             })
     }
@@ -205,7 +207,7 @@ final class NetworkNode: @unchecked Sendable {
             dialers[d].attempt = 0
         }
         if json {
-            out.line(JSONEvents.line(["type": "peer_up", "id": remote.hex, "nick": node.nicks[remote] ?? "", "addr": link.connection.remoteAddress]))
+            out.line(JSONEvents.line(["type": .string("peer_up"), "id": .string(remote.hex), "nick": .string(node.nicks[remote] ?? ""), "addr": .string(link.connection.remoteAddress)]))
         } else {
             out.line("-- linked to \(Renderer(nicks: node.nicks).label(remote)) at \(link.connection.remoteAddress)")
         }
@@ -217,7 +219,7 @@ final class NetworkNode: @unchecked Sendable {
         if let remote = link.remote {
             replicator.linkDown(id)
             if !links.values.contains(where: { $0.remote == remote }) {
-                if json { out.line(JSONEvents.line(["type": "peer_down", "id": remote.hex])) } else { out.line("-- link to \(remote.shortFingerprint) closed: \(reason)") }
+                if json { out.line(JSONEvents.line(["type": .string("peer_down"), "id": .string(remote.hex)])) } else { out.line("-- link to \(remote.shortFingerprint) closed: \(reason)") }
             }
         }
         if let d = link.dialer { redialLater(d, after: reason) }
@@ -332,11 +334,7 @@ final class NetworkNode: @unchecked Sendable {
             guard let roomName = node.roomName(e.room), let text = node.plaintext(of: e) else { continue }
             if json {
                 guard e.kind == .text || e.kind == .action else { continue }
-                out.line(JSONEvents.line([
-                    "type": "message", "id": e.id.hex, "author": e.author.hex, "nick": node.nicks[e.author] ?? "",
-                    "seq": e.sequence, "room": roomName.value, "kind": e.kind == .text ? "text" : "action", "text": text,
-                    "ts": e.timestamp,
-                ]))
+                out.line(JSONEvents.line(["type": .string("message"), "id": .string(e.id.hex), "author": .string(e.author.hex), "nick": .string(node.nicks[e.author] ?? ""), "seq": .number(e.sequence), "room": .string(roomName.value), "kind": .string(e.kind == .text ? "text" : "action"), "text": .string(text), "ts": .number(e.timestamp)]))
             } else {
                 out.line(Renderer(nicks: node.nicks).line(e, room: roomName.value, text: text))
             }
@@ -346,10 +344,7 @@ final class NetworkNode: @unchecked Sendable {
     private func showDirect(_ e: Envelope, peer: PublicKey, text: String) {
         let to = e.author == node.me ? peer : node.me
         if json {
-            out.line(JSONEvents.line([
-                "type": "message", "id": e.id.hex, "author": e.author.hex, "nick": node.nicks[e.author] ?? "",
-                "seq": e.sequence, "kind": "dm", "to": to.hex, "text": text, "ts": e.timestamp,
-            ]))
+            out.line(JSONEvents.line(["type": .string("message"), "id": .string(e.id.hex), "author": .string(e.author.hex), "nick": .string(node.nicks[e.author] ?? ""), "seq": .number(e.sequence), "kind": .string("dm"), "to": .string(to.hex), "text": .string(text), "ts": .number(e.timestamp)]))
         } else {
             let renderer = Renderer(nicks: node.nicks)
             out.line("[\(Renderer.clock(e.timestamp))] *\(renderer.label(e.author)) → \(renderer.label(to))* \(TerminalText.sanitize(text))")
@@ -369,14 +364,14 @@ final class NetworkNode: @unchecked Sendable {
                 perform(replicator.localPost(e))
                 showDeliveries()
             } catch {
-                out.line(json ? JSONEvents.line(["type": "error", "error": "\(error)"]) : "error: \(error)")
+                out.line(json ? JSONEvents.line(["type": .string("error"), "error": .string("\(error)")]) : "error: \(error)")
             }
             return true
         default:
             let (lines, keepGoing) = session.handle(line)
             for l in lines {
                 if json {
-                    if l.hasPrefix("error: ") { out.line(JSONEvents.line(["type": "error", "error": String(l.dropFirst(7))])) }
+                    if l.hasPrefix("error: ") { out.line(JSONEvents.line(["type": .string("error"), "error": .string(String(l.dropFirst(7)))])) }
                 } else {
                     out.line(l)
                 }
@@ -392,7 +387,7 @@ final class NetworkNode: @unchecked Sendable {
             perform(replicator.localPost(e))
             showDeliveries()
         } catch {
-            out.line(json ? JSONEvents.line(["type": "error", "error": "\(error)"]) : "error: \(error)")
+            out.line(json ? JSONEvents.line(["type": .string("error"), "error": .string("\(error)")]) : "error: \(error)")
         }
         return true
     }

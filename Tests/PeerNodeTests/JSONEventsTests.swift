@@ -1,0 +1,22 @@
+import Foundation
+@testable import PeerNode
+import Testing
+
+@Suite("--json output")
+struct JSONEventsTests {
+    @Test("hostile text is escaped: the line stays one valid JSON object with no raw control characters")
+    func escaping() throws {
+        for (input, _) in TerminalTextTests.corpus {
+            let line = JSONEvents.line(["type": .string("message"), "text": .string(input), "seq": .number(7)])
+            #expect(!line.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || TerminalText.isInvisibleOrControl($0) })
+            let parsed = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            #expect(parsed?["text"] as? String == input)
+            #expect(parsed?["seq"] as? Int == 7)
+        }
+        #expect(JSONEvents.line(["a": .string("\"\\")]) == #"{"a":"\"\\"}"#)
+        // A format character above U+FFFF (a tag character) becomes a surrogate pair.
+        let tag = JSONEvents.line(["t": .string("\u{E0041}")])
+        #expect(tag == #"{"t":"\udb40\udc41"}"#)
+        #expect((try JSONSerialization.jsonObject(with: Data(tag.utf8)) as? [String: String])?["t"] == "\u{E0041}")
+    }
+}

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Gossip benchmark over real links between peernode processes.
+
+- catch-up: a fresh node links to one that holds N envelopes and receives
+  all of them (envelopes/s, total seconds);
+- live latency: p50/p99 from a post at A to its delivery at B (one hop) and
+  at D in a chain A-B-C-D (three hops), measured from the JSON events, so
+  each figure includes the author's fsync and the pipes.
+usage: bench-gossip.py PEERNODE BENCH_BINARY [N]
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+PEERNODE, BENCH = sys.argv[1], sys.argv[2]
+N = int(sys.argv[3]) if len(sys.argv) > 3 else 100_000
+
+
+class Node:
+    def __init__(self, data, *args):
+        self.events = []
+        self.messages = 0
+        self.cond = threading.Condition()
+        self.proc = subprocess.Popen([PEERNODE, "--data-dir", data, "--json", "--listen", "127.0.0.1:0", *args],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        threading.Thread(target=self._read, daemon=True).start()
+        self.ready = self.wait(lambda e: e["type"] == "ready")
+
+    def _read(self):
+        for line in self.proc.stdout:
+            event = json.loads(line)
+            event["_t"] = time.monotonic()
+            with self.cond:
+                if event["type"] == "message":
+                    self.messages += 1
+                # Catch-up messages are only counted, not kept (the list stays small).
+                if not event.get("text", "").startswith("catch-up "):
+                    self.events.append(event)
+                self.cond.notify_all()
+
+    def wait(self, match, timeout=300):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for e in self.events:
+                    if match(e):
+                        return e
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("no matching event")
+                self.cond.wait(left)
+
+    def count(self, match):
+        with self.cond:
+            return sum(1 for e in self.events if match(e))
+
+    def url(self):
+        return "ws://" + self.ready["listen"]
+
+    def post(self, text):
+        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.flush()
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def percentile(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(len(values) * p))]
+
+
+root = tempfile.mkdtemp(prefix="peernode-bench-gossip-")
+try:
+    source = os.path.join(root, "source")
+    subprocess.run([BENCH, "make-store", source, str(N)], check=True, stdout=subprocess.DEVNULL)
+    a = Node(source)
+    start = time.monotonic()
+    b = Node(os.path.join(root, "fresh"), "--peer", a.url())
+    deadline = time.monotonic() + 600
+    while b.messages < N and time.monotonic() < deadline:
+        time.sleep(0.02)
+    got = b.messages
+    seconds = time.monotonic() - start
+    print(f"catch-up: {got} of {N} envelopes in {seconds:.2f} s = {got / seconds:,.0f} envelopes/s "
+          f"(includes process start and handshake)")
+    a.stop()
+    b.stop()
+
+    # Live latency: a chain A-B-C-D.
+    chain = [Node(os.path.join(root, "chain0"))]
+    for i in range(1, 4):
+        chain.append(Node(os.path.join(root, f"chain{i}"), "--peer", chain[-1].url()))
+    for i in range(1, 4):
+        chain[i].wait(lambda e: e["type"] == "peer_up")
+    one, three = [], []
+    for i in range(200):
+        text = f"ping {i}"
+        sent = time.monotonic()
+        chain[0].post(text)
+        one.append(chain[1].wait(lambda e: e.get("text") == text)["_t"] - sent)
+        three.append(chain[3].wait(lambda e: e.get("text") == text)["_t"] - sent)
+    for name, values in (("one hop", one), ("three hops", three)):
+        print(f"live latency {name}: p50 {percentile(values, 0.5) * 1000:.2f} ms, p99 {percentile(values, 0.99) * 1000:.2f} ms "
+              f"(post at A to delivery, author's fsync included)")
+    for n in chain:
+        n.stop()
+finally:
+    shutil.rmtree(root, ignore_errors=True)
