@@ -198,7 +198,7 @@ extension Store {
         return out
     }
 
-    private func stored(_ s: Statement) throws -> StoredEnvelope {
+    func stored(_ s: Statement) throws -> StoredEnvelope {
         StoredEnvelope(
             envelope: try Envelope.decode(s.blob(0), verification: .trustedStorage),
             causalTime: s.int64(1), delivery: s.int64(2))
@@ -218,11 +218,7 @@ extension Store {
             """
         ).bind(1, Int64(kind.rawValue))
         var out: [StoredEnvelope] = []
-        while try s.step() {
-            out.append(StoredEnvelope(
-                envelope: try Envelope.decode(s.blob(0), verification: .trustedStorage),
-                causalTime: s.int64(1), delivery: s.int64(2)))
-        }
+        while try s.step() { out.append(try stored(s)) }
         return out
     }
 }
@@ -235,11 +231,7 @@ extension Store {
             "SELECT bytes, causal_time, delivery FROM envelopes WHERE delivery > ?1 ORDER BY delivery LIMIT ?2"
         ).bind(1, after).bind(2, limit)
         var out: [StoredEnvelope] = []
-        while try s.step() {
-            out.append(StoredEnvelope(
-                envelope: try Envelope.decode(s.blob(0), verification: .trustedStorage),
-                causalTime: s.int64(1), delivery: s.int64(2)))
-        }
+        while try s.step() { out.append(try stored(s)) }
         return out
     }
 

@@ -24,18 +24,6 @@ struct IndependentCheckTests {
 
 @Suite("Decoding hostile bytes")
 struct EnvelopeMutationTests {
-    /// A deterministic generator, so a failure can be replayed.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test("20,000 mutated envelopes: every one is refused with a typed error or decodes to itself, none crashes")
     func mutations() throws {
         let a = try Author()
@@ -44,7 +32,7 @@ struct EnvelopeMutationTests {
             try a.envelope(), try a.envelope(2, previous: try a.envelope().id, dependencies: [Dependency(author: b.key.publicKey, sequence: 3)]),
             try a.envelope(body: [UInt8](repeating: 9, count: 300)),
         ]
-        var rng = SplitMix(state: 42)
+        var rng = SeededRandom(state: 42)
         var refused = 0
         for i in 0..<20_000 {
             var bytes = seeds[i % seeds.count].encoded
