@@ -27,6 +27,8 @@ enum JSONEvents {
     /// C1 controls, line separators and invisible formatting characters
     /// (bidi overrides…), so the output is inert even if printed raw.
     static func quoted(_ s: String) -> String {
+        // Fast path: printable ASCII without quote or backslash needs nothing.
+        if s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }) { return "\"" + s + "\"" }
         var out = "\""
         for scalar in s.unicodeScalars {
             switch scalar {
@@ -36,7 +38,7 @@ enum JSONEvents {
             case "\r": out += "\\r"
             case "\t": out += "\\t"
             default:
-                if scalar.value < 0x20 || scalar.value == 0x7F || TerminalText.isInvisibleOrControl(scalar) {
+                if scalar.value < 0x20 || scalar.value == 0x7F || (scalar.value >= 0x80 && TerminalText.isInvisibleOrControl(scalar)) {
                     out += escaped(scalar.value)
                 } else {
                     out.unicodeScalars.append(scalar)
