@@ -137,6 +137,27 @@ struct NetworkTests {
         a.quit(); c.quit()
     }
 
+    @Test("two nodes that dial each other keep one link between them")
+    func mutualDial() async throws {
+        let dirs = (0..<2).map { _ in TemporaryDirectory() }
+        let portA = Int.random(in: 20_000..<40_000), portB = portA + 1
+        let a = try NodeProcess(dir: dirs[0].path, ["--listen", "127.0.0.1:\(portA)", "--peer", "ws://127.0.0.1:\(portB)"])
+        let b = try NodeProcess(dir: dirs[1].path, ["--listen", "127.0.0.1:\(portB)", "--peer", "ws://127.0.0.1:\(portA)"])
+        #expect(await started(a))
+        #expect(await started(b))
+        #expect(await linked(a, to: b))
+        #expect(await linked(b, to: a))
+        b.send("both ways")
+        #expect(await a.wait { $0["text"] == "both ways" } != nil)
+        // A few redial rounds later the pair still has its one link: no churn.
+        try await Task.sleep(nanoseconds: 3_000_000_000)
+        for node in [a, b] {
+            #expect(node.events.value.filter { $0["type"] == "peer_up" }.count == 1)
+            #expect(node.events.value.filter { $0["type"] == "peer_down" }.isEmpty)
+        }
+        a.quit(); b.quit()
+    }
+
     @Test("a node with another network key never links and receives nothing")
     func otherNetwork() async throws {
         let dirs = (0..<2).map { _ in TemporaryDirectory() }
