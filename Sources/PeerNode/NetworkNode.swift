@@ -190,8 +190,15 @@ final class NetworkNode: @unchecked Sendable {
 
     private func established(_ id: LinkID, remote: PublicKey) {
         guard var link = links[id] else { return }
+        // A dialler learns who answers, so it can skip redials while linked.
+        if let d = link.dialer {
+            dialers[d].remote = remote
+            dialers[d].attempt = 0
+        }
         // One link per pair: keep the connection dialled by the smaller id.
+        var alreadyAnnounced = false
         if let (otherID, other) = links.first(where: { $0.key != id && $0.value.remote == remote }) {
+            alreadyAnnounced = true
             let dialer = { (l: Link) -> PublicKey in l.dialed ? self.node.me : remote }
             let keepNew = dialer(link) < dialer(other) || (dialer(link) == dialer(other) && id > otherID)
             let loser = keepNew ? otherID : id
@@ -202,11 +209,9 @@ final class NetworkNode: @unchecked Sendable {
         }
         link.remote = remote
         links[id] = link
-        if let d = link.dialer {
-            dialers[d].remote = remote
-            dialers[d].attempt = 0
-        }
-        if json {
+        if alreadyAnnounced {
+            // The peer stays up: only the connection under it changed.
+        } else if json {
             out.line(JSONEvents.line(["type": .string("peer_up"), "id": .string(remote.hex), "nick": .string(node.nicks[remote] ?? ""), "addr": .string(link.connection.remoteAddress)]))
         } else {
             out.line("-- linked to \(Renderer(nicks: node.nicks).label(remote)) at \(link.connection.remoteAddress)")
