@@ -9,6 +9,8 @@ enum ChatInput: Equatable {
     case join(String)
     /// `/msg NICK-OR-ID TEXT`: a direct message.
     case direct(to: String, text: String)
+    /// `/block WHO` and `/unblock WHO`.
+    case block(String, Bool)
     case history(Int)
     case help
     case quit
@@ -23,6 +25,7 @@ enum ChatInput: Equatable {
         commands:
           /join #room       switch to a room (created on first use)
           /msg WHO TEXT     a direct message; WHO is a nick, nick·fp or a 64-hex id (/m)
+          /block WHO        refuse WHO's links and hide their messages (/unblock WHO undoes it)
           /me TEXT          an action: * alice waves
           /nick NAME        change the nick shown next to your fingerprint
           /history [N]      show the last N messages of the room (default 20)
@@ -50,6 +53,9 @@ enum ChatInput: Equatable {
                 return .error("/msg needs a recipient and text: /msg alice hello")
             }
             return .direct(to: parts[0], text: parts[1])
+        case "block", "unblock":
+            guard !argument.isEmpty, !argument.contains(" ") else { return .error("/\(name) needs one identity: /\(name) alice·k3fq") }
+            return .block(argument, name == "block")
         case "join", "j":
             return argument.isEmpty ? .error("/join needs a room: /join #random") : .join(argument)
         case "history":

@@ -55,6 +55,10 @@ final class ChatSession {
                 return (ChatInput.helpText.split(separator: "\n").map(String.init), true)
             case .quit:
                 return ([], false)
+            case let .block(who, on):
+                let key = try node.resolve(who)
+                try node.store.setBlocked(key, on, at: Node.now())
+                return (["-- \(on ? "blocked" : "unblocked") \(Renderer(nicks: node.nicks).label(key))"], true)
             case let .direct(who, text):
                 let peer = try node.resolve(who)
                 let e = try node.postDirect(text, to: peer)

@@ -61,6 +61,8 @@ final class NetworkNode: @unchecked Sendable {
     private(set) var listenAddress = ""
     private(set) var failures: [String: Int] = [:]
     private var random = SystemRandomNumberGenerator()
+    /// Read by link handshakes (possibly on another thread), changed by /block.
+    private let blocked = BlockList()
 
     init(node: Node, room: RoomName, json: Bool, out: Output) throws {
         self.node = node
@@ -70,6 +72,7 @@ final class NetworkNode: @unchecked Sendable {
         session = try ChatSession(node: node, room: room)
         replicator = Replicator(me: node.me, clock: try node.store.vectorClock(), random: SystemRandomNumberGenerator())
         lastShown = node.store.lastDeliveryNumber
+        blocked.set(try node.store.blockedIdentities())
     }
 
     // MARK: start
@@ -141,7 +144,7 @@ final class NetworkNode: @unchecked Sendable {
 
     private func opened(_ c: WebSocketConnection, dialer: Int?) {
         let expected = dialer.flatMap { dialers[$0].remote }
-        let blocked: Set<PublicKey> = []
+        let blocked = self.blocked
         guard let session = try? LinkSession(
             initiator: dialer != nil, identity: node.identity, networkKey: node.network, now: monotonic(),
             expectedRemote: expected, isBlocked: { blocked.contains($0) }) else {
@@ -355,6 +358,8 @@ final class NetworkNode: @unchecked Sendable {
             lastShown = stored.delivery
             let e = stored.envelope
             node.observe(e)
+            // A blocked identity's messages are kept (and relayed) but not shown.
+            if blocked.contains(e.author) { continue }
             if node.roomName(e.room) == nil, let (peer, text) = node.direct(e) {
                 showDirect(e, peer: peer, text: text)
                 continue
@@ -385,6 +390,21 @@ final class NetworkNode: @unchecked Sendable {
         case let .message(text): return post(text, kind: .text)
         case let .action(text): return post(text, kind: .action)
         case .quit: return false
+        case let .block(who, on):
+            do {
+                let key = try node.resolve(who)
+                try node.store.setBlocked(key, on, at: Node.now())
+                blocked.set(try node.store.blockedIdentities())
+                if on {
+                    for link in links.values where link.remote == key {
+                        link.connection.close(code: .policyViolation, reason: "blocked")
+                    }
+                }
+                if !json { out.line("-- \(on ? "blocked" : "unblocked") \(Renderer(nicks: node.nicks).label(key))") }
+            } catch {
+                out.line(json ? JSONEvents.line(["type": .string("error"), "error": .string("\(error)")]) : "error: \(error)")
+            }
+            return true
         case let .direct(who, text):
             do {
                 let peer = try node.resolve(who)
@@ -440,4 +460,22 @@ final class NetworkNode: @unchecked Sendable {
     }
 
     private func monotonic() -> Double { ProcessInfo.processInfo.systemUptime }
+}
+
+/// The blocked identities, shared with link handshakes.
+final class BlockList: @unchecked Sendable {
+    private let lock = NSLock()
+    private var keys: Set<PublicKey> = []
+
+    func set(_ new: Set<PublicKey>) {
+        lock.lock()
+        keys = new
+        lock.unlock()
+    }
+
+    func contains(_ key: PublicKey) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return keys.contains(key)
+    }
 }

@@ -53,6 +53,10 @@ enum Schema {
         );
         CREATE TABLE settings(key TEXT PRIMARY KEY, value BLOB);
         """,
+        // 2: identities this node refuses links from and hides messages of.
+        """
+        CREATE TABLE blocked(key BLOB PRIMARY KEY, since INTEGER NOT NULL);
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

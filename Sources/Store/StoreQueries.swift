@@ -238,3 +238,22 @@ extension Store {
     /// The highest delivery number so far.
     public var lastDeliveryNumber: Int64 { lastDelivery }
 }
+
+extension Store {
+    /// Identities this node refuses links from and hides messages of.
+    public func blockedIdentities() throws -> Set<PublicKey> {
+        let s = try db.statement("SELECT key FROM blocked")
+        var out: Set<PublicKey> = []
+        while try s.step() { out.insert(try PublicKey(bytes: s.blob(0))) }
+        return out
+    }
+
+    public func setBlocked(_ key: PublicKey, _ blocked: Bool, at time: UInt64) throws {
+        if blocked {
+            try db.statement("INSERT OR IGNORE INTO blocked(key, since) VALUES (?1, ?2)")
+                .bind(1, key.bytes).bind(2, Int64(clamping: time)).run()
+        } else {
+            try db.statement("DELETE FROM blocked WHERE key = ?1").bind(1, key.bytes).run()
+        }
+    }
+}

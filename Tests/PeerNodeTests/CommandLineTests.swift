@@ -109,3 +109,14 @@ struct DirectInputTests {
         #expect(NetworkNode.parse(peerURL: "ws://x") == nil)
     }
 }
+
+@Suite("Chat input: blocking")
+struct BlockInputTests {
+    @Test("/block and /unblock take one identity")
+    func block() {
+        #expect(ChatInput.parse("/block alice·k3fq") == .block("alice·k3fq", true))
+        #expect(ChatInput.parse("/unblock alice") == .block("alice", false))
+        #expect(ChatInput.parse("/block") == .error("/block needs one identity: /block alice·k3fq"))
+        #expect(ChatInput.parse("/block a b") == .error("/block needs one identity: /block alice·k3fq"))
+    }
+}

@@ -158,6 +158,28 @@ struct NetworkTests {
         a.quit(); b.quit()
     }
 
+    @Test("a blocked identity is cut off, refused when it redials, and its messages are hidden")
+    func block() async throws {
+        let dirs = (0..<2).map { _ in TemporaryDirectory() }
+        let a = try NodeProcess(dir: dirs[0].path, [])
+        #expect(await started(a))
+        let b = try NodeProcess(dir: dirs[1].path, ["--peer", a.url])
+        #expect(await started(b))
+        #expect(await linked(a, to: b))
+        b.send("before the block")
+        #expect(await a.wait { $0["text"] == "before the block" } != nil)
+        a.send("/block \(b.id)")
+        #expect(await a.wait { $0["type"] == "peer_down" } != nil)
+        b.send("after the block")
+        // B redials (backoff from 0.5 s) and is refused each time.
+        try await Task.sleep(nanoseconds: 3_000_000_000)
+        #expect(a.events.value.filter { $0["type"] == "peer_up" }.count == 1)
+        #expect(!a.events.value.contains { $0["text"] == "after the block" })
+        a.send("/unblock \(b.id)")
+        #expect(await a.wait(timeout: 40) { $0["text"] == "after the block" } != nil)
+        a.quit(); b.quit()
+    }
+
     @Test("a node with another network key never links and receives nothing")
     func otherNetwork() async throws {
         let dirs = (0..<2).map { _ in TemporaryDirectory() }
