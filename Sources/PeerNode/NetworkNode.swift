@@ -4,12 +4,33 @@ import Gossip
 import Store
 import WebSocket
 
-/// A thread-safe line writer for stdout.
+/// A thread-safe line writer for stdout. Between `hold()` and `release()`
+/// lines are gathered and written with one system call.
 final class Output: @unchecked Sendable {
     private let lock = NSLock()
+    private var held: [String]?
+
     func line(_ text: String) {
         lock.lock()
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        defer { lock.unlock() }
+        if held != nil {
+            held?.append(text)
+        } else {
+            FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        }
+    }
+
+    func hold() {
+        lock.lock()
+        if held == nil { held = [] }
+        lock.unlock()
+    }
+
+    func release() {
+        lock.lock()
+        let lines = held ?? []
+        held = nil
+        if !lines.isEmpty { FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8)) }
         lock.unlock()
     }
 }
@@ -354,6 +375,8 @@ final class NetworkNode: @unchecked Sendable {
     /// Prints what was delivered since last time, in delivery (causal) order.
     private func showDeliveries() {
         guard let fresh = try? node.store.delivered(after: lastShown) else { return }
+        out.hold()
+        defer { out.release() }
         for stored in fresh {
             lastShown = stored.delivery
             let e = stored.envelope
