@@ -149,6 +149,16 @@ public struct Envelope: Hashable, Sendable {
             id: MessageID(unchecked: id), encoded: bytes)
     }
 
+    /// Checks the signature of an envelope that was decoded structurally
+    /// (`.trustedStorage`), without parsing it again.
+    public func verifySignature() throws(EnvelopeError) {
+        let count = encoded.count - Signature.byteCount
+        let ok: Bool = encoded.withUnsafeBytes { all in
+            (try? author.verify(signature: signature, message: UnsafeRawBufferPointer(rebasing: all[0..<count]), context: .envelope)) != nil
+        }
+        guard ok else { throw .badSignature }
+    }
+
     /// Checks that this envelope links to `predecessor`, the author's
     /// envelope one sequence number earlier (a known chain).
     public func checkFollows(_ predecessor: Envelope) throws(EnvelopeError) {

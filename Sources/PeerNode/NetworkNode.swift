@@ -348,7 +348,7 @@ final class NetworkNode: @unchecked Sendable {
     static func verified(_ batch: [CarriedEnvelope]) -> [CarriedEnvelope] {
         let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
         guard batch.count >= 32, cores > 1 else {
-            return batch.filter { (try? Envelope.decode($0.envelope.encoded)) != nil }
+            return batch.filter { (try? $0.envelope.verifySignature()) != nil }
         }
         let flags = UnsafeMutableBufferPointer<Bool>.allocate(capacity: batch.count)
         flags.initialize(repeating: false)
@@ -360,7 +360,7 @@ final class NetworkNode: @unchecked Sendable {
             guard start < batch.count else { return }
             for i in start..<min(batch.count, start + slice) {
                 // Each index is written by one iteration only.
-                shared[i] = (try? Envelope.decode(batch[i].envelope.encoded)) != nil
+                shared[i] = (try? batch[i].envelope.verifySignature()) != nil
             }
         }
         return batch.indices.filter { flags[$0] }.map { batch[$0] }

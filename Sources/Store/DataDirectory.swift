@@ -32,7 +32,12 @@ public final class DataDirectory {
         lockDescriptor = fd
     }
 
-    deinit { close(lockDescriptor) }
+    deinit {
+        // Unlock explicitly: a child forked meanwhile shares the open file
+        // description until it execs, and would otherwise keep the lock.
+        flock(lockDescriptor, LOCK_UN)
+        close(lockDescriptor)
+    }
 
     public func file(_ name: String) -> String { path + "/" + name }
 

@@ -72,10 +72,13 @@ struct EnvelopeTests {
         var other = e.encoded
         other.replaceSubrange(1..<33, with: try SigningKey.generate().publicKey.bytes)
         #expect(throws: EnvelopeError.badSignature) { try Envelope.decode(other) }
-        // Trusted storage skips the signature but not the structure.
+        // Trusted storage skips the signature but not the structure;
+        // verifySignature then catches the change.
         var fromDisk = e.encoded
         fromDisk[timestamp + 7] ^= 1
-        #expect(throws: Never.self) { try Envelope.decode(fromDisk, verification: .trustedStorage) }
+        let structural = try Envelope.decode(fromDisk, verification: .trustedStorage)
+        #expect(throws: EnvelopeError.badSignature) { try structural.verifySignature() }
+        #expect(throws: Never.self) { try e.verifySignature() }
     }
 
     @Test("body at the limit is accepted, one byte past is refused (both ways)")
