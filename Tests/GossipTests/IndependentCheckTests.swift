@@ -14,7 +14,7 @@ struct IndependentCheckTests {
         let out = Pipe()
         p.standardOutput = out
         p.standardError = out
-        try p.run()
+        try launch(p)
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitUntilExit()
         #expect(p.terminationStatus == 0, "\(text) (needs Debian's python3-cryptography: make test installs it)")

@@ -12,7 +12,7 @@ func runProgram(_ path: String, _ arguments: [String], input: String = "", envir
     p.standardInput = stdin
     p.standardOutput = out
     p.standardError = out
-    try p.run()
+    try launch(p)
     stdin.fileHandleForWriting.write(Data(input.utf8))
     try stdin.fileHandleForWriting.close()
     let data = out.fileHandleForReading.readDataToEndOfFile()

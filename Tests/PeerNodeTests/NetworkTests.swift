@@ -18,7 +18,7 @@ final class NodeProcess: @unchecked Sendable {
         process.standardInput = input
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try launch(process)
         let handle = output.fileHandleForReading
         let events = self.events
         Thread.detachNewThread {

@@ -29,7 +29,7 @@ struct PeerNodeProcess {
         p.standardInput = stdin
         p.standardOutput = stdout
         p.standardError = stderr
-        try p.run()
+        try launch(p)
         stdin.fileHandleForWriting.write(Data(input.utf8))
         try stdin.fileHandleForWriting.close()
         let out = stdout.fileHandleForReading.readDataToEndOfFile()
@@ -141,7 +141,7 @@ struct ProcessTests {
         let output = Pipe()
         holder.standardInput = input
         holder.standardOutput = output
-        try holder.run()
+        try launch(holder)
         defer {
             try? input.fileHandleForWriting.close()
             holder.waitUntilExit()

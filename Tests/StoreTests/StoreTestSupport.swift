@@ -69,7 +69,7 @@ func sqliteShell(_ database: String, _ sql: String) throws -> String {
     let out = Pipe()
     p.standardOutput = out
     p.standardError = out
-    try p.run()
+    try launch(p)
     let data = out.fileHandleForReading.readDataToEndOfFile()
     p.waitUntilExit()
     return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)

@@ -70,7 +70,7 @@ public final class LineProcess: @unchecked Sendable {
         process.standardInput = input
         process.standardOutput = output
         process.standardError = output
-        try process.run()
+        try launch(process)
     }
 
     public func send(_ line: String) {
@@ -103,3 +103,15 @@ public final class LineProcess: @unchecked Sendable {
         if process.isRunning { process.terminate() }
     }
 }
+
+/// Starts a child process. Every test starts its children through here:
+/// Foundation's `Process.run()` on Linux is not safe to call from several
+/// threads at once (a parallel test run crashed inside it), so starts are
+/// serialised; the children themselves still run in parallel.
+public func launch(_ process: Process) throws {
+    processLaunchLock.lock()
+    defer { processLaunchLock.unlock() }
+    try process.run()
+}
+
+private let processLaunchLock = NSLock()

@@ -39,7 +39,7 @@ final class PeerProcess: @unchecked Sendable {
         process.environment = env
         process.standardOutput = pipe
         process.standardError = pipe
-        try process.run()
+        try launch(process)
         // A plain reading thread: the output is collected while the peer runs.
         let handle = pipe.fileHandleForReading
         let output = self.output
