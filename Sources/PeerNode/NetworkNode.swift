@@ -84,6 +84,11 @@ final class NetworkNode: @unchecked Sendable {
     private var random = SystemRandomNumberGenerator()
     /// Read by link handshakes (possibly on another thread), changed by /block.
     private let blocked = BlockList()
+    /// Peers whose link the other side closed as a duplicate: their other
+    /// link is on its way, so `peer_down` waits until this deadline.
+    private var pendingDown: [PublicKey: Double] = [:]
+    static let duplicateGrace = 5.0
+    static let duplicateReason = "duplicate link"
 
     init(node: Node, room: RoomName, json: Bool, out: Output) throws {
         self.node = node
@@ -220,7 +225,7 @@ final class NetworkNode: @unchecked Sendable {
             dialers[d].attempt = 0
         }
         // One link per pair: keep the connection dialled by the smaller id.
-        var alreadyAnnounced = false
+        var alreadyAnnounced = pendingDown.removeValue(forKey: remote) != nil
         if let (otherID, other) = links.first(where: { $0.key != id && $0.value.remote == remote }) {
             alreadyAnnounced = true
             let dialer = { (l: Link) -> PublicKey in l.dialed ? self.node.me : remote }
@@ -228,7 +233,7 @@ final class NetworkNode: @unchecked Sendable {
             let loser = keepNew ? otherID : id
             links[loser]?.remote = nil
             replicator.linkDown(loser)
-            links[loser]?.connection.close(code: .normal, reason: "duplicate link")
+            links[loser]?.connection.close(code: .normal, reason: Self.duplicateReason)
             if !keepNew { return }
         }
         link.remote = remote
@@ -247,7 +252,10 @@ final class NetworkNode: @unchecked Sendable {
         guard let id = linkOf.removeValue(forKey: ObjectIdentifier(c)), let link = links.removeValue(forKey: id) else { return }
         if let remote = link.remote {
             replicator.linkDown(id)
-            if !links.values.contains(where: { $0.remote == remote }) {
+            if reason == Self.duplicateReason {
+                // The peer kept our other link, which is still being set up here.
+                if !links.values.contains(where: { $0.remote == remote }) { pendingDown[remote] = monotonic() + Self.duplicateGrace }
+            } else if !links.values.contains(where: { $0.remote == remote }) {
                 if json { out.line(JSONEvents.line(["type": .string("peer_down"), "id": .string(remote.hex)])) } else { out.line("-- link to \(remote.shortFingerprint) closed: \(reason)") }
             }
         }
@@ -465,6 +473,12 @@ final class NetworkNode: @unchecked Sendable {
 
     func tick() {
         let now = monotonic()
+        for (remote, deadline) in pendingDown where now >= deadline {
+            pendingDown[remote] = nil
+            if !links.values.contains(where: { $0.remote == remote }) {
+                if json { out.line(JSONEvents.line(["type": .string("peer_down"), "id": .string(remote.hex)])) } else { out.line("-- link to \(remote.shortFingerprint) closed") }
+            }
+        }
         perform(replicator.tick(now: now))
         for id in links.keys.sorted() {
             guard var link = links[id] else { continue }

@@ -140,7 +140,8 @@ struct NetworkTests {
     @Test("two nodes that dial each other keep one link between them")
     func mutualDial() async throws {
         let dirs = (0..<2).map { _ in TemporaryDirectory() }
-        let portA = Int.random(in: 20_000..<40_000), portB = portA + 1
+        // Below the kernel's ephemeral range, so no other test's port 0 lands here.
+        let portA = Int.random(in: 20_000..<30_000), portB = portA + 1
         let a = try NodeProcess(dir: dirs[0].path, ["--listen", "127.0.0.1:\(portA)", "--peer", "ws://127.0.0.1:\(portB)"])
         let b = try NodeProcess(dir: dirs[1].path, ["--listen", "127.0.0.1:\(portB)", "--peer", "ws://127.0.0.1:\(portA)"])
         #expect(await started(a))
