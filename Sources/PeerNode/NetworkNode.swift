@@ -4,37 +4,6 @@ import Gossip
 import Store
 import WebSocket
 
-/// A thread-safe line writer for stdout. Between `hold()` and `release()`
-/// lines are gathered and written with one system call.
-final class Output: @unchecked Sendable {
-    private let lock = NSLock()
-    private var held: [String]?
-
-    func line(_ text: String) {
-        lock.lock()
-        defer { lock.unlock() }
-        if held != nil {
-            held?.append(text)
-        } else {
-            FileHandle.standardOutput.write(Data((text + "\n").utf8))
-        }
-    }
-
-    func hold() {
-        lock.lock()
-        if held == nil { held = [] }
-        lock.unlock()
-    }
-
-    func release() {
-        lock.lock()
-        let lines = held ?? []
-        held = nil
-        if !lines.isEmpty { FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8)) }
-        lock.unlock()
-    }
-}
-
 /// The networked node: links (WebSocket + Noise), replication, and what the
 /// user sees. Everything here runs on one event-loop thread (WebSocket
 /// callbacks, ticks, and stdin lines are all handed to that loop), which is
@@ -134,21 +103,6 @@ final class NetworkNode: @unchecked Sendable {
             }
             tick()
         }
-    }
-
-    static func split(hostPort: String) -> (String, UInt16)? {
-        guard let colon = hostPort.lastIndex(of: ":"), let port = UInt16(hostPort[hostPort.index(after: colon)...]) else { return nil }
-        var host = String(hostPort[..<colon])
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        return host.isEmpty ? nil : (host, port)
-    }
-
-    static func parse(peerURL: String) -> (String, UInt16)? {
-        guard peerURL.hasPrefix("ws://") else { return nil }
-        var rest = String(peerURL.dropFirst(5))
-        if rest.hasSuffix("/peernode/1") { rest = String(rest.dropLast("/peernode/1".count)) }
-        if rest.hasSuffix("/") { rest = String(rest.dropLast()) }
-        return split(hostPort: rest)
     }
 
     // MARK: links
@@ -497,22 +451,4 @@ final class NetworkNode: @unchecked Sendable {
     }
 
     private func monotonic() -> Double { ProcessInfo.processInfo.systemUptime }
-}
-
-/// The blocked identities, shared with link handshakes.
-final class BlockList: @unchecked Sendable {
-    private let lock = NSLock()
-    private var keys: Set<PublicKey> = []
-
-    func set(_ new: Set<PublicKey>) {
-        lock.lock()
-        keys = new
-        lock.unlock()
-    }
-
-    func contains(_ key: PublicKey) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return keys.contains(key)
-    }
 }
