@@ -296,8 +296,8 @@ final class NetworkNode: @unchecked Sendable {
                 case .duplicate: break
                 }
             }
-            let now = try node.store.vectorClock()
-            clock = Set(valid.map(\.envelope.author)).map { Dependency(author: $0, sequence: now[$0]) }
+            // Only the authors of this batch can have moved.
+            clock = Set(valid.map(\.envelope.author)).map { Dependency(author: $0, sequence: node.store.contiguous(of: $0)) }
         } catch {
             FileHandle.standardError.write(Data("peernode: storing failed: \(error)\n".utf8))
         }

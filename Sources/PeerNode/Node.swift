@@ -75,12 +75,7 @@ final class Node {
         let id = try join(room)
         let plain = Array(text.utf8)
         let body = try BodyCipher.seal(plain, key: network.publicRoomKey(roomName: room.value), author: me, room: id, kind: kind)
-        let head = try store.head(of: me)
-        let envelope = try Envelope.sign(
-            by: identity, sequence: (head?.sequence ?? 0) + 1, previous: head?.id ?? .zero,
-            dependencies: try store.dependenciesForNextPost(by: me),
-            timestamp: Self.now(), room: id, kind: kind, body: body)
-        _ = try store.insertOwn(envelope, at: Self.now())
+        let envelope = try appendOwn(room: id, kind: kind, body: body)
         if kind == .nick { nicks[me] = text }
         return envelope
     }
@@ -96,13 +91,7 @@ final class Node {
             throw EnvelopeError.bodyTooLarge(size: plain.count, limit: Envelope.maximumPlaintextBody)
         }
         let body = try DirectKey(own: identity, peer: peer).seal(plain)
-        let head = try store.head(of: me)
-        let envelope = try Envelope.sign(
-            by: identity, sequence: (head?.sequence ?? 0) + 1, previous: head?.id ?? .zero,
-            dependencies: try store.dependenciesForNextPost(by: me),
-            timestamp: Self.now(), room: room, kind: .text, body: body)
-        _ = try store.insertOwn(envelope, at: Self.now())
-        return envelope
+        return try appendOwn(room: room, kind: .text, body: body)
     }
 
     /// DM room → the other party, for every author this node knows.
@@ -134,6 +123,18 @@ final class Node {
                 : "\(who) is ambiguous: \(candidates.map { "\(who)·\($0.shortFingerprint)" }.joined(separator: ", "))")
         }
         return key
+    }
+
+    /// The next envelope of our own chain (sequence, previous hash and
+    /// dependencies from the store), signed and durably stored.
+    private func appendOwn(room: RoomID, kind: Kind, body: [UInt8]) throws -> Envelope {
+        let head = try store.head(of: me)
+        let envelope = try Envelope.sign(
+            by: identity, sequence: (head?.sequence ?? 0) + 1, previous: head?.id ?? .zero,
+            dependencies: try store.dependenciesForNextPost(by: me),
+            timestamp: Self.now(), room: room, kind: kind, body: body)
+        _ = try store.insertOwn(envelope, at: Self.now())
+        return envelope
     }
 
     /// Our current nick, if we ever set one.

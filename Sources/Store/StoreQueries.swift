@@ -52,6 +52,11 @@ extension Store {
         VectorClock(authors.mapValues { $0.contiguous })
     }
 
+    /// One author's highest contiguous sequence, without building the whole clock.
+    public func contiguous(of author: PublicKey) -> UInt64 {
+        authors[author]?.contiguous ?? 0
+    }
+
     /// Author → highest sequence delivered (shown).
     public func deliveredClock() -> VectorClock {
         VectorClock(authors.mapValues { $0.delivered })
