@@ -229,3 +229,5 @@ print("")
 print(String(format: "aims: decode+verify ≥ 90%% of raw verify: %@ (%.1f%%); batched insert ≥ 50,000/s: %@ (%.0f/s)",
              decodeRate >= 0.9 * rawVerify ? "met" : "NOT met", decodeRate / rawVerify * 100,
              storeRate >= 50_000 ? "met" : "NOT met", storeRate))
+
+try clockExchangeBenchmark(authors: 1000)

@@ -10,6 +10,13 @@ public enum GossipMessage: Equatable, Sendable {
     case envelopes([CarriedEnvelope])
     /// "Send me `count` envelopes of `author` from sequence `from` on."
     case request([GossipRequest])
+    /// The entries that changed since the clock whose digest is `base`: the
+    /// last clock the sender declared to this peer, on this link or an
+    /// earlier one. A receiver holding that clock rebuilds the whole clock;
+    /// one that does not answers `fullClockWanted`.
+    case clockSince(base: ClockDigest, entries: [Dependency])
+    /// "I cannot rebuild your clock: send it whole."
+    case fullClockWanted
 
     /// Most clock entries in one message (the rest go in further messages).
     public static let maximumClockEntries = 4096
@@ -22,7 +29,30 @@ public enum GossipMessage: Equatable, Sendable {
     public static let maximumSize = 4 << 20
 
     enum Tag: UInt8 {
-        case fullClock = 1, deltaClock = 2, envelopes = 3, request = 4
+        case fullClock = 1, deltaClock = 2, envelopes = 3, request = 4, clockSince = 5, fullClockWanted = 6
+    }
+
+    private static func writeEntries(_ entries: [Dependency], to w: inout ByteWriter) {
+        Varint.write(UInt64(entries.count), to: &w)
+        for e in entries.sorted(by: { $0.author < $1.author }) {
+            w.raw(e.author.bytes)
+            Varint.write(e.sequence, to: &w)
+        }
+    }
+
+    private static func readEntries(_ r: inout ByteReader) throws(EnvelopeError) -> [Dependency] {
+        let count = try Varint.read(&r, "count")
+        guard count <= UInt64(maximumClockEntries) else { throw .tooManyDependencies(count: Int(clamping: count), limit: maximumClockEntries) }
+        var entries: [Dependency] = []
+        var last: PublicKey?
+        for _ in 0..<Int(count) {
+            let author = try key(r.take(32, "clock author"))
+            // Canonical: strictly ascending authors, no duplicates.
+            if let last, !(last < author) { throw .dependenciesNotCanonical }
+            last = author
+            entries.append(Dependency(author: author, sequence: try Varint.read(&r, "clock sequence")))
+        }
+        return entries
     }
 
     public var encoded: [UInt8] {
@@ -30,11 +60,13 @@ public enum GossipMessage: Equatable, Sendable {
         switch self {
         case let .clock(entries, full):
             w.u8(full ? Tag.fullClock.rawValue : Tag.deltaClock.rawValue)
-            Varint.write(UInt64(entries.count), to: &w)
-            for e in entries.sorted(by: { $0.author < $1.author }) {
-                w.raw(e.author.bytes)
-                Varint.write(e.sequence, to: &w)
-            }
+            Self.writeEntries(entries, to: &w)
+        case let .clockSince(base, entries):
+            w.u8(Tag.clockSince.rawValue)
+            w.raw(base.bytes)
+            Self.writeEntries(entries, to: &w)
+        case .fullClockWanted:
+            w.u8(Tag.fullClockWanted.rawValue)
         case let .envelopes(batch):
             w.u8(Tag.envelopes.rawValue)
             Varint.write(UInt64(batch.count), to: &w)
@@ -63,22 +95,17 @@ public enum GossipMessage: Equatable, Sendable {
         var r = ByteReader(bytes)
         let tagByte = try r.u8("message type")
         guard let tag = Tag(rawValue: tagByte) else { throw .unknownKind(tagByte) }
-        let count = try Varint.read(&r, "count")
         let message: GossipMessage
         switch tag {
         case .fullClock, .deltaClock:
-            guard count <= UInt64(maximumClockEntries) else { throw .tooManyDependencies(count: Int(clamping: count), limit: maximumClockEntries) }
-            var entries: [Dependency] = []
-            var last: PublicKey?
-            for _ in 0..<Int(count) {
-                let author = try key(r.take(32, "clock author"))
-                // Canonical: strictly ascending authors, no duplicates.
-                if let last, !(last < author) { throw .dependenciesNotCanonical }
-                last = author
-                entries.append(Dependency(author: author, sequence: try Varint.read(&r, "clock sequence")))
-            }
-            message = .clock(entries: entries, full: tag == .fullClock)
+            message = .clock(entries: try readEntries(&r), full: tag == .fullClock)
+        case .clockSince:
+            let base = ClockDigest(bytes: Array(try r.take(ClockDigest.size, "clock base")))
+            message = .clockSince(base: base, entries: try readEntries(&r))
+        case .fullClockWanted:
+            message = .fullClockWanted
         case .envelopes:
+            let count = try Varint.read(&r, "count")
             guard count <= UInt64(maximumBatch) else { throw .tooLarge(size: Int(clamping: count), limit: maximumBatch) }
             var batch: [CarriedEnvelope] = []
             for _ in 0..<Int(count) {
@@ -90,6 +117,7 @@ public enum GossipMessage: Equatable, Sendable {
             }
             message = .envelopes(batch)
         case .request:
+            let count = try Varint.read(&r, "count")
             guard count <= UInt64(maximumRequests) else { throw .tooLarge(size: Int(clamping: count), limit: maximumRequests) }
             var ranges: [GossipRequest] = []
             for _ in 0..<Int(count) {
@@ -104,6 +132,21 @@ public enum GossipMessage: Equatable, Sendable {
 
     private static func key(_ bytes: ArraySlice<UInt8>) throws(EnvelopeError) -> PublicKey {
         do { return try PublicKey(bytes: bytes) } catch { throw .badLength(field: "public key", expected: 32, actual: bytes.count) }
+    }
+}
+
+/// Names a whole vector clock in 16 bytes: BLAKE2b-128 of the full-clock
+/// message (type 1) that would carry it. Both ends of a link compute it
+/// from the clock they hold, so equal digests mean equal clocks.
+public struct ClockDigest: Equatable, Hashable, Sendable {
+    public static let size = 16
+    public let bytes: [UInt8]
+
+    init(bytes: [UInt8]) { self.bytes = bytes }
+
+    public init(_ clock: VectorClock) {
+        let entries = clock.entries.map { Dependency(author: $0.key, sequence: $0.value) }
+        bytes = BLAKE2b.hash(GossipMessage.clock(entries: entries, full: true).encoded, outputLength: Self.size)
     }
 }
 

@@ -16,6 +16,11 @@ public typealias LinkID = Int
 /// - A periodic clock delta per link repairs whatever was lost; a peer's
 ///   full clock replaces what we believed of it, so a peer that lost its
 ///   database gets everything back.
+/// - What each side last declared to the other is remembered per peer
+///   (`PeerClocks`, saved by the shell). A reconnect then sends only what
+///   changed since, named by the digest of the clock it builds on; a peer
+///   that cannot rebuild that clock (it lost it, or never got it) asks for
+///   the whole clock, so the memory is only ever a hint.
 /// - An envelope past a gap makes the replicator request the gap from the
 ///   link it came from.
 /// - A link that keeps sending envelopes that fail verification is dropped.
@@ -27,6 +32,8 @@ public struct Replicator {
         /// Verify these (signature, chain) and store them; answer with `stored`.
         case verifyAndStore(LinkID, [CarriedEnvelope])
         case disconnect(LinkID, reason: String)
+        /// Save what was declared on this link, for the next link to the same peer.
+        case remember(LinkID, PeerClocks)
     }
 
     /// Seconds between clock exchanges on a link (with up to 25% jitter).
@@ -42,6 +49,8 @@ public struct Replicator {
     struct Link {
         var known: VectorClock
         var lastSent: VectorClock
+        /// The last clock the peer declared (nil until we can rebuild it).
+        var declared: VectorClock?
         var nextExchange: Double
         var invalid = 0
         var exchanges = 0
@@ -77,9 +86,18 @@ public struct Replicator {
 
     // MARK: events
 
-    public mutating func linkUp(_ link: LinkID, now: Double) -> [Action] {
-        links[link] = Link(known: VectorClock(), lastSent: clock, nextExchange: jittered(now))
-        return [.send(link, .clock(entries: entries(of: clock), full: true))]
+    /// A link is up. `memory` is what was saved about this peer from an
+    /// earlier link, if anything.
+    public mutating func linkUp(_ link: LinkID, now: Double, memory: PeerClocks? = nil) -> [Action] {
+        links[link] = Link(known: VectorClock(), lastSent: clock, declared: memory?.declared, nextExchange: jittered(now))
+        var actions: [Action]
+        if let sent = memory?.sent {
+            actions = messages(since: sent).map { .send(link, $0) }
+        } else {
+            actions = fullClock().map { .send(link, $0) }
+        }
+        actions.append(remember(link))
+        return actions
     }
 
     public mutating func linkDown(_ link: LinkID) {
@@ -91,10 +109,44 @@ public struct Replicator {
         if full {
             // A full clock is the truth about the peer, even if it went back.
             l.known = VectorClock(Dictionary(entries.map { ($0.author, $0.sequence) }, uniquingKeysWith: max))
+            l.declared = l.known
         } else {
             // What the peer reports replaces what we assumed (a push may have been lost).
-            for e in entries { l.known[e.author] = e.sequence }
+            for e in entries {
+                l.known[e.author] = e.sequence
+                l.declared?[e.author] = e.sequence
+            }
         }
+        links[link] = l
+        return catchUp(link) + [remember(link)]
+    }
+
+    /// A clock named as changes to a base clock: rebuilt when the base is the
+    /// clock this peer last declared here; otherwise the whole clock is asked for.
+    public mutating func clockSinceReceived(_ link: LinkID, base: ClockDigest, entries: [Dependency]) -> [Action] {
+        guard var l = links[link] else { return [] }
+        guard var rebuilt = l.declared, ClockDigest(rebuilt) == base else {
+            return [.send(link, .fullClockWanted)]
+        }
+        for e in entries { rebuilt[e.author] = e.sequence }
+        l.declared = rebuilt
+        // As good as a full clock: the truth about the peer.
+        l.known = rebuilt
+        links[link] = l
+        return catchUp(link) + [remember(link)]
+    }
+
+    /// The peer could not rebuild our clock: send it whole.
+    public mutating func fullClockWanted(_ link: LinkID) -> [Action] {
+        guard var l = links[link] else { return [] }
+        l.lastSent = clock
+        links[link] = l
+        return fullClock().map { .send(link, $0) } + [remember(link)]
+    }
+
+    /// `sendStored` for everything the peer's known clock lacks.
+    private mutating func catchUp(_ link: LinkID) -> [Action] {
+        guard var l = links[link] else { return [] }
         var actions: [Action] = []
         for (author, ours) in clock.entries.sorted(by: { $0.key < $1.key }) where ours > l.known[author] {
             actions.append(.sendStored(link, author: author, from: l.known[author] + 1, through: ours))
@@ -173,14 +225,15 @@ public struct Replicator {
             guard var l = links[id], now >= l.nextExchange else { continue }
             l.exchanges += 1
             if l.exchanges % Self.fullClockEvery == 0 {
-                actions.append(.send(id, .clock(entries: entries(of: clock), full: true)))
+                // The peer rebuilds our whole clock from it and resets its beliefs.
+                actions += messages(since: l.lastSent).map { .send(id, $0) }
             } else {
-                let delta = entries(of: clock).filter { $0.sequence != l.lastSent[$0.author] }
-                actions.append(.send(id, .clock(entries: delta, full: false)))
+                actions += split(changes(since: l.lastSent), first: { .clock(entries: $0, full: false) }).map { .send(id, $0) }
             }
             l.lastSent = clock
             l.nextExchange = jittered(now)
             links[id] = l
+            actions.append(remember(id))
         }
         return actions
     }
@@ -203,5 +256,54 @@ public struct Replicator {
 
     private func entries(of clock: VectorClock) -> [Dependency] {
         clock.entries.map { Dependency(author: $0.key, sequence: $0.value) }.sorted { $0.author < $1.author }
+    }
+
+    /// Our entries that differ from `earlier` (an author gone from our clock
+    /// is sent as 0, which clears it).
+    private func changes(since earlier: VectorClock) -> [Dependency] {
+        var out = entries(of: clock).filter { $0.sequence != earlier[$0.author] }
+        for author in earlier.entries.keys where clock[author] == 0 { out.append(Dependency(author: author, sequence: 0)) }
+        return out.sorted { $0.author < $1.author }
+    }
+
+    private func fullClock() -> [GossipMessage] {
+        split(entries(of: clock), first: { .clock(entries: $0, full: true) })
+    }
+
+    private func messages(since base: VectorClock) -> [GossipMessage] {
+        let digest = ClockDigest(base)
+        return split(changes(since: base), first: { .clockSince(base: digest, entries: $0) })
+    }
+
+    /// A clock too large for one message: the first part as `first`, the rest
+    /// as deltas, which the receiver applies on top (together: the same clock).
+    private func split(_ entries: [Dependency], first: ([Dependency]) -> GossipMessage) -> [GossipMessage] {
+        let size = GossipMessage.maximumClockEntries
+        var out = [first(Array(entries.prefix(size)))]
+        var start = size
+        while start < entries.count {
+            out.append(.clock(entries: Array(entries[start..<min(entries.count, start + size)]), full: false))
+            start += size
+        }
+        return out
+    }
+
+    private func remember(_ link: LinkID) -> Action {
+        let l = links[link]
+        return .remember(link, PeerClocks(sent: l?.lastSent ?? clock, declared: l?.declared))
+    }
+}
+
+/// What one node remembers of a peer between links: the last clock each
+/// side declared to the other. Only a hint: a mismatch costs one full clock.
+public struct PeerClocks: Equatable, Sendable {
+    /// The last clock this node declared to the peer.
+    public var sent: VectorClock
+    /// The last clock the peer declared to this node, if it can be rebuilt.
+    public var declared: VectorClock?
+
+    public init(sent: VectorClock, declared: VectorClock?) {
+        self.sent = sent
+        self.declared = declared
     }
 }

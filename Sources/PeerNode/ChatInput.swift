@@ -12,6 +12,8 @@ enum ChatInput: Equatable {
     /// `/block WHO` and `/unblock WHO`.
     case block(String, Bool)
     case history(Int)
+    /// `/stats`: the node's counters (links, clock exchanges, refusals by reason).
+    case stats
     case help
     case quit
     case empty
@@ -29,6 +31,7 @@ enum ChatInput: Equatable {
           /me TEXT          an action: * alice waves
           /nick NAME        change the nick shown next to your fingerprint
           /history [N]      show the last N messages of the room (default 20)
+          /stats            the node's counters: links, clock exchanges, refusals by reason
           /help             this list
           /quit             leave
           //text            post a line that starts with /
@@ -64,6 +67,8 @@ enum ChatInput: Equatable {
                 return .error("/history takes a number from 1 to \(maximumHistory)")
             }
             return .history(n)
+        case "stats":
+            return argument.isEmpty ? .stats : .error("/stats takes no argument")
         case "help":
             return .help
         case "quit", "exit":

@@ -51,6 +51,9 @@ final class ChatSession {
                 return (try history(ChatInput.defaultHistory), true)
             case let .history(n):
                 return (try history(n), true)
+            case .stats:
+                // The networked node answers this itself; here there is nothing to count.
+                return (["-- stats: no links in this mode"], true)
             case .help:
                 return (ChatInput.helpText.split(separator: "\n").map(String.init), true)
             case .quit:

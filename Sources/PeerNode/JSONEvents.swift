@@ -9,6 +9,11 @@ enum JSONEvents {
 
     /// `{"k":v,...}` with the keys in the order given.
     static func line(_ fields: KeyValuePairs<String, Value>) -> String {
+        line(pairs: fields.map { ($0.key, $0.value) })
+    }
+
+    /// The same, for fields known only at run time.
+    static func line(pairs fields: [(String, Value)]) -> String {
         var out = "{"
         var first = true
         for (key, value) in fields {

@@ -49,7 +49,9 @@ final class NetworkNode: @unchecked Sendable {
     private var lastShown: Int64
     private var server: WebSocketServer?
     private(set) var listenAddress = ""
-    private(set) var failures: [String: Int] = [:]
+    /// What happened, by name: refusals and failures by reason, clock
+    /// messages by kind and their bytes (`/stats` shows them).
+    private(set) var counters: [String: Int] = [:]
     private var random = SystemRandomNumberGenerator()
     /// Read by link handshakes (possibly on another thread), changed by /block.
     private let blocked = BlockList()
@@ -199,7 +201,9 @@ final class NetworkNode: @unchecked Sendable {
         } else {
             out.line("-- linked to \(Renderer(nicks: node.nicks).label(remote)) at \(link.connection.remoteAddress)")
         }
-        perform(replicator.linkUp(id, now: monotonic()))
+        // What we remember of this peer makes the clock exchange cost what changed.
+        let memory = (try? node.store.peerClocks(of: remote)) ?? nil
+        perform(replicator.linkUp(id, now: monotonic(), memory: memory))
     }
 
     private func closed(_ c: WebSocketConnection, reason: String) {
@@ -247,11 +251,22 @@ final class NetworkNode: @unchecked Sendable {
         case let .clock(entries, full): perform(replicator.clockReceived(id, entries: entries, full: full))
         case let .envelopes(batch): perform(replicator.envelopesReceived(id, batch))
         case let .request(ranges): perform(replicator.requestReceived(id, ranges: ranges))
+        case let .clockSince(base, entries): perform(replicator.clockSinceReceived(id, base: base, entries: entries))
+        case .fullClockWanted:
+            count("full_clock_wanted_received")
+            perform(replicator.fullClockWanted(id))
         }
     }
 
     private func send(_ message: GossipMessage, to id: LinkID) {
-        for chunk in GossipChunker.chunks(message.encoded) {
+        let encoded = message.encoded
+        switch message {
+        case let .clock(_, full): countClock(full ? "clock_full_sent" : "clock_delta_sent", bytes: encoded.count)
+        case .clockSince: countClock("clock_since_sent", bytes: encoded.count)
+        case .fullClockWanted: countClock("full_clock_wanted_sent", bytes: encoded.count)
+        case .envelopes, .request: break
+        }
+        for chunk in GossipChunker.chunks(encoded) {
             guard var link = links[id] else { return }
             let actions = link.session.send(chunk)
             links[id] = link
@@ -277,6 +292,11 @@ final class NetworkNode: @unchecked Sendable {
             case let .disconnect(id, reason):
                 count("disconnected_invalid")
                 links[id]?.connection.close(code: .policyViolation, reason: reason)
+            case let .remember(id, clocks):
+                guard let remote = links[id]?.remote else { continue }
+                do { try node.store.savePeerClocks(clocks, of: remote, at: Node.now()) } catch {
+                    FileHandle.standardError.write(Data("peernode: saving the clock of \(remote.shortFingerprint) failed: \(error)\n".utf8))
+                }
             }
         }
     }
@@ -329,7 +349,26 @@ final class NetworkNode: @unchecked Sendable {
     }
 
     private func count(_ reason: String, by n: Int = 1) {
-        failures[reason, default: 0] += n
+        counters[reason, default: 0] += n
+    }
+
+    private func countClock(_ kind: String, bytes: Int) {
+        count(kind)
+        count("clock_bytes_sent", by: bytes)
+    }
+
+    /// `/stats`: one line (JSON or plain), counters sorted by name.
+    private func showStats() {
+        var pairs: [(String, JSONEvents.Value)] = [("type", .string("stats")), ("links", .number(UInt64(links.values.filter { $0.remote != nil }.count)))]
+        pairs += counters.sorted { $0.key < $1.key }.map { ($0.key, .number(UInt64(max(0, $0.value)))) }
+        if json {
+            out.line(JSONEvents.line(pairs: pairs))
+        } else {
+            out.line("-- stats: " + pairs.dropFirst().map { key, value in
+                if case let .number(n) = value { return "\(key)=\(n)" }
+                return key
+            }.joined(separator: " "))
+        }
     }
 
     // MARK: the user
@@ -375,6 +414,9 @@ final class NetworkNode: @unchecked Sendable {
         case let .message(text): return post(text, kind: .text)
         case let .action(text): return post(text, kind: .action)
         case .quit: return false
+        case .stats:
+            showStats()
+            return true
         case let .block(who, on):
             do {
                 let key = try node.resolve(who)

@@ -57,6 +57,16 @@ enum Schema {
         """
         CREATE TABLE blocked(key BLOB PRIMARY KEY, since INTEGER NOT NULL);
         """,
+        // 3: per peer, the last clock each side declared to the other (a hint
+        // that makes a reconnect cost what changed; see PROTOCOL.md §11).
+        """
+        CREATE TABLE peer_clocks(
+            peer BLOB PRIMARY KEY,
+            sent BLOB NOT NULL,                      -- n × (author 32 ‖ sequence 8, big-endian)
+            declared BLOB,                           -- same layout; NULL when unknown
+            updated_at INTEGER NOT NULL
+        );
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

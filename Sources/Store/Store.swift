@@ -10,6 +10,9 @@ import Gossip
 /// delivered (gets a causal time and a place in room history) once the
 /// author's previous envelope and every dependency are delivered.
 public final class Store: EnvelopeStorage {
+    /// The schema version this build writes (`PRAGMA user_version`).
+    public static var schemaVersion: Int { Schema.currentVersion }
+
     struct AuthorState {
         let rowid: Int64
         var contiguous: UInt64

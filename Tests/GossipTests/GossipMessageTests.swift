@@ -16,6 +16,21 @@ struct GossipMessageTests {
         #expect(try GossipMessage.decode(batch.encoded) == batch)
         let request = GossipMessage.request([GossipRequest(author: keys[1], from: 5, count: 100)])
         #expect(try GossipMessage.decode(request.encoded) == request)
+        let since = GossipMessage.clockSince(base: ClockDigest(VectorClock([keys[2]: 7])), entries: [Dependency(author: keys[3], sequence: 0)])
+        #expect(try GossipMessage.decode(since.encoded) == since)
+        #expect(since.encoded.count == 1 + ClockDigest.size + 1 + 33)
+        #expect(GossipMessage.fullClockWanted.encoded == [6])
+        #expect(try GossipMessage.decode([6]) == .fullClockWanted)
+    }
+
+    @Test("clock digests: equal clocks, equal digests; any change, another digest")
+    func digests() throws {
+        let keys = try (0..<3).map { _ in try SigningKey.generate().publicKey }
+        let clock = VectorClock([keys[0]: 1, keys[1]: 2])
+        #expect(ClockDigest(clock) == ClockDigest(VectorClock([keys[1]: 2, keys[0]: 1, keys[2]: 0])))
+        #expect(ClockDigest(clock) != ClockDigest(VectorClock([keys[0]: 1, keys[1]: 3])))
+        #expect(ClockDigest(clock) != ClockDigest(VectorClock([keys[0]: 1])))
+        #expect(ClockDigest(VectorClock()).bytes.count == ClockDigest.size)
     }
 
     @Test("first contact costs at most ~40 bytes per author")
@@ -43,6 +58,8 @@ struct GossipMessageTests {
         #expect(throws: EnvelopeError.trailingBytes(count: 1)) { try GossipMessage.decode(GossipMessage.request([]).encoded + [0]) }
         #expect(throws: EnvelopeError.unknownKind(9)) { try GossipMessage.decode([9, 0]) }
         #expect(throws: EnvelopeError.truncated(field: "message type")) { try GossipMessage.decode([]) }
+        #expect(throws: EnvelopeError.trailingBytes(count: 1)) { try GossipMessage.decode([6, 0]) }
+        #expect(throws: EnvelopeError.self) { try GossipMessage.decode([5] + [UInt8](repeating: 0, count: 15)) }
         // A batch claiming more envelopes than allowed is refused before reading them.
         #expect(throws: EnvelopeError.self) { try GossipMessage.decode([3, 0x81, 0x08]) }
     }

@@ -192,6 +192,42 @@ struct NetworkTests {
         #expect(await stranger.wait(timeout: 4) { $0["type"] == "peer_up" } == nil)
         #expect(stranger.messages(from: a.id).isEmpty)
         #expect(await a.wait(timeout: 1) { $0["type"] == "peer_up" } == nil)
+        // Each refusal is counted by its reason, and /stats shows the count.
+        a.send("/stats")
+        let stats = await a.wait { $0["type"] == "stats" }
+        #expect(Int(stats?["wrong_network_key"] ?? "0") ?? 0 >= 1, "\(stats ?? [:])")
+        #expect(stats?["links"] == "0")
         a.quit(); stranger.quit()
+    }
+
+    @Test("a reconnect to a known peer sends a clock digest and what changed, not the whole clock")
+    func reconnectClock() async throws {
+        let dirs = (0..<2).map { _ in TemporaryDirectory() }
+        let a = try NodeProcess(dir: dirs[0].path, [])
+        #expect(await started(a))
+        var b = try NodeProcess(dir: dirs[1].path, ["--peer", a.url])
+        #expect(await started(b))
+        #expect(await linked(a, to: b))
+        // Each side has the other's first clock once it has the other's message.
+        a.send("from a")
+        b.send("from b")
+        #expect(await b.wait { $0["text"] == "from a" } != nil)
+        #expect(await a.wait { $0["text"] == "from b" } != nil)
+        b.quit()
+        #expect(await a.wait { $0["type"] == "peer_down" } != nil)
+        a.send("while b was away")
+        b = try NodeProcess(dir: dirs[1].path, ["--peer", a.url])
+        #expect(await b.wait { $0["text"] == "while b was away" } != nil)
+        for node in [a, b] { node.send("/stats") }
+        let atA = await a.wait { $0["type"] == "stats" }, atB = await b.wait { $0["type"] == "stats" }
+        // A: one full clock at first contact, then a digest; B (restarted): a digest only.
+        #expect(atA?["clock_full_sent"] == "1" && atA?["clock_since_sent"] == "1", "\(atA ?? [:])")
+        #expect(atB?["clock_full_sent"] == nil && atB?["clock_since_sent"] == "1", "\(atB ?? [:])")
+        // Neither had to ask for the whole clock.
+        #expect(atA?["full_clock_wanted_received"] == nil && atB?["full_clock_wanted_received"] == nil)
+        // B's clock changed in two entries since it last declared it (a's post and its own):
+        // type 1 ‖ digest 16 ‖ count 1 ‖ 2 × (author 32 ‖ sequence 1) = 84 bytes.
+        #expect(atB?["clock_bytes_sent"] == "84", "\(atB ?? [:])")
+        a.quit(); b.quit()
     }
 }
