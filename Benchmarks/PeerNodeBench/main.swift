@@ -94,17 +94,24 @@ if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "make-store", l
     exit(0)
 }
 
+// `peernode-bench verify-ceiling`: only the raw single-core verify rate, for
+// scripts that put their figures beside it in the same run.
+let onlyCeiling = CommandLine.arguments.count == 2 && CommandLine.arguments[1] == "verify-ceiling"
+if !onlyCeiling {
 print("peernode benchmarks — \(ProcessInfo.processInfo.processorCount) cores; one thread; figures, not tests")
 print("")
+}
 
 // MARK: ceilings
 
 let sample = try makeEnvelopes(2_000)
 let signedParts = sample.map { Array($0.signedBytes) }
 let prefixedParts = signedParts.map { Array("peernode/1 envelope\0".utf8) + $0 }
+if !onlyCeiling {
 print("envelope size: \(sample[0].encoded.count) bytes (body \(body.count) bytes, 1 dependency)")
 print("")
 print("machine ceilings")
+}
 func rawVerifyRate() -> Double {
     var index = 0
     return rate {
@@ -122,6 +129,10 @@ func rawVerifyRate() -> Double {
         }
         return 100
     }
+}
+if onlyCeiling {
+    print(String(format: "%.0f", rawVerifyRate()))
+    exit(0)
 }
 let encoded = sample.map(\.encoded)
 func decodeVerifyRate() throws -> Double {

@@ -301,9 +301,20 @@ final class NetworkNode: @unchecked Sendable {
         }
     }
 
+    /// Verification runs off the loop thread, one batch after another (so
+    /// batches are stored in the order they came), while the loop goes on
+    /// reading, storing and showing: the two overlap on a two-core machine.
+    private let verifier = DispatchQueue(label: "peernode.verify")
+
     private func verifyAndStore(_ batch: [CarriedEnvelope], from id: LinkID) {
-        // The signature is checked here, on the bytes as they came, on every core.
-        let valid = Self.verified(batch)
+        verifier.async { [self] in
+            // The signature is checked here, on the bytes as they came, on every core.
+            let valid = Self.verified(batch)
+            loop.execute { [self] in store(valid, checked: batch, from: id) }
+        }
+    }
+
+    private func store(_ valid: [CarriedEnvelope], checked batch: [CarriedEnvelope], from id: LinkID) {
         if valid.count < batch.count { count("invalid_envelope", by: batch.count - valid.count) }
         var inserted: [CarriedEnvelope] = []
         var clock: [Dependency] = []
