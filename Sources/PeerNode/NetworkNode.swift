@@ -304,13 +304,25 @@ final class NetworkNode: @unchecked Sendable {
     /// Verification runs off the loop thread, one batch after another (so
     /// batches are stored in the order they came), while the loop goes on
     /// reading, storing and showing: the two overlap on a two-core machine.
+    /// A small batch with nothing ahead of it in the verifier (live traffic)
+    /// is verified on the loop thread: two thread hops cost more than it does.
     private let verifier = DispatchQueue(label: "peernode.verify")
+    private var batchesVerifying = 0
+    static let inlineVerifyLimit = 8
 
     private func verifyAndStore(_ batch: [CarriedEnvelope], from id: LinkID) {
+        if batchesVerifying == 0, batch.count <= Self.inlineVerifyLimit {
+            store(Self.verified(batch), checked: batch, from: id)
+            return
+        }
+        batchesVerifying += 1
         verifier.async { [self] in
             // The signature is checked here, on the bytes as they came, on every core.
             let valid = Self.verified(batch)
-            loop.execute { [self] in store(valid, checked: batch, from: id) }
+            loop.execute { [self] in
+                batchesVerifying -= 1
+                store(valid, checked: batch, from: id)
+            }
         }
     }
 

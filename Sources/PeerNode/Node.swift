@@ -46,6 +46,7 @@ final class Node {
             networkLabel = "network \(name)"
         }
         store = try Store(directory: directory)
+        try store.checkpointInBackground()
         for summary in try store.roomSummaries(me: identity.publicKey) {
             if let name = summary.name, let room = try? RoomName(name) { roomNames[summary.room] = room }
         }

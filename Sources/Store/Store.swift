@@ -32,6 +32,27 @@ public final class Store: EnvelopeStorage {
     var lastDelivery: Int64 = 0
     private var dirtyAuthors: Set<PublicKey> = []
 
+    private var checkpointer: Checkpointer?
+
+    /// Runs WAL checkpoints on a background connection every `interval`
+    /// seconds instead of inside commits (see `Checkpointer`).
+    /// `pages` is the WAL size that triggers a background checkpoint.
+    public func checkpointInBackground(interval: Double = 1.0, pages: Int? = nil) throws(StoreError) {
+        guard checkpointer == nil else { return }
+        do {
+            checkpointer = try Checkpointer(writer: db, path: path, interval: interval, threshold: pages ?? Checkpointer.backgroundPages)
+        } catch {
+            throw .sqlite(error)
+        }
+    }
+
+    deinit { checkpointer?.stop() }
+
+    /// WAL frames the background checkpointer has copied into the database.
+    public var framesCheckpointedInBackground: Int {
+        checkpointer?.framesCheckpointed.load(ordering: .relaxed) ?? 0
+    }
+
     /// Opens (or creates) `peernode.db` in a locked data directory.
     public init(directory: DataDirectory) throws(StoreError) {
         self.directory = directory
