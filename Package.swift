@@ -2,7 +2,8 @@
 import PackageDescription
 
 // Dependencies point downwards only (docs/ARCHITECTURE in ../shared/DESIGN.md):
-// PeerNode → Store → Gossip → Crypto → CSodium; Store → CSQLite.
+// PeerNode → Store → Gossip → Crypto → CSodium; Store → CSQLite;
+// PeerNode → Discovery → Crypto; PeerNode → WebSocket → CEpoll.
 let package = Package(
     name: "peernode",
     products: [
@@ -13,6 +14,7 @@ let package = Package(
         .executable(name: "fuzz-frames", targets: ["FuzzFrames"]),
         .executable(name: "fuzz-handshake", targets: ["FuzzHandshake"]),
         .executable(name: "fuzz-envelope", targets: ["FuzzEnvelope"]),
+        .executable(name: "fuzz-announcement", targets: ["FuzzAnnouncement"]),
     ],
     targets: [
         .systemLibrary(
@@ -29,7 +31,9 @@ let package = Package(
         .target(name: "WebSocket", dependencies: ["CEpoll"]),
         .target(name: "Gossip", dependencies: ["Crypto"]),
         .target(name: "Store", dependencies: ["Gossip", "Crypto", "CSQLite"]),
-        .executableTarget(name: "PeerNode", dependencies: ["Store", "Gossip", "Crypto", "WebSocket"]),
+        // LAN discovery: signed, sealed UDP multicast announcements; knows nothing of links.
+        .target(name: "Discovery", dependencies: ["Crypto"]),
+        .executableTarget(name: "PeerNode", dependencies: ["Store", "Gossip", "Crypto", "WebSocket", "Discovery"]),
         // The benchmark measures the machine's own ceilings, so it may call
         // libsodium and SQLite directly; no product code does.
         .executableTarget(
@@ -41,12 +45,14 @@ let package = Package(
         .executableTarget(name: "FuzzFrames", dependencies: ["WebSocket"], path: "Fuzz/FuzzFrames"),
         .executableTarget(name: "FuzzHandshake", dependencies: ["WebSocket"], path: "Fuzz/FuzzHandshake"),
         .executableTarget(name: "FuzzEnvelope", dependencies: ["Gossip"], path: "Fuzz/FuzzEnvelope"),
+        .executableTarget(name: "FuzzAnnouncement", dependencies: ["Discovery", "Crypto"], path: "Fuzz/FuzzAnnouncement"),
         // Helpers every test target shares: temporary directories, hex, file modes.
         .target(name: "TestSupport", dependencies: ["Crypto"], path: "Tests/TestSupport"),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "GossipTests", dependencies: ["Gossip", "Crypto", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Gossip", "Crypto", "TestSupport"]),
+        .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "Crypto", "TestSupport"]),
         .testTarget(name: "PeerNodeTests", dependencies: ["PeerNode", "Store", "Gossip", "Crypto", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

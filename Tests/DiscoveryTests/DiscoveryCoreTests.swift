@@ -1,0 +1,135 @@
+import Crypto
+import Discovery
+import Testing
+
+struct Seeded: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+func core(_ signer: SigningKey, port: UInt16 = 7733, network: NetworkKey = labNetwork) -> DiscoveryCore {
+    DiscoveryCore(signer: signer, network: network, port: port, random: Seeded(state: 42))
+}
+
+func datagrams(_ actions: [DiscoveryCore.Action]) -> [[UInt8]] {
+    actions.compactMap { if case let .send(d) = $0 { return d } else { return nil } }
+}
+
+@Suite("Discovery core: injected time, no sockets")
+struct DiscoveryCoreTests {
+    @Test("start sends a query and an announcement; a node that hears them finds the sender and answers within the answer delay")
+    func queryAndAnswer() throws {
+        let a = try SigningKey.generate(), b = try SigningKey.generate()
+        var ca = core(a, port: 1111), cb = core(b, port: 2222)
+        let hello = datagrams(ca.start(now: t0))
+        #expect(hello.count == 2)
+        var found: [DiscoveryCore.Action] = []
+        for d in hello { found += cb.received(d, from: "10.0.0.1", now: t0 + 1) }
+        #expect(found == [.found(a.publicKey, host: "10.0.0.1", port: 1111)], "found once, not once per datagram")
+        #expect(datagrams(cb.tick(now: t0 + 1 + DiscoveryCore.answerDelay)).count == 1, "answered within the delay")
+        // A second query soon after is answered only after the spacing.
+        let again = datagrams(ca.start(now: t0 + 200))
+        for d in again { _ = cb.received(d, from: "10.0.0.1", now: t0 + 200) }
+        #expect(datagrams(cb.tick(now: t0 + 200 + DiscoveryCore.answerDelay)).isEmpty)
+        #expect(datagrams(cb.tick(now: t0 + 1 + DiscoveryCore.answerDelay + DiscoveryCore.answerSpacing)).count == 1)
+        // The answer makes a find b.
+        let answer = try #require(datagrams(cb.start(now: t0 + 3000)).last)
+        #expect(ca.received(answer, from: "10.0.0.2", now: t0 + 3001) == [.found(b.publicKey, host: "10.0.0.2", port: 2222)])
+    }
+
+    @Test("announcements every 5 s ± 20 %: about 12 a minute when idle")
+    func idleTraffic() throws {
+        var c = core(try SigningKey.generate())
+        var sent = datagrams(c.start(now: t0)).count
+        var now = t0
+        while now < t0 + 60_000 {
+            now += 50
+            sent += datagrams(c.tick(now: now)).count
+        }
+        #expect((11...15).contains(sent), "\(sent) datagrams in a minute")
+    }
+
+    @Test("a silent peer expires after three intervals; a linked one does not, until its link goes")
+    func expiry() throws {
+        let a = try SigningKey.generate(), b = try SigningKey.generate(), c = try SigningKey.generate()
+        var listener = core(a)
+        var cb = core(b), cc = core(c)
+        for d in datagrams(cb.start(now: t0)) { _ = listener.received(d, from: "10.0.0.2", now: t0) }
+        for d in datagrams(cc.start(now: t0)) { _ = listener.received(d, from: "10.0.0.3", now: t0) }
+        listener.setLinked(c.publicKey, true, now: t0)
+        #expect(!listener.tick(now: t0 + DiscoveryCore.expiry).contains(.expired(b.publicKey)), "not yet at exactly the limit")
+        #expect(listener.tick(now: t0 + DiscoveryCore.expiry + 1).contains(.expired(b.publicKey)))
+        #expect(listener.peers[c.publicKey] != nil, "linked: kept")
+        listener.setLinked(c.publicKey, false, now: t0 + 60_000)
+        #expect(!listener.tick(now: t0 + 60_000 + DiscoveryCore.expiry).contains(.expired(c.publicKey)))
+        #expect(listener.tick(now: t0 + 60_001 + DiscoveryCore.expiry).contains(.expired(c.publicKey)))
+    }
+
+    @Test("stale at skew limit + 1, replayed, own and moved datagrams")
+    func staleReplayedOwn() throws {
+        let a = try SigningKey.generate(), b = try SigningKey.generate()
+        var listener = core(a)
+        let key = try #require(Announcement.key(for: labNetwork))
+        let atLimit = try Announcement(kind: .announce, node: b.publicKey, port: 9, timestamp: t0 - DiscoveryCore.maximumSkew).sealed(by: b, key: key)
+        #expect(listener.received(atLimit, from: "10.0.0.2", now: t0) == [.found(b.publicKey, host: "10.0.0.2", port: 9)])
+        let past = try Announcement(kind: .announce, node: b.publicKey, port: 9, timestamp: t0 - DiscoveryCore.maximumSkew - 1).sealed(by: b, key: key)
+        #expect(listener.received(past, from: "10.0.0.2", now: t0).isEmpty)
+        let future = try Announcement(kind: .announce, node: b.publicKey, port: 9, timestamp: t0 + DiscoveryCore.maximumSkew + 1).sealed(by: b, key: key)
+        #expect(listener.received(future, from: "10.0.0.2", now: t0).isEmpty)
+        #expect(listener.drops[.stale] == 2)
+        // The same datagram again, from anywhere, is a replay.
+        #expect(listener.received(atLimit, from: "10.0.0.66", now: t0).isEmpty)
+        #expect(listener.drops[.replayed] == 1)
+        // Our own datagrams come back through multicast loopback.
+        var me = core(a)
+        for d in datagrams(me.start(now: t0)) { #expect(listener.received(d, from: "10.0.0.1", now: t0).isEmpty) }
+        #expect(listener.drops[.own] == 2)
+        // A newer announcement from another address: found again, at the new address.
+        let moved = try Announcement(kind: .announce, node: b.publicKey, port: 9, timestamp: t0 + 1).sealed(by: b, key: key)
+        #expect(listener.received(moved, from: "10.0.0.7", now: t0 + 20) == [.found(b.publicKey, host: "10.0.0.7", port: 9)])
+    }
+
+    @Test("a flood from one address is limited to 20 datagrams a second and leaves other senders alone; another network's datagrams are counted")
+    func flood() throws {
+        let a = try SigningKey.generate(), b = try SigningKey.generate(), c = try SigningKey.generate()
+        var listener = core(a)
+        let key = try #require(Announcement.key(for: labNetwork))
+        for i in 0..<DiscoveryCore.perSourceLimit {
+            let d = try Announcement(kind: .announce, node: b.publicKey, port: 1, timestamp: t0 + UInt64(i)).sealed(by: b, key: key)
+            _ = listener.received(d, from: "10.0.0.2", now: t0 + 100)
+        }
+        #expect(listener.drops[.rateLimited] == nil, "at the limit")
+        let over = try Announcement(kind: .announce, node: b.publicKey, port: 1, timestamp: t0 + 500).sealed(by: b, key: key)
+        _ = listener.received(over, from: "10.0.0.2", now: t0 + 100)
+        #expect(listener.drops[.rateLimited] == 1, "one past")
+        let fromC = try Announcement(kind: .announce, node: c.publicKey, port: 1, timestamp: t0).sealed(by: c, key: key)
+        #expect(listener.received(fromC, from: "10.0.0.3", now: t0 + 100) == [.found(c.publicKey, host: "10.0.0.3", port: 1)])
+        // The next second, the flooder's budget is back.
+        #expect(listener.received(over, from: "10.0.0.2", now: t0 + 1000).isEmpty)
+        #expect(listener.drops[.rateLimited] == 1)
+        var stranger = core(try SigningKey.generate(), network: .derived(fromName: "elsewhere"))
+        for d in datagrams(stranger.start(now: t0)) { #expect(listener.received(d, from: "10.0.0.9", now: t0 + 2000).isEmpty) }
+        #expect(listener.drops[.foreignNetwork] == 2)
+        #expect(listener.peers.count == 2)
+    }
+
+    @Test("the peer table holds maximumPeers; one more new node is dropped as table_full")
+    func tableFull() throws {
+        var listener = core(try SigningKey.generate())
+        let key = try #require(Announcement.key(for: labNetwork))
+        for i in 0...DiscoveryCore.maximumPeers {
+            let s = try SigningKey.generate()
+            let d = try Announcement(kind: .announce, node: s.publicKey, port: 1, timestamp: t0).sealed(by: s, key: key)
+            // One source address per sender, so the per-source limit is not what stops them.
+            _ = listener.received(d, from: "10.1.\(i / 250).\(i % 250)", now: t0)
+        }
+        #expect(listener.peers.count == DiscoveryCore.maximumPeers)
+        #expect(listener.drops[.tableFull] == 1)
+    }
+}
