@@ -12,6 +12,10 @@ struct Options: Equatable {
     var peers: [String] = []
     var json = false
     var discovery = true
+    /// GROUP:PORT for discovery (default 239.255.73.73:7733).
+    var multicast: String?
+    /// Only this interface address for discovery (e.g. 127.0.0.1).
+    var multicastInterface: String?
 }
 
 enum Command: Equatable {
@@ -55,14 +59,17 @@ enum CommandLineSpec {
                    help: "accept links on this address (default 0.0.0.0:7733; port 0 picks a free port)",
                    apply: { $0.listen = $1 }),
         OptionSpec(name: "--peer", argument: "ws://HOST:PORT", help: "link to this node (repeatable)", apply: { $0.peers.append($1) }),
+        OptionSpec(name: "--multicast", argument: "GROUP:PORT",
+                   help: "the discovery group (default 239.255.73.73:7733)", apply: { $0.multicast = $1 }),
+        OptionSpec(name: "--multicast-if", argument: "ADDR",
+                   help: "discover only on the interface with this IPv4 address (127.0.0.1: nodes on this host)",
+                   apply: { $0.multicastInterface = $1 }),
     ]
 
     /// Options without a value.
     static let flags: [(name: String, help: String, apply: @Sendable (inout Options) -> Void)] = [
         ("--json", "one JSON object per line on stdout (events for scripts and bots)", { $0.json = true }),
-        // LAN discovery is not built yet (docs/STATUS.md): links come from --peer
-        // only, so this flag changes nothing today and is accepted for scripts.
-        ("--no-discovery", "do not look for peers on the LAN (discovery is not built yet: links come from --peer)", { $0.discovery = false }),
+        ("--no-discovery", "do not look for peers on the LAN by multicast (links come from --peer only)", { $0.discovery = false }),
     ]
 
     static let commands: [(usage: String, help: String)] = [

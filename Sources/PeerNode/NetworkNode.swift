@@ -1,4 +1,5 @@
 import Crypto
+import Discovery
 import Foundation
 import Gossip
 import Store
@@ -19,13 +20,17 @@ final class NetworkNode: @unchecked Sendable {
     }
 
     struct Dialer {
-        let host: String
-        let port: UInt16
+        var host: String
+        var port: UInt16
         var attempt = 0
         var nextTry = 0.0
         var connecting = false
-        /// Learned at the first handshake: lets a redial be skipped while linked.
+        /// Learned at the first handshake (or known from discovery): lets a
+        /// redial be skipped while linked, and refuses anyone else.
         var remote: PublicKey?
+        /// Made for a peer that discovery found; retired when it expires.
+        var discovered = false
+        var retired = false
     }
 
     /// Reconnect backoff: 0.5 s doubling up to 30 s, with ±25 % jitter.
@@ -42,19 +47,22 @@ final class NetworkNode: @unchecked Sendable {
     let json: Bool
     let session: ChatSession
     private var replicator: Replicator
-    private var links: [LinkID: Link] = [:]
+    var links: [LinkID: Link] = [:]
     private var linkOf: [ObjectIdentifier: LinkID] = [:]
     private var nextLink = 1
-    private var dialers: [Dialer] = []
+    var dialers: [Dialer] = []
     private var lastShown: Int64
     private var server: WebSocketServer?
+    var discovery: DiscoveryService?
     private(set) var listenAddress = ""
+    /// The port links are accepted on (0: none), as discovery announces it.
+    private(set) var listenPort: UInt16 = 0
     /// What happened, by name: refusals and failures by reason, clock
     /// messages by kind and their bytes (`/stats` shows them).
     private(set) var counters: [String: Int] = [:]
     private var random = SystemRandomNumberGenerator()
     /// Read by link handshakes (possibly on another thread), changed by /block.
-    private let blocked = BlockList()
+    let blocked = BlockList()
     /// Peers whose link the other side closed as a duplicate: their other
     /// link is on its way, so `peer_down` waits until this deadline.
     private var pendingDown: [PublicKey: Double] = [:]
@@ -74,7 +82,7 @@ final class NetworkNode: @unchecked Sendable {
 
     // MARK: start
 
-    func start(listen: String?, peers: [String]) throws {
+    func start(listen: String?, peers: [String], discovery: DiscoveryService.Configuration? = nil) throws {
         let wanted = listen ?? Self.defaultListen
         guard let (host, port) = Self.split(hostPort: wanted) else { throw NodeError(description: "--listen needs HOST:PORT, got \(wanted)") }
         let server = WebSocketServer(
@@ -85,6 +93,7 @@ final class NetworkNode: @unchecked Sendable {
         do {
             let bound = try server.listen(host: host, port: port)
             listenAddress = "\(host):\(bound)"
+            listenPort = UInt16(bound)
             self.server = server
         } catch {
             // The default port taken (a second node on this machine) is not fatal.
@@ -95,6 +104,7 @@ final class NetworkNode: @unchecked Sendable {
             guard let (h, p) = Self.parse(peerURL: peer) else { throw NodeError(description: "--peer needs ws://HOST:PORT, got \(peer)") }
             dialers.append(Dialer(host: h, port: p))
         }
+        if let discovery { startDiscovery(discovery, listening: self.server != nil) }
         loop.start()
         loop.execute { [self] in
             if json {
@@ -194,6 +204,7 @@ final class NetworkNode: @unchecked Sendable {
         }
         link.remote = remote
         links[id] = link
+        discovery?.setLinked(remote, true)
         if alreadyAnnounced {
             // The peer stays up: only the connection under it changed.
         } else if json {
@@ -214,6 +225,7 @@ final class NetworkNode: @unchecked Sendable {
                 // The peer kept our other link, which is still being set up here.
                 if !links.values.contains(where: { $0.remote == remote }) { pendingDown[remote] = monotonic() + Self.duplicateGrace }
             } else if !links.values.contains(where: { $0.remote == remote }) {
+                discovery?.setLinked(remote, false)
                 if json { out.line(JSONEvents.line(["type": .string("peer_down"), "id": .string(remote.hex)])) } else { out.line("-- link to \(remote.shortFingerprint) closed: \(reason)") }
             }
         }
@@ -383,7 +395,8 @@ final class NetworkNode: @unchecked Sendable {
     /// `/stats`: one line (JSON or plain), counters sorted by name.
     private func showStats() {
         var pairs: [(String, JSONEvents.Value)] = [("type", .string("stats")), ("links", .number(UInt64(links.values.filter { $0.remote != nil }.count)))]
-        pairs += counters.sorted { $0.key < $1.key }.map { ($0.key, .number(UInt64(max(0, $0.value)))) }
+        let all = counters.merging(discovery?.counters ?? [:]) { a, _ in a }
+        pairs += all.sorted { $0.key < $1.key }.map { ($0.key, .number(UInt64(max(0, $0.value)))) }
         if json {
             out.line(JSONEvents.line(pairs: pairs))
         } else {
@@ -505,7 +518,7 @@ final class NetworkNode: @unchecked Sendable {
             links[id] = link
             apply(actions, on: id)
         }
-        for d in dialers.indices where !dialers[d].connecting && now >= dialers[d].nextTry {
+        for d in dialers.indices where !dialers[d].connecting && !dialers[d].retired && now >= dialers[d].nextTry {
             dial(d)
         }
     }
@@ -515,5 +528,5 @@ final class NetworkNode: @unchecked Sendable {
         for link in links.values { link.connection.close(code: .goingAway, reason: "node quitting") }
     }
 
-    private func monotonic() -> Double { ProcessInfo.processInfo.systemUptime }
+    func monotonic() -> Double { ProcessInfo.processInfo.systemUptime }
 }

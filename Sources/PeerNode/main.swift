@@ -1,4 +1,5 @@
 import Crypto
+import Discovery
 import Foundation
 import Gossip
 import Store
@@ -46,7 +47,7 @@ func run(_ command: Command) throws {
         }
         let out = Output()
         let network = try NetworkNode(node: node, room: room, json: options.json, out: out)
-        try network.start(listen: options.listen, peers: options.peers)
+        try network.start(listen: options.listen, peers: options.peers, discovery: try discoveryConfiguration(options))
         let done = DispatchSemaphore(value: 0)
         // Timeouts, clock exchanges and redials, once a second, on the loop.
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "peernode.tick"))
@@ -66,13 +67,30 @@ func run(_ command: Command) throws {
                 if !keepGoing.get() { break }
             }
             // End of input means /quit: links closed cleanly, then exit.
-            network.loop.execute { network.closeAll() }
+            network.loop.execute {
+                network.stopDiscovery()
+                network.closeAll()
+            }
             Thread.sleep(forTimeInterval: 0.3)
             done.signal()
         }
         done.wait()
         timer.cancel()
     }
+}
+
+/// Discovery as the options ask for it (nil with --no-discovery).
+func discoveryConfiguration(_ options: Options) throws -> DiscoveryService.Configuration? {
+    guard options.discovery else { return nil }
+    var configuration = DiscoveryService.Configuration(interface: options.multicastInterface)
+    if let wanted = options.multicast {
+        guard let (group, port) = NetworkNode.split(hostPort: wanted), port != 0 else {
+            throw NodeError(description: "--multicast needs GROUP:PORT (e.g. 239.255.73.73:7733), got \(wanted)")
+        }
+        configuration.group = group
+        configuration.port = port
+    }
+    return configuration
 }
 
 /// A value shared between the stdin thread and the loop.

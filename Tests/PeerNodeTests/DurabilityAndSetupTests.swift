@@ -29,7 +29,7 @@ struct DurabilityAndSetupTests {
         let input = (0..<lines).map { "message \($0)\n" }.joined()
         let (status, output) = try runProgram(
             "/usr/bin/strace", ["-f", "-y", "-e", "trace=fsync,fdatasync", "-o", trace,
-                                PeerNodeProcess.binary, "--data-dir", dir.file("data"), "--nick", "d"], input: input)
+                                PeerNodeProcess.binary, "--data-dir", dir.file("data"), "--no-discovery", "--nick", "d"], input: input)
         #expect(status == 0, "\(output) (strace comes with make test)")
         return String(decoding: readFile(trace), as: UTF8.self).split(separator: "\n")
             .filter { $0.contains("peernode.db-wal") }.count

@@ -10,10 +10,19 @@ final class NodeProcess: @unchecked Sendable {
     let events = Locked<[[String: String]]>([])
     let dir: String
 
-    init(dir: String, _ arguments: [String]) throws {
+    /// Without `discovery`, the node finds no one by multicast (links come from
+    /// --peer only), so tests running side by side cannot meet by accident.
+    /// `namespace` runs it inside a lab host (`ip netns exec`).
+    init(dir: String, _ arguments: [String], discovery: Bool = false, namespace: String? = nil, listen: String = "127.0.0.1:0") throws {
         self.dir = dir
-        process.executableURL = URL(fileURLWithPath: PeerNodeProcess.binary)
-        process.arguments = ["--data-dir", dir, "--json", "--listen", "127.0.0.1:0"] + arguments
+        let own = ["--data-dir", dir, "--json", "--listen", listen] + (discovery ? [] : ["--no-discovery"]) + arguments
+        if let namespace {
+            process.executableURL = URL(fileURLWithPath: NetLab.ip)
+            process.arguments = ["netns", "exec", namespace, PeerNodeProcess.binary] + own
+        } else {
+            process.executableURL = URL(fileURLWithPath: PeerNodeProcess.binary)
+            process.arguments = own
+        }
         let output = Pipe()
         process.standardInput = input
         process.standardOutput = output

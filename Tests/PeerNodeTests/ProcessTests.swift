@@ -92,7 +92,7 @@ struct ProcessTests {
         let dir = TemporaryDirectory()
         _ = try PeerNodeProcess.run(["id", "--data-dir", dir.path])
         chmod(dir.file("identity.key"), 0o644)
-        let r = try PeerNodeProcess.run(["--data-dir", dir.path], input: "hi\n")
+        let r = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery"], input: "hi\n")
         #expect(r.status == 1)
         #expect(r.stderr.contains(dir.file("identity.key")) && r.stderr.contains("chmod 600"))
     }
@@ -111,18 +111,18 @@ struct ProcessTests {
         #expect(readFile(path) == before)
         // A node on that private network starts with it.
         let data = TemporaryDirectory()
-        let chat = try PeerNodeProcess.run(["--data-dir", data.path, "--network-key-file", path], input: "secret\n")
+        let chat = try PeerNodeProcess.run(["--data-dir", data.path, "--no-discovery", "--network-key-file", path], input: "secret\n")
         #expect(chat.status == 0 && chat.stdout.contains("private network"))
     }
 
     @Test("posts from stdin are stored, and the room's history is shown again after a restart")
     func historyAfterRestart() throws {
         let dir = TemporaryDirectory()
-        let first = try PeerNodeProcess.run(["--data-dir", dir.path, "--nick", "alice"],
+        let first = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--nick", "alice"],
                                             input: "hello from the first run\n/me waves\n")
         #expect(first.status == 0)
         #expect(first.stdout.contains("<alice·") && first.stdout.contains("hello from the first run"))
-        let second = try PeerNodeProcess.run(["--data-dir", dir.path], input: "")
+        let second = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery"], input: "")
         #expect(second.status == 0)
         #expect(second.stdout.contains("hello from the first run"))
         #expect(second.stdout.contains("* alice·"))
@@ -136,7 +136,7 @@ struct ProcessTests {
         let dir = TemporaryDirectory()
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: PeerNodeProcess.binary)
-        holder.arguments = ["--data-dir", dir.path]
+        holder.arguments = ["--data-dir", dir.path, "--no-discovery"]
         let input = Pipe()
         let output = Pipe()
         holder.standardInput = input
@@ -152,7 +152,7 @@ struct ProcessTests {
         while !String(decoding: seen, as: UTF8.self).contains("/help"), Date() < deadline {
             seen.append(output.fileHandleForReading.availableData)
         }
-        let second = try PeerNodeProcess.run(["--data-dir", dir.path], input: "hi\n")
+        let second = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery"], input: "hi\n")
         #expect(second.status == 1)
         #expect(second.stderr.contains("in use"))
     }
@@ -160,7 +160,7 @@ struct ProcessTests {
     @Test("hostile text typed into a message is stored, and shown inert")
     func hostile() throws {
         let dir = TemporaryDirectory()
-        let r = try PeerNodeProcess.run(["--data-dir", dir.path], input: "\u{1b}]0;owned\u{07}\u{1b}[2J hi\n")
+        let r = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery"], input: "\u{1b}]0;owned\u{07}\u{1b}[2J hi\n")
         #expect(r.status == 0)
         #expect(!r.stdout.contains("\u{1b}"))
         #expect(r.stdout.contains("^[]0;owned^G^[[2J hi"))

@@ -1,0 +1,57 @@
+import Crypto
+import Discovery
+import Foundation
+
+/// Discovery feeds the link layer: a peer found on the LAN gets a dialler
+/// that expects its identity; one that expires loses it. One link per pair:
+/// the node with the smaller id dials at once, the other only after
+/// `discoveredDialDelay` (in case the smaller cannot reach it), and the
+/// link-level tie-break removes any duplicate.
+extension NetworkNode {
+    /// Seconds the node with the larger id waits before dialling a peer it found.
+    static let discoveredDialDelay = 2.0
+
+    func startDiscovery(_ configuration: DiscoveryService.Configuration, listening: Bool) {
+        do {
+            let service = try DiscoveryService(
+                configuration: configuration, signer: node.identity, network: node.network,
+                linkPort: listening ? listenPort : 0,
+                onEvent: { [self] action in loop.execute { [self] in discovered(action) } })
+            discovery = service
+            service.start()
+        } catch {
+            // Discovery is a convenience: without it, --peer links still work.
+            FileHandle.standardError.write(Data("peernode: LAN discovery is off: \(error)\n".utf8))
+        }
+    }
+
+    func stopDiscovery() {
+        discovery?.stop()
+    }
+
+    private func discovered(_ action: DiscoveryCore.Action) {
+        let now = monotonic()
+        switch action {
+        case let .found(peer, host, port):
+            guard port != 0, !blocked.contains(peer) else { return }
+            let first = node.me < peer || listenPort == 0 ? now : now + Self.discoveredDialDelay
+            if let d = dialers.firstIndex(where: { $0.discovered && $0.remote == peer }) {
+                let moved = dialers[d].host != host || dialers[d].port != port
+                dialers[d].host = host
+                dialers[d].port = port
+                if dialers[d].retired || moved {
+                    dialers[d].retired = false
+                    dialers[d].attempt = 0
+                    dialers[d].nextTry = first
+                }
+            } else if !dialers.contains(where: { $0.remote == peer }) {
+                // A --peer dialler that already knows this identity needs no second one.
+                dialers.append(Dialer(host: host, port: port, nextTry: first, remote: peer, discovered: true))
+            }
+        case let .expired(peer):
+            for d in dialers.indices where dialers[d].discovered && dialers[d].remote == peer { dialers[d].retired = true }
+        case .send:
+            break
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// All `peer_up` ids a node has reported.
+func peersUp(_ node: NodeProcess) -> Set<String> {
+    Set(node.events.value.filter { $0["type"] == "peer_up" }.compactMap { $0["id"] })
+}
+
+/// Message ids (with how often each was reported) at a node.
+func messageCounts(_ node: NodeProcess) -> [String: Int] {
+    var out: [String: Int] = [:]
+    for e in node.events.value where e["type"] == "message" { out[e["id"] ?? "", default: 0] += 1 }
+    return out
+}
+
+/// Waits until `condition` holds (polling), up to `timeout` seconds.
+func eventually(_ timeout: Double = 30, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(nanoseconds: 50_000_000)
+    }
+    return condition()
+}
+
+@Suite("Discovery: nodes find each other by multicast", .serialized)
+struct DiscoveryNodeTests {
+    @Test("three nodes on one host find each other over loopback (--multicast-if 127.0.0.1) and chat")
+    func loopback() async throws {
+        // A group port of our own, so no other node on this machine is heard.
+        let group = "239.255.73.73:\(Int.random(in: 20_000..<30_000))"
+        let dirs = (0..<3).map { _ in TemporaryDirectory() }
+        let nodes = try dirs.map { try NodeProcess(dir: $0.path, ["--multicast", group, "--multicast-if", "127.0.0.1"], discovery: true) }
+        for n in nodes { #expect(await started(n)) }
+        let ids = Set(nodes.map(\.id))
+        for n in nodes {
+            #expect(await eventually(10) { peersUp(n) == ids.subtracting([n.id]) }, "\(n.id.prefix(8)) sees \(peersUp(n).count) of 2")
+        }
+        for (i, n) in nodes.enumerated() { n.send("hello from \(i)") }
+        for n in nodes {
+            #expect(await eventually(10) { messageCounts(n).count == 3 })
+        }
+        nodes[0].send("/stats")
+        let stats = await nodes[0].wait { $0["type"] == "stats" }
+        #expect(Int(stats?["discovery_announce_sent"] ?? "0") ?? 0 >= 1)
+        #expect(Int(stats?["discovery_drop_own"] ?? "0") ?? 0 >= 1, "our own datagrams come back and are dropped")
+        for n in nodes { n.quit() }
+    }
+}
+
+@Suite("The lab: several hosts in network namespaces", .serialized)
+struct LabTests {
+    @Test("four hosts find each other by discovery alone, converge, survive a cut link, and a host on another network sees no one")
+    func lab() async throws {
+        let lab: NetLab
+        do {
+            lab = try NetLab(hosts: 5)
+        } catch {
+            Issue.record("the namespace lab could not be built (it needs root and iproute2): \(error)")
+            return
+        }
+        defer { lab.tearDown() }
+        let dirs = (0..<5).map { _ in TemporaryDirectory() }
+        let nodes = try (1...4).map { try lab.node($0, dir: dirs[$0 - 1].path) }
+        let stranger = try lab.node(5, dir: dirs[4].path, ["--network", "elsewhere"])
+        for n in nodes + [stranger] { #expect(await started(n)) }
+        let ids = Set(nodes.map(\.id))
+
+        // Discovery only: every node links to the three others within a few seconds.
+        for n in nodes {
+            #expect(await eventually(15) { peersUp(n) == ids.subtracting([n.id]) }, "host sees \(peersUp(n).count) of 3")
+        }
+        for (i, n) in nodes.enumerated() { n.send("before the cut \(i)") }
+        for n in nodes { #expect(await eventually(15) { messageCounts(n).count == 4 }) }
+
+        // Host 4 is unplugged; the others go on chatting, and so does host 4 alone.
+        try lab.cut(4)
+        for (i, n) in nodes.enumerated() { n.send("during the cut \(i)") }
+        try await Task.sleep(nanoseconds: 3_000_000_000)
+        #expect(messageCounts(nodes[3]).count == 5, "host 4 has only its own new message")
+        try lab.restore(4)
+        for n in nodes {
+            #expect(await eventually(60) { messageCounts(n).count == 8 }, "converged after the cut: \(messageCounts(n).count) of 8")
+            #expect(messageCounts(n).values.allSatisfy { $0 == 1 }, "each message shown once")
+        }
+        let reference = Set(messageCounts(nodes[0]).keys)
+        for n in nodes { #expect(Set(messageCounts(n).keys) == reference) }
+
+        // The host on another network key saw nobody, and nobody saw it.
+        #expect(peersUp(stranger).isEmpty)
+        for n in nodes { #expect(!peersUp(n).contains(stranger.id)) }
+        stranger.send("/stats")
+        let stats = await stranger.wait { $0["type"] == "stats" }
+        #expect(Int(stats?["discovery_drop_foreign_network"] ?? "0") ?? 0 >= 1, "it heard the others' datagrams and could not open them")
+        for n in nodes + [stranger] { n.quit() }
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `scripts/netlab` from the tests: a lab of hosts (network namespaces) with
+/// a prefix of its own, torn down when the test ends (and before it starts,
+/// should an earlier run have died half-way).
+final class NetLab: @unchecked Sendable {
+    static var ip: String {
+        ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "ip"
+    }
+
+    static var script: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts/netlab").path
+    }
+
+    let prefix: String
+    let hosts: Int
+
+    /// Builds the lab, or throws with the script's reason (not root, no `ip`...).
+    init(hosts: Int) throws {
+        prefix = "pn\(getpid() % 100_000)x"
+        self.hosts = hosts
+        try run(["up", String(hosts)])
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    @discardableResult
+    func run(_ arguments: [String]) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/bash")
+        p.arguments = [Self.script] + arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["NETLAB_PREFIX"] = prefix
+        p.environment = environment
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try launch(p)
+        let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else {
+            throw Failure(description: "scripts/netlab \(arguments.joined(separator: " ")) failed: \(errors)\(output)")
+        }
+        return output
+    }
+
+    func namespace(_ host: Int) -> String { "\(prefix)\(host)" }
+    func address(_ host: Int) -> String { "10.213.0.\(host)" }
+    func cut(_ host: Int) throws { try run(["cut", String(host)]) }
+    func restore(_ host: Int) throws { try run(["restore", String(host)]) }
+
+    /// A node on lab host `host`, with discovery on.
+    func node(_ host: Int, dir: String, _ arguments: [String] = []) throws -> NodeProcess {
+        try NodeProcess(dir: dir, arguments, discovery: true, namespace: namespace(host), listen: "0.0.0.0:7733")
+    }
+
+    func tearDown() {
+        _ = try? run(["down"])
+    }
+
+    deinit { tearDown() }
+}
