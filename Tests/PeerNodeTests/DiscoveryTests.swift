@@ -95,4 +95,29 @@ struct LabTests {
         #expect(Int(stats?["discovery_drop_foreign_network"] ?? "0") ?? 0 >= 1, "it heard the others' datagrams and could not open them")
         for n in nodes + [stranger] { n.quit() }
     }
+
+    @Test("an interface that comes up after the node started is joined without a restart (a laptop joining Wi-Fi)")
+    func interfaceComesUp() async throws {
+        let lab: NetLab
+        do {
+            lab = try NetLab(hosts: 2)
+        } catch {
+            Issue.record("the namespace lab could not be built (it needs root and iproute2): \(error)")
+            return
+        }
+        defer { lab.tearDown() }
+        try lab.interfaceDown(2)
+        let dirs = (0..<2).map { _ in TemporaryDirectory() }
+        let a = try lab.node(1, dir: dirs[0].path)
+        // Listening on 0.0.0.0 works with the interface down; discovery has nothing to join yet.
+        let b = try lab.node(2, dir: dirs[1].path)
+        #expect(await started(a))
+        #expect(await started(b))
+        try await Task.sleep(nanoseconds: 2_500_000_000)
+        #expect(peersUp(a).isEmpty && peersUp(b).isEmpty)
+        try lab.interfaceUp(2)
+        #expect(await eventually(10) { peersUp(a) == [b.id] && peersUp(b) == [a.id] })
+        a.quit(); b.quit()
+    }
 }
+

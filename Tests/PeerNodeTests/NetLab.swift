@@ -54,6 +54,8 @@ final class NetLab: @unchecked Sendable {
     func address(_ host: Int) -> String { "10.213.0.\(host)" }
     func cut(_ host: Int) throws { try run(["cut", String(host)]) }
     func restore(_ host: Int) throws { try run(["restore", String(host)]) }
+    func interfaceDown(_ host: Int) throws { try run(["ifdown", String(host)]) }
+    func interfaceUp(_ host: Int) throws { try run(["ifup", String(host)]) }
 
     /// A node on lab host `host`, with discovery on.
     func node(_ host: Int, dir: String, _ arguments: [String] = []) throws -> NodeProcess {
