@@ -8,6 +8,8 @@ FUZZ_SMOKE_SECONDS ?= 10
 BENCH_SECONDS ?= 3
 BENCH_RUNS ?= 3
 BENCH_ENVELOPES ?= 100000
+BENCH_DISCOVERY_RUNS ?= 7
+BENCH_IDLE_SECONDS ?= 30
 
 .PHONY: run test bench fuzz build build-release setup setup-test setup-bench clean
 
@@ -38,6 +40,8 @@ bench: setup-bench
 	scripts/bench-websocket.sh $(BENCH_SECONDS) $(BENCH_RUNS)
 	$(SWIFT) build -c release --product peernode
 	python3 scripts/bench-gossip.py .build/release/peernode .build/release/peernode-bench $(BENCH_ENVELOPES)
+	@# Needs root for the namespace lab, as the lab tests do.
+	python3 scripts/bench-discovery.py .build/release/peernode $(BENCH_DISCOVERY_RUNS) $(BENCH_IDLE_SECONDS)
 
 ## fuzz: run every libFuzzer target for FUZZ_SECONDS each (default 180).
 fuzz: setup

@@ -41,7 +41,7 @@ public struct DiscoveryCore {
     /// An answer to a query waits up to this long (spreads the answers).
     public static let answerDelay: UInt64 = 100
     /// At most one answer per this many milliseconds, however many queries come.
-    public static let answerSpacing: UInt64 = 1_000
+    public static let answerSpacing: UInt64 = 250
     /// Most peers in the table; datagrams from further new nodes are dropped.
     public static let maximumPeers = 256
     /// Datagrams per source address per second that are opened; more are dropped.

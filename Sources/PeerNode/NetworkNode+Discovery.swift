@@ -48,6 +48,11 @@ extension NetworkNode {
                 // A --peer dialler that already knows this identity needs no second one.
                 dialers.append(Dialer(host: host, port: port, nextTry: first, remote: peer, discovered: true))
             }
+            // Due now: dial at once rather than at the next once-a-second tick.
+            if let d = dialers.firstIndex(where: { $0.discovered && $0.remote == peer }),
+               !dialers[d].connecting, !dialers[d].retired, dialers[d].nextTry <= now {
+                dial(d)
+            }
         case let .expired(peer):
             for d in dialers.indices where dialers[d].discovered && dialers[d].remote == peer { dialers[d].retired = true }
         case .send:

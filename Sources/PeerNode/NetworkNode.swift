@@ -239,7 +239,7 @@ final class NetworkNode: @unchecked Sendable {
         dialers[d].nextTry = monotonic() + delay * Double.random(in: 0.75...1.25, using: &random)
     }
 
-    private func dial(_ d: Int) {
+    func dial(_ d: Int) {
         if let remote = dialers[d].remote, links.values.contains(where: { $0.remote == remote }) {
             dialers[d].nextTry = monotonic() + Self.backoffCap
             return
