@@ -81,6 +81,17 @@ public struct Announcement: Equatable, Sendable {
     /// signature, in that order. Nothing in it is trusted before the tag and
     /// the signature are checked.
     public static func open(_ datagram: [UInt8], key: SymmetricKey) -> Result<Announcement, Drop> {
+        switch unseal(datagram, key: key) {
+        case let .failure(reason): return .failure(reason)
+        case let .success((announcement, signature)):
+            return announcement.verify(signature) ? .success(announcement) : .failure(.badSignature)
+        }
+    }
+
+    /// The checks of `open` up to the layout, without the signature (so a
+    /// receiver can spend a budget before paying for it): the fields, and
+    /// the signature still to check with `verify`.
+    public static func unseal(_ datagram: [UInt8], key: SymmetricKey) -> Result<(Announcement, [UInt8]), Drop> {
         guard datagram.count <= maximumDatagram else { return .failure(.oversized) }
         guard datagram.count >= magic.count + 1 else { return .failure(.truncated) }
         guard Array(datagram[0..<magic.count]) == magic else { return .failure(.notPeernode) }
@@ -93,10 +104,11 @@ public struct Announcement: Equatable, Sendable {
               let node = try? PublicKey(bytes: body[1..<33]) else { return .failure(.malformed) }
         let port = UInt16(body[33]) << 8 | UInt16(body[34])
         let timestamp = body[35..<43].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        let announcement = Announcement(kind: kind, node: node, port: port, timestamp: timestamp)
-        guard (try? node.verify(signature: body[43...], message: announcement.signedFields, context: .announcement)) != nil else {
-            return .failure(.badSignature)
-        }
-        return .success(announcement)
+        return .success((Announcement(kind: kind, node: node, port: port, timestamp: timestamp), Array(body[43...])))
+    }
+
+    /// Whether `signature` is the node's signature of these fields.
+    public func verify(_ signature: [UInt8]) -> Bool {
+        (try? node.verify(signature: signature, message: signedFields, context: .announcement)) != nil
     }
 }

@@ -27,6 +27,8 @@ public final class DiscoveryService: @unchecked Sendable {
 
     /// Seconds between looks at the interface list.
     public static let rescanInterval = 2.0
+    /// Most datagrams read between two ticks.
+    static let datagramsPerTurn = 512
     /// Longest wait in `poll`, so commands from other threads are seen soon.
     static let pollTimeout: Int32 = 100
 
@@ -119,7 +121,9 @@ public final class DiscoveryService: @unchecked Sendable {
                 // A newly joined interface: ask who is there on it, and say who we are.
                 if !socket.joinExactly(wantedInterfaces()).isEmpty { actions += core.start(now: now) }
             }
-            while let (bytes, host) = socket.receive(limit: Announcement.maximumDatagram) {
+            // A bounded number per turn, so a flood cannot stop announcements and expiry.
+            for _ in 0..<Self.datagramsPerTurn {
+                guard let (bytes, host) = socket.receive(limit: Announcement.maximumDatagram) else { break }
                 actions += core.received(bytes, from: host, now: now)
             }
             actions += core.tick(now: now)

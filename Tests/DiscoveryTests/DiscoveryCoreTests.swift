@@ -95,7 +95,7 @@ struct DiscoveryCoreTests {
         #expect(listener.received(moved, from: "10.0.0.7", now: t0 + 20) == [.found(b.publicKey, host: "10.0.0.7", port: 9)])
     }
 
-    @Test("a flood from one address is limited to 20 datagrams a second and leaves other senders alone; another network's datagrams are counted")
+    @Test("a flood from one address is limited to perSourceLimit datagrams a second and leaves other senders alone; another network's datagrams are counted")
     func flood() throws {
         let a = try SigningKey.generate(), b = try SigningKey.generate(), c = try SigningKey.generate()
         var listener = core(a)
@@ -117,6 +117,32 @@ struct DiscoveryCoreTests {
         for d in datagrams(stranger.start(now: t0)) { #expect(listener.received(d, from: "10.0.0.9", now: t0 + 2000).isEmpty) }
         #expect(listener.drops[.foreignNetwork] == 2)
         #expect(listener.peers.count == 2)
+    }
+
+    @Test("signature checks are capped at maximumVerifies a second in all, however many addresses send; foreign datagrams spend no budget")
+    func verifyBudget() throws {
+        let a = try SigningKey.generate(), b = try SigningKey.generate()
+        var listener = core(a)
+        let key = try #require(Announcement.key(for: labNetwork))
+        // Datagrams without the key first: a flood of them, from the same address as b.
+        let stranger = try #require(Announcement.key(for: .derived(fromName: "elsewhere")))
+        for i in 0..<5_000 {
+            let d = try Announcement(kind: .announce, node: b.publicKey, port: 1, timestamp: t0 + UInt64(i)).sealed(by: b, key: stranger)
+            _ = listener.received(d, from: "10.0.0.2", now: t0)
+        }
+        #expect(listener.drops[.foreignNetwork] == 5_000)
+        #expect(listener.drops[.rateLimited] == nil)
+        let real = try Announcement(kind: .announce, node: b.publicKey, port: 1, timestamp: t0).sealed(by: b, key: key)
+        #expect(listener.received(real, from: "10.0.0.2", now: t0) == [.found(b.publicKey, host: "10.0.0.2", port: 1)])
+        // Members from many addresses: the global cap holds at the limit and one past.
+        for i in 1..<DiscoveryCore.maximumVerifies {
+            let d = try Announcement(kind: .announce, node: b.publicKey, port: 1, timestamp: t0 + UInt64(i)).sealed(by: b, key: key)
+            _ = listener.received(d, from: "10.2.\(i / 250).\(i % 250)", now: t0)
+        }
+        #expect(listener.drops[.rateLimited] == nil)
+        let past = try Announcement(kind: .announce, node: b.publicKey, port: 1, timestamp: t0 + 5_000).sealed(by: b, key: key)
+        #expect(listener.received(past, from: "10.3.0.1", now: t0).isEmpty)
+        #expect(listener.drops[.rateLimited] == 1)
     }
 
     @Test("the peer table holds maximumPeers; one more new node is dropped as table_full")

@@ -49,6 +49,54 @@ struct DiscoveryNodeTests {
     }
 }
 
+/// Resident memory of a process in KiB (from /proc), or nil.
+func residentKiB(_ pid: Int32) -> Int? {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
+    return Int(line.split(separator: " ").dropFirst().first ?? "")
+}
+
+extension DiscoveryNodeTests {
+    @Test("a flood of garbage, foreign and oversized datagrams is dropped and counted; nodes still find each other; memory stays bounded")
+    func flood() async throws {
+        let port = Int.random(in: 30_000..<40_000)
+        let group = "239.255.73.73:\(port)"
+        // A flooder written elsewhere (Python): random bytes, datagrams that look like
+        // ours but are sealed with no key we know, and oversized ones, for 6 seconds.
+        let flooder = Process()
+        flooder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        flooder.arguments = ["-c", """
+            import os, socket, time
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
+            end, n = time.time() + 6, 0
+            while time.time() < end:
+                for d in (os.urandom(n % 600), b"PNDA\\x01" + os.urandom(147), os.urandom(1400)):
+                    s.sendto(d, ("239.255.73.73", \(port)))
+                n += 1
+                if n % 64 == 0: time.sleep(0.001)
+            """]
+        try launch(flooder)
+        defer { if flooder.isRunning { flooder.terminate() } }
+        let dirs = (0..<2).map { _ in TemporaryDirectory() }
+        let nodes = try dirs.map { try NodeProcess(dir: $0.path, ["--multicast", group, "--multicast-if", "127.0.0.1"], discovery: true) }
+        for n in nodes { #expect(await started(n)) }
+        let before = residentKiB(nodes[0].process.processIdentifier) ?? 0
+        #expect(await eventually(10) { peersUp(nodes[0]) == [nodes[1].id] && peersUp(nodes[1]) == [nodes[0].id] }, "linked during the flood")
+        try await Task.sleep(nanoseconds: 3_000_000_000)
+        nodes[0].send("/stats")
+        let stats = await nodes[0].wait { $0["type"] == "stats" }
+        let foreign = Int(stats?["discovery_drop_foreign_network"] ?? "0") ?? 0
+        let oversized = Int(stats?["discovery_drop_oversized"] ?? "0") ?? 0
+        #expect(foreign > 1_000 && oversized > 1_000, "\(stats ?? [:])")
+        let after = residentKiB(nodes[0].process.processIdentifier) ?? 0
+        #expect(after - before < 20_000, "resident memory grew from \(before) to \(after) KiB during the flood")
+        flooder.waitUntilExit()
+        for n in nodes { n.quit() }
+    }
+}
+
 @Suite("The lab: several hosts in network namespaces", .serialized)
 struct LabTests {
     @Test("four hosts find each other by discovery alone, converge, survive a cut link, and a host on another network sees no one")
