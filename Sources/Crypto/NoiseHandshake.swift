@@ -20,8 +20,11 @@ public struct NoiseHandshake {
     public static let protocolName = "Noise_XXpsk0_25519_ChaChaPoly_BLAKE2b"
     /// Names the protocol version; both sides must use the same.
     public static let prologue = Array("peernode/1".utf8)
-    /// Identity binding payload: Ed25519 public key then signature.
+    /// Identity binding payload: Ed25519 public key then signature, then
+    /// optionally the nick the node goes by (length 1 ‖ UTF-8 bytes).
     static let bindingLength = PublicKey.byteCount + Signature.byteCount
+    /// Longest nick claim in a binding (as `Nick.maximumLength`).
+    public static let maximumNickClaim = 32
 
     public let role: Role
     private let identity: SigningKey
@@ -35,14 +38,20 @@ public struct NoiseHandshake {
     public private(set) var step = 0
     /// The peer's Ed25519 identity, once its binding has been checked.
     public private(set) var remoteIdentity: PublicKey?
+    /// The nick the peer said it goes by (unchecked text; may be empty).
+    public private(set) var remoteNickClaim: [UInt8] = []
     private let ephemeralSeed: [UInt8]?
+    private let nickClaim: [UInt8]
 
     /// `ephemeralSeed` fixes the ephemeral key, for test vectors only.
+    /// `nickClaim` (at most `maximumNickClaim` bytes; longer is left out)
+    /// travels encrypted in our binding, so a peer can name us at once.
     public init(role: Role, identity: SigningKey, networkKey: NetworkKey, prologue: [UInt8] = NoiseHandshake.prologue,
-                ephemeralSeed: [UInt8]? = nil) throws(CryptoError) {
+                ephemeralSeed: [UInt8]? = nil, nickClaim: [UInt8] = []) throws(CryptoError) {
         try Sodium.ensureInitialised()
         self.role = role
         self.identity = identity
+        self.nickClaim = nickClaim.count <= Self.maximumNickClaim ? nickClaim : []
         self.ephemeralSeed = ephemeralSeed
         staticSecret = SecretBytes(count: 32) { out in
             identity.secret.withUnsafeBytes { sk in
@@ -172,18 +181,27 @@ public struct NoiseHandshake {
 
     /// Our Ed25519 identity and its signature over the handshake hash so far.
     private func binding() -> [UInt8] {
-        identity.publicKey.bytes + identity.sign(state.h, context: .handshake)
+        let signed = identity.publicKey.bytes + identity.sign(state.h, context: .handshake)
+        return nickClaim.isEmpty ? signed : signed + [UInt8(nickClaim.count)] + nickClaim
     }
 
     private mutating func readBinding(_ ciphertext: [UInt8], message: Int) throws(CryptoError) {
         let hashBefore = state.h
         let payload = try state.decryptAndHash(ciphertext, message: message)
-        guard payload.count == Self.bindingLength else { throw .noise(.badPayload) }
+        // Exactly the binding, or the binding and a nick claim of 1…32 bytes.
+        if payload.count > Self.bindingLength {
+            let length = Int(payload[Self.bindingLength])
+            guard length >= 1, length <= Self.maximumNickClaim, payload.count == Self.bindingLength + 1 + length else {
+                throw .noise(.badPayload)
+            }
+            remoteNickClaim = Array(payload[(Self.bindingLength + 1)...])
+        }
+        guard payload.count >= Self.bindingLength else { throw .noise(.badPayload) }
         let key: PublicKey
         do { key = try PublicKey(bytes: payload[0..<32]) } catch { throw .noise(.badPayload) }
         guard let rs = remoteStatic, (try? Self.curvePublicKey(key)) == rs else { throw .noise(.identityMismatch) }
         do {
-            try key.verify(signature: payload[32...], message: hashBefore, context: .handshake)
+            try key.verify(signature: payload[32..<Self.bindingLength], message: hashBefore, context: .handshake)
         } catch {
             throw .noise(.badIdentitySignature)
         }

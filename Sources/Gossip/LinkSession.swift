@@ -81,9 +81,10 @@ public struct LinkSession {
     public init(
         initiator: Bool, identity: SigningKey, networkKey: NetworkKey, now: Double,
         handshakeTimeout: Double = LinkSession.defaultHandshakeTimeout, expectedRemote: PublicKey? = nil,
-        isBlocked: @escaping @Sendable (PublicKey) -> Bool = { _ in false }
+        isBlocked: @escaping @Sendable (PublicKey) -> Bool = { _ in false }, nick: String? = nil
     ) throws(CryptoError) {
-        handshake = try NoiseHandshake(role: initiator ? .initiator : .responder, identity: identity, networkKey: networkKey)
+        handshake = try NoiseHandshake(role: initiator ? .initiator : .responder, identity: identity, networkKey: networkKey,
+                                       nickClaim: Array((nick ?? "").utf8))
         me = identity.publicKey
         expected = expectedRemote
         self.isBlocked = isBlocked
@@ -92,6 +93,11 @@ public struct LinkSession {
 
     public var isEstablished: Bool { transport != nil && failed == nil }
     public var remoteIdentity: PublicKey? { transport?.remoteIdentity }
+    /// The nick the peer claimed in its handshake, if it was valid text.
+    public var remoteNick: String? {
+        guard !handshake.remoteNickClaim.isEmpty, let text = String(validating: handshake.remoteNickClaim, as: UTF8.self) else { return nil }
+        return (try? Nick(text))?.value
+    }
 
     /// The dialler's first message.
     public mutating func start() -> [Action] {

@@ -139,7 +139,7 @@ final class NetworkNode: @unchecked Sendable {
         let blocked = self.blocked
         guard let session = try? LinkSession(
             initiator: dialer != nil, identity: node.identity, networkKey: node.network, now: monotonic(),
-            expectedRemote: expected, isBlocked: { blocked.contains($0) }) else {
+            expectedRemote: expected, isBlocked: { blocked.contains($0) }, nick: node.nick) else {
             c.close(code: .internalError, reason: "cannot start the link handshake")
             return
         }
@@ -207,10 +207,15 @@ final class NetworkNode: @unchecked Sendable {
         discovery?.setLinked(remote, true)
         if alreadyAnnounced {
             // The peer stays up: only the connection under it changed.
-        } else if json {
-            out.line(JSONEvents.line(["type": .string("peer_up"), "id": .string(remote.hex), "nick": .string(node.nicks[remote] ?? ""), "addr": .string(link.connection.remoteAddress)]))
         } else {
-            out.line("-- linked to \(Renderer(nicks: node.nicks).label(remote)) at \(link.connection.remoteAddress)")
+            // The nick from its messages if we have them, else the one it claimed in the handshake.
+            var nicks = node.nicks
+            if nicks[remote] == nil, let claimed = link.session.remoteNick { nicks[remote] = claimed }
+            if json {
+                out.line(JSONEvents.line(["type": .string("peer_up"), "id": .string(remote.hex), "nick": .string(nicks[remote] ?? ""), "addr": .string(link.connection.remoteAddress)]))
+            } else {
+                out.line("-- linked to \(Renderer(nicks: nicks).label(remote)) at \(link.connection.remoteAddress)")
+            }
         }
         // What we remember of this peer makes the clock exchange cost what changed.
         let memory = (try? node.store.peerClocks(of: remote)) ?? nil

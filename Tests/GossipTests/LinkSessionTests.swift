@@ -47,6 +47,25 @@ struct LinkSessionTests {
         #expect(b.receive(wire) == [])
     }
 
+    @Test("each side's nick claim travels in its binding; 32 bytes go, longer ones are left out; invalid text is not shown")
+    func nickClaims() throws {
+        let alice = try SigningKey.generate(), bob = try SigningKey.generate()
+        let longest = String(repeating: "n", count: NoiseHandshake.maximumNickClaim)
+        var a = try LinkSession(initiator: true, identity: alice, networkKey: network, now: 0, nick: "alice")
+        var b = try LinkSession(initiator: false, identity: bob, networkKey: network, now: 0, nick: longest)
+        let (seenA, seenB) = converse(&a, &b)
+        #expect(seenA == [.established(bob.publicKey)] && seenB == [.established(alice.publicKey)])
+        #expect(b.remoteNick == "alice")
+        #expect(a.remoteNick == longest)
+        // One byte past the limit: not sent at all (the link still comes up).
+        var c = try LinkSession(initiator: true, identity: alice, networkKey: network, now: 0, nick: longest + "x")
+        var d = try LinkSession(initiator: false, identity: bob, networkKey: network, now: 0, nick: "\u{1b}[2J")
+        let (seenC, seenD) = converse(&c, &d)
+        #expect(seenC == [.established(bob.publicKey)] && seenD == [.established(alice.publicKey)])
+        #expect(d.remoteNick == nil)
+        #expect(c.remoteNick == nil, "an escape sequence is not a nick")
+    }
+
     @Test("wrong network key, blocked identity, unexpected identity, talking to itself: each a named failure")
     func refusals() throws {
         let alice = try SigningKey.generate(), bob = try SigningKey.generate()

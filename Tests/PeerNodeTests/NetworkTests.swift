@@ -104,6 +104,9 @@ struct NetworkTests {
         #expect(await started(c))
         #expect(await linked(a, to: b))
         #expect(await linked(c, to: b))
+        // At first contact each side already knows the other's nick (claimed in the handshake).
+        #expect(a.events.value.first { $0["type"] == "peer_up" }?["nick"] == "bob")
+        #expect(b.events.value.first { $0["type"] == "peer_up" && $0["id"] == a.id }?["nick"] == "alice")
         for i in 1...20 { a.send("m\(i)") }
         await c.wait { $0["text"] == "m20" }
         #expect(c.messages(from: a.id) == (1...20).map { "m\($0)" })
