@@ -33,7 +33,9 @@ let package = Package(
         .target(name: "Store", dependencies: ["Gossip", "Crypto", "CSQLite"]),
         // LAN discovery: signed, sealed UDP multicast announcements; knows nothing of links.
         .target(name: "Discovery", dependencies: ["Crypto"]),
-        .executableTarget(name: "PeerNode", dependencies: ["Store", "Gossip", "Crypto", "WebSocket", "Discovery"]),
+        // The line-mode terminal: keys, line editing, prompt redraw; knows nothing of chat.
+        .target(name: "TermUI"),
+        .executableTarget(name: "PeerNode", dependencies: ["Store", "Gossip", "Crypto", "WebSocket", "Discovery", "TermUI"]),
         // The benchmark measures the machine's own ceilings, so it may call
         // libsodium and SQLite directly; no product code does.
         .executableTarget(
@@ -52,8 +54,9 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "GossipTests", dependencies: ["Gossip", "Crypto", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Gossip", "Crypto", "TestSupport"]),
+        .testTarget(name: "TermUITests", dependencies: ["TermUI"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "Crypto", "TestSupport"]),
-        .testTarget(name: "PeerNodeTests", dependencies: ["PeerNode", "Store", "Gossip", "Crypto", "TestSupport"]),
+        .testTarget(name: "PeerNodeTests", dependencies: ["PeerNode", "Store", "Gossip", "Crypto", "TestSupport"], exclude: ["Peers"]),
     ],
     swiftLanguageModes: [.v6]
 )

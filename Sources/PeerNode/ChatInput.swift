@@ -37,6 +37,9 @@ enum ChatInput: Equatable {
           //text            post a line that starts with /
         """
 
+    /// Every command word, for Tab completion.
+    static let commandNames = ["/join", "/j", "/msg", "/m", "/block", "/unblock", "/me", "/nick", "/history", "/stats", "/help", "/quit", "/exit"]
+
     static func parse(_ raw: String) -> ChatInput {
         let line = raw.hasSuffix("\r") ? String(raw.dropLast()) : raw
         if line.trimmingCharacters(in: .whitespaces).isEmpty { return .empty }

@@ -55,6 +55,9 @@ final class Node {
 
     var me: PublicKey { identity.publicKey }
 
+    /// Names of the public rooms this node knows, for completion.
+    var knownRooms: [String] { roomNames.values.map(\.value).sorted() }
+
     func roomID(_ name: RoomName) -> RoomID { RoomID.publicRoom(name, network: network) }
 
     /// Makes a public room known by name (so its messages can be read) and

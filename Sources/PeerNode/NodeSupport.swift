@@ -6,12 +6,17 @@ import Foundation
 final class Output: @unchecked Sendable {
     private let lock = NSLock()
     private var held: [String]?
+    /// Where lines go instead of stdout (the terminal session, which prints
+    /// them above the prompt). Set once, before any output.
+    var sink: (@Sendable ([String]) -> Void)?
 
     func line(_ text: String) {
         lock.lock()
         defer { lock.unlock() }
         if held != nil {
             held?.append(text)
+        } else if let sink {
+            sink([text])
         } else {
             FileHandle.standardOutput.write(Data((text + "\n").utf8))
         }
@@ -27,7 +32,12 @@ final class Output: @unchecked Sendable {
         lock.lock()
         let lines = held ?? []
         held = nil
-        if !lines.isEmpty { FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8)) }
+        if lines.isEmpty {
+        } else if let sink {
+            sink(lines)
+        } else {
+            FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+        }
         lock.unlock()
     }
 }

@@ -7,13 +7,40 @@ import Store
 /// `[14:02] #general <alice·k3fq> hello`. Every piece of text that came from
 /// the network goes through `TerminalText.sanitize` first.
 struct Renderer {
+    enum Style {
+        /// Plain text: pipes, files, scripts.
+        case plain
+        /// A person at a terminal: colours per nick (unless `colors` is off,
+        /// as NO_COLOR asks), and mentions of `me`'s nick highlighted with the bell.
+        case terminal(colors: Bool, me: PublicKey)
+    }
+
+    /// Set once at start, before any thread renders.
+    nonisolated(unsafe) static var style = Style.plain
+
     /// Nick of each author as known when rendering.
     let nicks: [PublicKey: String]
 
     func label(_ author: PublicKey) -> String {
         let fingerprint = author.shortFingerprint
-        guard let nick = nicks[author] else { return fingerprint }
-        return TerminalText.sanitize(nick) + "·" + fingerprint
+        let plain = nicks[author].map { TerminalText.sanitize($0) + "·" + fingerprint } ?? fingerprint
+        guard case .terminal(colors: true, _) = Self.style else { return plain }
+        // One of six colours, from the key, so a nick keeps its colour everywhere.
+        let colour = 31 + Int(author.bytes[0] % 6)
+        return "\u{1B}[\(colour)m" + plain + "\u{1B}[0m"
+    }
+
+    /// Whether `text` mentions our nick (a whole word, any case), in terminal style.
+    func mentionsMe(_ text: String, author: PublicKey) -> Bool {
+        guard case let .terminal(_, me) = Self.style, author != me, let nick = nicks[me]?.lowercased(), !nick.isEmpty else { return false }
+        let words = text.lowercased().split { !$0.isLetter && !$0.isNumber && $0 != "_" && $0 != "-" }
+        return words.contains { $0 == nick }
+    }
+
+    /// A mention: bold, and the bell (only at a terminal).
+    func highlighted(_ line: String, _ mention: Bool) -> String {
+        guard mention, case let .terminal(colors, _) = Self.style else { return line }
+        return (colors ? "\u{1B}[1m" + line + "\u{1B}[0m" : line) + "\u{07}"
     }
 
     func line(_ envelope: Envelope, room: String, text: String?) -> String {
@@ -22,9 +49,10 @@ struct Renderer {
         let who = label(envelope.author)
         guard let text else { return "[\(time)] \(roomLabel) <\(who)> [cannot decrypt]" }
         let body = TerminalText.sanitize(text)
+        let mention = mentionsMe(text, author: envelope.author)
         switch envelope.kind {
-        case .text: return "[\(time)] \(roomLabel) <\(who)> \(body)"
-        case .action: return "[\(time)] \(roomLabel) * \(who) \(body)"
+        case .text: return highlighted("[\(time)] \(roomLabel) <\(who)> \(body)", mention)
+        case .action: return highlighted("[\(time)] \(roomLabel) * \(who) \(body)", mention)
         case .nick: return "[\(time)] \(roomLabel) -- \(envelope.author.shortFingerprint) is now known as \(body)"
         case .join: return "[\(time)] \(roomLabel) --> \(who) joined"
         case .leave: return "[\(time)] \(roomLabel) <-- \(who) left"

@@ -3,6 +3,7 @@ import Discovery
 import Foundation
 import Gossip
 import Store
+import TermUI
 
 /// Exit codes: 0 success, 1 a runtime failure (message on stderr), 2 bad usage.
 enum ExitCode {
@@ -46,8 +47,20 @@ func run(_ command: Command) throws {
             try node.post(nick.value, kind: .nick, in: room)
         }
         let out = Output()
+        // A person at a terminal gets the line editor and a prompt; scripts and pipes get plain lines.
+        let terminal = !options.json && Terminal.isInteractive ? TerminalSession(prompt: room.value + "> ") : nil
+        if let terminal {
+            Renderer.style = .terminal(colors: environment["NO_COLOR"] == nil, me: node.me)
+            out.sink = { terminal.print($0) }
+            _ = terminal.start()
+        }
         let network = try NetworkNode(node: node, room: room, json: options.json, out: out)
         try network.start(listen: options.listen, peers: options.peers, discovery: try discoveryConfiguration(options))
+        if let terminal {
+            network.loop.execute {
+                terminal.setCompleter(network.completer())
+            }
+        }
         let done = DispatchSemaphore(value: 0)
         // Timeouts, clock exchanges and redials, once a second, on the loop.
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "peernode.tick"))
@@ -56,15 +69,21 @@ func run(_ command: Command) throws {
         timer.resume()
         // Standard input on its own thread; each line is handled on the loop.
         Thread.detachNewThread {
-            while let line = readLine(strippingNewline: true) {
+            while let line = terminal.map({ $0.readLine() }) ?? readLine(strippingNewline: true) {
                 let keepGoing = Locked(true)
+                let prompt = Locked("")
+                let completer = Locked(Completer())
                 let handled = DispatchSemaphore(value: 0)
                 network.loop.execute {
                     keepGoing.set(network.handleLine(line))
+                    prompt.set(network.session.room.value + "> ")
+                    completer.set(network.completer())
                     handled.signal()
                 }
                 handled.wait()
                 if !keepGoing.get() { break }
+                terminal?.setPrompt(prompt.get())
+                terminal?.setCompleter(completer.get())
             }
             // End of input means /quit: links closed cleanly, then exit.
             network.loop.execute {
@@ -72,6 +91,7 @@ func run(_ command: Command) throws {
                 network.closeAll()
             }
             Thread.sleep(forTimeInterval: 0.3)
+            terminal?.finish()
             done.signal()
         }
         done.wait()

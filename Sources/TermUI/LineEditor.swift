@@ -1,0 +1,188 @@
+/// The line being typed, as a pure value: keys in, what to do out. Knows
+/// nothing of terminals; `PromptLine` draws it.
+///
+/// Keys: Left/Right, Home/End (Ctrl-A/E), Backspace, Delete, Ctrl-U (to the
+/// start), Ctrl-K (to the end), Ctrl-W (the word before the cursor),
+/// Up/Down (history), Tab (completion), Enter, Ctrl-C (quit) and Ctrl-D
+/// (delete, or quit on an empty line).
+public struct LineEditor {
+    public enum Outcome: Equatable, Sendable {
+        /// Nothing to redraw.
+        case none
+        case redraw
+        case submit(String)
+        case quit
+        /// The key did nothing here (end of history, no completion): ring the bell.
+        case bell
+        /// Several completions: show them (the line was extended to their common prefix).
+        case choices([String])
+    }
+
+    /// Characters in one line at most; more are refused with the bell.
+    public static let maximumLength = 4_096
+    /// Lines kept for Up/Down.
+    public static let maximumHistory = 500
+
+    public private(set) var scalars: [Unicode.Scalar] = []
+    public private(set) var cursor = 0
+    public private(set) var history: [String] = []
+    private var historyIndex: Int?
+    private var draft: [Unicode.Scalar] = []
+
+    public init() {}
+
+    public var text: String { String(String.UnicodeScalarView(scalars)) }
+
+    public mutating func apply(_ key: Key, completer: Completer = Completer()) -> Outcome {
+        switch key {
+        case let .character(s):
+            guard scalars.count < Self.maximumLength else { return .bell }
+            scalars.insert(s, at: cursor)
+            cursor += 1
+        case .left:
+            guard cursor > 0 else { return .none }
+            cursor -= 1
+        case .right:
+            guard cursor < scalars.count else { return .none }
+            cursor += 1
+        case .home, .control("a"):
+            cursor = 0
+        case .end, .control("e"):
+            cursor = scalars.count
+        case .backspace, .control("h"):
+            guard cursor > 0 else { return .bell }
+            cursor -= 1
+            scalars.remove(at: cursor)
+        case .delete:
+            guard cursor < scalars.count else { return .bell }
+            scalars.remove(at: cursor)
+        case .control("d"):
+            if scalars.isEmpty { return .quit }
+            guard cursor < scalars.count else { return .bell }
+            scalars.remove(at: cursor)
+        case .control("u"):
+            scalars.removeSubrange(0..<cursor)
+            cursor = 0
+        case .control("k"):
+            scalars.removeSubrange(cursor...)
+        case .control("w"):
+            var start = cursor
+            while start > 0, scalars[start - 1] == " " { start -= 1 }
+            while start > 0, scalars[start - 1] != " " { start -= 1 }
+            scalars.removeSubrange(start..<cursor)
+            cursor = start
+        case .control("c"):
+            return .quit
+        case .up:
+            return recall(older: true)
+        case .down:
+            return recall(older: false)
+        case .tab:
+            return complete(completer)
+        case .enter:
+            let line = text
+            if !line.trimmingSpaces.isEmpty, history.last != line {
+                history.append(line)
+                if history.count > Self.maximumHistory { history.removeFirst() }
+            }
+            scalars = []
+            cursor = 0
+            historyIndex = nil
+            return .submit(line)
+        case .control, .alt, .escape, .unknown:
+            return .none
+        }
+        return .redraw
+    }
+
+    /// Replaces the line (used when the caller acts on Alt-1…9 and the like).
+    public mutating func set(_ line: String) {
+        scalars = Array(line.unicodeScalars.prefix(Self.maximumLength))
+        cursor = scalars.count
+    }
+
+    private mutating func recall(older: Bool) -> Outcome {
+        guard !history.isEmpty else { return .bell }
+        if older {
+            let next = (historyIndex ?? history.count) - 1
+            guard next >= 0 else { return .bell }
+            if historyIndex == nil { draft = scalars }
+            historyIndex = next
+            scalars = Array(history[next].unicodeScalars)
+        } else {
+            guard let index = historyIndex else { return .bell }
+            if index + 1 < history.count {
+                historyIndex = index + 1
+                scalars = Array(history[index + 1].unicodeScalars)
+            } else {
+                historyIndex = nil
+                scalars = draft
+            }
+        }
+        cursor = scalars.count
+        return .redraw
+    }
+
+    private mutating func complete(_ completer: Completer) -> Outcome {
+        var start = cursor
+        while start > 0, scalars[start - 1] != " " { start -= 1 }
+        let word = String(String.UnicodeScalarView(scalars[start..<cursor]))
+        let isFirstWord = !scalars[0..<start].contains { $0 != " " }
+        let matches = completer.matches(for: word, firstWord: isFirstWord)
+        guard !matches.isEmpty else { return .bell }
+        let common = Completer.commonPrefix(matches)
+        // Candidates that differ in case may share less than what was typed: keep what was typed then.
+        let replacement = matches.count == 1 ? matches[0] + " " : (common.unicodeScalars.count >= word.unicodeScalars.count ? common : word)
+        guard replacement.unicodeScalars.count + scalars.count - word.unicodeScalars.count <= Self.maximumLength else { return .bell }
+        scalars.replaceSubrange(start..<cursor, with: replacement.unicodeScalars)
+        cursor = start + replacement.unicodeScalars.count
+        return matches.count == 1 ? .redraw : .choices(matches)
+    }
+}
+
+/// What Tab completes: commands (a first word starting with `/`), rooms (a
+/// word starting with `#`) and nicks (anything else).
+public struct Completer: Sendable {
+    public var commands: [String]
+    public var rooms: [String]
+    public var nicks: [String]
+
+    public init(commands: [String] = [], rooms: [String] = [], nicks: [String] = []) {
+        self.commands = commands
+        self.rooms = rooms
+        self.nicks = nicks
+    }
+
+    public func matches(for word: String, firstWord: Bool) -> [String] {
+        let pool: [String]
+        if word.hasPrefix("/") {
+            guard firstWord else { return [] }
+            pool = commands
+        } else if word.hasPrefix("#") {
+            pool = rooms
+        } else {
+            guard !word.isEmpty else { return [] }
+            pool = nicks
+        }
+        let lowered = word.lowercased()
+        return Array(Set(pool.filter { $0.lowercased().hasPrefix(lowered) })).sorted()
+    }
+
+    static func commonPrefix(_ words: [String]) -> String {
+        guard var prefix = words.first.map({ Array($0) }) else { return "" }
+        for w in words.dropFirst() {
+            let chars = Array(w)
+            var n = 0
+            while n < prefix.count, n < chars.count, prefix[n] == chars[n] { n += 1 }
+            prefix = Array(prefix[0..<n])
+        }
+        return String(prefix)
+    }
+}
+
+extension String {
+    var trimmingSpaces: Substring {
+        let s = drop { $0 == " " }
+        return s.dropLast(s.reversed().prefix { $0 == " " }.count)
+    }
+}

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Types into a peernode running in a pseudo-terminal and reads its screen.
+
+A second node (B, --json, driven through pipes) is linked to the one in the
+terminal (A). Checks: the prompt; a message arriving while a line is half
+typed is printed above and the half line is drawn again; line editing keys;
+Tab completion; a mention rings the bell; Ctrl-C quits with exit code 0 and
+the terminal settings as they were. Prints what it checked; exits non-zero
+with the screen so far on the first failure.
+usage: terminal_session.py PEERNODE WORKDIR
+"""
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import termios
+import time
+
+PEERNODE, WORK = sys.argv[1], sys.argv[2]
+screen = b""
+
+
+def fail(why):
+    sys.stderr.write(f"FAILED: {why}\n--- screen ---\n{screen.decode(errors='replace')}\n")
+    sys.exit(1)
+
+
+def read_until(fd, needle, timeout=15, start=None):
+    """Reads the terminal until `needle` (bytes) appears after `start` (default: the
+    current end); returns what came from there."""
+    global screen
+    start = len(screen) if start is None else start
+    deadline = time.time() + timeout
+    while needle not in screen[start:]:
+        left = deadline - time.time()
+        if left <= 0:
+            fail(f"did not see {needle!r}")
+        r, _, _ = select.select([fd], [], [], left)
+        if r:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                fail(f"terminal closed before {needle!r}")
+            if not chunk:
+                fail(f"terminal closed before {needle!r}")
+            screen += chunk
+    return screen[start:]
+
+
+b = subprocess.Popen([PEERNODE, "--data-dir", os.path.join(WORK, "b"), "--json", "--no-discovery", "--nick", "bob",
+                      "--listen", "127.0.0.1:0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+ready = json.loads(b.stdout.readline())
+url = "ws://" + ready["listen"]
+
+pid, master = pty.fork()
+if pid == 0:
+    os.environ["TERM"] = "xterm"
+    os.environ["SWIFT_BACKTRACE"] = "enable=no"
+    os.environ.pop("NO_COLOR", None)
+    os.execv(PEERNODE, [PEERNODE, "--data-dir", os.path.join(WORK, "a"), "--no-discovery", "--nick", "alice",
+                        "--listen", "127.0.0.1:0", "--peer", url])
+before = termios.tcgetattr(master)
+
+read_until(master, b"#general> ")
+print("prompt shown")
+read_until(master, b"linked to")
+print("link reported")
+
+
+def b_says(text):
+    b.stdin.write((text + "\n").encode())
+    b.stdin.flush()
+
+
+def b_heard(text, timeout=15):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        r, _, _ = select.select([b.stdout], [], [], deadline - time.time())
+        if r:
+            event = json.loads(b.stdout.readline())
+            if event.get("type") == "message" and event.get("text") == text:
+                return
+    fail(f"B never got {text!r}")
+
+
+# A half-typed line survives a message arriving above it.
+os.write(master, b"hel")
+read_until(master, b"hel")
+mark = len(screen)
+b_says("hello alice")
+after = read_until(master, b"hello alice")
+# After the message line, the prompt and the half-typed "hel" come again.
+redrawn = read_until(master, b"#general> hel", start=screen.index(b"hello alice", mark))
+print("half-typed line redrawn after an incoming message")
+if b"\x07" not in after + redrawn:
+    fail("a mention of alice did not ring the bell")
+print("mention rang the bell")
+
+# Editing: Left Left X Enter turns "hel" into "hXel"; Home, Ctrl-K, Ctrl-W, Backspace too.
+os.write(master, b"\x1b[D\x1b[DX\r")
+b_heard("hXel")
+print("left arrow and insert: B got 'hXel'")
+os.write(master, b"one two three\x17\x17four\x01\x1b[C\x1b[C\x1b[Cx\x05!\r")
+b_heard("onex four!")
+print("Ctrl-W, Home (Ctrl-A), Right, End (Ctrl-E): B got 'onex four!'")
+os.write(master, b"drop this\x01\x0bkept\x7f\x7fpt\r")
+b_heard("kept")
+print("Ctrl-K and Backspace: B got 'kept'")
+
+# History: Up brings back the last line.
+os.write(master, b"\x1b[A\r")
+time.sleep(0.3)
+b_heard("kept")
+print("Up recalls the last line")
+
+# Tab completion of a command.
+os.write(master, b"/jo\t")
+read_until(master, b"/join ")
+os.write(master, b"#random\r")
+read_until(master, b"#random> ")
+print("Tab completed /join; the prompt follows the room")
+
+# Terminal escape sequences from the network are shown inert.
+b_says("/join #random")
+time.sleep(0.3)
+b_says("evil \x1b]0;owned\x07 \x1b[2J end")
+shown = read_until(master, b"end")
+if b"\x1b]0;owned" in shown or b"\x1b[2J" in shown:
+    fail("an escape sequence from the network reached the terminal")
+print("escape sequences from the network are inert")
+
+# Ctrl-C: exit 0, terminal settings back.
+os.write(master, b"\x03")
+_, status = os.waitpid(pid, 0)
+if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+    fail(f"Ctrl-C did not exit cleanly (status {status})")
+after_exit = termios.tcgetattr(master)
+if after_exit[3] != before[3] or after_exit[0] != before[0]:
+    fail(f"terminal not restored: lflag {before[3]:#x} -> {after_exit[3]:#x}, iflag {before[0]:#x} -> {after_exit[0]:#x}")
+print("Ctrl-C exits 0 and the terminal is restored")
+b.kill()

@@ -1,0 +1,133 @@
+import Testing
+import TermUI
+
+@Suite("Line editing")
+struct LineEditorTests {
+    func type(_ e: inout LineEditor, _ text: String) {
+        for s in text.unicodeScalars { _ = e.apply(.character(s)) }
+    }
+
+    @Test("insert in the middle, Home/End, Backspace, Delete, Ctrl-U/K/W")
+    func editing() {
+        var e = LineEditor()
+        type(&e, "abc")
+        _ = e.apply(.left)
+        _ = e.apply(.left)
+        type(&e, "X")
+        #expect(e.text == "aXbc" && e.cursor == 2)
+        _ = e.apply(.home)
+        _ = e.apply(.delete)
+        #expect(e.text == "Xbc" && e.cursor == 0)
+        _ = e.apply(.control("e"))
+        _ = e.apply(.backspace)
+        #expect(e.text == "Xb")
+        e.set("hello big world")
+        _ = e.apply(.control("w"))
+        #expect(e.text == "hello big ")
+        _ = e.apply(.control("a"))
+        _ = e.apply(.right)
+        _ = e.apply(.control("k"))
+        #expect(e.text == "h")
+        _ = e.apply(.control("u"))
+        #expect(e.text == "" && e.cursor == 0)
+        #expect(e.apply(.backspace) == .bell)
+        #expect(e.apply(.left) == LineEditor.Outcome.none)
+    }
+
+    @Test("Enter submits and keeps history; Up/Down walk it and give back the draft")
+    func history() {
+        var e = LineEditor()
+        type(&e, "first")
+        #expect(e.apply(.enter) == .submit("first"))
+        type(&e, "second")
+        #expect(e.apply(.enter) == .submit("second"))
+        type(&e, "draft")
+        _ = e.apply(.up)
+        #expect(e.text == "second")
+        _ = e.apply(.up)
+        #expect(e.text == "first")
+        #expect(e.apply(.up) == .bell)
+        _ = e.apply(.down)
+        _ = e.apply(.down)
+        #expect(e.text == "draft")
+        #expect(e.apply(.enter) == .submit("draft"))
+        #expect(e.history == ["first", "second", "draft"])
+        #expect(e.apply(.enter) == .submit(""))
+        #expect(e.history.count == 3, "empty lines are not kept")
+    }
+
+    @Test("Ctrl-C quits; Ctrl-D quits on an empty line and deletes otherwise")
+    func quitting() {
+        var e = LineEditor()
+        #expect(e.apply(.control("d")) == .quit)
+        type(&e, "ab")
+        _ = e.apply(.home)
+        #expect(e.apply(.control("d")) == .redraw)
+        #expect(e.text == "b")
+        #expect(e.apply(.control("c")) == .quit)
+    }
+
+    @Test("the line holds maximumLength characters; one more rings the bell")
+    func limit() {
+        var e = LineEditor()
+        e.set(String(repeating: "x", count: LineEditor.maximumLength - 1))
+        #expect(e.apply(.character("y")) == .redraw)
+        #expect(e.apply(.character("z")) == .bell)
+        #expect(e.text.count == LineEditor.maximumLength)
+    }
+
+    @Test("Tab completes commands, rooms and nicks; several matches extend to the common prefix and are listed")
+    func completion() {
+        let completer = Completer(commands: ["/join", "/j", "/msg", "/me"], rooms: ["#general", "#games"], nicks: ["alice", "alan", "bob"])
+        var e = LineEditor()
+        type(&e, "/jo")
+        #expect(e.apply(.tab, completer: completer) == .redraw)
+        #expect(e.text == "/join ")
+        type(&e, "#ge")
+        #expect(e.apply(.tab, completer: completer) == .redraw)
+        #expect(e.text == "/join #general ")
+        e.set("hi al")
+        #expect(e.apply(.tab, completer: completer) == .choices(["alan", "alice"]))
+        #expect(e.text == "hi al")
+        e.set("hi Bo")
+        _ = e.apply(.tab, completer: completer)
+        #expect(e.text == "hi bob ")
+        e.set("/m")
+        #expect(e.apply(.tab, completer: completer) == .choices(["/me", "/msg"]))
+        e.set("say /jo")
+        #expect(e.apply(.tab, completer: completer) == .bell, "commands only as the first word")
+        e.set("zz")
+        #expect(e.apply(.tab, completer: completer) == .bell)
+    }
+}
+
+@Suite("The prompt line")
+struct PromptLineTests {
+    @Test("prompt, text and cursor; a long line scrolls to keep the cursor in view; wide characters count two columns")
+    func render() {
+        var e = LineEditor()
+        e.set("hello")
+        let p = PromptLine(prompt: "#general> ", columns: 80, width: DisplayWidth.of)
+        #expect(p.render(e) == "\r\u{1B}[K#general> hello\r\u{1B}[15C")
+        _ = e.apply(.home)
+        #expect(p.render(e) == "\r\u{1B}[K#general> hello\r\u{1B}[10C")
+        var long = LineEditor()
+        long.set(String(repeating: "a", count: 100) + "END")
+        let narrow = PromptLine(prompt: "> ", columns: 20, width: DisplayWidth.of)
+        let drawn = narrow.render(long)
+        #expect(drawn.contains("END") && !drawn.contains(String(repeating: "a", count: 20)))
+        var wide = LineEditor()
+        wide.set("日本")
+        #expect(p.render(wide).hasSuffix("\r\u{1B}[14C"))
+        #expect(DisplayWidth.of("😀") == 2 && DisplayWidth.of("\u{301}") == 0 && DisplayWidth.of("a") == 1)
+    }
+
+    @Test("lines printed above the prompt come first, then the half-typed line is drawn again")
+    func printAbove() {
+        var e = LineEditor()
+        e.set("half")
+        let p = PromptLine(prompt: "#general> ", columns: 80)
+        #expect(p.printAbove(["[14:02] #general <bob·7hq2> hi"], editor: e)
+            == "\r\u{1B}[K[14:02] #general <bob·7hq2> hi\r\n\r\u{1B}[K#general> half\r\u{1B}[14C")
+    }
+}
