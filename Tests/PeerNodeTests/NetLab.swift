@@ -31,23 +31,13 @@ final class NetLab: @unchecked Sendable {
 
     @discardableResult
     func run(_ arguments: [String]) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/bash")
-        p.arguments = [Self.script] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["NETLAB_PREFIX"] = prefix
-        p.environment = environment
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try launch(p)
-        let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else {
-            throw Failure(description: "scripts/netlab \(arguments.joined(separator: " ")) failed: \(errors)\(output)")
+        let result = try runToEnd("/bin/bash", [Self.script] + arguments, environment: environment)
+        guard result.status == 0 else {
+            throw Failure(description: "scripts/netlab \(arguments.joined(separator: " ")) failed: \(result.stderr)\(result.stdout)")
         }
-        return output
+        return result.stdout
     }
 
     func namespace(_ host: Int) -> String { "\(prefix)\(host)" }

@@ -8,17 +8,9 @@ struct TerminalTests {
     func session() throws {
         let work = TemporaryDirectory()
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Peers/terminal_session.py").path
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        p.arguments = [script, PeerNodeProcess.binary, work.path]
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try launch(p)
-        let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0, "\(output)\n\(errors)")
+        let result = try runToEnd("/usr/bin/python3", [script, PeerNodeProcess.binary, work.path])
+        let output = result.stdout
+        #expect(result.status == 0, "\(output)\n\(result.stderr)")
         #expect(output.contains("Ctrl-C exits 0 and the terminal is restored"), "\(output)")
     }
 }

@@ -115,3 +115,27 @@ public func launch(_ process: Process) throws {
 }
 
 private let processLaunchLock = NSLock()
+
+/// What a finished child process printed, and how it ended.
+public struct Finished: Sendable {
+    public let status: Int32
+    public let stdout: String
+    public let stderr: String
+}
+
+/// Runs a program to its end (through `launch`), collecting its output.
+public func runToEnd(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> Finished {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: executable)
+    p.arguments = arguments
+    if let environment { p.environment = environment }
+    let out = Pipe(), err = Pipe()
+    p.standardOutput = out
+    p.standardError = err
+    try launch(p)
+    // Both pipes are drained before waiting, so a chatty child cannot block on a full pipe.
+    let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    p.waitUntilExit()
+    return Finished(status: p.terminationStatus, stdout: output, stderr: errors)
+}
