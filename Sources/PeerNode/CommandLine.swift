@@ -16,11 +16,19 @@ struct Options: Equatable {
     var multicast: String?
     /// Only this interface address for discovery (e.g. 127.0.0.1).
     var multicastInterface: String?
+    /// Relay: `plain` (default) or `json` lines on stderr (or in `logFile`).
+    var logFormat: String?
+    /// Relay: log here instead of stderr; SIGHUP reopens it.
+    var logFile: String?
+    /// Relay: the database size at which it stops taking envelopes from others (e.g. 500M, 2G).
+    var maxStore: String?
 }
 
 enum Command: Equatable {
     /// Start a node and chat from standard input (the default).
     case chat(Options)
+    /// A headless node that stores and forwards everything.
+    case relay(Options)
     /// Print the node id and fingerprint.
     case id(Options)
     /// Write a new random network key to a file.
@@ -64,6 +72,11 @@ enum CommandLineSpec {
         OptionSpec(name: "--multicast-if", argument: "ADDR",
                    help: "discover only on the interface with this IPv4 address (127.0.0.1: nodes on this host)",
                    apply: { $0.multicastInterface = $1 }),
+        OptionSpec(name: "--log-format", argument: "plain|json", help: "relay: how log lines look (default plain)", apply: { $0.logFormat = $1 }),
+        OptionSpec(name: "--log-file", argument: "FILE", help: "relay: log to FILE instead of stderr (SIGHUP reopens it)", apply: { $0.logFile = $1 }),
+        OptionSpec(name: "--max-store", argument: "SIZE",
+                   help: "relay: stop taking envelopes from others when the database reaches SIZE (e.g. 500M, 2G)",
+                   apply: { $0.maxStore = $1 }),
     ]
 
     /// Options without a value.
@@ -74,6 +87,7 @@ enum CommandLineSpec {
 
     static let commands: [(usage: String, help: String)] = [
         ("peernode [OPTIONS]", "start a node and chat from standard input"),
+        ("peernode relay [OPTIONS]", "run a headless relay: store and forward everything, /healthz and /metrics on the link port"),
         ("peernode id [--data-dir DIR]", "print this node's id (64 hex characters) and its short fingerprint"),
         ("peernode network new FILE", "write a new random network key to FILE (mode 0600, never overwrites)"),
         ("peernode help", "show this help (also --help, -h)"),
@@ -132,6 +146,15 @@ enum CommandLineSpec {
         switch words.first {
         case nil:
             return .chat(options)
+        case "relay":
+            try expectNoMore(words, after: 1)
+            if let format = options.logFormat, format != "plain", format != "json" {
+                throw UsageError(message: "--log-format takes plain or json, got \(format)")
+            }
+            if let size = options.maxStore, parseSize(size) == nil {
+                throw UsageError(message: "--max-store takes a size such as 500M or 2G, got \(size)")
+            }
+            return .relay(options)
         case "help":
             return .help
         case "version":
@@ -148,6 +171,20 @@ enum CommandLineSpec {
         case let other?:
             throw UsageError(message: "unknown command \(other)")
         }
+    }
+
+    /// Bytes in "123", "500K", "500M", "2G" (powers of 1024); nil if not a size.
+    static func parseSize(_ text: String) -> UInt64? {
+        let units: [Character: UInt64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
+        var digits = Substring(text.uppercased())
+        var factor: UInt64 = 1
+        if let last = digits.last, let unit = units[last] {
+            factor = unit
+            digits = digits.dropLast()
+        }
+        guard let n = UInt64(digits), n > 0 else { return nil }
+        let (product, overflow) = n.multipliedReportingOverflow(by: factor)
+        return overflow ? nil : product
     }
 
     private static func options_(named name: String) -> OptionSpec? {

@@ -46,13 +46,13 @@ final class NetworkNode: @unchecked Sendable {
     let out: Output
     let json: Bool
     let session: ChatSession
-    private var replicator: Replicator
+    private(set) var replicator: Replicator
     var links: [LinkID: Link] = [:]
     private var linkOf: [ObjectIdentifier: LinkID] = [:]
     private var nextLink = 1
     var dialers: [Dialer] = []
     private var lastShown: Int64
-    private var server: WebSocketServer?
+    var server: WebSocketServer?
     var discovery: DiscoveryService?
     private(set) var listenAddress = ""
     /// The port links are accepted on (0: none), as discovery announces it.
@@ -69,10 +69,20 @@ final class NetworkNode: @unchecked Sendable {
     static let duplicateGrace = 5.0
     static let duplicateReason = "duplicate link"
 
-    init(node: Node, room: RoomName, json: Bool, out: Output) throws {
+    let log: Logger
+    /// A relay shows nothing and logs instead (see `NetworkNode+Relay.swift`).
+    let relay: Bool
+    /// Relay: the database size at which envelopes from others are refused.
+    var maximumStore: UInt64?
+    var storeFull = false
+    let started = ProcessInfo.processInfo.systemUptime
+
+    init(node: Node, room: RoomName, json: Bool, out: Output, log: Logger, relay: Bool = false) throws {
         self.node = node
         self.json = json
         self.out = out
+        self.log = log
+        self.relay = relay
         loop = try EventLoop()
         session = try ChatSession(node: node, room: room)
         replicator = Replicator(me: node.me, clock: try node.store.vectorClock(), random: SystemRandomNumberGenerator())
@@ -85,11 +95,16 @@ final class NetworkNode: @unchecked Sendable {
     func start(listen: String?, peers: [String], discovery: DiscoveryService.Configuration? = nil) throws {
         let wanted = listen ?? Self.defaultListen
         guard let (host, port) = Self.split(hostPort: wanted) else { throw NodeError(description: "--listen needs HOST:PORT, got \(wanted)") }
+        var handler: (@Sendable (HTTPRequest) -> HTTPResponse?)?
+        if relay {
+            handler = { @Sendable [self] request in self.http(request) }
+        }
         let server = WebSocketServer(
             loop: loop,
             configuration: .init(paths: ["/peernode/1"], subprotocols: ["peernode.1"], requireSubprotocol: true,
                                  limits: WebSocketLimits(maximumMessageSize: Self.maximumLinkMessage, acceptsText: false)),
-            callbacks: callbacks(dialer: nil))
+            callbacks: callbacks(dialer: nil),
+            httpHandler: handler)
         do {
             let bound = try server.listen(host: host, port: port)
             listenAddress = "\(host):\(bound)"
@@ -98,7 +113,7 @@ final class NetworkNode: @unchecked Sendable {
         } catch {
             // The default port taken (a second node on this machine) is not fatal.
             if listen != nil { throw NodeError(description: "cannot listen on \(wanted): \(error)") }
-            FileHandle.standardError.write(Data("peernode: not accepting links (\(wanted): \(error))\n".utf8))
+            log.warning("not accepting links (\(wanted): \(error))")
         }
         for peer in peers {
             guard let (h, p) = Self.parse(peerURL: peer) else { throw NodeError(description: "--peer needs ws://HOST:PORT, got \(peer)") }
@@ -107,7 +122,9 @@ final class NetworkNode: @unchecked Sendable {
         if let discovery { startDiscovery(discovery, listening: self.server != nil) }
         loop.start()
         loop.execute { [self] in
-            if json {
+            if relay {
+                // A relay says nothing on stdout; it logs.
+            } else if json {
                 out.line(JSONEvents.line(["type": .string("ready"), "id": .string(node.me.hex), "nick": .string(node.nick ?? ""), "listen": .string(listenAddress)]))
             } else {
                 do { for l in try session.greeting() { out.line(l) } } catch { out.line("error: \(error)") }
@@ -129,7 +146,7 @@ final class NetworkNode: @unchecked Sendable {
             onClose: { [self] c, info in closed(c, reason: info.reason) },
             onHandshakeFailure: { [self] c, error in
                 count("websocket_handshake_failed")
-                FileHandle.standardError.write(Data("peernode: link to \(c.remoteAddress) failed: \(error)\n".utf8))
+                log.warning("link to \(c.remoteAddress) failed: \(error)")
                 if let dialer { redialLater(dialer, after: "\(error)") }
             })
     }
@@ -151,6 +168,7 @@ final class NetworkNode: @unchecked Sendable {
     }
 
     private func receive(_ bytes: [UInt8], on id: LinkID) {
+        count("bytes_in", by: bytes.count)
         guard var link = links[id] else { return }
         let actions = link.session.receive(bytes)
         links[id] = link
@@ -162,6 +180,7 @@ final class NetworkNode: @unchecked Sendable {
             guard let link = links[id] else { return }
             switch action {
             case let .send(bytes):
+                count("bytes_out", by: bytes.count)
                 link.connection.send(.binary(bytes))
             case let .established(remote):
                 established(id, remote: remote)
@@ -177,7 +196,7 @@ final class NetworkNode: @unchecked Sendable {
                 }
             case let .close(failure):
                 count(failure.counterName)
-                FileHandle.standardError.write(Data("peernode: link from \(link.connection.remoteAddress) refused: \(failure)\n".utf8))
+                log.warning("link from \(link.connection.remoteAddress) refused: \(failure)", ["reason": failure.counterName])
                 link.connection.close(code: .policyViolation, reason: failure.description)
             }
         }
@@ -207,6 +226,8 @@ final class NetworkNode: @unchecked Sendable {
         discovery?.setLinked(remote, true)
         if alreadyAnnounced {
             // The peer stays up: only the connection under it changed.
+        } else if relay {
+            log.info("link up", ["peer": remote.hex, "nick": link.session.remoteNick ?? "", "addr": link.connection.remoteAddress])
         } else {
             // The nick from its messages if we have them, else the one it claimed in the handshake.
             var nicks = node.nicks
@@ -231,7 +252,9 @@ final class NetworkNode: @unchecked Sendable {
                 if !links.values.contains(where: { $0.remote == remote }) { pendingDown[remote] = monotonic() + Self.duplicateGrace }
             } else if !links.values.contains(where: { $0.remote == remote }) {
                 discovery?.setLinked(remote, false)
-                if json { out.line(JSONEvents.line(["type": .string("peer_down"), "id": .string(remote.hex)])) } else { out.line("-- link to \(remote.shortFingerprint) closed: \(reason)") }
+                if relay {
+                    log.info("link down", ["peer": remote.hex, "reason": reason])
+                } else if json { out.line(JSONEvents.line(["type": .string("peer_down"), "id": .string(remote.hex)])) } else { out.line("-- link to \(remote.shortFingerprint) closed: \(reason)") }
             }
         }
         if let d = link.dialer { redialLater(d, after: reason) }
@@ -281,7 +304,8 @@ final class NetworkNode: @unchecked Sendable {
         case let .clock(_, full): countClock(full ? "clock_full_sent" : "clock_delta_sent", bytes: encoded.count)
         case .clockSince: countClock("clock_since_sent", bytes: encoded.count)
         case .fullClockWanted: countClock("full_clock_wanted_sent", bytes: encoded.count)
-        case .envelopes, .request: break
+        case let .envelopes(batch): count("envelopes_sent", by: batch.count)
+        case .request: break
         }
         for chunk in GossipChunker.chunks(encoded) {
             guard var link = links[id] else { return }
@@ -291,7 +315,7 @@ final class NetworkNode: @unchecked Sendable {
         }
     }
 
-    private func perform(_ actions: [Replicator.Action]) {
+    func perform(_ actions: [Replicator.Action]) {
         for action in actions {
             switch action {
             case let .send(id, message):
@@ -312,7 +336,7 @@ final class NetworkNode: @unchecked Sendable {
             case let .remember(id, clocks):
                 guard let remote = links[id]?.remote else { continue }
                 do { try node.store.savePeerClocks(clocks, of: remote, at: Node.now()) } catch {
-                    FileHandle.standardError.write(Data("peernode: saving the clock of \(remote.shortFingerprint) failed: \(error)\n".utf8))
+                    log.warning("saving the clock of \(remote.shortFingerprint) failed: \(error)")
                 }
             }
         }
@@ -328,6 +352,12 @@ final class NetworkNode: @unchecked Sendable {
     static let inlineVerifyLimit = 8
 
     private func verifyAndStore(_ batch: [CarriedEnvelope], from id: LinkID) {
+        if storeFull {
+            // Refused, not lost: the clock exchange offers them again once there is room.
+            count("store_full", by: batch.count)
+            perform(replicator.stored(from: id, checked: batch, inserted: [], invalid: 0, newClock: []))
+            return
+        }
         if batchesVerifying == 0, batch.count <= Self.inlineVerifyLimit {
             store(Self.verified(batch), checked: batch, from: id)
             return
@@ -359,7 +389,7 @@ final class NetworkNode: @unchecked Sendable {
             // Only the authors of this batch can have moved.
             clock = Set(valid.map(\.envelope.author)).map { Dependency(author: $0, sequence: node.store.contiguous(of: $0)) }
         } catch {
-            FileHandle.standardError.write(Data("peernode: storing failed: \(error)\n".utf8))
+            log.warning("storing failed: \(error)")
         }
         perform(replicator.stored(from: id, checked: batch, inserted: inserted, invalid: batch.count - valid.count, newClock: clock))
         showDeliveries()
@@ -388,7 +418,7 @@ final class NetworkNode: @unchecked Sendable {
         return batch.indices.filter { flags[$0] }.map { batch[$0] }
     }
 
-    private func count(_ reason: String, by n: Int = 1) {
+    func count(_ reason: String, by n: Int = 1) {
         counters[reason, default: 0] += n
     }
 
@@ -416,6 +446,7 @@ final class NetworkNode: @unchecked Sendable {
 
     /// Prints what was delivered since last time, in delivery (causal) order.
     private func showDeliveries() {
+        guard !relay else { return }
         guard let fresh = try? node.store.delivered(after: lastShown) else { return }
         out.hold()
         defer { out.release() }
@@ -510,6 +541,7 @@ final class NetworkNode: @unchecked Sendable {
 
     func tick() {
         let now = monotonic()
+        checkStoreSize()
         for (remote, deadline) in pendingDown where now >= deadline {
             pendingDown[remote] = nil
             if !links.values.contains(where: { $0.remote == remote }) {

@@ -54,7 +54,9 @@ func run(_ command: Command) throws {
             out.sink = { terminal.print($0) }
             _ = terminal.start()
         }
-        let network = try NetworkNode(node: node, room: room, json: options.json, out: out)
+        let log = try Logger(format: .chat)
+        if let terminal { log.sink = { terminal.print([$0]) } }
+        let network = try NetworkNode(node: node, room: room, json: options.json, out: out, log: log)
         try network.start(listen: options.listen, peers: options.peers, discovery: try discoveryConfiguration(options))
         if let terminal {
             network.loop.execute {
@@ -96,6 +98,8 @@ func run(_ command: Command) throws {
         }
         done.wait()
         timer.cancel()
+    case let .relay(options):
+        try runRelay(options, environment: environment)
     }
 }
 

@@ -1,3 +1,4 @@
+import Glibc
 import Crypto
 import Gossip
 
@@ -302,6 +303,20 @@ extension Store {
             i += 40
         }
         return clock
+    }
+
+    // MARK: size
+
+    public func envelopeCount() throws -> Int {
+        Int(try db.integer("SELECT count(*) FROM envelopes"))
+    }
+
+    /// Bytes on disk: the database, its WAL and its shared-memory index.
+    public var bytesOnDisk: UInt64 {
+        [path, path + "-wal", path + "-shm"].reduce(UInt64(0)) { total, file in
+            var info = stat()
+            return stat(file, &info) == 0 ? total + UInt64(max(0, info.st_size)) : total
+        }
     }
 }
 

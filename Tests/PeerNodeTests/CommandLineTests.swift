@@ -119,4 +119,23 @@ struct BlockInputTests {
         #expect(ChatInput.parse("/block") == .error("/block needs one identity: /block alice·k3fq"))
         #expect(ChatInput.parse("/block a b") == .error("/block needs one identity: /block alice·k3fq"))
     }
+
+    @Test("relay: its options, a bad --log-format or --max-store is a usage error; sizes at their limits")
+    func relayCommand() throws {
+        var o = Options()
+        o.logFormat = "json"
+        o.maxStore = "2G"
+        o.listen = "0.0.0.0:7733"
+        #expect(try CommandLineSpec.parse(["relay", "--log-format", "json", "--max-store", "2G", "--listen", "0.0.0.0:7733"]) == .relay(o))
+        #expect(throws: UsageError(message: "--log-format takes plain or json, got xml")) { try CommandLineSpec.parse(["relay", "--log-format", "xml"]) }
+        #expect(throws: UsageError(message: "--max-store takes a size such as 500M or 2G, got lots")) { try CommandLineSpec.parse(["relay", "--max-store", "lots"]) }
+        #expect(throws: UsageError(message: "unexpected argument extra")) { try CommandLineSpec.parse(["relay", "extra"]) }
+        #expect(CommandLineSpec.parseSize("1") == 1)
+        #expect(CommandLineSpec.parseSize("500m") == 500 << 20)
+        #expect(CommandLineSpec.parseSize("16777215T") == 16_777_215 << 40, "the largest that fits")
+        #expect(CommandLineSpec.parseSize("16777216T") == nil, "one past overflows")
+        #expect(CommandLineSpec.parseSize("0") == nil)
+        #expect(CommandLineSpec.parseSize("") == nil)
+    }
 }
+

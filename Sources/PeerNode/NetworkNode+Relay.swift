@@ -1,0 +1,93 @@
+import Crypto
+import Foundation
+import Gossip
+import WebSocket
+
+/// What a relay adds: `GET /healthz` and `GET /metrics` on the link port,
+/// the store-size limit, and a clean stop. All of it runs on the loop.
+extension NetworkNode {
+    /// `/healthz` (JSON) and `/metrics` (Prometheus text format 0.0.4).
+    func http(_ request: HTTPRequest) -> HTTPResponse? {
+        switch request.path {
+        case "/healthz":
+            let body = JSONEvents.line([
+                "status": .string(storeFull ? "store_full" : "ok"), "id": .string(node.me.hex),
+                "links": .number(UInt64(linkedPeers.count)), "envelopes": .number(UInt64((try? node.store.envelopeCount()) ?? 0)),
+                "uptime_seconds": .number(UInt64(max(0, monotonic() - started))),
+            ])
+            return HTTPResponse(status: 200, contentType: "application/json", body: Array((body + "\n").utf8))
+        case "/metrics":
+            return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Array(metrics().utf8))
+        default:
+            return nil
+        }
+    }
+
+    /// Remote identities with a link up, one per peer.
+    var linkedPeers: [LinkID: PublicKey] {
+        var out: [LinkID: PublicKey] = [:]
+        for (id, link) in links { if let remote = link.remote { out[id] = remote } }
+        return out
+    }
+
+    func metrics() -> String {
+        var lines: [String] = []
+        func metric(_ name: String, _ type: String, _ help: String, _ samples: [(labels: String, value: Int)]) {
+            lines.append("# HELP peernode_\(name) \(help)")
+            lines.append("# TYPE peernode_\(name) \(type)")
+            for s in samples { lines.append("peernode_\(name)\(s.labels) \(s.value)") }
+        }
+        let peers = linkedPeers
+        metric("links", "gauge", "Links up now.", [("", peers.count)])
+        metric("peers_known", "gauge", "Peers known: linked, or found by discovery.",
+               [("", Set(peers.values).union(dialers.compactMap { $0.retired ? nil : $0.remote }).count)])
+        metric("envelopes_stored", "gauge", "Envelopes in the store.", [("", (try? node.store.envelopeCount()) ?? 0)])
+        metric("store_bytes", "gauge", "Bytes of the database on disk.", [("", Int(clamping: node.store.bytesOnDisk))])
+        metric("envelopes_relayed_total", "counter", "Envelopes sent to peers.", [("", counters["envelopes_sent"] ?? 0)])
+        metric("bytes_received_total", "counter", "Bytes received on links.", [("", counters["bytes_in"] ?? 0)])
+        metric("bytes_sent_total", "counter", "Bytes sent on links.", [("", counters["bytes_out"] ?? 0)])
+        let dropReasons = ["invalid_envelope", "fork", "store_full", "bad_gossip_message", "disconnected_invalid", "websocket_handshake_failed",
+                           "wrong_network_key", "bad_identity", "handshake_timeout", "malformed_handshake", "transport_decrypt_failed",
+                           "blocked", "unexpected_identity", "self_connection", "nonce_exhausted"]
+        var drops = dropReasons.map { (labels: "{reason=\"\($0)\"}", value: counters[$0] ?? 0) }
+        for (key, value) in (discovery?.counters ?? [:]).sorted(by: { $0.key < $1.key }) where key.hasPrefix("discovery_drop_") {
+            drops.append((labels: "{reason=\"discovery_\(key.dropFirst("discovery_drop_".count))\"}", value: value))
+        }
+        metric("drops_total", "counter", "Refused or dropped input, by reason.", drops)
+        // Sync lag: envelopes we hold that a linked peer is not known to hold.
+        let clock = replicator.clock
+        var lag: [(labels: String, value: Int)] = []
+        for (id, remote) in peers.sorted(by: { $0.value < $1.value }) {
+            let known = replicator.knownClock(of: id) ?? VectorClock()
+            let missing = clock.entries.reduce(UInt64(0)) { $0 + ($1.value > known[$1.key] ? $1.value - known[$1.key] : 0) }
+            lag.append((labels: "{peer=\"\(remote.hex)\"}", value: Int(clamping: missing)))
+        }
+        metric("sync_lag_envelopes", "gauge", "Envelopes this node holds that the peer is not known to hold.", lag)
+        metric("uptime_seconds", "gauge", "Seconds since start.", [("", Int(max(0, monotonic() - started)))])
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Relay with `--max-store`: stop taking envelopes from others at the
+    /// limit (logged once each way); they are offered again later.
+    func checkStoreSize() {
+        guard let limit = maximumStore else { return }
+        let full = node.store.bytesOnDisk >= limit
+        if full != storeFull {
+            storeFull = full
+            if full {
+                log.warning("store full: refusing envelopes from others", ["bytes": String(node.store.bytesOnDisk), "limit": String(limit)])
+            } else {
+                log.info("store has room again", ["bytes": String(node.store.bytesOnDisk)])
+            }
+        }
+    }
+
+    /// SIGTERM/SIGINT: no new links, every link closed with 1001 (the loop
+    /// flushes what is queued before the close frame).
+    func stopAccepting() {
+        server?.stop()
+        server = nil
+        stopDiscovery()
+        closeAll()
+    }
+}

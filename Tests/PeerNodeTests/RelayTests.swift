@@ -1,0 +1,174 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// A `peernode relay` process; its JSON log lines are collected.
+final class RelayProcess: @unchecked Sendable {
+    let process = Process()
+    let log = Locked<[[String: String]]>([])
+
+    init(dir: String, _ arguments: [String] = []) throws {
+        process.executableURL = URL(fileURLWithPath: PeerNodeProcess.binary)
+        process.arguments = ["relay", "--data-dir", dir, "--listen", "127.0.0.1:0", "--no-discovery", "--log-format", "json"] + arguments
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try launch(process)
+        let handle = errors.fileHandleForReading
+        let log = self.log
+        Thread.detachNewThread {
+            var buffer = Data()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                buffer.append(chunk)
+                while let nl = buffer.firstIndex(of: 0x0A) {
+                    let line = buffer[buffer.startIndex..<nl]
+                    buffer.removeSubrange(buffer.startIndex...nl)
+                    if let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] {
+                        log.withLock { $0.append(object.mapValues { "\($0)" }) }
+                    }
+                }
+            }
+        }
+    }
+
+    func ready() async -> [String: String]? {
+        await eventuallyValue { self.log.value.first { $0["msg"] == "relay ready" } }
+    }
+
+    func terminate() -> Int32 {
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+}
+
+func eventuallyValue<T>(_ timeout: Double = 20, _ probe: () -> T?) async -> T? {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if let v = probe() { return v }
+        try? await Task.sleep(nanoseconds: 50_000_000)
+    }
+    return probe()
+}
+
+/// A plain HTTP/1.1 GET over a socket: status and body.
+func httpGet(_ hostPort: String, _ path: String) -> (status: Int, body: String)? {
+    guard let colon = hostPort.lastIndex(of: ":"), let port = UInt16(hostPort[hostPort.index(after: colon)...]) else { return nil }
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    inet_pton(AF_INET, String(hostPort[..<colon]), &address.sin_addr)
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { return nil }
+    let request = Array("GET \(path) HTTP/1.1\r\nHost: \(hostPort)\r\nConnection: close\r\n\r\n".utf8)
+    _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    var response: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let n = read(fd, &buffer, buffer.count)
+        if n <= 0 { break }
+        response += buffer[0..<n]
+    }
+    let text = String(decoding: response, as: UTF8.self)
+    guard let headEnd = text.range(of: "\r\n\r\n"), let status = Int(text.split(separator: " ").dropFirst().first ?? "") else { return nil }
+    return (status, String(text[headEnd.upperBound...]))
+}
+
+/// Prometheus text: every sample line as name{labels} → value; nil if any line does not parse.
+func parseMetrics(_ text: String) -> [String: Int]? {
+    var out: [String: Int] = [:]
+    for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+        let parts = line.split(separator: " ")
+        guard parts.count == 2, let value = Int(parts[1]), parts[0].hasPrefix("peernode_") else { return nil }
+        out[String(parts[0])] = value
+    }
+    return out
+}
+
+@Suite("The headless relay", .serialized)
+struct RelayTests {
+    @Test("two nodes that never link directly chat through a relay; /healthz and /metrics parse; SIGTERM exits 0 with nothing lost")
+    func relay() async throws {
+        let dirs = (0..<3).map { _ in TemporaryDirectory() }
+        var relay = try RelayProcess(dir: dirs[0].path)
+        let ready = try #require(await relay.ready())
+        let listen = try #require(ready["listen"])
+        let a = try NodeProcess(dir: dirs[1].path, ["--nick", "alice", "--peer", "ws://" + listen])
+        let c = try NodeProcess(dir: dirs[2].path, ["--nick", "carol", "--peer", "ws://" + listen])
+        #expect(await started(a))
+        #expect(await started(c))
+        #expect(await a.wait { $0["type"] == "peer_up" && $0["id"] == ready["id"] } != nil)
+        #expect(await c.wait { $0["type"] == "peer_up" && $0["id"] == ready["id"] } != nil)
+        for i in 1...20 { a.send("via relay \(i)") }
+        #expect(await c.wait { $0["text"] == "via relay 20" } != nil)
+        #expect(c.messages(from: a.id) == (1...20).map { "via relay \($0)" })
+        a.send("/msg \(c.id) only for carol")
+        #expect(await c.wait { $0["kind"] == "dm" && $0["text"] == "only for carol" } != nil)
+        // The two nodes never linked to each other.
+        #expect(!a.events.value.contains { $0["type"] == "peer_up" && $0["id"] == c.id })
+
+        let health = try #require(httpGet(listen, "/healthz"))
+        #expect(health.status == 200)
+        let status = try #require(try JSONSerialization.jsonObject(with: Data(health.body.utf8)) as? [String: Any])
+        #expect(status["status"] as? String == "ok" && status["links"] as? Int == 2)
+        let stored = try #require(status["envelopes"] as? Int)
+        #expect(stored >= 23, "20 posts, a DM and two nicks")
+        let metricsResponse = try #require(httpGet(listen, "/metrics"))
+        #expect(metricsResponse.status == 200)
+        let metrics = try #require(parseMetrics(metricsResponse.body), "\(metricsResponse.body)")
+        #expect(metrics["peernode_links"] == 2)
+        #expect(metrics["peernode_envelopes_stored"] == stored)
+        #expect((metrics["peernode_envelopes_relayed_total"] ?? 0) >= 21)
+        #expect((metrics["peernode_bytes_received_total"] ?? 0) > 0 && (metrics["peernode_bytes_sent_total"] ?? 0) > 0)
+        #expect(metrics["peernode_sync_lag_envelopes{peer=\"\(c.id)\"}"] != nil)
+        #expect(metrics["peernode_drops_total{reason=\"invalid_envelope\"}"] == 0)
+        #expect(httpGet(listen, "/nothing-here")?.status == 404)
+
+        // SIGTERM: exit 0, links closed (the nodes see peer_down), nothing lost.
+        #expect(relay.terminate() == 0)
+        #expect(await a.wait { $0["type"] == "peer_down" && $0["id"] == ready["id"] } != nil)
+        #expect(relay.log.value.contains { $0["msg"] == "stopped" })
+        relay = try RelayProcess(dir: dirs[0].path)
+        let again = try #require(await relay.ready())
+        let listen2 = try #require(again["listen"])
+        let health2 = try #require(httpGet(listen2, "/healthz"))
+        let status2 = try #require(try JSONSerialization.jsonObject(with: Data(health2.body.utf8)) as? [String: Any])
+        #expect(status2["envelopes"] as? Int == stored)
+        _ = relay.terminate()
+        a.quit(); c.quit()
+    }
+
+    @Test("a relay at its --max-store refuses envelopes from others with a counted, logged reason, and keeps what it has")
+    func maxStore() async throws {
+        let dirs = (0..<2).map { _ in TemporaryDirectory() }
+        let relay = try RelayProcess(dir: dirs[0].path, ["--max-store", "1K"])
+        let ready = try #require(await relay.ready())
+        let listen = try #require(ready["listen"])
+        let a = try NodeProcess(dir: dirs[1].path, ["--peer", "ws://" + listen])
+        #expect(await started(a))
+        #expect(await a.wait { $0["type"] == "peer_up" } != nil)
+        for i in 1...5 { a.send("too much \(i)") }
+        #expect(await eventuallyValue { relay.log.value.first { $0["msg"]?.hasPrefix("store full") == true } } != nil)
+        let metrics = await eventuallyValue { () -> [String: Int]? in
+            guard let m = httpGet(listen, "/metrics").flatMap({ parseMetrics($0.body) }),
+                  (m["peernode_drops_total{reason=\"store_full\"}"] ?? 0) > 0 else { return nil }
+            return m
+        }
+        #expect(metrics != nil, "store_full drops counted")
+        let health = httpGet(listen, "/healthz")
+        #expect(health?.body.contains("\"status\":\"store_full\"") == true)
+        #expect(relay.terminate() == 0)
+        a.quit()
+    }
+}
