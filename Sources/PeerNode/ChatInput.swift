@@ -14,6 +14,14 @@ enum ChatInput: Equatable {
     case history(Int)
     /// `/stats`: the node's counters (links, clock exchanges, refusals by reason).
     case stats
+    case rooms
+    /// `/switch ROOM|N`, `/1`…`/9`.
+    case switchRoom(String)
+    case part
+    case who
+    case peers
+    /// `/help CMD`.
+    case helpOn(String)
     case help
     case quit
     case empty
@@ -23,22 +31,32 @@ enum ChatInput: Equatable {
     /// `/history N` shows at most this many lines.
     static let maximumHistory = 10_000
 
-    static let helpText = """
-        commands:
-          /join #room       switch to a room (created on first use)
-          /msg WHO TEXT     a direct message; WHO is a nick, nick·fp or a 64-hex id (/m)
-          /block WHO        refuse WHO's links and hide their messages (/unblock WHO undoes it)
-          /me TEXT          an action: * alice waves
-          /nick NAME        change the nick shown next to your fingerprint
-          /history [N]      show the last N messages of the room (default 20)
-          /stats            the node's counters: links, clock exchanges, refusals by reason
-          /help             this list
-          /quit             leave
-          //text            post a line that starts with /
-        """
+    /// Every command: the words that call it, its usage and what it does.
+    /// `/help`, `/help CMD` and Tab completion all come from this table.
+    static let commands: [(names: [String], usage: String, help: String)] = [
+        (["join", "j"], "/join #room", "switch to a room (created on first use); /j for short"),
+        (["part"], "/part", "leave the current room (back to #general)"),
+        (["rooms"], "/rooms", "your rooms, most recent first, with unread counts and the last message"),
+        (["switch"], "/switch ROOM|N", "go to a room by name or by its number in /rooms (also /1../9 and Alt-1..9)"),
+        (["msg", "m"], "/msg WHO TEXT", "a direct message; WHO is a nick, nick·fp or a 64-hex id; /m for short"),
+        (["me"], "/me TEXT", "an action: * alice waves"),
+        (["nick"], "/nick NAME", "change the nick shown next to your fingerprint"),
+        (["who"], "/who", "who has posted in this room, and who of them is linked now"),
+        (["peers"], "/peers", "linked and discovered nodes: fingerprint, address, since, sync state"),
+        (["history"], "/history [N]", "the last N messages of the room (default 20)"),
+        (["block", "unblock"], "/block WHO", "refuse WHO's links and hide their messages; /unblock WHO undoes it"),
+        (["stats"], "/stats", "the node's counters: links, clock exchanges, refusals by reason"),
+        (["help"], "/help [CMD]", "this list, or one command"),
+        (["quit", "exit"], "/quit [reason]", "leave (Ctrl-D on an empty line, or Ctrl-C, too)"),
+    ]
+
+    static var helpText: String {
+        (["commands:"] + commands.map { "  " + $0.usage.padding(toLength: 18, withPad: " ", startingAt: 0) + $0.help }
+            + ["  //text            post a line that starts with /"]).joined(separator: "\n")
+    }
 
     /// Every command word, for Tab completion.
-    static let commandNames = ["/join", "/j", "/msg", "/m", "/block", "/unblock", "/me", "/nick", "/history", "/stats", "/help", "/quit", "/exit"]
+    static let commandNames = commands.flatMap { $0.names.map { "/" + $0 } }
 
     static func parse(_ raw: String) -> ChatInput {
         let line = raw.hasSuffix("\r") ? String(raw.dropLast()) : raw
@@ -73,7 +91,17 @@ enum ChatInput: Equatable {
         case "stats":
             return argument.isEmpty ? .stats : .error("/stats takes no argument")
         case "help":
-            return .help
+            guard !argument.isEmpty else { return .help }
+            let wanted = argument.hasPrefix("/") ? String(argument.dropFirst()) : argument
+            guard let entry = commands.first(where: { $0.names.contains(wanted) }) else { return .error("no command /\(wanted) (try /help)") }
+            return .helpOn(entry.usage + "  " + entry.help)
+        case "rooms", "who", "peers", "part":
+            guard argument.isEmpty else { return .error("/\(name) takes no argument") }
+            return ["rooms": .rooms, "who": .who, "peers": .peers, "part": .part][String(name)] ?? .empty
+        case "switch":
+            return argument.isEmpty || argument.contains(" ") ? .error("/switch needs a room or a number: /switch #random") : .switchRoom(argument)
+        case "1", "2", "3", "4", "5", "6", "7", "8", "9":
+            return argument.isEmpty ? .switchRoom(String(name)) : .error("/\(name) takes no argument")
         case "quit", "exit":
             return .quit
         default:

@@ -51,9 +51,32 @@ final class ChatSession {
                 return (try history(ChatInput.defaultHistory), true)
             case let .history(n):
                 return (try history(n), true)
-            case .stats:
-                // The networked node answers this itself; here there is nothing to count.
-                return (["-- stats: no links in this mode"], true)
+            case .stats, .who, .peers:
+                // The networked node answers these itself; here there are no links.
+                return (["-- no links in this mode"], true)
+            case let .helpOn(text):
+                return (["  " + text], true)
+            case .rooms:
+                return (try roomList(), true)
+            case let .switchRoom(which):
+                let rooms = try joinedRooms()
+                let target: RoomName
+                if let n = Int(which) {
+                    guard n >= 1, n <= rooms.count else { return (["error: no room \(n) (see /rooms)"], true) }
+                    target = rooms[n - 1]
+                } else {
+                    target = try RoomName(which)
+                    guard rooms.contains(target) else { return (["error: not in \(target.value) (/join \(target.value) first)"], true) }
+                }
+                room = target
+                return (try history(ChatInput.defaultHistory), true)
+            case .part:
+                guard room != .general else { return (["error: #general is home; /quit to leave"], true) }
+                _ = try node.post("", kind: .leave, in: room)
+                let left = room
+                try node.leave(left)
+                room = .general
+                return (["-- left \(left.value)"] + (try history(ChatInput.defaultHistory)), true)
             case .help:
                 return (ChatInput.helpText.split(separator: "\n").map(String.init), true)
             case .quit:
@@ -71,6 +94,28 @@ final class ChatSession {
             }
         } catch {
             return (["error: \(error)"], true)
+        }
+    }
+
+    /// Named rooms, most recent first (the order of /rooms and /1…/9).
+    func joinedRooms() throws -> [RoomName] {
+        try node.store.roomSummaries(me: node.me).compactMap { summary in summary.name.flatMap { try? RoomName($0) } }
+    }
+
+    private func roomList() throws -> [String] {
+        let summaries = try node.store.roomSummaries(me: node.me).filter { $0.name != nil }
+        guard !summaries.isEmpty else { return ["-- no rooms yet: /join #room"] }
+        let renderer = Renderer(nicks: node.nicks)
+        return ["-- rooms (most recent first):"] + summaries.enumerated().map { index, summary in
+            let name = TerminalText.sanitize(summary.name ?? "")
+            let marker = summary.name == room.value ? "*" : " "
+            let unread = summary.unread > 0 ? " (\(summary.unread) unread)" : ""
+            var preview = ""
+            if let last = summary.last, let text = node.plaintext(of: last.envelope) {
+                let short = text.count > 40 ? String(text.prefix(39)) + "…" : text
+                preview = "  [\(Renderer.clock(last.envelope.timestamp))] <\(renderer.label(last.envelope.author))> \(TerminalText.sanitize(short))"
+            }
+            return "\(marker)\(index + 1). \(name)\(unread)\(preview)"
         }
     }
 

@@ -17,6 +17,8 @@ final class NetworkNode: @unchecked Sendable {
         var remote: PublicKey?
         let dialed: Bool
         let dialer: Int?
+        /// When the handshake finished (monotonic seconds).
+        var since: Double?
     }
 
     struct Dialer {
@@ -222,6 +224,7 @@ final class NetworkNode: @unchecked Sendable {
             if !keepNew { return }
         }
         link.remote = remote
+        link.since = monotonic()
         links[id] = link
         discovery?.setLinked(remote, true)
         if alreadyAnnounced {
@@ -488,6 +491,9 @@ final class NetworkNode: @unchecked Sendable {
         case .quit: return false
         case .stats:
             showStats()
+            return true
+        case .who, .peers:
+            if !json { out.hold(); for l in (ChatInput.parse(line) == .who ? whoLines() : peerLines()) { out.line(l) }; out.release() }
             return true
         case let .block(who, on):
             do {

@@ -55,6 +55,13 @@ final class Node {
 
     var me: PublicKey { identity.publicKey }
 
+    /// Leaves a room by name: it is no longer shown or listed.
+    func leave(_ name: RoomName) throws {
+        let id = roomID(name)
+        roomNames[id] = nil
+        try store.forgetRoomName(id)
+    }
+
     /// Names of the public rooms this node knows, for completion.
     var knownRooms: [String] { roomNames.values.map(\.value).sorted() }
 

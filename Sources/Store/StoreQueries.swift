@@ -160,6 +160,24 @@ extension Store {
 
     /// Every room with its unread count and last delivered message, the most
     /// recently active first (rooms with no message last, by name).
+    /// The room is no longer one of ours by name (after /part): its
+    /// envelopes stay (they are relayed all the same).
+    public func forgetRoomName(_ room: RoomID) throws {
+        guard let row = roomRows[room] else { return }
+        try db.statement("UPDATE rooms SET name = NULL WHERE rowid = ?1").bind(1, row).run()
+    }
+
+    /// Everyone who has an envelope in the room, most recently active first.
+    public func authors(in room: RoomID) throws -> [PublicKey] {
+        guard let row = roomRows[room] else { return [] }
+        let s = try db.statement(
+            "SELECT a.key FROM envelopes e JOIN authors a ON a.rowid = e.author WHERE e.room = ?1 GROUP BY e.author ORDER BY max(e.rowid) DESC")
+            .bind(1, row)
+        var out: [PublicKey] = []
+        while try s.step() { out.append(try PublicKey(bytes: s.blob(0))) }
+        return out
+    }
+
     public func roomSummaries(me: PublicKey) throws -> [RoomSummary] {
         var out: [RoomSummary] = []
         let rooms = try db.statement("SELECT rowid, room_id, name FROM rooms")

@@ -67,6 +67,8 @@ public final class TerminalSession: @unchecked Sendable {
                 keys = decoder.feed(Array(buffer[0..<n]))
             }
             for key in keys {
+                // Alt-1…9: go to that room, as /1…/9 would.
+                if case let .alt(c) = key, let digit = c.wholeNumberValue, (1...9).contains(digit) { return "/\(digit)" }
                 let outcome = lock.withLock { editor.apply(key, completer: completer) }
                 switch outcome {
                 case .none: break

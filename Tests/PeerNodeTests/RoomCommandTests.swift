@@ -1,0 +1,63 @@
+@testable import PeerNode
+import Foundation
+import TestSupport
+import Testing
+
+@Suite("Room commands")
+struct RoomCommandTests {
+    @Test("parsing: /rooms /switch /1../9 /part /who /peers /help CMD; bad arguments are one-line errors, never posts")
+    func parsing() {
+        #expect(ChatInput.parse("/rooms") == .rooms)
+        #expect(ChatInput.parse("/switch #random") == .switchRoom("#random"))
+        #expect(ChatInput.parse("/3") == .switchRoom("3"))
+        #expect(ChatInput.parse("/part") == .part)
+        #expect(ChatInput.parse("/who") == .who)
+        #expect(ChatInput.parse("/peers") == .peers)
+        #expect(ChatInput.parse("/help") == .help)
+        if case let .helpOn(text) = ChatInput.parse("/help /rooms") { #expect(text.hasPrefix("/rooms")) } else { Issue.record("no help for /rooms") }
+        if case let .helpOn(text) = ChatInput.parse("/help m") { #expect(text.hasPrefix("/msg")) } else { Issue.record("no help for /m") }
+        #expect(ChatInput.parse("/help nope") == .error("no command /nope (try /help)"))
+        #expect(ChatInput.parse("/rooms now") == .error("/rooms takes no argument"))
+        #expect(ChatInput.parse("/switch") == .error("/switch needs a room or a number: /switch #random"))
+        #expect(ChatInput.parse("/0") == .error("unknown command /0 (try /help)"))
+        #expect(ChatInput.parse("/quit see you") == .quit)
+        #expect(ChatInput.commandNames.contains("/rooms") && ChatInput.commandNames.contains("/j"))
+    }
+
+    @Test("a node's rooms: /join, /rooms most recent first with unread and last message, /switch by number and name, /part, /who, /peers")
+    func rooms() throws {
+        let dir = TemporaryDirectory()
+        let script = """
+            hello general
+            /join #random
+            hello random
+            /join #games
+            /rooms
+            /switch 2
+            /who
+            /peers
+            /switch #games
+            /part
+            /rooms
+            /part
+            /help who
+
+            """
+        let r = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--nick", "alice", "--listen", "127.0.0.1:0"], input: script)
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        let firstList = try #require(lines.firstIndex(of: "-- rooms (most recent first):"))
+        // Most recent message first; a room with no message yet (#games, the current one: *) last.
+        #expect(lines[firstList + 1].hasPrefix(" 1. #random") && lines[firstList + 1].contains("hello random"), "\(lines[firstList + 1])")
+        #expect(lines[firstList + 2].hasPrefix(" 2. #general") && lines[firstList + 2].contains("hello general"))
+        #expect(lines[firstList + 3].hasPrefix("*3. #games"))
+        #expect(r.stdout.contains("--- #general: last"), "/switch 2 went to #general")
+        #expect(r.stdout.contains("-- #general: 1 member") && r.stdout.contains("alice·") && r.stdout.contains("  you"))
+        #expect(r.stdout.contains("-- peers: 0 linked"))
+        #expect(r.stdout.contains("-- left #games"))
+        let secondList = try #require(lines.lastIndex(of: "-- rooms (most recent first):"))
+        #expect(!lines[secondList...].prefix(4).contains { $0.contains("#games") }, "a room left is not listed")
+        #expect(r.stdout.contains("error: #general is home; /quit to leave"))
+        #expect(r.stdout.contains("  /who"))
+    }
+}
