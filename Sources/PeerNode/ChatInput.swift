@@ -22,6 +22,8 @@ enum ChatInput: Equatable {
     case peers
     /// `/help CMD`.
     case helpOn(String)
+    /// `/search TEXT`.
+    case search(String)
     case help
     case quit
     case empty
@@ -44,6 +46,7 @@ enum ChatInput: Equatable {
         (["who"], "/who", "who has posted in this room, and who of them is linked now"),
         (["peers"], "/peers", "linked and discovered nodes: fingerprint, address, since, sync state"),
         (["history"], "/history [N]", "the last N messages of the room (default 20)"),
+        (["search"], "/search TEXT", "messages you can read that contain every word of TEXT, newest first"),
         (["block", "unblock"], "/block WHO", "refuse WHO's links and hide their messages; /unblock WHO undoes it"),
         (["stats"], "/stats", "the node's counters: links, clock exchanges, refusals by reason"),
         (["help"], "/help [CMD]", "this list, or one command"),
@@ -98,6 +101,8 @@ enum ChatInput: Equatable {
         case "rooms", "who", "peers", "part":
             guard argument.isEmpty else { return .error("/\(name) takes no argument") }
             return ["rooms": .rooms, "who": .who, "peers": .peers, "part": .part][String(name)] ?? .empty
+        case "search":
+            return argument.isEmpty ? .error("/search needs some words: /search lunch friday") : .search(argument)
         case "switch":
             return argument.isEmpty || argument.contains(" ") ? .error("/switch needs a room or a number: /switch #random") : .switchRoom(argument)
         case "1", "2", "3", "4", "5", "6", "7", "8", "9":

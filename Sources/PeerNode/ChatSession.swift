@@ -54,6 +54,18 @@ final class ChatSession {
             case .stats, .who, .peers:
                 // The networked node answers these itself; here there are no links.
                 return (["-- no links in this mode"], true)
+            case let .search(query):
+                let found = try node.search(query, limit: ChatSession.searchLimit)
+                let renderer = Renderer(nicks: node.nicks)
+                let lines = found.reversed().map { stored -> String in
+                    let e = stored.envelope
+                    if let name = node.roomName(e.room) { return renderer.line(e, room: name.value, text: node.plaintext(of: e)) }
+                    guard let (peer, text) = node.direct(e) else { return renderer.line(e, room: "?", text: nil) }
+                    let to = e.author == node.me ? peer : node.me
+                    return "[\(Renderer.clock(e.timestamp))] *\(renderer.label(e.author)) → \(renderer.label(to))* \(TerminalText.sanitize(text))"
+                }
+                let header = "-- \(found.count) \(found.count == 1 ? "message" : "messages") with \"\(TerminalText.sanitize(query))\"\(found.count == ChatSession.searchLimit ? " (the newest \(ChatSession.searchLimit))" : "")"
+                return ([header] + lines, true)
             case let .helpOn(text):
                 return (["  " + text], true)
             case .rooms:
@@ -96,6 +108,9 @@ final class ChatSession {
             return (["error: \(error)"], true)
         }
     }
+
+    /// Most results `/search` shows.
+    static let searchLimit = 50
 
     /// Named rooms, most recent first (the order of /rooms and /1…/9).
     func joinedRooms() throws -> [RoomName] {

@@ -548,6 +548,8 @@ final class NetworkNode: @unchecked Sendable {
     func tick() {
         let now = monotonic()
         checkStoreSize()
+        // The search index follows deliveries a second behind, in batches.
+        if !relay { _ = try? node.indexNewMessages() }
         for (remote, deadline) in pendingDown where now >= deadline {
             pendingDown[remote] = nil
             if !links.values.contains(where: { $0.remote == remote }) {

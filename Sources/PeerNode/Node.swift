@@ -170,6 +170,34 @@ final class Node {
         }
     }
 
+    /// Most messages indexed for `/search` in one call.
+    static let indexBatch = 10_000
+
+    /// Adds what was delivered since the last call to the search index
+    /// (texts, actions and direct messages this node can read). Returns how
+    /// many envelopes it looked at.
+    @discardableResult
+    func indexNewMessages() throws -> Int {
+        let fresh = try store.delivered(after: try store.indexedThrough(), limit: Self.indexBatch)
+        guard let last = fresh.last else { return 0 }
+        var texts: [(MessageID, String)] = []
+        for stored in fresh {
+            let e = stored.envelope
+            guard e.kind == .text || e.kind == .action else { continue }
+            if let text = plaintext(of: e) ?? direct(e)?.text { texts.append((e.id, text)) }
+        }
+        try store.index(texts, through: last.delivery)
+        return fresh.count
+    }
+
+    /// `/search`: matching messages this node can read, most recent first.
+    func search(_ query: String, limit: Int) throws -> [StoredEnvelope] {
+        while try indexNewMessages() == Self.indexBatch {}
+        // A blocked identity's messages stay hidden here too.
+        let blocked = try store.blockedIdentities()
+        return try store.search(query, limit: limit).filter { !blocked.contains($0.envelope.author) }
+    }
+
     /// Notes a nick change seen in history or live.
     func observe(_ envelope: Envelope) {
         if envelope.kind == .nick, let text = plaintext(of: envelope) { nicks[envelope.author] = text }

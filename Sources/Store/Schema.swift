@@ -67,6 +67,11 @@ enum Schema {
             updated_at INTEGER NOT NULL
         );
         """,
+        // 4: full-text search over what this node can read (`/search`). Contentless:
+        // only the rowids of envelopes are kept, the text is never stored in clear.
+        """
+        CREATE VIRTUAL TABLE message_text USING fts5(text, content='', tokenize='unicode61 remove_diacritics 2');
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import Crypto
 import Gossip
@@ -335,6 +336,41 @@ extension Store {
             var info = stat()
             return stat(file, &info) == 0 ? total + UInt64(max(0, info.st_size)) : total
         }
+    }
+
+    // MARK: full-text search
+
+    /// The delivery number up to which messages have been indexed.
+    public func indexedThrough() throws -> Int64 {
+        try db.integer("SELECT coalesce((SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'search_indexed_through'), 0)")
+    }
+
+    /// Indexes readable texts (envelope id → plaintext) and moves the mark to `through`, in one transaction.
+    public func index(_ texts: [(MessageID, String)], through delivery: Int64) throws {
+        try db.transaction {
+            for (id, text) in texts {
+                // `statement` hands out the cached statement reset, ready for new bindings.
+                try db.statement("INSERT INTO message_text(rowid, text) SELECT rowid, ?2 FROM envelopes WHERE id = ?1")
+                    .bind(1, id.bytes).bind(2, text).run()
+            }
+            try db.statement("INSERT OR REPLACE INTO settings(key, value) VALUES ('search_indexed_through', ?1)").bind(1, delivery).run()
+        }
+    }
+
+    /// Messages whose text matches every word of `query` (any case, accents
+    /// ignored), most recent first. The words are quoted, so nothing in the
+    /// query is FTS syntax.
+    public func search(_ query: String, limit: Int) throws -> [StoredEnvelope] {
+        let words = query.split(whereSeparator: { $0.isWhitespace }).map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+        guard !words.isEmpty, limit > 0 else { return [] }
+        let s = try db.statement(
+            """
+            SELECT e.bytes, e.causal_time, e.delivery FROM message_text JOIN envelopes e ON e.rowid = message_text.rowid
+            WHERE message_text MATCH ?1 ORDER BY e.delivery DESC LIMIT ?2
+            """).bind(1, words.joined(separator: " ")).bind(2, limit)
+        var out: [StoredEnvelope] = []
+        while try s.step() { out.append(try stored(s)) }
+        return out
     }
 }
 

@@ -60,4 +60,30 @@ struct RoomCommandTests {
         #expect(r.stdout.contains("error: #general is home; /quit to leave"))
         #expect(r.stdout.contains("  /who"))
     }
+
+    @Test("/search: every word, any case, accents ignored, newest first; FTS syntax in the query is just text; history from before is found")
+    func search() throws {
+        let dir = TemporaryDirectory()
+        let first = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"],
+                                            input: "lunch on friday?\nthe Café is closed\n/join #random\nLunch moved to noon\n")
+        #expect(first.status == 0)
+        let r = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"], input: """
+            /search LUNCH
+            /search cafe
+            /search lunch noon
+            /search "unbalanced OR NEAR(
+            /search
+
+            """)
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        let lunch = try #require(lines.firstIndex(of: "-- 2 messages with \"LUNCH\""), "\(r.stdout)")
+        #expect(lines[lunch + 1].contains("#general") && lines[lunch + 1].contains("lunch on friday?"))
+        #expect(lines[lunch + 2].contains("#random") && lines[lunch + 2].contains("Lunch moved to noon"))
+        #expect(r.stdout.contains("-- 1 message with \"cafe\""))
+        #expect(r.stdout.contains("-- 1 message with \"lunch noon\""))
+        #expect(r.stdout.contains("-- 0 messages with \"\"unbalanced OR NEAR(\""))
+        #expect(r.stdout.contains("error: /search needs some words"))
+    }
 }
+
