@@ -24,6 +24,8 @@ enum ChatInput: Equatable {
     case helpOn(String)
     /// `/search TEXT`.
     case search(String)
+    /// `/set receipts on|off`.
+    case set(String, String)
     case help
     case quit
     case empty
@@ -48,6 +50,7 @@ enum ChatInput: Equatable {
         (["history"], "/history [N]", "the last N messages of the room (default 20)"),
         (["search"], "/search TEXT", "messages you can read that contain every word of TEXT, newest first"),
         (["block", "unblock"], "/block WHO", "refuse WHO's links and hide their messages; /unblock WHO undoes it"),
+        (["set"], "/set receipts on|off", "send read receipts when you read a room (on by default at a terminal)"),
         (["stats"], "/stats", "the node's counters: links, clock exchanges, refusals by reason"),
         (["help"], "/help [CMD]", "this list, or one command"),
         (["quit", "exit"], "/quit [reason]", "leave (Ctrl-D on an empty line, or Ctrl-C, too)"),
@@ -101,6 +104,12 @@ enum ChatInput: Equatable {
         case "rooms", "who", "peers", "part":
             guard argument.isEmpty else { return .error("/\(name) takes no argument") }
             return ["rooms": .rooms, "who": .who, "peers": .peers, "part": .part][String(name)] ?? .empty
+        case "set":
+            let parts = argument.split(separator: " ").map(String.init)
+            guard parts.count == 2, parts[0] == "receipts", parts[1] == "on" || parts[1] == "off" else {
+                return .error("/set knows: /set receipts on|off")
+            }
+            return .set(parts[0], parts[1])
         case "search":
             return argument.isEmpty ? .error("/search needs some words: /search lunch friday") : .search(argument)
         case "switch":

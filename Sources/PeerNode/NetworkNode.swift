@@ -48,7 +48,7 @@ final class NetworkNode: @unchecked Sendable {
     let out: Output
     let json: Bool
     let session: ChatSession
-    private(set) var replicator: Replicator
+    var replicator: Replicator
     var links: [LinkID: Link] = [:]
     private var linkOf: [ObjectIdentifier: LinkID] = [:]
     private var nextLink = 1
@@ -71,6 +71,18 @@ final class NetworkNode: @unchecked Sendable {
     static let duplicateGrace = 5.0
     static let duplicateReason = "duplicate link"
 
+    /// Receipts to send: room → state → author → highest sequence delivered/read.
+    var receiptsOwed: [RoomName: [Receipt.State: [PublicKey: UInt64]]] = [:]
+    var lastReceiptSent: [RoomName: Double] = [:]
+    /// What peers acknowledged of our messages, per peer, room and state: the highest sequence.
+    var acknowledged: [Acknowledgement: UInt64] = [:]
+    struct Acknowledgement: Hashable {
+        let peer: PublicKey
+        let room: RoomID
+        let state: Receipt.State
+    }
+    /// Read receipts go out only when a person looks (a terminal), unless `/set receipts off`.
+    var sendsReadReceipts = false
     let log: Logger
     /// A relay shows nothing and logs instead (see `NetworkNode+Relay.swift`).
     let relay: Bool
@@ -463,7 +475,12 @@ final class NetworkNode: @unchecked Sendable {
                 showDirect(e, peer: peer, text: text)
                 continue
             }
+            if e.kind == .receipt {
+                if e.author != node.me, let receipt = node.receipt(in: e) { receiptArrived(receipt, from: e.author, room: e.room) }
+                continue
+            }
             guard let roomName = node.roomName(e.room), let text = node.plaintext(of: e) else { continue }
+            owe(e, room: roomName)
             if json {
                 guard e.kind == .text || e.kind == .action else { continue }
                 out.line(JSONEvents.line(["type": .string("message"), "id": .string(e.id.hex), "author": .string(e.author.hex), "nick": .string(node.nicks[e.author] ?? ""), "seq": .number(e.sequence), "room": .string(roomName.value), "kind": .string(e.kind == .text ? "text" : "action"), "text": .string(text), "ts": .number(e.timestamp)]))
@@ -491,6 +508,15 @@ final class NetworkNode: @unchecked Sendable {
         case .quit: return false
         case .stats:
             showStats()
+            return true
+        case let .set(key, value):
+            do {
+                try node.store.setSetting(key, value)
+                sendsReadReceipts = value == "on"
+                if !json { out.line("-- read receipts \(value)") }
+            } catch {
+                out.line(json ? JSONEvents.line(["type": .string("error"), "error": .string("\(error)")]) : "error: \(error)")
+            }
             return true
         case .who, .peers:
             if !json { out.hold(); for l in (ChatInput.parse(line) == .who ? whoLines() : peerLines()) { out.line(l) }; out.release() }
@@ -550,6 +576,7 @@ final class NetworkNode: @unchecked Sendable {
         checkStoreSize()
         // The search index follows deliveries a second behind, in batches.
         if !relay { _ = try? node.indexNewMessages() }
+        sendReceipts(now: now)
         for (remote, deadline) in pendingDown where now >= deadline {
             pendingDown[remote] = nil
             if !links.values.contains(where: { $0.remote == remote }) {

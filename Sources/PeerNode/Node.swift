@@ -91,6 +91,21 @@ final class Node {
         return envelope
     }
 
+    /// Signs and durably stores a receipt in a public room.
+    @discardableResult
+    func postReceipt(_ receipt: Receipt, in room: RoomName) throws -> Envelope {
+        let id = try join(room)
+        let body = try BodyCipher.seal(receipt.encoded, key: network.publicRoomKey(roomName: room.value), author: me, room: id, kind: .receipt)
+        return try appendOwn(room: id, kind: .receipt, body: body)
+    }
+
+    /// The receipt in `envelope`, if it is one this node can read.
+    func receipt(in envelope: Envelope) -> Receipt? {
+        guard envelope.kind == .receipt, let name = roomNames[envelope.room],
+              let plain = try? BodyCipher.open(envelope, key: network.publicRoomKey(roomName: name.value)) else { return nil }
+        return Receipt.decode(plain)
+    }
+
     /// Signs and durably stores a direct message to `peer`: the room is the
     /// pair's DM room, the body sealed to the peer's X25519 key.
     @discardableResult

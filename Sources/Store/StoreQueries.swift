@@ -119,7 +119,7 @@ extension Store {
             s = try db.statement(
                 """
                 SELECT bytes, causal_time, delivery FROM envelopes
-                WHERE room = ?1 AND causal_time IS NOT NULL AND (causal_time, id) < (?2, ?3)
+                WHERE room = ?1 AND causal_time IS NOT NULL AND (causal_time, id) < (?2, ?3) AND kind != \(Kind.receipt.rawValue)
                 ORDER BY causal_time DESC, id DESC LIMIT ?4
                 """
             ).bind(1, row).bind(2, cursor.causalTime).bind(3, cursor.id.bytes).bind(4, limit)
@@ -127,7 +127,7 @@ extension Store {
             s = try db.statement(
                 """
                 SELECT bytes, causal_time, delivery FROM envelopes
-                WHERE room = ?1 AND causal_time IS NOT NULL
+                WHERE room = ?1 AND causal_time IS NOT NULL AND kind != \(Kind.receipt.rawValue)
                 ORDER BY causal_time DESC, id DESC LIMIT ?2
                 """
             ).bind(1, row).bind(2, limit)
@@ -168,11 +168,11 @@ extension Store {
         try db.statement("UPDATE rooms SET name = NULL WHERE rowid = ?1").bind(1, row).run()
     }
 
-    /// Everyone who has an envelope in the room, most recently active first.
+    /// Everyone who has an envelope in the room (receipts aside), most recently active first.
     public func authors(in room: RoomID) throws -> [PublicKey] {
         guard let row = roomRows[room] else { return [] }
         let s = try db.statement(
-            "SELECT a.key FROM envelopes e JOIN authors a ON a.rowid = e.author WHERE e.room = ?1 GROUP BY e.author ORDER BY max(e.rowid) DESC")
+            "SELECT a.key FROM envelopes e JOIN authors a ON a.rowid = e.author WHERE e.room = ?1 AND e.kind != \(Kind.receipt.rawValue) GROUP BY e.author ORDER BY max(e.rowid) DESC")
             .bind(1, row)
         var out: [PublicKey] = []
         while try s.step() { out.append(try PublicKey(bytes: s.blob(0))) }
@@ -188,7 +188,7 @@ extension Store {
             let last = try db.statement(
                 """
                 SELECT bytes, causal_time, delivery FROM envelopes
-                WHERE room = ?1 AND causal_time IS NOT NULL ORDER BY causal_time DESC, id DESC LIMIT 1
+                WHERE room = ?1 AND causal_time IS NOT NULL AND kind != \(Kind.receipt.rawValue) ORDER BY causal_time DESC, id DESC LIMIT 1
                 """
             ).bind(1, row)
             let lastMessage = try last.single { try stored($0) }
@@ -371,6 +371,17 @@ extension Store {
         var out: [StoredEnvelope] = []
         while try s.step() { out.append(try stored(s)) }
         return out
+    }
+
+    // MARK: settings
+
+    /// A user setting (`/set`), or nil.
+    public func setting(_ key: String) throws -> String? {
+        try db.statement("SELECT CAST(value AS TEXT) FROM settings WHERE key = ?1").bind(1, "user." + key).single { $0.text(0) } ?? nil
+    }
+
+    public func setSetting(_ key: String, _ value: String) throws {
+        try db.statement("INSERT OR REPLACE INTO settings(key, value) VALUES (?1, ?2)").bind(1, "user." + key).bind(2, value).run()
     }
 }
 

@@ -242,4 +242,40 @@ struct NetworkTests {
         #expect(atB?["clock_bytes_sent"] == "84", "\(atB ?? [:])")
         a.quit(); b.quit()
     }
+
+    @Test("receipts: the author gets delivered and read events for each of its messages; /set receipts off stops read receipts")
+    func receipts() async throws {
+        let dirs = (0..<2).map { _ in TemporaryDirectory() }
+        let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])
+        #expect(await started(a))
+        let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
+        #expect(await started(b))
+        #expect(await linked(a, to: b))
+        // Not a terminal: B sends read receipts only when told to.
+        b.send("/set receipts on")
+        a.send("first")
+        a.send("second")
+        let second = try #require(await a.wait { $0["text"] == "second" })
+        let first = try #require(a.events.value.first { $0["text"] == "first" })
+        for message in [first, second] {
+            for state in ["delivered", "read"] {
+                #expect(await a.wait(timeout: 10) { $0["type"] == "receipt" && $0["id"] == message["id"] && $0["state"] == state } != nil,
+                        "\(state) for \(message["text"] ?? "")")
+            }
+        }
+        #expect(a.events.value.filter { $0["type"] == "receipt" }.allSatisfy { $0["by"] == b.id })
+        // B's own messages get no receipts from itself, and receipts never show as messages.
+        #expect(!b.events.value.contains { $0["type"] == "receipt" })
+        #expect(!a.events.value.contains { $0["type"] == "message" && $0["kind"] != "text" && $0["kind"] != "action" })
+
+        b.send("/set receipts off")
+        try await Task.sleep(nanoseconds: 300_000_000)
+        a.send("third")
+        let third = try #require(await a.wait { $0["text"] == "third" })
+        #expect(await a.wait(timeout: 10) { $0["type"] == "receipt" && $0["id"] == third["id"] && $0["state"] == "delivered" } != nil)
+        try await Task.sleep(nanoseconds: 3_000_000_000)
+        #expect(!a.events.value.contains { $0["type"] == "receipt" && $0["id"] == third["id"] && $0["state"] == "read" })
+        a.quit(); b.quit()
+    }
 }
+

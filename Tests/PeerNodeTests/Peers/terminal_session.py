@@ -49,9 +49,34 @@ def read_until(fd, needle, timeout=15, start=None):
     return screen[start:]
 
 
+b_lines = []
+b_buffer = b""
+
+
+def b_wait(match, what, timeout=15):
+    """The next event of B's that matches. B's output is read with os.read into
+    our own buffer: select() on a buffered file object misses lines already
+    buffered, and would wait for nothing."""
+    global b_buffer
+    deadline = time.time() + timeout
+    while True:
+        while b_lines:
+            event = json.loads(b_lines.pop(0))
+            if match(event):
+                return event
+        left = deadline - time.time()
+        if left <= 0:
+            fail(f"B never got {what}")
+        r, _, _ = select.select([b.stdout.fileno()], [], [], left)
+        if r:
+            b_buffer += os.read(b.stdout.fileno(), 65536)
+            *complete, b_buffer = b_buffer.split(b"\n")
+            b_lines.extend(complete)
+
+
 b = subprocess.Popen([PEERNODE, "--data-dir", os.path.join(WORK, "b"), "--json", "--no-discovery", "--nick", "bob",
                       "--listen", "127.0.0.1:0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-ready = json.loads(b.stdout.readline())
+ready = b_wait(lambda e: e.get("type") == "ready", "ready")
 url = "ws://" + ready["listen"]
 
 pid, master = pty.fork()
@@ -75,14 +100,7 @@ def b_says(text):
 
 
 def b_heard(text, timeout=15):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        r, _, _ = select.select([b.stdout], [], [], deadline - time.time())
-        if r:
-            event = json.loads(b.stdout.readline())
-            if event.get("type") == "message" and event.get("text") == text:
-                return
-    fail(f"B never got {text!r}")
+    b_wait(lambda e: e.get("type") == "message" and e.get("text") == text, repr(text), timeout)
 
 
 # A half-typed line survives a message arriving above it.
@@ -97,6 +115,9 @@ print("half-typed line redrawn after an incoming message")
 if b"\x07" not in after + redrawn:
     fail("a mention of alice did not ring the bell")
 print("mention rang the bell")
+hello = b_wait(lambda e: e.get("type") == "message" and e.get("text") == "hello alice", "its own message")
+b_wait(lambda e: e.get("type") == "receipt" and e.get("id") == hello["id"] and e.get("state") == "read", "a read receipt")
+print("a person at the terminal sends read receipts: B got 'read' for its message")
 
 # Editing: Left Left X Enter turns "hel" into "hXel"; Home, Ctrl-K, Ctrl-W, Backspace too.
 os.write(master, b"\x1b[D\x1b[DX\r")

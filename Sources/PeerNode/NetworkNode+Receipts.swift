@@ -1,0 +1,63 @@
+import Crypto
+import Foundation
+import Gossip
+import Store
+
+/// Receipts: a node says, in a receipt message in the room, up to where it
+/// has delivered (shown) and read others' messages; an author turns the
+/// receipts about its own messages into `receipt` events. Receipts are
+/// batched: at most one per room and state every `receiptInterval`.
+extension NetworkNode {
+    /// Seconds between two receipts for one room.
+    static let receiptInterval = 2.0
+    /// Most own messages one arriving receipt reports events for.
+    static let receiptEventLimit = 1_000
+
+    /// A message from someone else was shown: owe them a receipt.
+    func owe(_ e: Envelope, room: RoomName) {
+        guard !relay, e.author != node.me, e.kind == .text || e.kind == .action else { return }
+        var owed = receiptsOwed[room, default: [:]]
+        owed[.delivered, default: [:]][e.author] = max(owed[.delivered]?[e.author] ?? 0, e.sequence)
+        if sendsReadReceipts, room == session.room {
+            owed[.read, default: [:]][e.author] = max(owed[.read]?[e.author] ?? 0, e.sequence)
+        }
+        receiptsOwed[room] = owed
+    }
+
+    /// Posts what is owed, for rooms whose interval has passed.
+    func sendReceipts(now: Double) {
+        for (room, owed) in receiptsOwed where now - (lastReceiptSent[room] ?? 0) >= Self.receiptInterval {
+            receiptsOwed[room] = nil
+            lastReceiptSent[room] = now
+            for state in [Receipt.State.delivered, .read] {
+                let marks = (owed[state] ?? [:]).map { Dependency(author: $0.key, sequence: $0.value) }.sorted { $0.author < $1.author }
+                var start = 0
+                while start < marks.count {
+                    let part = Array(marks[start..<min(marks.count, start + Receipt.maximumMarks)])
+                    start += Receipt.maximumMarks
+                    do {
+                        let e = try node.postReceipt(Receipt(state: state, marks: part), in: room)
+                        perform(replicator.localPost(e))
+                    } catch {
+                        log.warning("sending a receipt failed: \(error)")
+                    }
+                }
+            }
+        }
+    }
+
+    /// A receipt from `peer`: events for our messages in that room it newly covers.
+    func receiptArrived(_ receipt: Receipt, from peer: PublicKey, room: RoomID) {
+        guard let mark = receipt.marks.first(where: { $0.author == node.me }) else { return }
+        let key = Acknowledgement(peer: peer, room: room, state: receipt.state)
+        let before = acknowledged[key] ?? 0
+        guard mark.sequence > before else { return }
+        acknowledged[key] = mark.sequence
+        guard json else { return }
+        let count = Int(min(UInt64(Self.receiptEventLimit), mark.sequence - before))
+        let ours = (try? node.store.envelopes(from: node.me, startingAt: before + 1, limit: count)) ?? []
+        for e in ours where e.room == room && (e.kind == .text || e.kind == .action) {
+            out.line(JSONEvents.line(["type": .string("receipt"), "id": .string(e.id.hex), "by": .string(peer.hex), "state": .string(receipt.state.name)]))
+        }
+    }
+}
