@@ -80,6 +80,9 @@ public struct Replicator {
     /// What we believe `link` holds.
     public func knownClock(of link: LinkID) -> VectorClock? { links[link]?.known }
 
+    /// The last clock `link`'s peer stated (nil until it has).
+    public func declaredClock(of link: LinkID) -> VectorClock? { links[link]?.declared }
+
     private mutating func jittered(_ now: Double) -> Double {
         now + Self.exchangeInterval * Double.random(in: 0.75...1.0, using: &random)
     }

@@ -20,6 +20,8 @@ enum ChatInput: Equatable {
     case part
     case who
     case peers
+    /// `/sync`: does this node hold everything its peers announced?
+    case sync
     /// `/help CMD`.
     case helpOn(String)
     /// `/search TEXT`.
@@ -47,6 +49,7 @@ enum ChatInput: Equatable {
         (["nick"], "/nick NAME", "change the nick shown next to your fingerprint"),
         (["who"], "/who", "who has posted in this room, and who of them is linked now"),
         (["peers"], "/peers", "linked and discovered nodes: fingerprint, address, since, sync state"),
+        (["sync"], "/sync", "whether this node holds everything its peers have announced, and what is missing from whom"),
         (["history"], "/history [N]", "the last N messages of the room (default 20)"),
         (["search"], "/search TEXT", "messages you can read that contain every word of TEXT, newest first"),
         (["block", "unblock"], "/block WHO", "refuse WHO's links and hide their messages; /unblock WHO undoes it"),
@@ -101,9 +104,9 @@ enum ChatInput: Equatable {
             let wanted = argument.hasPrefix("/") ? String(argument.dropFirst()) : argument
             guard let entry = commands.first(where: { $0.names.contains(wanted) }) else { return .error("no command /\(wanted) (try /help)") }
             return .helpOn(entry.usage + "  " + entry.help)
-        case "rooms", "who", "peers", "part":
+        case "rooms", "who", "peers", "part", "sync":
             guard argument.isEmpty else { return .error("/\(name) takes no argument") }
-            return ["rooms": .rooms, "who": .who, "peers": .peers, "part": .part][String(name)] ?? .empty
+            return ["rooms": .rooms, "who": .who, "peers": .peers, "part": .part, "sync": .sync][String(name)] ?? .empty
         case "set":
             let parts = argument.split(separator: " ").map(String.init)
             guard parts.count == 2, parts[0] == "receipts", parts[1] == "on" || parts[1] == "off" else {

@@ -51,7 +51,7 @@ final class ChatSession {
                 return (try history(ChatInput.defaultHistory), true)
             case let .history(n):
                 return (try history(n), true)
-            case .stats, .who, .peers, .set:
+            case .stats, .who, .peers, .set, .sync:
                 // The networked node answers these itself; here there are no links.
                 return (["-- no links in this mode"], true)
             case let .search(query):

@@ -81,6 +81,10 @@ final class NetworkNode: @unchecked Sendable {
         let room: RoomID
         let state: Receipt.State
     }
+    var syncProgress = SyncProgress()
+    /// Told the prompt when it changes on a tick (the terminal session).
+    var promptChanged: (@Sendable (String) -> Void)?
+    private var lastPrompt = ""
     /// Read receipts go out only when a person looks (a terminal), unless `/set receipts off`.
     var sendsReadReceipts = false
     let log: Logger
@@ -518,8 +522,19 @@ final class NetworkNode: @unchecked Sendable {
                 out.line(json ? JSONEvents.line(["type": .string("error"), "error": .string("\(error)")]) : "error: \(error)")
             }
             return true
-        case .who, .peers:
-            if !json { out.hold(); for l in (ChatInput.parse(line) == .who ? whoLines() : peerLines()) { out.line(l) }; out.release() }
+        case .who, .peers, .sync:
+            let parsed = ChatInput.parse(line)
+            if json {
+                if parsed == .sync {
+                    let gaps = gaps()
+                    out.line(JSONEvents.line(["type": .string("sync"), "complete": .string(gaps.isEmpty ? "yes" : "no"),
+                                              "missing": .number(gaps.reduce(0) { $0 + $1.missing }), "authors": .number(UInt64(gaps.count))]))
+                }
+            } else {
+                out.hold()
+                for l in parsed == .who ? whoLines() : parsed == .peers ? peerLines() : syncLines() { out.line(l) }
+                out.release()
+            }
             return true
         case let .block(who, on):
             do {
@@ -577,6 +592,13 @@ final class NetworkNode: @unchecked Sendable {
         // The search index follows deliveries a second behind, in batches.
         if !relay { _ = try? node.indexNewMessages() }
         sendReceipts(now: now)
+        if let promptChanged {
+            let current = prompt()
+            if current != lastPrompt {
+                lastPrompt = current
+                promptChanged(current)
+            }
+        }
         for (remote, deadline) in pendingDown where now >= deadline {
             pendingDown[remote] = nil
             if !links.values.contains(where: { $0.remote == remote }) {

@@ -185,15 +185,19 @@ final class Node {
         }
     }
 
-    /// Most messages indexed for `/search` in one call.
+    /// Most messages indexed for `/search` on one tick: small, because the
+    /// tick runs on the link loop (a long history is indexed over many
+    /// seconds, or all at once when someone searches).
+    static let indexPerTick = 500
+    /// Most messages indexed in one go when a search needs the index complete.
     static let indexBatch = 10_000
 
     /// Adds what was delivered since the last call to the search index
     /// (texts, actions and direct messages this node can read). Returns how
     /// many envelopes it looked at.
     @discardableResult
-    func indexNewMessages() throws -> Int {
-        let fresh = try store.delivered(after: try store.indexedThrough(), limit: Self.indexBatch)
+    func indexNewMessages(limit: Int = Node.indexPerTick) throws -> Int {
+        let fresh = try store.delivered(after: try store.indexedThrough(), limit: limit)
         guard let last = fresh.last else { return 0 }
         var texts: [(MessageID, String)] = []
         for stored in fresh {
@@ -207,7 +211,7 @@ final class Node {
 
     /// `/search`: matching messages this node can read, most recent first.
     func search(_ query: String, limit: Int) throws -> [StoredEnvelope] {
-        while try indexNewMessages() == Self.indexBatch {}
+        while try indexNewMessages(limit: Self.indexBatch) == Self.indexBatch {}
         // A blocked identity's messages stay hidden here too.
         let blocked = try store.blockedIdentities()
         return try store.search(query, limit: limit).filter { !blocked.contains($0.envelope.author) }

@@ -61,6 +61,7 @@ func run(_ command: Command) throws {
         network.sendsReadReceipts = (try node.store.setting("receipts")).map { $0 == "on" } ?? (terminal != nil)
         try network.start(listen: options.listen, peers: options.peers, discovery: try discoveryConfiguration(options))
         if let terminal {
+            network.promptChanged = { terminal.setPrompt($0) }
             network.loop.execute {
                 terminal.setCompleter(network.completer())
             }
@@ -80,7 +81,7 @@ func run(_ command: Command) throws {
                 let handled = DispatchSemaphore(value: 0)
                 network.loop.execute {
                     keepGoing.set(network.handleLine(line))
-                    prompt.set(network.session.room.value + "> ")
+                    prompt.set(network.prompt())
                     completer.set(network.completer())
                     handled.signal()
                 }

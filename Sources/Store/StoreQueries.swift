@@ -383,5 +383,17 @@ extension Store {
     public func setSetting(_ key: String, _ value: String) throws {
         try db.statement("INSERT OR REPLACE INTO settings(key, value) VALUES (?1, ?2)").bind(1, "user." + key).bind(2, value).run()
     }
+
+    /// Every peer's saved clocks, with when they were saved (ms since 1970).
+    public func allPeerClocks() throws -> [(peer: PublicKey, clocks: PeerClocks, savedAt: UInt64)] {
+        let s = try db.statement("SELECT peer, sent, declared, updated_at FROM peer_clocks")
+        var out: [(peer: PublicKey, clocks: PeerClocks, savedAt: UInt64)] = []
+        while try s.step() {
+            guard let peer = try? PublicKey(bytes: s.blob(0)), let sent = Self.clock(from: s.blob(1)) else { continue }
+            let declared = s.isNull(2) ? nil : Self.clock(from: s.blob(2))
+            out.append((peer, PeerClocks(sent: sent, declared: declared), UInt64(max(0, s.int64(3)))))
+        }
+        return out
+    }
 }
 

@@ -146,6 +146,10 @@ struct NetworkTests {
         #expect(await started(c))
         await c.wait(timeout: 60) { $0["text"] == "late 1000" }
         #expect(c.messages(from: a.id) == (1...1000).map { "late \($0)" })
+        // Caught up: /sync says so.
+        c.send("/sync")
+        let sync = await c.wait { $0["type"] == "sync" }
+        #expect(sync?["complete"] == "yes" && sync?["missing"] == "0", "\(sync ?? [:])")
         a.quit(); c.quit()
     }
 

@@ -85,5 +85,16 @@ struct RoomCommandTests {
         #expect(r.stdout.contains("-- 0 messages with \"\"unbalanced OR NEAR(\""))
         #expect(r.stdout.contains("error: /search needs some words"))
     }
+
+    @Test("the catch-up bar: none below the threshold, then the share fetched of the largest backlog seen")
+    func syncBar() {
+        var progress = SyncProgress()
+        #expect(progress.tag(missing: SyncProgress.threshold - 1) == "")
+        #expect(progress.tag(missing: 1_000) == "[sync ░░░░░░░░ 0%] ")
+        #expect(progress.tag(missing: 500) == "[sync ▓▓▓▓░░░░ 50%] ")
+        #expect(progress.tag(missing: 100) == "[sync ▓▓▓▓▓▓▓░ 90%] ")
+        #expect(progress.tag(missing: 0) == "", "done: the bar goes")
+        #expect(progress.tag(missing: 100) == "[sync ░░░░░░░░ 0%] ", "a new catch-up starts from its own backlog")
+    }
 }
 
