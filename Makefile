@@ -9,6 +9,8 @@ BENCH_SECONDS ?= 3
 BENCH_RUNS ?= 3
 BENCH_ENVELOPES ?= 100000
 BENCH_DISCOVERY_RUNS ?= 7
+BENCH_RELAY_MESSAGES ?= 20000
+BENCH_RELAY_STORE ?= 1000000
 BENCH_IDLE_SECONDS ?= 30
 
 .PHONY: run test bench fuzz build build-release setup setup-test setup-bench clean
@@ -40,6 +42,7 @@ bench: setup-bench
 	scripts/bench-websocket.sh $(BENCH_SECONDS) $(BENCH_RUNS)
 	$(SWIFT) build -c release --product peernode
 	python3 scripts/bench-gossip.py .build/release/peernode .build/release/peernode-bench $(BENCH_ENVELOPES)
+	python3 scripts/bench-relay.py .build/release/peernode .build/release/peernode-bench $(BENCH_RELAY_MESSAGES) 50 $(BENCH_RELAY_STORE)
 	@# Needs root for the namespace lab, as the lab tests do.
 	python3 scripts/bench-discovery.py .build/release/peernode $(BENCH_DISCOVERY_RUNS) $(BENCH_IDLE_SECONDS)
 

@@ -40,7 +40,7 @@ let package = Package(
         // libsodium and SQLite directly; no product code does.
         .executableTarget(
             name: "PeerNodeBench",
-            dependencies: ["Store", "Gossip", "Crypto", "CSodium", "CSQLite"],
+            dependencies: ["Store", "Gossip", "Crypto", "CSodium", "CSQLite", "WebSocket"],
             path: "Benchmarks/PeerNodeBench"
         ),
         .executableTarget(name: "WSEcho", dependencies: ["WebSocket"], path: "Benchmarks/WSEcho"),

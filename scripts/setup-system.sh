@@ -3,7 +3,7 @@
 # Usage: scripts/setup-system.sh run|test
 #   run  — what building and running a node needs
 #   test — that, plus what the tests use (the sqlite3 shell, python3-venv, ...)
-#   bench — test's packages, plus libwebsockets-dev, gcc and bc for the WebSocket benchmark
+#   bench — test's packages, plus libwebsockets-dev, gcc and bc (WebSocket benchmark) and mosquitto (relay benchmark)
 # Runs apt-get as root, or through sudo when that works without a password
 # prompt; otherwise it stops with a plain message naming the packages.
 set -euo pipefail
@@ -14,7 +14,7 @@ if [ "$mode" = "test" ] || [ "$mode" = "bench" ]; then
   packages+=(sqlite3 python3 python3-venv python3-cryptography strace nodejs node-ws iproute2)
 fi
 if [ "$mode" = "bench" ]; then
-  packages+=(libwebsockets-dev gcc bc)
+  packages+=(libwebsockets-dev gcc bc mosquitto)
 fi
 # Tests of this script add packages here (e.g. one that does not exist).
 read -r -a extra <<< "${PEERNODE_EXTRA_PACKAGES:-}"

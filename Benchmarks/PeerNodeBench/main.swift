@@ -94,6 +94,25 @@ if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "make-store", l
     exit(0)
 }
 
+// The relay fan-out benchmark's lean peers (FanOut.swift, MQTT.swift).
+let arguments = CommandLine.arguments
+if arguments.count >= 2, ["fanout-receive", "fanout-send", "mqtt-receive", "mqtt-send"].contains(arguments[1]) {
+    switch (arguments[1], arguments.count) {
+    case ("fanout-receive", 6):
+        try runFanOutReceiver(target: arguments[2], links: Int(arguments[3]) ?? 50, expected: Int(arguments[4]) ?? 0, seconds: Double(arguments[5]) ?? 30)
+    case ("fanout-send", 4):
+        try runFanOutSender(target: arguments[2], count: Int(arguments[3]) ?? 0)
+    case ("mqtt-receive", 6):
+        try runMQTTReceiver(target: arguments[2], subscribers: Int(arguments[3]) ?? 50, expected: Int(arguments[4]) ?? 0, seconds: Double(arguments[5]) ?? 30)
+    case ("mqtt-send", 4):
+        try runMQTTSender(target: arguments[2], count: Int(arguments[3]) ?? 0)
+    default:
+        FileHandle.standardError.write(Data("usage: see Benchmarks/PeerNodeBench/FanOut.swift and MQTT.swift\n".utf8))
+        exit(2)
+    }
+    exit(0)
+}
+
 // `peernode-bench verify-ceiling`: only the raw single-core verify rate, for
 // scripts that put their figures beside it in the same run.
 let onlyCeiling = CommandLine.arguments.count == 2 && CommandLine.arguments[1] == "verify-ceiling"

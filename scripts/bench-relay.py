@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Relay benchmarks, beside mosquitto in the same run.
+
+- fan-out: one sender and a relay; LINKS receiving links opened by one lean
+  receiver process (Noise handshake, counts envelopes, no signature checks);
+  COUNT messages of 256 bytes: deliveries/s in total and p99 latency. Then the
+  same with mosquitto (QoS 0, LINKS subscribers, the same kind of lean
+  receiver: one process, one thread, poll(2)). Printed as a ratio.
+- memory and start-up: a relay on a store of STORE envelopes: time from
+  start to its "relay ready" log line, then RSS with 100 idle links open.
+usage: bench-relay.py PEERNODE BENCH [COUNT] [LINKS] [STORE]
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+PEERNODE, BENCH = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+COUNT = int(sys.argv[3]) if len(sys.argv) > 3 else 20_000
+LINKS = int(sys.argv[4]) if len(sys.argv) > 4 else 50
+STORE = int(sys.argv[5]) if len(sys.argv) > 5 else 1_000_000
+MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_relay(data, *extra):
+    started = time.monotonic()
+    relay = subprocess.Popen([PEERNODE, "relay", "--data-dir", data, "--listen", "127.0.0.1:0", "--no-discovery",
+                              "--log-format", "json", *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    for line in relay.stderr:
+        event = json.loads(line)
+        if event.get("msg") == "relay ready":
+            return relay, event["listen"], time.monotonic() - started
+    sys.exit("bench-relay: the relay did not start")
+
+
+def wait_linked(process):
+    line = process.stderr.readline()
+    if "linked" not in line:
+        sys.exit(f"bench-relay: lean peer did not link: {line.strip()}")
+
+
+def fan_out(receive_cmd, send_cmd):
+    receiver = subprocess.Popen(receive_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_linked(receiver)
+    sender = subprocess.Popen(send_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wait_linked(sender)
+    result = json.loads(receiver.stdout.readline())
+    receiver.wait()
+    sender.wait()
+    return result
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+root = tempfile.mkdtemp(prefix="peernode-bench-relay-")
+try:
+    expected = COUNT * LINKS
+    relay, listen, _ = start_relay(os.path.join(root, "relay"))
+    ours = fan_out([BENCH, "fanout-receive", listen, str(LINKS), str(expected), "120"],
+                   [BENCH, "fanout-send", listen, str(COUNT)])
+    relay.terminate()
+    relay.wait()
+
+    port = free_port()
+    conf = os.path.join(root, "mosquitto.conf")
+    with open(conf, "w") as f:
+        f.write(f"listener {port} 127.0.0.1\nallow_anonymous true\n")
+    broker = subprocess.Popen([MOSQUITTO, "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    theirs = fan_out([BENCH, "mqtt-receive", f"127.0.0.1:{port}", str(LINKS), str(expected), "120"],
+                     [BENCH, "mqtt-send", f"127.0.0.1:{port}", str(COUNT)])
+    broker.terminate()
+    broker.wait()
+
+    rate = lambda r: r["deliveries"] / r["seconds"]
+    for name, r in (("relay", ours), ("mosquitto", theirs)):
+        print(f"fan-out {name}: {r['deliveries']:,} of {expected:,} deliveries to {r['links']} links in {r['seconds']:.2f} s = "
+              f"{rate(r):,.0f}/s; latency p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms (a burst of {COUNT:,} messages of 256 bytes)")
+    ratio = rate(ours) / rate(theirs)
+    print(f"fan-out ratio relay/mosquitto: {ratio:.2f}x (the relay verifies, stores and encrypts per link; mosquitto QoS 0 does none)")
+    print(f"aims: ≥ 0.5x mosquitto: {'met' if ratio >= 0.5 else 'NOT met'} ({ratio:.2f}x)")
+
+    # Memory and start-up with a big store.
+    store = os.path.join(root, "big")
+    subprocess.run([BENCH, "make-store", store, str(STORE)], check=True, stdout=subprocess.DEVNULL)
+    relay, listen, startup = start_relay(store)
+    # Idle links: they send no clock, so the relay sends them nothing.
+    idle = subprocess.Popen([BENCH, "fanout-receive", listen, "100", "0", "6"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    wait_linked(idle)
+    time.sleep(1)
+    rss = rss_kib(relay.pid) / 1024
+    idle.kill()
+    idle.wait()
+    relay.terminate()
+    relay.wait()
+    print(f"relay with {STORE:,} envelopes stored: start to ready {startup * 1000:.0f} ms; RSS with 100 links {rss:.1f} MB")
+    print(f"aims: start-up ≤ 300 ms: {'met' if startup <= 0.3 else 'NOT met'}; RSS ≤ 60 MB: {'met' if rss <= 60 else 'NOT met'}")
+finally:
+    shutil.rmtree(root, ignore_errors=True)
