@@ -47,8 +47,8 @@ final class Node {
         }
         store = try Store(directory: directory)
         try store.checkpointInBackground()
-        for summary in try store.roomSummaries(me: identity.publicKey) {
-            if let name = summary.name, let room = try? RoomName(name) { roomNames[summary.room] = room }
+        for (id, name) in try store.namedRooms() {
+            if let room = try? RoomName(name) { roomNames[id] = room }
         }
         try loadNicks()
     }
@@ -180,7 +180,7 @@ final class Node {
     func roomName(_ id: RoomID) -> RoomName? { roomNames[id] }
 
     private func loadNicks() throws {
-        for stored in try store.latest(ofKind: .nick) {
+        for stored in try store.latestNicks() {
             if let text = plaintext(of: stored.envelope) { nicks[stored.envelope.author] = text }
         }
     }

@@ -1,4 +1,5 @@
 import CSQLite
+import Gossip
 
 /// The database layout and its migrations. `PRAGMA user_version` is the
 /// schema version; `PRAGMA application_id` marks the file as peernode's.
@@ -71,6 +72,13 @@ enum Schema {
         // only the rowids of envelopes are kept, the text is never stored in clear.
         """
         CREATE VIRTUAL TABLE message_text USING fts5(text, content='', tokenize='unicode61 remove_diacritics 2');
+        """,
+        // 5: deliveries in order across rooms (what to show next, the last delivery
+        // number), and nick messages by author: both were full scans, on the live
+        // path and at start-up, which grew with the store.
+        """
+        CREATE INDEX IF NOT EXISTS envelopes_by_delivery ON envelopes(delivery) WHERE delivery IS NOT NULL;
+        CREATE INDEX IF NOT EXISTS envelopes_nicks ON envelopes(author, sequence) WHERE kind = \(Kind.nick.rawValue) AND causal_time IS NOT NULL;
         """,
     ]
 

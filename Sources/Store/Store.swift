@@ -90,7 +90,7 @@ public final class Store: EnvelopeStorage {
         while try rooms.step() {
             roomRows[try RoomID(bytes: rooms.blob(1))] = rooms.int64(0)
         }
-        lastDelivery = try db.integer("SELECT coalesce(max(delivery), 0) FROM envelopes")
+        lastDelivery = try db.integer("SELECT coalesce(max(delivery), 0) FROM envelopes WHERE delivery IS NOT NULL")
     }
 
     // MARK: inserting

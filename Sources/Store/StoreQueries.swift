@@ -179,6 +179,14 @@ extension Store {
         return out
     }
 
+    /// The rooms this node knows by name (cheap: no counts, no previews).
+    public func namedRooms() throws -> [(room: RoomID, name: String)] {
+        let s = try db.statement("SELECT room_id, name FROM rooms WHERE name IS NOT NULL")
+        var out: [(room: RoomID, name: String)] = []
+        while try s.step() { if let name = s.text(1) { out.append((try RoomID(bytes: s.blob(0)), name)) } }
+        return out
+    }
+
     public func roomSummaries(me: PublicKey) throws -> [RoomSummary] {
         var out: [RoomSummary] = []
         let rooms = try db.statement("SELECT rowid, room_id, name FROM rooms")
@@ -233,15 +241,14 @@ extension Store {
 extension Store {
     /// For each author, the delivered envelope of `kind` with the highest
     /// sequence (the latest nick change of everyone, say).
-    public func latest(ofKind kind: Kind) throws -> [StoredEnvelope] {
+    /// The newest nick message of every author (the index `envelopes_nicks` makes it one lookup per author).
+    public func latestNicks() throws -> [StoredEnvelope] {
         let s = try db.statement(
             """
-            SELECT e.bytes, e.causal_time, e.delivery FROM envelopes e
-            WHERE e.kind = ?1 AND e.causal_time IS NOT NULL AND e.sequence = (
-                SELECT max(sequence) FROM envelopes
-                WHERE author = e.author AND kind = ?1 AND causal_time IS NOT NULL)
-            """
-        ).bind(1, Int64(kind.rawValue))
+            SELECT e.bytes, e.causal_time, e.delivery FROM authors a JOIN envelopes e ON e.rowid = (
+                SELECT rowid FROM envelopes
+                WHERE author = a.rowid AND kind = \(Kind.nick.rawValue) AND causal_time IS NOT NULL ORDER BY sequence DESC LIMIT 1)
+            """)
         var out: [StoredEnvelope] = []
         while try s.step() { out.append(try stored(s)) }
         return out
