@@ -61,3 +61,35 @@ extension NetworkNode {
         }
     }
 }
+
+extension NetworkNode {
+    /// Where our last message in `room` has got to, as chat apps show it.
+    enum OwnMessageState: String {
+        /// Stored here only.
+        case local = "…"
+        /// A linked peer has it (its clock says so, or it sent a receipt).
+        case stored = "✓"
+        /// Every linked member of the room has shown it.
+        case delivered = "✓✓"
+        /// Every linked member of the room has read it.
+        case read = "read"
+    }
+
+    /// The state of our last message in `room`, or nil if we posted none this session.
+    func ownMessageState(in room: RoomName) -> OwnMessageState? {
+        guard let sequence = lastOwnPost[room] else { return nil }
+        let id = node.roomID(room)
+        let linked = linkedPeers
+        // Members: linked peers that have sent receipts in this room.
+        let members = Set(acknowledged.keys.filter { $0.room == id && linked.values.contains($0.peer) }.map(\.peer))
+        func all(_ state: Receipt.State) -> Bool {
+            !members.isEmpty && members.allSatisfy { (acknowledged[Acknowledgement(peer: $0, room: id, state: state)] ?? 0) >= sequence }
+        }
+        if all(.read) { return .read }
+        if all(.delivered) { return .delivered }
+        let declared = linked.keys.contains { (replicator.declaredClock(of: $0)?[node.me] ?? 0) >= sequence }
+        let acknowledgedAny = acknowledged.contains { $0.key.room == id && $0.value >= sequence }
+        return declared || acknowledgedAny ? .stored : .local
+    }
+}
+

@@ -67,9 +67,11 @@ extension NetworkNode {
         return best.reduce(0) { $0 + ($1.value - ours[$1.key]) }
     }
 
-    /// The prompt: the catch-up bar when there is one, then the room.
+    /// The prompt: the catch-up bar when there is one, the room, and where
+    /// our last message there has got to (… ✓ ✓✓ read).
     func prompt() -> String {
-        syncProgress.tag(missing: missingFromLinked) + session.room.value + "> "
+        let mark = ownMessageState(in: session.room).map { " " + $0.rawValue } ?? ""
+        return syncProgress.tag(missing: missingFromLinked) + session.room.value + mark + "> "
     }
 }
 

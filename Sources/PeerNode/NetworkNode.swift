@@ -82,6 +82,8 @@ final class NetworkNode: @unchecked Sendable {
         let state: Receipt.State
     }
     var syncProgress = SyncProgress()
+    /// The sequence of our last text or action per room (for the prompt's mark).
+    var lastOwnPost: [RoomName: UInt64] = [:]
     /// Told the prompt when it changes on a tick (the terminal session).
     var promptChanged: (@Sendable (String) -> Void)?
     private var lastPrompt = ""
@@ -578,6 +580,7 @@ final class NetworkNode: @unchecked Sendable {
     private func post(_ text: String, kind: Kind) -> Bool {
         do {
             let e = try node.post(text, kind: kind, in: session.room)
+            lastOwnPost[session.room] = e.sequence
             perform(replicator.localPost(e))
             showDeliveries()
         } catch {

@@ -123,6 +123,9 @@ print("a person at the terminal sends read receipts: B got 'read' for its messag
 os.write(master, b"\x1b[D\x1b[DX\r")
 b_heard("hXel")
 print("left arrow and insert: B got 'hXel'")
+# B shows it and says so in a receipt: the prompt marks our last message delivered.
+read_until(master, "#general ✓✓> ".encode())
+print("the prompt marks our last message delivered (✓✓) once B's receipt arrives")
 os.write(master, b"one two three\x17\x17four\x01\x1b[C\x1b[C\x1b[Cx\x05!\r")
 b_heard("onex four!")
 print("Ctrl-W, Home (Ctrl-A), Right, End (Ctrl-E): B got 'onex four!'")
