@@ -199,11 +199,11 @@ final class Node {
     func indexNewMessages(limit: Int = Node.indexPerTick) throws -> Int {
         let fresh = try store.delivered(after: try store.indexedThrough(), limit: limit)
         guard let last = fresh.last else { return 0 }
-        var texts: [(MessageID, String)] = []
+        var texts: [(author: PublicKey, sequence: UInt64, text: String)] = []
         for stored in fresh {
             let e = stored.envelope
             guard e.kind == .text || e.kind == .action else { continue }
-            if let text = plaintext(of: e) ?? direct(e)?.text { texts.append((e.id, text)) }
+            if let text = plaintext(of: e) ?? direct(e)?.text { texts.append((e.author, e.sequence, text)) }
         }
         try store.index(texts, through: last.delivery)
         return fresh.count

@@ -352,13 +352,15 @@ extension Store {
         try db.integer("SELECT coalesce((SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'search_indexed_through'), 0)")
     }
 
-    /// Indexes readable texts (envelope id → plaintext) and moves the mark to `through`, in one transaction.
-    public func index(_ texts: [(MessageID, String)], through delivery: Int64) throws {
+    /// Indexes readable texts (by author and sequence, which are indexed;
+    /// the envelope id is not) and moves the mark to `through`, in one transaction.
+    public func index(_ texts: [(author: PublicKey, sequence: UInt64, text: String)], through delivery: Int64) throws {
         try db.transaction {
-            for (id, text) in texts {
+            for entry in texts {
+                guard let author = authors[entry.author] else { continue }
                 // `statement` hands out the cached statement reset, ready for new bindings.
-                try db.statement("INSERT INTO message_text(rowid, text) SELECT rowid, ?2 FROM envelopes WHERE id = ?1")
-                    .bind(1, id.bytes).bind(2, text).run()
+                try db.statement("INSERT INTO message_text(rowid, text) SELECT rowid, ?3 FROM envelopes WHERE author = ?1 AND sequence = ?2")
+                    .bind(1, author.rowid).bind(2, Int64(clamping: entry.sequence)).bind(3, entry.text).run()
             }
             try db.statement("INSERT OR REPLACE INTO settings(key, value) VALUES ('search_indexed_through', ?1)").bind(1, delivery).run()
         }
