@@ -82,6 +82,13 @@ final class NetworkNode: @unchecked Sendable {
         let state: Receipt.State
     }
     var syncProgress = SyncProgress()
+    /// When a link last brought bytes, and when background work last ran (monotonic seconds).
+    var lastLinkTraffic = 0.0
+    var lastBackgroundWork = 0.0
+    /// Links quiet this long: background work may run.
+    static let quietPeriod = 0.25
+    /// Background work runs at least this often, however busy the links.
+    static let backgroundDeferral = 10.0
     /// The sequence of our last text or action per room (for the prompt's mark).
     var lastOwnPost: [RoomName: UInt64] = [:]
     /// Told the prompt when it changes on a tick (the terminal session).
@@ -189,6 +196,7 @@ final class NetworkNode: @unchecked Sendable {
 
     private func receive(_ bytes: [UInt8], on id: LinkID) {
         count("bytes_in", by: bytes.count)
+        lastLinkTraffic = monotonic()
         guard var link = links[id] else { return }
         let actions = link.session.receive(bytes)
         links[id] = link
@@ -592,9 +600,15 @@ final class NetworkNode: @unchecked Sendable {
     func tick() {
         let now = monotonic()
         checkStoreSize()
-        // The search index follows deliveries a second behind, in batches.
-        if !relay { _ = try? node.indexNewMessages() }
-        sendReceipts(now: now)
+        // Background work (the search index, receipts: each a write, a receipt
+        // also an fsync) waits for a quiet moment on the links, so it does not
+        // hold up messages passing through; it waits no longer than
+        // `backgroundDeferral`.
+        if now - lastLinkTraffic >= Self.quietPeriod || now - lastBackgroundWork >= Self.backgroundDeferral {
+            lastBackgroundWork = now
+            if !relay { _ = try? node.indexNewMessages() }
+            sendReceipts(now: now)
+        }
         if let promptChanged {
             let current = prompt()
             if current != lastPrompt {
