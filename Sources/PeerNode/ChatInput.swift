@@ -28,6 +28,8 @@ enum ChatInput: Equatable {
     case search(String)
     /// `/set receipts on|off`.
     case set(String, String)
+    /// `/trust WHO` and `/untrust WHO`.
+    case trust(String, Bool)
     case help
     case quit
     case empty
@@ -52,6 +54,7 @@ enum ChatInput: Equatable {
         (["sync"], "/sync", "whether this node holds everything its peers have announced, and what is missing from whom"),
         (["history"], "/history [N]", "the last N messages of the room (default 20)"),
         (["search"], "/search TEXT", "messages you can read that contain every word of TEXT, newest first"),
+        (["trust", "untrust"], "/trust WHO", "mark WHO as verified (you compared the fingerprint with them): shown with ✔; /untrust WHO undoes it"),
         (["block", "unblock"], "/block WHO", "refuse WHO's links and hide their messages; /unblock WHO undoes it"),
         (["set"], "/set receipts on|off", "send read receipts when you read a room (on by default at a terminal)"),
         (["stats"], "/stats", "the node's counters: links, clock exchanges, refusals by reason"),
@@ -86,6 +89,9 @@ enum ChatInput: Equatable {
                 return .error("/msg needs a recipient and text: /msg alice hello")
             }
             return .direct(to: parts[0], text: parts[1])
+        case "trust", "untrust":
+            guard !argument.isEmpty, !argument.contains(" ") else { return .error("/\(name) needs one identity: /\(name) alice·k3fq") }
+            return .trust(argument, name == "trust")
         case "block", "unblock":
             guard !argument.isEmpty, !argument.contains(" ") else { return .error("/\(name) needs one identity: /\(name) alice·k3fq") }
             return .block(argument, name == "block")

@@ -93,6 +93,11 @@ final class ChatSession {
                 return (ChatInput.helpText.split(separator: "\n").map(String.init), true)
             case .quit:
                 return ([], false)
+            case let .trust(who, on):
+                let key = try node.resolve(who)
+                try node.store.setTrusted(key, on, at: Node.now())
+                Renderer.trusted = try node.store.trustedIdentities()
+                return (["-- \(on ? "trusted" : "no longer trusted"): \(Renderer(nicks: node.nicks).label(key)) (id \(key.hex))"], true)
             case let .block(who, on):
                 let key = try node.resolve(who)
                 try node.store.setBlocked(key, on, at: Node.now())

@@ -51,6 +51,7 @@ final class Node {
             if let room = try? RoomName(name) { roomNames[id] = room }
         }
         try loadNicks()
+        Renderer.trusted = try store.trustedIdentities()
     }
 
     var me: PublicKey { identity.publicKey }

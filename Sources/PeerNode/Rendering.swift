@@ -21,8 +21,11 @@ struct Renderer {
     /// Nick of each author as known when rendering.
     let nicks: [PublicKey: String]
 
+    /// Identities the user marked as verified (`/trust`): shown with ✔. Set on the loop thread, read there.
+    nonisolated(unsafe) static var trusted: Set<PublicKey> = []
+
     func label(_ author: PublicKey) -> String {
-        let fingerprint = author.shortFingerprint
+        let fingerprint = author.shortFingerprint + (Self.trusted.contains(author) ? "✔" : "")
         let plain = nicks[author].map { TerminalText.sanitize($0) + "·" + fingerprint } ?? fingerprint
         guard case .terminal(colors: true, _) = Self.style else { return plain }
         // One of six colours, from the key, so a nick keeps its colour everywhere.

@@ -80,6 +80,10 @@ enum Schema {
         CREATE INDEX IF NOT EXISTS envelopes_by_delivery ON envelopes(delivery) WHERE delivery IS NOT NULL;
         CREATE INDEX IF NOT EXISTS envelopes_nicks ON envelopes(author, sequence) WHERE kind = \(Kind.nick.rawValue) AND causal_time IS NOT NULL;
         """,
+        // 6: identities the user has verified (`/trust`), shown with a mark.
+        """
+        CREATE TABLE trusted(key BLOB PRIMARY KEY, since INTEGER NOT NULL);
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

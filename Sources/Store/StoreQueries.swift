@@ -280,6 +280,21 @@ extension Store {
         return out
     }
 
+    public func trustedIdentities() throws -> Set<PublicKey> {
+        let s = try db.statement("SELECT key FROM trusted")
+        var out: Set<PublicKey> = []
+        while try s.step() { out.insert(try PublicKey(bytes: s.blob(0))) }
+        return out
+    }
+
+    public func setTrusted(_ key: PublicKey, _ trusted: Bool, at time: UInt64) throws {
+        if trusted {
+            try db.statement("INSERT OR IGNORE INTO trusted(key, since) VALUES (?1, ?2)").bind(1, key.bytes).bind(2, Int64(clamping: time)).run()
+        } else {
+            try db.statement("DELETE FROM trusted WHERE key = ?1").bind(1, key.bytes).run()
+        }
+    }
+
     public func setBlocked(_ key: PublicKey, _ blocked: Bool, at time: UInt64) throws {
         if blocked {
             try db.statement("INSERT OR IGNORE INTO blocked(key, since) VALUES (?1, ?2)")

@@ -96,5 +96,21 @@ struct RoomCommandTests {
         #expect(progress.tag(missing: 0) == "", "done: the bar goes")
         #expect(progress.tag(missing: 100) == "[sync ░░░░░░░░ 0%] ", "a new catch-up starts from its own backlog")
     }
+
+    @Test("/trust marks an identity with ✔ everywhere its label shows, is kept across restarts, and /untrust removes it")
+    func trust() throws {
+        let dir = TemporaryDirectory()
+        let id = try PeerNodeProcess.run(["id", "--data-dir", dir.path]).stdout.split(separator: "\n").first.map(String.init) ?? ""
+        let first = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--nick", "alice", "--listen", "127.0.0.1:0"],
+                                            input: "hello\n/trust \(id)\n/who\n/trust nobody\n")
+        #expect(first.stdout.contains("-- trusted: alice·") && first.stdout.contains("✔ (id \(id))"), "\(first.stdout)")
+        #expect(first.stdout.contains("✔  you"))
+        #expect(first.stdout.contains("error: "), "an unknown identity is an error")
+        let second = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/untrust alice\n/who\n")
+        #expect(second.stdout.contains("✔> hello"), "history shows the mark after a restart: \(second.stdout)")
+        #expect(second.stdout.contains("-- no longer trusted: alice·"))
+        #expect(second.stdout.split(separator: "\n").last { $0.contains("you") }.map { !$0.contains("✔") } == true, "untrusted: no mark")
+        #expect(ChatInput.parse("/trust") == .error("/trust needs one identity: /trust alice·k3fq"))
+    }
 }
 
