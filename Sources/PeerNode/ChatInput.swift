@@ -30,6 +30,10 @@ enum ChatInput: Equatable {
     case set(String, String)
     /// `/trust WHO` and `/untrust WHO`.
     case trust(String, Bool)
+    /// `/private #room`: a new private room.
+    case createPrivate(String)
+    /// `/invite WHO #room`.
+    case invite(who: String, room: String)
     case help
     case quit
     case empty
@@ -44,6 +48,8 @@ enum ChatInput: Equatable {
     static let commands: [(names: [String], usage: String, help: String)] = [
         (["join", "j"], "/join #room", "switch to a room (created on first use); /j for short"),
         (["part"], "/part", "leave the current room (back to #general)"),
+        (["private"], "/private #room", "make a private room: only those you /invite can read it"),
+        (["invite"], "/invite WHO #room", "let WHO into one of your private rooms (sent as a direct message)"),
         (["rooms"], "/rooms", "your rooms, most recent first, with unread counts and the last message"),
         (["switch"], "/switch ROOM|N", "go to a room by name or by its number in /rooms (also /1../9 and Alt-1..9)"),
         (["msg", "m"], "/msg WHO TEXT", "a direct message; WHO is a nick, nick·fp or a 64-hex id; /m for short"),
@@ -89,6 +95,12 @@ enum ChatInput: Equatable {
                 return .error("/msg needs a recipient and text: /msg alice hello")
             }
             return .direct(to: parts[0], text: parts[1])
+        case "private":
+            return argument.isEmpty || argument.contains(" ") ? .error("/private needs a room name: /private #team") : .createPrivate(argument)
+        case "invite":
+            let parts = argument.split(separator: " ").map(String.init)
+            guard parts.count == 2 else { return .error("/invite needs someone and a room: /invite bob #team") }
+            return .invite(who: parts[0], room: parts[1])
         case "trust", "untrust":
             guard !argument.isEmpty, !argument.contains(" ") else { return .error("/\(name) needs one identity: /\(name) alice·k3fq") }
             return .trust(argument, name == "trust")

@@ -93,6 +93,13 @@ final class ChatSession {
                 return (ChatInput.helpText.split(separator: "\n").map(String.init), true)
             case .quit:
                 return ([], false)
+            case let .createPrivate(name):
+                let target = try RoomName(name)
+                try node.createPrivateRoom(target)
+                room = target
+                return (["-- created the private room \(target.value): /invite WHO \(target.value) lets someone in"], true)
+            case .invite:
+                return (["-- no links in this mode"], true)
             case let .trust(who, on):
                 let key = try node.resolve(who)
                 try node.store.setTrusted(key, on, at: Node.now())

@@ -493,6 +493,10 @@ final class NetworkNode: @unchecked Sendable {
                 if e.author != node.me, let receipt = node.receipt(in: e) { receiptArrived(receipt, from: e.author, room: e.room) }
                 continue
             }
+            if e.kind == .invite {
+                if e.author != node.me, let (peer, invite) = node.invite(in: e) { invited(by: peer, invite) }
+                continue
+            }
             guard let roomName = node.roomName(e.room), let text = node.plaintext(of: e) else { continue }
             owe(e, room: roomName)
             if json {
@@ -522,6 +526,16 @@ final class NetworkNode: @unchecked Sendable {
         case .quit: return false
         case .stats:
             showStats()
+            return true
+        case let .invite(who, room):
+            do {
+                let peer = try node.resolve(who)
+                let e = try node.invite(peer, to: try RoomName(room))
+                perform(replicator.localPost(e))
+                if !json { out.line("-- invited \(Renderer(nicks: node.nicks).label(peer)) to \(TerminalText.sanitize(room))") }
+            } catch {
+                out.line(json ? JSONEvents.line(["type": .string("error"), "error": .string("\(error)")]) : "error: \(error)")
+            }
             return true
         case let .set(key, value):
             do {

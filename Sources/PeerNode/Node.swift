@@ -50,6 +50,9 @@ final class Node {
         for (id, name) in try store.namedRooms() {
             if let room = try? RoomName(name) { roomNames[id] = room }
         }
+        for (id, name, key) in try store.privateRooms() {
+            if let room = try? RoomName(name), let secret = try? SymmetricKey(bytes: key) { privateRooms[id] = (room, secret) }
+        }
         try loadNicks()
         Renderer.trusted = try store.trustedIdentities()
     }
@@ -66,7 +69,19 @@ final class Node {
     /// Names of the public rooms this node knows, for completion.
     var knownRooms: [String] { roomNames.values.map(\.value).sorted() }
 
-    func roomID(_ name: RoomName) -> RoomID { RoomID.publicRoom(name, network: network) }
+    /// A private room we are in wins over the public room of the same name.
+    func roomID(_ name: RoomName) -> RoomID {
+        privateRooms.first { $0.value.name == name }?.key ?? RoomID.publicRoom(name, network: network)
+    }
+
+    /// The key of a room we know: a private room's own, or the public one derived from its name.
+    func roomKey(_ id: RoomID) -> SymmetricKey? {
+        if let own = privateRooms[id] { return own.key }
+        return roomNames[id].map { network.publicRoomKey(roomName: $0.value) }
+    }
+
+    /// Private rooms we are in: id → name and key.
+    var privateRooms: [RoomID: (name: RoomName, key: SymmetricKey)] = [:]
 
     /// Makes a public room known by name (so its messages can be read) and
     /// remembers it in the store.
@@ -86,7 +101,8 @@ final class Node {
     func post(_ text: String, kind: Kind, in room: RoomName) throws -> Envelope {
         let id = try join(room)
         let plain = Array(text.utf8)
-        let body = try BodyCipher.seal(plain, key: network.publicRoomKey(roomName: room.value), author: me, room: id, kind: kind)
+        guard let key = roomKey(id) else { throw NodeError(description: "no key for \(room.value)") }
+        let body = try BodyCipher.seal(plain, key: key, author: me, room: id, kind: kind)
         let envelope = try appendOwn(room: id, kind: kind, body: body)
         if kind == .nick { nicks[me] = text }
         return envelope
@@ -96,14 +112,15 @@ final class Node {
     @discardableResult
     func postReceipt(_ receipt: Receipt, in room: RoomName) throws -> Envelope {
         let id = try join(room)
-        let body = try BodyCipher.seal(receipt.encoded, key: network.publicRoomKey(roomName: room.value), author: me, room: id, kind: .receipt)
+        guard let key = roomKey(id) else { throw NodeError(description: "no key for \(room.value)") }
+        let body = try BodyCipher.seal(receipt.encoded, key: key, author: me, room: id, kind: .receipt)
         return try appendOwn(room: id, kind: .receipt, body: body)
     }
 
     /// The receipt in `envelope`, if it is one this node can read.
     func receipt(in envelope: Envelope) -> Receipt? {
-        guard envelope.kind == .receipt, let name = roomNames[envelope.room],
-              let plain = try? BodyCipher.open(envelope, key: network.publicRoomKey(roomName: name.value)) else { return nil }
+        guard envelope.kind == .receipt, let key = roomKey(envelope.room),
+              let plain = try? BodyCipher.open(envelope, key: key) else { return nil }
         return Receipt.decode(plain)
     }
 
@@ -126,6 +143,12 @@ final class Node {
 
     /// If `envelope` is a direct message this node can read: the other party and the text.
     func direct(_ envelope: Envelope) -> (peer: PublicKey, text: String)? {
+        guard envelope.kind == .text || envelope.kind == .action, let (peer, plain) = directBytes(envelope) else { return nil }
+        return (peer, String(decoding: plain, as: UTF8.self))
+    }
+
+    /// A direct message's other party and its plaintext bytes, if this node can read it.
+    func directBytes(_ envelope: Envelope) -> (peer: PublicKey, plain: [UInt8])? {
         if dmPeers[envelope.room] == nil {
             for author in (try? store.vectorClock().entries.keys).map(Array.init) ?? [] where author != me {
                 dmPeers[RoomID.direct(me, author, network: network)] = author
@@ -133,7 +156,7 @@ final class Node {
         }
         guard let peer = dmPeers[envelope.room], envelope.author == me || envelope.author == peer,
               let plain = try? DirectKey(own: identity, peer: peer).open(envelope.body) else { return nil }
-        return (peer, String(decoding: plain, as: UTF8.self))
+        return (peer, plain)
     }
 
     /// Finds who `/msg` means: a 64-hex id, `nick·fp`, or a nick that only one known author uses.
@@ -154,7 +177,7 @@ final class Node {
 
     /// The next envelope of our own chain (sequence, previous hash and
     /// dependencies from the store), signed and durably stored.
-    private func appendOwn(room: RoomID, kind: Kind, body: [UInt8]) throws -> Envelope {
+    func appendOwn(room: RoomID, kind: Kind, body: [UInt8]) throws -> Envelope {
         let head = try store.head(of: me)
         let envelope = try Envelope.sign(
             by: identity, sequence: (head?.sequence ?? 0) + 1, previous: head?.id ?? .zero,
@@ -173,8 +196,7 @@ final class Node {
 
     /// The plaintext of an envelope, or nil when this node has no key for its room.
     func plaintext(of envelope: Envelope) -> String? {
-        guard let name = roomNames[envelope.room],
-              let plain = try? BodyCipher.open(envelope, key: network.publicRoomKey(roomName: name.value)) else { return nil }
+        guard let key = roomKey(envelope.room), let plain = try? BodyCipher.open(envelope, key: key) else { return nil }
         return String(decoding: plain, as: UTF8.self)
     }
 

@@ -84,6 +84,11 @@ enum Schema {
         """
         CREATE TABLE trusted(key BLOB PRIMARY KEY, since INTEGER NOT NULL);
         """,
+        // 7: private rooms: a random id and key, handed to members in an invite.
+        // The key is a secret: the database file is 0600 in a 0700 directory.
+        """
+        CREATE TABLE private_rooms(room_id BLOB PRIMARY KEY, name TEXT NOT NULL, key BLOB NOT NULL);
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -280,6 +280,23 @@ extension Store {
         return out
     }
 
+    /// Private rooms this node is a member of: id, name, 32-byte key.
+    public func privateRooms() throws -> [(room: RoomID, name: String, key: [UInt8])] {
+        let s = try db.statement("SELECT room_id, name, key FROM private_rooms")
+        var out: [(room: RoomID, name: String, key: [UInt8])] = []
+        while try s.step() {
+            guard let room = try? RoomID(bytes: s.blob(0)), let name = s.text(1) else { continue }
+            out.append((room, name, s.blob(2)))
+        }
+        return out
+    }
+
+    public func addPrivateRoom(_ room: RoomID, name: String, key: [UInt8]) throws {
+        try db.statement("INSERT OR REPLACE INTO private_rooms(room_id, name, key) VALUES (?1, ?2, ?3)")
+            .bind(1, room.bytes).bind(2, name).bind(3, key).run()
+        try registerRoom(room, name: name)
+    }
+
     public func trustedIdentities() throws -> Set<PublicKey> {
         let s = try db.statement("SELECT key FROM trusted")
         var out: Set<PublicKey> = []

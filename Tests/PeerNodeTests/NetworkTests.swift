@@ -281,5 +281,34 @@ struct NetworkTests {
         #expect(!a.events.value.contains { $0["type"] == "receipt" && $0["id"] == third["id"] && $0["state"] == "read" })
         a.quit(); b.quit()
     }
+
+    @Test("a private room: invited members read and write it; a node that relays it cannot read it")
+    func privateRoom() async throws {
+        let dirs = (0..<3).map { _ in TemporaryDirectory() }
+        let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])
+        #expect(await started(a))
+        let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
+        #expect(await started(b))
+        let c = try NodeProcess(dir: dirs[2].path, ["--nick", "carol", "--peer", b.url])
+        #expect(await started(c))
+        #expect(await linked(a, to: b))
+        #expect(await linked(c, to: b))
+        a.send("/private #team")
+        a.send("/invite \(c.id) #team")
+        a.send("the plan")
+        let invite = await c.wait { $0["type"] == "invite" }
+        #expect(invite?["by"] == a.id && invite?["room"] == "#team")
+        let message = await c.wait { $0["text"] == "the plan" }
+        #expect(message?["room"] == "#team")
+        c.send("/join #team")
+        c.send("agreed")
+        #expect(await a.wait { $0["text"] == "agreed" && $0["room"] == "#team" } != nil)
+        // B carried both messages and the invite, and can read none of them.
+        try await Task.sleep(nanoseconds: 500_000_000)
+        #expect(!b.events.value.contains { $0["text"] == "the plan" || $0["text"] == "agreed" || $0["type"] == "invite" })
+        a.send("/invite \(c.id) #general")
+        #expect(await a.wait { $0["type"] == "error" && ($0["error"] ?? "").contains("not a private room") } != nil)
+        a.quit(); b.quit(); c.quit()
+    }
 }
 

@@ -1,4 +1,5 @@
 @testable import PeerNode
+import Gossip
 import Foundation
 import TestSupport
 import Testing
@@ -111,6 +112,20 @@ struct RoomCommandTests {
         #expect(second.stdout.contains("-- no longer trusted: alice·"))
         #expect(second.stdout.split(separator: "\n").last { $0.contains("you") }.map { !$0.contains("✔") } == true, "untrusted: no mark")
         #expect(ChatInput.parse("/trust") == .error("/trust needs one identity: /trust alice·k3fq"))
+    }
+
+    @Test("invite bodies: exactly the layout with a valid room name, or nothing")
+    func inviteBodies() throws {
+        let room = RoomID.random()
+        let key = [UInt8](repeating: 7, count: 32)
+        let invite = Invite(room: room, key: key, name: try RoomName("#team"))
+        #expect(Invite.decode(invite.encoded) == invite)
+        #expect(Invite.decode(Array(invite.encoded.prefix(68))) == nil, "no name")
+        #expect(Invite.decode(Array("XXXX".utf8) + invite.encoded.dropFirst(4)) == nil)
+        #expect(Invite.decode(Array(invite.encoded.prefix(68)) + Array("#bad\u{1b}[2J".utf8)) == nil, "a name with control characters")
+        #expect(Invite.decode(Array(invite.encoded.prefix(68)) + [0xFF, 0xFE]) == nil, "not UTF-8")
+        #expect(ChatInput.parse("/invite bob") == .error("/invite needs someone and a room: /invite bob #team"))
+        #expect(ChatInput.parse("/private #team") == .createPrivate("#team"))
     }
 }
 
