@@ -91,19 +91,25 @@ func linked(_ node: NodeProcess, to other: NodeProcess) async -> Bool {
     await node.wait { $0["type"] == "peer_up" && $0["id"] == other.id } != nil
 }
 
+/// Alice, Bob and Carol, linked A–B–C (Carol reaches Alice only through Bob), all up.
+func chainOfThree() async throws -> ([TemporaryDirectory], NodeProcess, NodeProcess, NodeProcess) {
+    let dirs = (0..<3).map { _ in TemporaryDirectory() }
+    let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])
+    #expect(await started(a))
+    let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
+    #expect(await started(b))
+    let c = try NodeProcess(dir: dirs[2].path, ["--nick", "carol", "--peer", b.url])
+    #expect(await started(c))
+    #expect(await linked(a, to: b))
+    #expect(await linked(c, to: b))
+    return (dirs, a, b, c)
+}
+
 @Suite("Nodes over real sockets", .serialized)
 struct NetworkTests {
     @Test("A–B–C linked only through B: A's messages reach C in order; B restarts and catches up")
     func chain() async throws {
-        let dirs = (0..<3).map { _ in TemporaryDirectory() }
-        let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])
-        #expect(await started(a))
-        let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
-        #expect(await started(b))
-        let c = try NodeProcess(dir: dirs[2].path, ["--nick", "carol", "--peer", b.url])
-        #expect(await started(c))
-        #expect(await linked(a, to: b))
-        #expect(await linked(c, to: b))
+        let (dirs, a, b, c) = try await chainOfThree()
         // At first contact each side already knows the other's nick (claimed in the handshake).
         #expect(a.events.value.first { $0["type"] == "peer_up" }?["nick"] == "bob")
         #expect(b.events.value.first { $0["type"] == "peer_up" && $0["id"] == a.id }?["nick"] == "alice")
@@ -284,15 +290,7 @@ struct NetworkTests {
 
     @Test("a private room: invited members read and write it; a node that relays it cannot read it")
     func privateRoom() async throws {
-        let dirs = (0..<3).map { _ in TemporaryDirectory() }
-        let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])
-        #expect(await started(a))
-        let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
-        #expect(await started(b))
-        let c = try NodeProcess(dir: dirs[2].path, ["--nick", "carol", "--peer", b.url])
-        #expect(await started(c))
-        #expect(await linked(a, to: b))
-        #expect(await linked(c, to: b))
+        let (dirs, a, b, c) = try await chainOfThree()
         a.send("/private #team")
         a.send("/invite \(c.id) #team")
         a.send("the plan")
@@ -309,6 +307,7 @@ struct NetworkTests {
         a.send("/invite \(c.id) #general")
         #expect(await a.wait { $0["type"] == "error" && ($0["error"] ?? "").contains("not a private room") } != nil)
         a.quit(); b.quit(); c.quit()
+        withExtendedLifetime(dirs) {}  // the data directories outlive the nodes
     }
 }
 
