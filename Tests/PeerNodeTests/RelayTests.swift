@@ -171,4 +171,27 @@ struct RelayTests {
         #expect(relay.terminate() == 0)
         a.quit()
     }
+
+    @Test("--log-file: SIGHUP reopens the log after it was rotated away; SIGINT stops like SIGTERM")
+    func logRotation() async throws {
+        let dirs = (0..<1).map { _ in TemporaryDirectory() }
+        let logPath = dirs[0].file("relay.log")
+        let relay = Process()
+        relay.executableURL = URL(fileURLWithPath: PeerNodeProcess.binary)
+        relay.arguments = ["relay", "--data-dir", dirs[0].file("data"), "--listen", "127.0.0.1:0", "--no-discovery", "--log-file", logPath]
+        try launch(relay)
+        let ready = await eventuallyValue { (try? String(contentsOfFile: logPath, encoding: .utf8))?.contains("relay ready") == true ? true : nil }
+        #expect(ready == true)
+        // logrotate moves the file away, then signals.
+        try FileManager.default.moveItem(atPath: logPath, toPath: logPath + ".1")
+        kill(relay.processIdentifier, SIGHUP)
+        let reopened = await eventuallyValue { (try? String(contentsOfFile: logPath, encoding: .utf8))?.contains("log reopened") == true ? true : nil }
+        #expect(reopened == true, "a new log file after SIGHUP")
+        kill(relay.processIdentifier, SIGINT)
+        relay.waitUntilExit()
+        #expect(relay.terminationStatus == 0)
+        #expect((try? String(contentsOfFile: logPath, encoding: .utf8))?.contains("stopping signal=INT") == true)
+        #expect((try? String(contentsOfFile: logPath + ".1", encoding: .utf8))?.contains("relay ready") == true)
+    }
 }
+
