@@ -96,3 +96,17 @@ struct SyncProgress {
             + " \(Int(done * 100))%] "
     }
 }
+
+extension NetworkNode {
+    /// Refuses to post while a linked peer holds more of our own messages than
+    /// we do (our database was lost or restored from an old backup): a new
+    /// post would reuse their sequence numbers and be kept by nobody (a fork).
+    func ensureOwnHistoryIsBack() throws {
+        let ours = replicator.clock[node.me]
+        let theirs = linkedPeers.keys.compactMap { replicator.declaredClock(of: $0)?[node.me] }.max() ?? 0
+        guard theirs <= ours else {
+            throw NodeError(description: "your earlier messages are still coming back from your peers (\(theirs - ours) to go); try again in a moment")
+        }
+    }
+}
+

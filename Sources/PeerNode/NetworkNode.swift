@@ -577,6 +577,7 @@ final class NetworkNode: @unchecked Sendable {
             return true
         case let .direct(who, text):
             do {
+                try ensureOwnHistoryIsBack()
                 let peer = try node.resolve(who)
                 let e = try node.postDirect(text, to: peer)
                 perform(replicator.localPost(e))
@@ -601,6 +602,7 @@ final class NetworkNode: @unchecked Sendable {
 
     private func post(_ text: String, kind: Kind) -> Bool {
         do {
+            try ensureOwnHistoryIsBack()
             let e = try node.post(text, kind: kind, in: session.room)
             lastOwnPost[session.room] = e.sequence
             perform(replicator.localPost(e))
