@@ -13,12 +13,13 @@ extension NetworkNode {
     /// Most own messages one arriving receipt reports events for.
     static let receiptEventLimit = 1_000
 
-    /// A message from someone else was shown: owe them a receipt.
-    func owe(_ e: Envelope, room: RoomName) {
+    /// A message from someone else was shown (in the room the person has
+    /// open when `current`): owe them a receipt.
+    func owe(_ e: Envelope, room: RoomID, current: Bool) {
         guard !relay, e.author != node.me, e.kind == .text || e.kind == .action else { return }
         var owed = receiptsOwed[room, default: [:]]
         owed[.delivered, default: [:]][e.author] = max(owed[.delivered]?[e.author] ?? 0, e.sequence)
-        if sendsReadReceipts, room == session.room {
+        if sendsReadReceipts, current {
             owed[.read, default: [:]][e.author] = max(owed[.read]?[e.author] ?? 0, e.sequence)
         }
         receiptsOwed[room] = owed

@@ -72,8 +72,8 @@ final class NetworkNode: @unchecked Sendable {
     static let duplicateReason = "duplicate link"
 
     /// Receipts to send: room → state → author → highest sequence delivered/read.
-    var receiptsOwed: [RoomName: [Receipt.State: [PublicKey: UInt64]]] = [:]
-    var lastReceiptSent: [RoomName: Double] = [:]
+    var receiptsOwed: [RoomID: [Receipt.State: [PublicKey: UInt64]]] = [:]
+    var lastReceiptSent: [RoomID: Double] = [:]
     /// What peers acknowledged of our messages, per peer, room and state: the highest sequence.
     var acknowledged: [Acknowledgement: UInt64] = [:]
     struct Acknowledgement: Hashable {
@@ -498,7 +498,7 @@ final class NetworkNode: @unchecked Sendable {
                 continue
             }
             guard let roomName = node.roomName(e.room), let text = node.plaintext(of: e) else { continue }
-            owe(e, room: roomName)
+            owe(e, room: e.room, current: roomName == session.room)
             if json {
                 guard e.kind == .text || e.kind == .action else { continue }
                 out.line(JSONEvents.line(["type": .string("message"), "id": .string(e.id.hex), "author": .string(e.author.hex), "nick": .string(node.nicks[e.author] ?? ""), "seq": .number(e.sequence), "room": .string(roomName.value), "kind": .string(e.kind == .text ? "text" : "action"), "text": .string(text), "ts": .number(e.timestamp)]))
@@ -509,6 +509,8 @@ final class NetworkNode: @unchecked Sendable {
     }
 
     private func showDirect(_ e: Envelope, peer: PublicKey, text: String) {
+        // A direct message is shown wherever the person is: it counts as read there.
+        owe(e, room: e.room, current: true)
         let to = e.author == node.me ? peer : node.me
         if json {
             out.line(JSONEvents.line(["type": .string("message"), "id": .string(e.id.hex), "author": .string(e.author.hex), "nick": .string(node.nicks[e.author] ?? ""), "seq": .number(e.sequence), "kind": .string("dm"), "to": .string(to.hex), "text": .string(text), "ts": .number(e.timestamp)]))

@@ -108,20 +108,25 @@ final class Node {
         return envelope
     }
 
-    /// Signs and durably stores a receipt in a public room.
+    /// Signs and durably stores a receipt in a room (sealed with its key) or
+    /// a direct-message room (sealed to the other party).
     @discardableResult
-    func postReceipt(_ receipt: Receipt, in room: RoomName) throws -> Envelope {
-        let id = try join(room)
-        guard let key = roomKey(id) else { throw NodeError(description: "no key for \(room.value)") }
-        let body = try BodyCipher.seal(receipt.encoded, key: key, author: me, room: id, kind: .receipt)
-        return try appendOwn(room: id, kind: .receipt, body: body)
+    func postReceipt(_ receipt: Receipt, in room: RoomID) throws -> Envelope {
+        if let key = roomKey(room) {
+            let body = try BodyCipher.seal(receipt.encoded, key: key, author: me, room: room, kind: .receipt)
+            return try appendOwn(room: room, kind: .receipt, body: body)
+        }
+        guard let peer = dmPeers[room] else { throw NodeError(description: "a receipt for a room this node cannot write to") }
+        return try appendOwn(room: room, kind: .receipt, body: try DirectKey(own: identity, peer: peer).seal(receipt.encoded))
     }
 
     /// The receipt in `envelope`, if it is one this node can read.
     func receipt(in envelope: Envelope) -> Receipt? {
-        guard envelope.kind == .receipt, let key = roomKey(envelope.room),
-              let plain = try? BodyCipher.open(envelope, key: key) else { return nil }
-        return Receipt.decode(plain)
+        guard envelope.kind == .receipt else { return nil }
+        if let key = roomKey(envelope.room) {
+            return (try? BodyCipher.open(envelope, key: key)).flatMap(Receipt.decode)
+        }
+        return directBytes(envelope).flatMap { Receipt.decode($0.plain) }
     }
 
     /// Signs and durably stores a direct message to `peer`: the room is the

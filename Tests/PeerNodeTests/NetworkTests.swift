@@ -278,6 +278,13 @@ struct NetworkTests {
         #expect(!b.events.value.contains { $0["type"] == "receipt" })
         #expect(!a.events.value.contains { $0["type"] == "message" && $0["kind"] != "text" && $0["kind"] != "action" })
 
+        // Direct messages get receipts too (sealed to the author, like the message).
+        a.send("/msg \(b.id) psst")
+        let dm = try #require(await a.wait { $0["kind"] == "dm" && $0["text"] == "psst" })
+        for state in ["delivered", "read"] {
+            #expect(await a.wait(timeout: 10) { $0["type"] == "receipt" && $0["id"] == dm["id"] && $0["state"] == state } != nil, "\(state) for the DM")
+        }
+
         b.send("/set receipts off")
         try await Task.sleep(nanoseconds: 300_000_000)
         a.send("third")
