@@ -13,9 +13,10 @@ import WebSocket
 //       prints one JSON line: deliveries, seconds (first to last), p50/p99
 //       latency in ms (from each envelope's timestamp). EXPECTED 0: idle
 //       links (no clock sent, so nothing comes) held open for SECONDS.
-//   peernode-bench fanout-send HOST:PORT COUNT
+//   peernode-bench fanout-send HOST:PORT COUNT [RATE]
 //       one link; signs COUNT envelopes with 256-byte bodies (timestamped as
-//       they are signed) and sends them in batches of 64, as fast as it can.
+//       they are signed) and sends them in batches of 64, as fast as it can,
+//       or one by one at RATE per second.
 //
 // Each prints "linked" on stderr once its links are up, so the script can
 // start the sender after the receivers.
@@ -131,7 +132,14 @@ func runFanOutReceiver(target: String, links count: Int, expected: Int, seconds:
     withExtendedLifetime(links) {}
 }
 
-func runFanOutSender(target: String, count: Int) throws {
+/// Sleeps until `start + index / rate` (pacing a run at `rate` messages/s).
+func pace(_ index: Int, rate: Double, from start: Double) {
+    let due = start + Double(index) / rate
+    let wait = due - ProcessInfo.processInfo.systemUptime
+    if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+}
+
+func runFanOutSender(target: String, count: Int, rate: Double? = nil) throws {
     guard let (host, port) = splitHostPort(target) else { throw NodeBenchError("HOST:PORT expected") }
     let loop = try EventLoop()
     loop.start()
@@ -150,9 +158,13 @@ func runFanOutSender(target: String, count: Int) throws {
     var sequence: UInt64 = 0
     let body = [UInt8](repeating: 0x61, count: 256)
     var sent = 0
+    let started = ProcessInfo.processInfo.systemUptime
+    // Paced: one envelope per link message, as live chat sends them; else batches of 64.
+    let perMessage = rate == nil ? 64 : 1
     while sent < count {
+        if let rate { pace(sent, rate: rate, from: started) }
         var batch: [CarriedEnvelope] = []
-        for _ in 0..<min(64, count - sent) {
+        for _ in 0..<min(perMessage, count - sent) {
             sequence += 1
             let sealed = try BodyCipher.seal(body, key: key, author: identity.publicKey, room: general, kind: .text)
             let e = try Envelope.sign(by: identity, sequence: sequence, previous: previous, dependencies: [], timestamp: wallMilliseconds(),

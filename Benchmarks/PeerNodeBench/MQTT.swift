@@ -6,7 +6,7 @@ import Glibc
 // CONNECT, CONNACK, SUBSCRIBE, SUBACK, PUBLISH).
 //
 //   peernode-bench mqtt-receive HOST:PORT SUBSCRIBERS EXPECTED SECONDS
-//   peernode-bench mqtt-send HOST:PORT COUNT
+//   peernode-bench mqtt-send HOST:PORT COUNT [RATE]
 //
 // Payloads are 256 bytes; the first 8 are the send time (ms since 1970).
 
@@ -177,7 +177,7 @@ func runMQTTReceiver(target: String, subscribers: Int, expected: Int, seconds: D
     }
 }
 
-func runMQTTSender(target: String, count: Int) throws {
+func runMQTTSender(target: String, count: Int, rate: Double? = nil) throws {
     let fd = try MQTT.connect(target)
     MQTT.writeAll(fd, MQTT.connectPacket(id: "peernode-bench-sender-\(getpid())"))
     let reader = MQTTReader(fd: fd)
@@ -185,11 +185,13 @@ func runMQTTSender(target: String, count: Int) throws {
     FileHandle.standardError.write(Data("linked\n".utf8))
     var payload = [UInt8](repeating: 0x61, count: 256)
     var pending: [UInt8] = []
+    let started = ProcessInfo.processInfo.systemUptime
     for i in 0..<count {
+        if let rate { pace(i, rate: rate, from: started) }
         let now = wallMilliseconds()
         for b in 0..<8 { payload[b] = UInt8(truncatingIfNeeded: now >> UInt64(56 - 8 * b)) }
         pending += MQTT.publishPacket(payload)
-        if i % 64 == 63 || i == count - 1 {
+        if rate != nil || i % 64 == 63 || i == count - 1 {
             MQTT.writeAll(fd, pending)
             pending.removeAll(keepingCapacity: true)
         }

@@ -100,12 +100,12 @@ if arguments.count >= 2, ["fanout-receive", "fanout-send", "mqtt-receive", "mqtt
     switch (arguments[1], arguments.count) {
     case ("fanout-receive", 6):
         try runFanOutReceiver(target: arguments[2], links: Int(arguments[3]) ?? 50, expected: Int(arguments[4]) ?? 0, seconds: Double(arguments[5]) ?? 30)
-    case ("fanout-send", 4):
-        try runFanOutSender(target: arguments[2], count: Int(arguments[3]) ?? 0)
+    case ("fanout-send", 4), ("fanout-send", 5):
+        try runFanOutSender(target: arguments[2], count: Int(arguments[3]) ?? 0, rate: arguments.count == 5 ? Double(arguments[4]) : nil)
     case ("mqtt-receive", 6):
         try runMQTTReceiver(target: arguments[2], subscribers: Int(arguments[3]) ?? 50, expected: Int(arguments[4]) ?? 0, seconds: Double(arguments[5]) ?? 30)
-    case ("mqtt-send", 4):
-        try runMQTTSender(target: arguments[2], count: Int(arguments[3]) ?? 0)
+    case ("mqtt-send", 4), ("mqtt-send", 5):
+        try runMQTTSender(target: arguments[2], count: Int(arguments[3]) ?? 0, rate: arguments.count == 5 ? Double(arguments[4]) : nil)
     default:
         FileHandle.standardError.write(Data("usage: see Benchmarks/PeerNodeBench/FanOut.swift and MQTT.swift\n".utf8))
         exit(2)
