@@ -57,7 +57,7 @@ func exchangeClocks(_ a: inout Replicator, _ b: inout Replicator, memoryA: PeerC
             case let .clock(entries, full): return r.clockReceived(1, entries: entries, full: full)
             case let .clockSince(base, entries): return r.clockSinceReceived(1, base: base, entries: entries)
             case .fullClockWanted: return r.fullClockWanted(1)
-            case .envelopes, .request: return []
+            case .envelopes, .request, .stored: return []
             }
         }
         take(to == 0 ? deliver(&a) : deliver(&b), from: to)

@@ -17,6 +17,10 @@ public enum GossipMessage: Equatable, Sendable {
     case clockSince(base: ClockDigest, entries: [Dependency])
     /// "I cannot rebuild your clock: send it whole."
     case fullClockWanted
+    /// "I have stored what you sent: my clock now says this for these authors."
+    /// Updates what the receiver knows of the sender's clock and never makes it
+    /// send anything again (unlike a delta, which replaces what it assumed).
+    case stored([Dependency])
 
     /// Most clock entries in one message (the rest go in further messages).
     public static let maximumClockEntries = 4096
@@ -29,7 +33,7 @@ public enum GossipMessage: Equatable, Sendable {
     public static let maximumSize = 4 << 20
 
     enum Tag: UInt8 {
-        case fullClock = 1, deltaClock = 2, envelopes = 3, request = 4, clockSince = 5, fullClockWanted = 6
+        case fullClock = 1, deltaClock = 2, envelopes = 3, request = 4, clockSince = 5, fullClockWanted = 6, stored = 7
     }
 
     private static func writeEntries(_ entries: [Dependency], to w: inout ByteWriter) {
@@ -67,6 +71,9 @@ public enum GossipMessage: Equatable, Sendable {
             Self.writeEntries(entries, to: &w)
         case .fullClockWanted:
             w.u8(Tag.fullClockWanted.rawValue)
+        case let .stored(entries):
+            w.u8(Tag.stored.rawValue)
+            Self.writeEntries(entries, to: &w)
         case let .envelopes(batch):
             w.u8(Tag.envelopes.rawValue)
             Varint.write(UInt64(batch.count), to: &w)
@@ -104,6 +111,8 @@ public enum GossipMessage: Equatable, Sendable {
             message = .clockSince(base: base, entries: try readEntries(&r))
         case .fullClockWanted:
             message = .fullClockWanted
+        case .stored:
+            message = .stored(try readEntries(&r))
         case .envelopes:
             let count = try Varint.read(&r, "count")
             guard count <= UInt64(maximumBatch) else { throw .tooLarge(size: Int(clamping: count), limit: maximumBatch) }

@@ -139,6 +139,18 @@ public struct Replicator {
         return catchUp(link) + [remember(link)]
     }
 
+    /// The peer stored what we sent: what we know of its clock moves up (never
+    /// down: a push on its way stays counted), and so does what it declared.
+    public mutating func storedReceived(_ link: LinkID, entries: [Dependency]) -> [Action] {
+        guard var l = links[link] else { return [] }
+        for e in entries {
+            l.known[e.author] = max(l.known[e.author], e.sequence)
+            l.declared?[e.author] = e.sequence
+        }
+        links[link] = l
+        return []
+    }
+
     /// The peer could not rebuild our clock: send it whole.
     public mutating func fullClockWanted(_ link: LinkID) -> [Action] {
         guard var l = links[link] else { return [] }
@@ -196,6 +208,16 @@ public struct Replicator {
         var actions: [Action] = []
         if let link, var l = links[link] {
             l.invalid += invalid
+            // Tell the sender what is now stored here (its "stored" state), and
+            // count it as declared, so the clock digests on both ends still agree.
+            // Not saved (no `.remember`): neither end saves it, so the saved
+            // clocks still match each other as of the last exchange.
+            let authors = Set(inserted.map(\.envelope.author))
+            if !authors.isEmpty {
+                let entries = authors.map { Dependency(author: $0, sequence: clock[$0]) }.sorted { $0.author < $1.author }
+                for e in entries { l.lastSent[e.author] = e.sequence }
+                actions.append(.send(link, .stored(entries)))
+            }
             links[link] = l
             if l.invalid > Self.invalidLimit {
                 links[link] = nil

@@ -47,6 +47,20 @@ extension NetworkNode {
         }
     }
 
+    /// A peer stored our messages up to `sequence`: the first peer to store
+    /// each of our messages gives it its `stored` event.
+    func storedArrived(_ sequence: UInt64, by peer: PublicKey) {
+        let before = storedThrough
+        guard sequence > before else { return }
+        storedThrough = sequence
+        guard json else { return }
+        let count = Int(min(UInt64(Self.receiptEventLimit), sequence - before))
+        for e in (try? node.store.envelopes(from: node.me, startingAt: before + 1, limit: count)) ?? []
+        where e.kind == .text || e.kind == .action {
+            out.line(JSONEvents.line(["type": .string("receipt"), "id": .string(e.id.hex), "by": .string(peer.hex), "state": .string("stored")]))
+        }
+    }
+
     /// A receipt from `peer`: events for our messages in that room it newly covers.
     func receiptArrived(_ receipt: Receipt, from peer: PublicKey, room: RoomID) {
         guard let mark = receipt.marks.first(where: { $0.author == node.me }) else { return }
@@ -90,7 +104,7 @@ extension NetworkNode {
         if all(.delivered) { return .delivered }
         let declared = linked.keys.contains { (replicator.declaredClock(of: $0)?[node.me] ?? 0) >= sequence }
         let acknowledgedAny = acknowledged.contains { $0.key.room == id && $0.value >= sequence }
-        return declared || acknowledgedAny ? .stored : .local
+        return declared || acknowledgedAny || storedThrough >= sequence ? .stored : .local
     }
 }
 

@@ -89,6 +89,8 @@ final class NetworkNode: @unchecked Sendable {
     static let quietPeriod = 0.25
     /// Background work runs at least this often, however busy the links.
     static let backgroundDeferral = 10.0
+    /// Our own messages up to here are stored by at least one peer.
+    var storedThrough: UInt64 = 0
     /// The sequence of our last text or action per room (for the prompt's mark).
     var lastOwnPost: [RoomName: UInt64] = [:]
     /// Told the prompt when it changes on a tick (the terminal session).
@@ -324,6 +326,11 @@ final class NetworkNode: @unchecked Sendable {
         case .fullClockWanted:
             count("full_clock_wanted_received")
             perform(replicator.fullClockWanted(id))
+        case let .stored(entries):
+            perform(replicator.storedReceived(id, entries: entries))
+            if let remote = links[id]?.remote, let mine = entries.first(where: { $0.author == node.me }) {
+                storedArrived(mine.sequence, by: remote)
+            }
         }
     }
 
@@ -334,7 +341,7 @@ final class NetworkNode: @unchecked Sendable {
         case .clockSince: countClock("clock_since_sent", bytes: encoded.count)
         case .fullClockWanted: countClock("full_clock_wanted_sent", bytes: encoded.count)
         case let .envelopes(batch): count("envelopes_sent", by: batch.count)
-        case .request: break
+        case .request, .stored: break
         }
         for chunk in GossipChunker.chunks(encoded) {
             guard var link = links[id] else { return }

@@ -20,6 +20,8 @@ struct GossipMessageTests {
         #expect(try GossipMessage.decode(since.encoded) == since)
         #expect(since.encoded.count == 1 + ClockDigest.size + 1 + 33)
         #expect(GossipMessage.fullClockWanted.encoded == [6])
+        let stored = GossipMessage.stored([Dependency(author: keys[4], sequence: 12)])
+        #expect(try GossipMessage.decode(stored.encoded) == stored)
         #expect(try GossipMessage.decode([6]) == .fullClockWanted)
     }
 

@@ -130,4 +130,29 @@ struct PeerClockTests {
         #expect(b.knownClock(of: 1) == a.clock)
         #expect(first.memoryB?.declared == a.clock)
     }
+
+    @Test("a storage acknowledgement moves what the sender knows without making it resend, and keeps the clock digests in step")
+    func storedAcknowledgement() throws {
+        let authors = try Self.authors(3)
+        let me = try SigningKey.generate().publicKey, peer = try SigningKey.generate().publicKey
+        var a = Replicator(me: me, clock: Self.clock(authors, 4), random: SystemRandomNumberGenerator())
+        var b = Replicator(me: peer, clock: Self.clock(authors, 4), random: SystemRandomNumberGenerator())
+        let first = Self.exchange(&a, &b, first: a.linkUp(1, now: 0), second: b.linkUp(1, now: 0))
+        // A stored batch with nothing new in it needs no acknowledgement.
+        let actions = b.stored(from: 1, checked: [], inserted: [], invalid: 0, newClock: [])
+        #expect(actions.isEmpty, "nothing inserted, nothing to acknowledge")
+        let e = try Envelope.sign(by: try SigningKey.generate(), sequence: 1, previous: .zero, dependencies: [], timestamp: 1,
+                                  room: RoomID.random(), kind: .text, body: [1])
+        let ack = b.stored(from: 1, checked: [], inserted: [CarriedEnvelope(hops: 0, envelope: e)], invalid: 0, newClock: [])
+        guard case let .send(_, .stored(entries))? = ack.first else { Issue.record("no acknowledgement: \(ack)"); return }
+        #expect(entries == [Dependency(author: e.author, sequence: b.clock[e.author])])
+        #expect(a.storedReceived(1, entries: entries).isEmpty, "an acknowledgement never makes the sender resend")
+        // Both ends moved their view the same way: a reconnect from memory that also counts the
+        // acknowledgement still rebuilds (the saved clocks are those of the last exchange).
+        a.linkDown(1)
+        b.linkDown(1)
+        let again = Self.exchange(&a, &b, first: a.linkUp(1, now: 1, memory: first.memoryA), second: b.linkUp(1, now: 1, memory: first.memoryB))
+        #expect(!again.messages.contains(.fullClockWanted))
+    }
 }
+

@@ -160,6 +160,7 @@ final class Simulation {
             case let .request(ranges): perform(to, nodes[to].replicator.requestReceived(from, ranges: ranges))
             case let .clockSince(base, entries): perform(to, nodes[to].replicator.clockSinceReceived(from, base: base, entries: entries))
             case .fullClockWanted: perform(to, nodes[to].replicator.fullClockWanted(from))
+            case let .stored(entries): perform(to, nodes[to].replicator.storedReceived(from, entries: entries))
             }
             clockBytes += message.isClock ? message.encoded.count : 0
         case let .tick(n):
@@ -255,7 +256,7 @@ extension GossipMessage {
     var isClock: Bool {
         switch self {
         case .clock, .clockSince, .fullClockWanted: true
-        case .envelopes, .request: false
+        case .envelopes, .request, .stored: false
         }
     }
 }

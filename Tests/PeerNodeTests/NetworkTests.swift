@@ -274,6 +274,10 @@ struct NetworkTests {
             }
         }
         #expect(a.events.value.filter { $0["type"] == "receipt" }.allSatisfy { $0["by"] == b.id })
+        // Stored by a peer comes first, as soon as B has stored them (a storage acknowledgement).
+        for message in [first, second] {
+            #expect(await a.wait(timeout: 5) { $0["type"] == "receipt" && $0["id"] == message["id"] && $0["state"] == "stored" } != nil)
+        }
         // B's own messages get no receipts from itself, and receipts never show as messages.
         #expect(!b.events.value.contains { $0["type"] == "receipt" })
         #expect(!a.events.value.contains { $0["type"] == "message" && $0["kind"] != "text" && $0["kind"] != "action" })
