@@ -69,8 +69,10 @@ enum ChatInput: Equatable {
     ]
 
     static var helpText: String {
-        (["commands:"] + commands.map { "  " + $0.usage.padding(toLength: 18, withPad: " ", startingAt: 0) + $0.help }
-            + ["  //text            post a line that starts with /"]).joined(separator: "\n")
+        // As wide as the longest usage, so none is cut short.
+        let width = (commands.map(\.usage.count).max() ?? 16) + 2
+        return (["commands:"] + commands.map { "  " + $0.usage.padding(toLength: width, withPad: " ", startingAt: 0) + $0.help }
+            + ["  " + "//text".padding(toLength: width, withPad: " ", startingAt: 0) + "post a line that starts with /"]).joined(separator: "\n")
     }
 
     /// Every command word, for Tab completion.

@@ -23,6 +23,8 @@ struct RoomCommandTests {
         #expect(ChatInput.parse("/0") == .error("unknown command /0 (try /help)"))
         #expect(ChatInput.parse("/quit see you") == .quit)
         #expect(ChatInput.commandNames.contains("/rooms") && ChatInput.commandNames.contains("/j"))
+        // /help shows every usage whole (a long one was once cut short).
+        for command in ChatInput.commands { #expect(ChatInput.helpText.contains("  " + command.usage + "  "), "\(command.usage)") }
     }
 
     @Test("a node's rooms: /join, /rooms most recent first with unread and last message, /switch by number and name, /part, /who, /peers")
