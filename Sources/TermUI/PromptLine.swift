@@ -42,10 +42,75 @@ public struct PromptLine {
         return Self.clearLine + prompt + visible + "\r" + (cursorColumn > 0 ? "\u{1B}[\(cursorColumn)C" : "")
     }
 
-    /// Prints `lines` above the prompt, then draws the prompt again.
+    /// Prints `lines` above the prompt (each wrapped to the terminal's width,
+    /// continuation rows indented), then draws the prompt again.
     public func printAbove(_ lines: [String], editor: LineEditor) -> String {
         guard !lines.isEmpty else { return "" }
-        return Self.clearLine + lines.map { $0 + "\r\n" }.joined() + render(editor)
+        return Self.clearLine + lines.flatMap { wrap($0) }.map { $0 + "\r\n" }.joined() + render(editor)
+    }
+
+    /// Columns continuation rows are indented by (the width of `[14:02] `).
+    public static let wrapIndent = 8
+
+    /// Splits a line into rows of at most `columns` display columns, breaking
+    /// at the last space when there is one; rows after the first start with
+    /// `wrapIndent` spaces. Escape sequences (the colours we add) take no width
+    /// and are never split.
+    public func wrap(_ line: String) -> [String] {
+        let scalars = Array(line.unicodeScalars)
+        var rows: [String] = []
+        var row = String.UnicodeScalarView()
+        var used = 0
+        var lastSpace: (index: String.UnicodeScalarView.Index, used: Int)?
+        let indent = String(repeating: " ", count: min(Self.wrapIndent, max(0, columns / 2)))
+        var i = 0
+        while i < scalars.count {
+            let s = scalars[i]
+            if s == "\u{1B}" {
+                // Copy a CSI sequence whole: ESC [ parameters final.
+                row.append(s)
+                i += 1
+                if i < scalars.count, scalars[i] == "[" {
+                    while i < scalars.count {
+                        row.append(scalars[i])
+                        let v = scalars[i].value
+                        i += 1
+                        if v >= 0x40 && v <= 0x7E && scalars[i - 1] != "[" { break }
+                    }
+                }
+                continue
+            }
+            let w = max(0, width(s))
+            if s == " ", used + w > columns {
+                // The row is full just before a space: break there, and drop the space.
+                rows.append(String(row))
+                row = indent.unicodeScalars
+                used = indent.count
+                lastSpace = nil
+                i += 1
+                continue
+            }
+            if used + w > columns, used > 0 {
+                if let space = lastSpace, space.used > indent.count {
+                    // Break at the last space: what follows it starts the next row.
+                    let rest = String(row[row.index(after: space.index)...])
+                    rows.append(String(row[..<space.index]))
+                    row = (indent + rest).unicodeScalars
+                    used = indent.count + (space.used > 0 ? used - space.used - 1 : 0)
+                } else {
+                    rows.append(String(row))
+                    row = indent.unicodeScalars
+                    used = indent.count
+                }
+                lastSpace = nil
+            }
+            if s == " " { lastSpace = (row.endIndex, used) }
+            row.append(s)
+            used += w
+            i += 1
+        }
+        rows.append(String(row))
+        return rows
     }
 
     /// Leaves the prompt row empty (before exiting).

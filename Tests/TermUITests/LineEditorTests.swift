@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import TermUI
 
@@ -130,4 +131,23 @@ struct PromptLineTests {
         #expect(p.printAbove(["[14:02] #general <bob·7hq2> hi"], editor: e)
             == "\r\u{1B}[K[14:02] #general <bob·7hq2> hi\r\n\r\u{1B}[K#general> half\r\u{1B}[14C")
     }
+
+    @Test("long lines wrap to the width: at the last space, else hard; continuation rows indented; colours take no width and stay whole")
+    func wrapping() {
+        let p = PromptLine(prompt: "> ", columns: 12, width: DisplayWidth.of)
+        #expect(p.wrap("short") == ["short"])
+        #expect(p.wrap("[14:02] <al> hello there") == ["[14:02] <al>", "      hello", "      there"])
+        let hard = PromptLine(prompt: "> ", columns: 8, width: DisplayWidth.of)
+        #expect(hard.wrap("abcdefghijkl") == ["abcdefgh", "    ijkl"])
+        #expect(hard.wrap("日本語日本語") == ["日本語日", "    本語"])
+        let coloured = "\u{1B}[31malice\u{1B}[0m: 0123456789"
+        let rows = p.wrap(coloured)
+        #expect(rows.joined().contains("\u{1B}[31m") && rows.joined().contains("\u{1B}[0m"))
+        for row in rows {
+            let visible = row.replacingOccurrences(of: "\u{1B}[31m", with: "").replacingOccurrences(of: "\u{1B}[0m", with: "")
+            #expect(visible.unicodeScalars.reduce(0) { $0 + DisplayWidth.of($1) } <= 12, "\(rows)")
+        }
+        #expect(p.printAbove(["[14:02] <al> hello there"], editor: LineEditor()).contains("[14:02] <al>\r\n      hello\r\n      there\r\n"))
+    }
 }
+
