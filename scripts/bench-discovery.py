@@ -11,12 +11,13 @@ usage: bench-discovery.py PEERNODE [RUNS] [IDLE_SECONDS]
 """
 import json
 import os
-import select
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+
+from benchnodes import JSONNode, pump
 
 PEERNODE = os.path.abspath(sys.argv[1])
 RUNS = int(sys.argv[2]) if len(sys.argv) > 2 else 7
@@ -32,49 +33,19 @@ def netlab(*args):
         sys.exit(f"bench-discovery: scripts/netlab {' '.join(map(str, args))} failed: {result.stderr.strip()}")
 
 
-class Node:
+class Node(JSONNode):
     def __init__(self, host, data):
-        self.events, self.buffer = [], b""
-        self.proc = subprocess.Popen([NETLAB, "exec", str(host), PEERNODE, "--data-dir", data, "--json"], env=ENV,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        os.set_blocking(self.proc.stdout.fileno(), False)
-
-    def read(self):
-        try:
-            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
-        except BlockingIOError:
-            return
-        self.buffer += chunk
-        *lines, self.buffer = self.buffer.split(b"\n")
-        for line in lines:
-            self.events.append(json.loads(line))
+        super().__init__([NETLAB, "exec", str(host), PEERNODE, "--data-dir", data, "--json"], env=ENV)
 
     def peers(self):
         return {e["id"] for e in self.events if e["type"] == "peer_up"}
 
     def stats(self, nodes):
-        self.proc.stdin.write(b"/stats\n")
-        self.proc.stdin.flush()
+        self.post("/stats")
         pump(nodes, lambda: any(e["type"] == "stats" for e in self.events))
         stats = [e for e in self.events if e["type"] == "stats"][-1]
         self.events = [e for e in self.events if e["type"] != "stats"]
         return stats
-
-    def stop(self):
-        self.proc.kill()
-        self.proc.wait()
-
-
-def pump(nodes, done, timeout=30):
-    deadline = time.monotonic() + timeout
-    by_fd = {n.proc.stdout.fileno(): n for n in nodes}
-    while not done():
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("timed out")
-        readable, _, _ = select.select(list(by_fd), [], [], left)
-        for fd in readable:
-            by_fd[fd].read()
 
 
 def percentile(values, p):

@@ -10,13 +10,14 @@ usage: bench-gossip.py PEERNODE BENCH_BINARY [N]
 """
 import json
 import os
-import select
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+from benchnodes import JSONNode, pump
 
 PEERNODE, BENCH = sys.argv[1], sys.argv[2]
 N = int(sys.argv[3]) if len(sys.argv) > 3 else 100_000
@@ -78,56 +79,19 @@ class Node:
         self.proc.wait()
 
 
-class QuietNode:
-    """A node whose output is read only by `pump`, on the caller's thread."""
+class QuietNode(JSONNode):
+    """A node read only by `pump`, started and waited for until it is ready."""
 
     def __init__(self, data, *args):
-        self.events = []
-        self.buffer = b""
-        self.proc = subprocess.Popen([PEERNODE, "--data-dir", data, "--json", "--listen", "127.0.0.1:0", *args],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        os.set_blocking(self.proc.stdout.fileno(), False)
+        super().__init__([PEERNODE, "--data-dir", data, "--json", "--listen", "127.0.0.1:0", *args])
         pump([self], lambda: any(e["type"] == "ready" for e in self.events))
         self.ready = next(e for e in self.events if e["type"] == "ready")
 
     def url(self):
         return "ws://" + self.ready["listen"]
 
-    def post(self, text):
-        self.proc.stdin.write((text + "\n").encode())
-        self.proc.stdin.flush()
-
     def find(self, text):
         return next((e for e in self.events if e.get("text") == text), None)
-
-    def read(self):
-        stamp = time.monotonic()
-        try:
-            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
-        except BlockingIOError:
-            return
-        self.buffer += chunk
-        *lines, self.buffer = self.buffer.split(b"\n")
-        for line in lines:
-            event = json.loads(line)
-            event["_t"] = stamp
-            self.events.append(event)
-
-    def stop(self):
-        self.proc.kill()
-        self.proc.wait()
-
-
-def pump(nodes, done, timeout=60):
-    deadline = time.monotonic() + timeout
-    by_fd = {n.proc.stdout.fileno(): n for n in nodes}
-    while not done():
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("no matching event")
-        readable, _, _ = select.select(list(by_fd), [], [], left)
-        for fd in readable:
-            by_fd[fd].read()
 
 
 def percentile(values, p):

@@ -155,8 +155,16 @@ final class Node {
     /// A direct message's other party and its plaintext bytes, if this node can read it.
     func directBytes(_ envelope: Envelope) -> (peer: PublicKey, plain: [UInt8])? {
         if dmPeers[envelope.room] == nil {
-            for author in (try? store.vectorClock().entries.keys).map(Array.init) ?? [] where author != me {
-                dmPeers[RoomID.direct(me, author, network: network)] = author
+            if envelope.author != me {
+                // Someone else's: only their DM room with us can be ours (one hash, not a scan).
+                let room = RoomID.direct(me, envelope.author, network: network)
+                guard room == envelope.room else { return nil }
+                dmPeers[room] = envelope.author
+            } else {
+                // Our own, from before this run: find the other party among the authors we know.
+                for author in (try? store.vectorClock().entries.keys).map(Array.init) ?? [] where author != me {
+                    dmPeers[RoomID.direct(me, author, network: network)] = author
+                }
             }
         }
         guard let peer = dmPeers[envelope.room], envelope.author == me || envelope.author == peer,

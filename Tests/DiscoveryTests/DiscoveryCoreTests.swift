@@ -1,20 +1,10 @@
 import Crypto
 import Discovery
+import TestSupport
 import Testing
 
-struct Seeded: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 func core(_ signer: SigningKey, port: UInt16 = 7733, network: NetworkKey = labNetwork) -> DiscoveryCore {
-    DiscoveryCore(signer: signer, network: network, port: port, random: Seeded(state: 42))
+    DiscoveryCore(signer: signer, network: network, port: port, random: SeededRandom(state: 42))
 }
 
 func datagrams(_ actions: [DiscoveryCore.Action]) -> [[UInt8]] {

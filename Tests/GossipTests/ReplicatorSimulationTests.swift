@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Gossip
+import TestSupport
 import Testing
 
 /// A binary min-heap of timed events (time, then insertion order).

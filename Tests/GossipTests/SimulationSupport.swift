@@ -1,17 +1,6 @@
 import Crypto
 import Gossip
-
-/// SplitMix64: small, seedable, good enough to drive a simulation.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+import TestSupport
 
 /// An in-memory store with the same rules as the SQLite one: contiguous clock,
 /// envelopes past a gap kept, causal delivery recorded in order.

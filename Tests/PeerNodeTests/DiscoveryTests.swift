@@ -16,12 +16,7 @@ func messageCounts(_ node: NodeProcess) -> [String: Int] {
 
 /// Waits until `condition` holds (polling), up to `timeout` seconds.
 func eventually(_ timeout: Double = 30, _ condition: () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        try? await Task.sleep(nanoseconds: 50_000_000)
-    }
-    return condition()
+    await eventuallyValue(timeout) { condition() ? true : nil } != nil
 }
 
 @Suite("Discovery: nodes find each other by multicast", .serialized)

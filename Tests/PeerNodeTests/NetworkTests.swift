@@ -28,25 +28,7 @@ final class NodeProcess: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try launch(process)
-        let handle = output.fileHandleForReading
-        let events = self.events
-        Thread.detachNewThread {
-            var buffer = Data()
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                buffer.append(chunk)
-                while let nl = buffer.firstIndex(of: 0x0A) {
-                    let line = buffer[buffer.startIndex..<nl]
-                    buffer.removeSubrange(buffer.startIndex...nl)
-                    if let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] {
-                        // Every value as text: enough for the tests, and Sendable.
-                        let flat = object.mapValues { "\($0)" }
-                        events.withLock { $0.append(flat) }
-                    }
-                }
-            }
-        }
+        collectJSONLines(from: output.fileHandleForReading, into: events)
     }
 
     func send(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }

@@ -16,23 +16,7 @@ final class RelayProcess: @unchecked Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
         try launch(process)
-        let handle = errors.fileHandleForReading
-        let log = self.log
-        Thread.detachNewThread {
-            var buffer = Data()
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                buffer.append(chunk)
-                while let nl = buffer.firstIndex(of: 0x0A) {
-                    let line = buffer[buffer.startIndex..<nl]
-                    buffer.removeSubrange(buffer.startIndex...nl)
-                    if let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] {
-                        log.withLock { $0.append(object.mapValues { "\($0)" }) }
-                    }
-                }
-            }
-        }
+        collectJSONLines(from: errors.fileHandleForReading, into: log)
     }
 
     func ready() async -> [String: String]? {

@@ -139,3 +139,37 @@ public func runToEnd(_ executable: String, _ arguments: [String], environment: [
     p.waitUntilExit()
     return Finished(status: p.terminationStatus, stdout: output, stderr: errors)
 }
+
+/// SplitMix64: small, seedable, good enough to drive a simulation.
+public struct SeededRandom: RandomNumberGenerator {
+    public var state: UInt64
+    public init(state: UInt64) { self.state = state }
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Reads `handle` on a thread of its own until it closes, appending each line
+/// that is a JSON object to `events`, every value as text (enough for tests,
+/// and Sendable).
+public func collectJSONLines(from handle: FileHandle, into events: Locked<[[String: String]]>) {
+    Thread.detachNewThread {
+        var buffer = Data()
+        while true {
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }
+            buffer.append(chunk)
+            while let nl = buffer.firstIndex(of: 0x0A) {
+                let line = buffer[buffer.startIndex..<nl]
+                buffer.removeSubrange(buffer.startIndex...nl)
+                if let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] {
+                    events.withLock { $0.append(object.mapValues { "\($0)" }) }
+                }
+            }
+        }
+    }
+}

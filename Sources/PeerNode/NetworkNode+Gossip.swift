@@ -1,0 +1,148 @@
+import Crypto
+import Foundation
+import Gossip
+import Store
+
+/// Replication on the links: gossip messages in and out, and received
+/// envelopes verified (off the loop when there are many) and stored.
+extension NetworkNode {
+    // MARK: gossip
+
+    func gossip(_ message: GossipMessage, from id: LinkID) {
+        switch message {
+        case let .clock(entries, full): perform(replicator.clockReceived(id, entries: entries, full: full))
+        case let .envelopes(batch): perform(replicator.envelopesReceived(id, batch))
+        case let .request(ranges): perform(replicator.requestReceived(id, ranges: ranges))
+        case let .clockSince(base, entries): perform(replicator.clockSinceReceived(id, base: base, entries: entries))
+        case .fullClockWanted:
+            count("full_clock_wanted_received")
+            perform(replicator.fullClockWanted(id))
+        case let .stored(entries):
+            perform(replicator.storedReceived(id, entries: entries))
+            if let remote = links[id]?.remote, let mine = entries.first(where: { $0.author == node.me }) {
+                storedArrived(mine.sequence, by: remote)
+            }
+        }
+    }
+
+    func send(_ message: GossipMessage, to id: LinkID) {
+        let encoded = message.encoded
+        switch message {
+        case let .clock(_, full): countClock(full ? "clock_full_sent" : "clock_delta_sent", bytes: encoded.count)
+        case .clockSince: countClock("clock_since_sent", bytes: encoded.count)
+        case .fullClockWanted: countClock("full_clock_wanted_sent", bytes: encoded.count)
+        case let .envelopes(batch): count("envelopes_sent", by: batch.count)
+        case .request, .stored: break
+        }
+        for chunk in GossipChunker.chunks(encoded) {
+            guard var link = links[id] else { return }
+            let actions = link.session.send(chunk)
+            links[id] = link
+            apply(actions, on: id)
+        }
+    }
+
+    func perform(_ actions: [Replicator.Action]) {
+        for action in actions {
+            switch action {
+            case let .send(id, message):
+                send(message, to: id)
+            case let .sendStored(id, author, from, through):
+                var next = from
+                while next <= through, links[id] != nil {
+                    let count = Int(min(UInt64(Replicator.batchSize), through - next + 1))
+                    guard let batch = try? node.store.envelopes(from: author, startingAt: next, limit: count), !batch.isEmpty else { break }
+                    send(.envelopes(batch.map { CarriedEnvelope(hops: 0, envelope: $0) }), to: id)
+                    next = (batch.last?.sequence ?? through) + 1
+                }
+            case let .verifyAndStore(id, batch):
+                verifyAndStore(batch, from: id)
+            case let .disconnect(id, reason):
+                count("disconnected_invalid")
+                links[id]?.connection.close(code: .policyViolation, reason: reason)
+            case let .remember(id, clocks):
+                guard let remote = links[id]?.remote else { continue }
+                do { try node.store.savePeerClocks(clocks, of: remote, at: Node.now()) } catch {
+                    log.warning("saving the clock of \(remote.shortFingerprint) failed: \(error)")
+                }
+            }
+        }
+    }
+
+
+    func verifyAndStore(_ batch: [CarriedEnvelope], from id: LinkID) {
+        if storeFull {
+            // Refused, not lost: the clock exchange offers them again once there is room.
+            count("store_full", by: batch.count)
+            perform(replicator.stored(from: id, checked: batch, inserted: [], invalid: 0, newClock: []))
+            return
+        }
+        if batchesVerifying == 0, batch.count <= Self.inlineVerifyLimit {
+            store(Self.verified(batch), checked: batch, from: id)
+            return
+        }
+        batchesVerifying += 1
+        verifier.async { [self] in
+            // The signature is checked here, on the bytes as they came, on every core.
+            let valid = Self.verified(batch)
+            loop.execute { [self] in
+                batchesVerifying -= 1
+                store(valid, checked: batch, from: id)
+            }
+        }
+    }
+
+    func store(_ valid: [CarriedEnvelope], checked batch: [CarriedEnvelope], from id: LinkID) {
+        if valid.count < batch.count { count("invalid_envelope", by: batch.count - valid.count) }
+        var inserted: [CarriedEnvelope] = []
+        var clock: [Dependency] = []
+        do {
+            let outcomes = try node.store.insert(valid.map(\.envelope), receivedAt: Node.now())
+            for (c, o) in zip(valid, outcomes) {
+                switch o {
+                case .inserted: inserted.append(c)
+                case .fork, .brokenChain: count("fork")
+                case .duplicate: break
+                }
+            }
+            // Only the authors of this batch can have moved.
+            clock = Set(valid.map(\.envelope.author)).map { Dependency(author: $0, sequence: node.store.contiguous(of: $0)) }
+        } catch {
+            log.warning("storing failed: \(error)")
+        }
+        perform(replicator.stored(from: id, checked: batch, inserted: inserted, invalid: batch.count - valid.count, newClock: clock))
+        showDeliveries()
+    }
+
+    /// The envelopes whose signatures verify, in order. Large batches are
+    /// split across the machine's cores.
+    static func verified(_ batch: [CarriedEnvelope]) -> [CarriedEnvelope] {
+        let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        guard batch.count >= 32, cores > 1 else {
+            return batch.filter { (try? $0.envelope.verifySignature()) != nil }
+        }
+        let flags = UnsafeMutableBufferPointer<Bool>.allocate(capacity: batch.count)
+        flags.initialize(repeating: false)
+        defer { flags.deallocate() }
+        let slice = (batch.count + cores - 1) / cores
+        nonisolated(unsafe) let shared = flags
+        DispatchQueue.concurrentPerform(iterations: cores) { part in
+            let start = part * slice
+            guard start < batch.count else { return }
+            for i in start..<min(batch.count, start + slice) {
+                // Each index is written by one iteration only.
+                shared[i] = (try? batch[i].envelope.verifySignature()) != nil
+            }
+        }
+        return batch.indices.filter { flags[$0] }.map { batch[$0] }
+    }
+
+    func count(_ reason: String, by n: Int = 1) {
+        counters[reason, default: 0] += n
+    }
+
+    func countClock(_ kind: String, bytes: Int) {
+        count(kind)
+        count("clock_bytes_sent", by: bytes)
+    }
+}

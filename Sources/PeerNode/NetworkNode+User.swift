@@ -1,0 +1,167 @@
+import Crypto
+import Foundation
+import Gossip
+import Store
+
+/// What the person (or script) sees and types: deliveries shown in causal
+/// order, direct messages, `/stats`, and each line from stdin.
+extension NetworkNode {
+    // MARK: the user
+
+    /// Prints what was delivered since last time, in delivery (causal) order.
+    func showDeliveries() {
+        guard !relay else { return }
+        guard let fresh = try? node.store.delivered(after: lastShown) else { return }
+        out.hold()
+        defer { out.release() }
+        for stored in fresh {
+            lastShown = stored.delivery
+            let e = stored.envelope
+            node.observe(e)
+            // A blocked identity's messages are kept (and relayed) but not shown.
+            if blocked.contains(e.author) { continue }
+            if node.roomName(e.room) == nil, let (peer, text) = node.direct(e) {
+                showDirect(e, peer: peer, text: text)
+                continue
+            }
+            if e.kind == .receipt {
+                if e.author != node.me, let receipt = node.receipt(in: e) { receiptArrived(receipt, from: e.author, room: e.room) }
+                continue
+            }
+            if e.kind == .invite {
+                if e.author != node.me, let (peer, invite) = node.invite(in: e) { invited(by: peer, invite) }
+                continue
+            }
+            guard let roomName = node.roomName(e.room), let text = node.plaintext(of: e) else { continue }
+            owe(e, room: e.room, current: roomName == session.room)
+            if json {
+                guard e.kind == .text || e.kind == .action else { continue }
+                out.line(JSONEvents.line(["type": .string("message"), "id": .string(e.id.hex), "author": .string(e.author.hex), "nick": .string(node.nicks[e.author] ?? ""), "seq": .number(e.sequence), "room": .string(roomName.value), "kind": .string(e.kind == .text ? "text" : "action"), "text": .string(text), "ts": .number(e.timestamp)]))
+            } else {
+                out.line(Renderer(nicks: node.nicks).line(e, room: roomName.value, text: text))
+            }
+        }
+    }
+
+    func showDirect(_ e: Envelope, peer: PublicKey, text: String) {
+        // A direct message is shown wherever the person is: it counts as read there.
+        owe(e, room: e.room, current: true)
+        let to = e.author == node.me ? peer : node.me
+        if json {
+            out.line(JSONEvents.line(["type": .string("message"), "id": .string(e.id.hex), "author": .string(e.author.hex), "nick": .string(node.nicks[e.author] ?? ""), "seq": .number(e.sequence), "kind": .string("dm"), "to": .string(to.hex), "text": .string(text), "ts": .number(e.timestamp)]))
+        } else {
+            let renderer = Renderer(nicks: node.nicks)
+            out.line("[\(Renderer.clock(e.timestamp))] *\(renderer.label(e.author)) → \(renderer.label(to))* \(TerminalText.sanitize(text))")
+        }
+    }
+
+    /// A line from stdin.
+    func handleLine(_ line: String) -> Bool {
+        switch ChatInput.parse(line) {
+        case let .message(text): return post(text, kind: .text)
+        case let .action(text): return post(text, kind: .action)
+        case .quit: return false
+        case .stats:
+            showStats()
+            return true
+        case let .invite(who, room):
+            do {
+                let peer = try node.resolve(who)
+                let e = try node.invite(peer, to: try RoomName(room))
+                perform(replicator.localPost(e))
+                if !json { out.line("-- invited \(Renderer(nicks: node.nicks).label(peer)) to \(TerminalText.sanitize(room))") }
+            } catch {
+                out.line(json ? JSONEvents.line(["type": .string("error"), "error": .string("\(error)")]) : "error: \(error)")
+            }
+            return true
+        case let .set(key, value):
+            do {
+                try node.store.setSetting(key, value)
+                sendsReadReceipts = value == "on"
+                if !json { out.line("-- read receipts \(value)") }
+            } catch {
+                out.line(json ? JSONEvents.line(["type": .string("error"), "error": .string("\(error)")]) : "error: \(error)")
+            }
+            return true
+        case .who, .peers, .sync:
+            let parsed = ChatInput.parse(line)
+            if json {
+                if parsed == .sync {
+                    let gaps = gaps()
+                    out.line(JSONEvents.line(["type": .string("sync"), "complete": .string(gaps.isEmpty ? "yes" : "no"),
+                                              "missing": .number(gaps.reduce(0) { $0 + $1.missing }), "authors": .number(UInt64(gaps.count))]))
+                }
+            } else {
+                out.hold()
+                for l in parsed == .who ? whoLines() : parsed == .peers ? peerLines() : syncLines() { out.line(l) }
+                out.release()
+            }
+            return true
+        case let .block(who, on):
+            do {
+                let key = try node.resolve(who)
+                try node.store.setBlocked(key, on, at: Node.now())
+                blocked.set(try node.store.blockedIdentities())
+                if on {
+                    for link in links.values where link.remote == key {
+                        link.connection.close(code: .policyViolation, reason: "blocked")
+                    }
+                }
+                if !json { out.line("-- \(on ? "blocked" : "unblocked") \(Renderer(nicks: node.nicks).label(key))") }
+            } catch {
+                out.line(json ? JSONEvents.line(["type": .string("error"), "error": .string("\(error)")]) : "error: \(error)")
+            }
+            return true
+        case let .direct(who, text):
+            do {
+                try ensureOwnHistoryIsBack()
+                let peer = try node.resolve(who)
+                let e = try node.postDirect(text, to: peer)
+                perform(replicator.localPost(e))
+                showDeliveries()
+            } catch {
+                out.line(json ? JSONEvents.line(["type": .string("error"), "error": .string("\(error)")]) : "error: \(error)")
+            }
+            return true
+        default:
+            let (lines, keepGoing) = session.handle(line)
+            for l in lines {
+                if json {
+                    if l.hasPrefix("error: ") { out.line(JSONEvents.line(["type": .string("error"), "error": .string(String(l.dropFirst(7)))])) }
+                } else {
+                    out.line(l)
+                }
+            }
+            lastShown = max(lastShown, node.store.lastDeliveryNumber)
+            return keepGoing
+        }
+    }
+
+    func post(_ text: String, kind: Kind) -> Bool {
+        do {
+            try ensureOwnHistoryIsBack()
+            let e = try node.post(text, kind: kind, in: session.room)
+            lastOwnPost[session.room] = e.sequence
+            perform(replicator.localPost(e))
+            showDeliveries()
+        } catch {
+            out.line(json ? JSONEvents.line(["type": .string("error"), "error": .string("\(error)")]) : "error: \(error)")
+        }
+        return true
+    }
+
+    /// `/stats`: one line (JSON or plain), counters sorted by name.
+    func showStats() {
+        var pairs: [(String, JSONEvents.Value)] = [("type", .string("stats")), ("links", .number(UInt64(links.values.filter { $0.remote != nil }.count)))]
+        let all = counters.merging(discovery?.counters ?? [:]) { a, _ in a }
+        pairs += all.sorted { $0.key < $1.key }.map { ($0.key, .number(UInt64(max(0, $0.value)))) }
+        if json {
+            out.line(JSONEvents.line(pairs: pairs))
+        } else {
+            out.line("-- stats: " + pairs.dropFirst().map { key, value in
+                if case let .number(n) = value { return "\(key)=\(n)" }
+                return key
+            }.joined(separator: " "))
+        }
+    }
+}

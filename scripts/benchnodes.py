@@ -1,0 +1,53 @@
+"""Shared by the benchmark scripts: peernode processes in --json mode whose
+output is read only by `pump`, on the caller's thread (one select() over all
+of them), so the harness adds no thread hand-offs of its own."""
+import json
+import os
+import select
+import subprocess
+import time
+
+
+class JSONNode:
+    """A process printing one JSON object per line; each event gets `_t`,
+    the monotonic time at which its line could first be read."""
+
+    def __init__(self, command, env=None):
+        self.events, self.buffer = [], b""
+        self.proc = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        os.set_blocking(self.proc.stdout.fileno(), False)
+
+    def read(self):
+        stamp = time.monotonic()
+        try:
+            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+        except BlockingIOError:
+            return
+        self.buffer += chunk
+        *lines, self.buffer = self.buffer.split(b"\n")
+        for line in lines:
+            event = json.loads(line)
+            event["_t"] = stamp
+            self.events.append(event)
+
+    def post(self, text):
+        self.proc.stdin.write((text + "\n").encode())
+        self.proc.stdin.flush()
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def pump(nodes, done, timeout=60):
+    """Reads every node's output until `done()` holds; TimeoutError after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    by_fd = {n.proc.stdout.fileno(): n for n in nodes}
+    while not done():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("no matching event")
+        readable, _, _ = select.select(list(by_fd), [], [], left)
+        for fd in readable:
+            by_fd[fd].read()
