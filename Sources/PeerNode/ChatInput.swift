@@ -35,7 +35,8 @@ enum ChatInput: Equatable {
     /// `/invite WHO #room`.
     case invite(who: String, room: String)
     case help
-    case quit
+    /// With a reason, it is posted (as an action) to the current room first.
+    case quit(reason: String)
     case empty
     case error(String)
 
@@ -140,7 +141,7 @@ enum ChatInput: Equatable {
         case "1", "2", "3", "4", "5", "6", "7", "8", "9":
             return argument.isEmpty ? .switchRoom(String(name)) : .error("/\(name) takes no argument")
         case "quit", "exit":
-            return .quit
+            return .quit(reason: argument)
         default:
             return .error("unknown command /\(name) (try /help)")
         }

@@ -91,8 +91,9 @@ final class ChatSession {
                 return (["-- left \(left.value)"] + (try history(ChatInput.defaultHistory)), true)
             case .help:
                 return (ChatInput.helpText.split(separator: "\n").map(String.init), true)
-            case .quit:
-                return ([], false)
+            case let .quit(reason):
+                // The reason is posted as an action, as on a networked node: it reaches peers later.
+                return (reason.isEmpty ? [] : [try show(node.post("has quit (\(reason))", kind: .action, in: room))], false)
             case let .createPrivate(name):
                 let target = try RoomName(name)
                 try node.createPrivateRoom(target)

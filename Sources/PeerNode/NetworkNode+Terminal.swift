@@ -23,11 +23,21 @@ extension NetworkNode {
         }
     }
 
-    /// `/peers`: linked nodes (address, since, sync state) and found ones not linked.
-    func peerLines() -> [String] {
-        let renderer = Renderer(nicks: node.nicks)
+    /// One row of `/peers`.
+    struct PeerRow {
+        let id: PublicKey?
+        let address: String
+        /// "linked", "found on the LAN", "--peer" (known but not linked), or "--peer, not linked yet".
+        let state: String
+        let linkedFor: Double?
+        let roundTrip: Double?
+        /// Envelopes we hold that it lacks, and it holds that we lack.
+        let sending: UInt64, receiving: UInt64
+    }
+
+    func peerRows() -> [PeerRow] {
         let now = monotonic()
-        var lines: [String] = []
+        var rows: [PeerRow] = []
         var shown: Set<PublicKey> = []
         for (id, link) in links.sorted(by: { $0.key < $1.key }) {
             guard let remote = link.remote, shown.insert(remote).inserted else { continue }
@@ -35,18 +45,58 @@ extension NetworkNode {
             var ahead: UInt64 = 0, behind: UInt64 = 0
             for (author, ours) in replicator.clock.entries where ours > known[author] { ahead += ours - known[author] }
             for (author, theirs) in known.entries where theirs > replicator.clock[author] { behind += theirs - replicator.clock[author] }
-            let sync = ahead == 0 && behind == 0 ? "in sync" : "sending \(ahead), receiving \(behind)"
-            lines.append("   \(renderer.label(remote))  \(link.connection.remoteAddress)  linked \(Self.duration(now - (link.since ?? now)))  \(sync)")
+            rows.append(PeerRow(id: remote, address: link.connection.remoteAddress, state: "linked", linkedFor: now - (link.since ?? now),
+                                roundTrip: link.roundTrip, sending: ahead, receiving: behind))
         }
         for dialer in dialers where !dialer.retired {
-            guard let remote = dialer.remote, !shown.contains(remote) else { continue }
-            shown.insert(remote)
-            lines.append("   \(renderer.label(remote))  \(dialer.host):\(dialer.port)  \(dialer.discovered ? "found on the LAN" : "--peer"), not linked")
+            guard let remote = dialer.remote, shown.insert(remote).inserted else { continue }
+            rows.append(PeerRow(id: remote, address: "\(dialer.host):\(dialer.port)", state: dialer.discovered ? "found on the LAN" : "--peer",
+                                linkedFor: nil, roundTrip: nil, sending: 0, receiving: 0))
         }
         for dialer in dialers where dialer.remote == nil {
-            lines.append("   ?  \(dialer.host):\(dialer.port)  --peer, not linked yet")
+            rows.append(PeerRow(id: nil, address: "\(dialer.host):\(dialer.port)", state: "--peer, not linked yet",
+                                linkedFor: nil, roundTrip: nil, sending: 0, receiving: 0))
+        }
+        return rows
+    }
+
+    /// `/peers`: linked nodes (address, since, round trip, sync state) and found ones not linked.
+    func peerLines() -> [String] {
+        let renderer = Renderer(nicks: node.nicks)
+        let lines = peerRows().map { row -> String in
+            let who = row.id.map { renderer.label($0) } ?? "?"
+            guard let linkedFor = row.linkedFor else {
+                return "   \(who)  \(row.address)  \(row.state)\(row.state.hasPrefix("--peer,") ? "" : ", not linked")"
+            }
+            let sync = row.sending == 0 && row.receiving == 0 ? "in sync" : "sending \(row.sending), receiving \(row.receiving)"
+            return "   \(who)  \(row.address)  linked \(Self.duration(linkedFor))  \(Self.roundTripText(row.roundTrip))  \(sync)"
         }
         return ["-- peers: \(Set(linkedPeers.values).count) linked"] + lines
+    }
+
+    /// `/peers` with `--json`: one `peer` event per row, after a `peers` count.
+    func peerEvents() -> [String] {
+        let rows = peerRows()
+        return [JSONEvents.line(["type": .string("peers"), "linked": .number(UInt64(Set(linkedPeers.values).count)), "rows": .number(UInt64(rows.count))])]
+            + rows.map { row in
+                var pairs: [(String, JSONEvents.Value)] = [("type", .string("peer")), ("id", .string(row.id?.hex ?? "")),
+                                                          ("nick", .string(row.id.flatMap { node.nicks[$0] } ?? "")), ("addr", .string(row.address)),
+                                                          ("state", .string(row.linkedFor == nil ? "not linked" : "linked"))]
+                if let linkedFor = row.linkedFor { pairs.append(("linked_s", .number(UInt64(max(0, linkedFor))))) }
+                if let rtt = row.roundTrip { pairs.append(("rtt_us", .number(UInt64(max(0, rtt * 1_000_000))))) }
+                pairs += [("sending", .number(row.sending)), ("receiving", .number(row.receiving))]
+                return JSONEvents.line(pairs: pairs)
+            }
+    }
+
+    /// `/who` with `--json`: one `member` event per author of the room.
+    func whoEvents() -> [String] {
+        let authors = (try? node.store.authors(in: node.roomID(session.room))) ?? []
+        let online = Set(linkedPeers.values)
+        return authors.map { author in
+            JSONEvents.line(["type": .string("member"), "room": .string(session.room.value), "id": .string(author.hex), "nick": .string(node.nicks[author] ?? ""),
+                             "state": .string(author == node.me ? "you" : online.contains(author) ? "linked" : "not linked")])
+        }
     }
 
     static func duration(_ seconds: Double) -> String {

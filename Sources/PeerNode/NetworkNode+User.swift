@@ -60,7 +60,10 @@ extension NetworkNode {
         switch ChatInput.parse(line) {
         case let .message(text): return post(text, kind: .text)
         case let .action(text): return post(text, kind: .action)
-        case .quit: return false
+        case let .quit(reason):
+            // Like IRC's QUIT message: the room sees why (and it stays in its history).
+            if !reason.isEmpty { _ = post("has quit (\(reason))", kind: .action) }
+            return false
         case .stats:
             showStats()
             return true
@@ -86,7 +89,11 @@ extension NetworkNode {
         case .who, .peers, .sync:
             let parsed = ChatInput.parse(line)
             if json {
-                if parsed == .sync {
+                if parsed == .who {
+                    for l in whoEvents() { out.line(l) }
+                } else if parsed == .peers {
+                    for l in peerEvents() { out.line(l) }
+                } else {
                     let gaps = gaps()
                     out.line(JSONEvents.line(["type": .string("sync"), "complete": .string(gaps.isEmpty ? "yes" : "no"),
                                               "missing": .number(gaps.reduce(0) { $0 + $1.missing }), "authors": .number(UInt64(gaps.count))]))

@@ -19,6 +19,11 @@ final class NetworkNode: @unchecked Sendable {
         let dialer: Int?
         /// When the handshake finished (monotonic seconds).
         var since: Double?
+        /// Smoothed round-trip time (seconds), from WebSocket pings.
+        var roundTrip: Double?
+        /// The probe in flight: its number (the ping's payload) and when it left.
+        var probe: (number: UInt32, sentAt: Double)?
+        var lastProbe = 0.0
     }
 
     struct Dialer {
@@ -172,6 +177,9 @@ final class NetworkNode: @unchecked Sendable {
                 guard case let .binary(bytes) = m, let id = linkOf[ObjectIdentifier(c)] else { return }
                 receive(bytes, on: id)
             },
+            onPong: { [self] c, payload in
+                if let id = linkOf[ObjectIdentifier(c)] { pongArrived(payload, on: id) }
+            },
             onClose: { [self] c, info in closed(c, reason: info.reason) },
             onHandshakeFailure: { [self] c, error in
                 count("websocket_handshake_failed")
@@ -254,6 +262,7 @@ final class NetworkNode: @unchecked Sendable {
         link.remote = remote
         link.since = monotonic()
         links[id] = link
+        probeRoundTrip(on: id, now: link.since ?? 0)
         discovery?.setLinked(remote, true)
         if alreadyAnnounced {
             // The peer stays up: only the connection under it changed.
@@ -355,6 +364,7 @@ final class NetworkNode: @unchecked Sendable {
             let actions = link.session.tick(now: now)
             links[id] = link
             apply(actions, on: id)
+            if link.remote != nil, now - link.lastProbe >= Self.roundTripProbeInterval { probeRoundTrip(on: id, now: now) }
         }
         for d in dialers.indices where !dialers[d].connecting && !dialers[d].retired && now >= dialers[d].nextTry {
             dial(d)

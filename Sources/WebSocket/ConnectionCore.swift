@@ -94,7 +94,8 @@ struct ConnectionCore {
         var outgoing: [UInt8] = []
         /// Set once, when the connection is over (the shell closes the socket).
         var closed: CloseInfo?
-        var pongs = 0
+        /// Payloads of the pongs that arrived (a ping's payload comes back).
+        var pongs: [[UInt8]] = []
     }
 
     let role: Role
@@ -159,7 +160,7 @@ struct ConnectionCore {
             // §5.5.2: answer with a pong carrying the same payload, unless closing.
             if state == .open { append(.pong, frame.payload, to: &out.outgoing) }
         case .pong:
-            out.pongs += 1
+            out.pongs.append(frame.payload)
         case .close:
             try receiveClose(frame.payload, now: now, into: &out)
         case .text, .binary:

@@ -6,7 +6,7 @@ import Glibc
 public struct WebSocketCallbacks: Sendable {
     public var onOpen: @Sendable (WebSocketConnection) -> Void
     public var onMessage: @Sendable (WebSocketConnection, WebSocketMessage) -> Void
-    public var onPong: @Sendable (WebSocketConnection) -> Void
+    public var onPong: @Sendable (WebSocketConnection, [UInt8]) -> Void
     /// Once per opened connection, however it ended.
     public var onClose: @Sendable (WebSocketConnection, CloseInfo) -> Void
     /// The connection never opened: refused, timed out, or a bad answer.
@@ -15,7 +15,7 @@ public struct WebSocketCallbacks: Sendable {
     public init(
         onOpen: @escaping @Sendable (WebSocketConnection) -> Void = { _ in },
         onMessage: @escaping @Sendable (WebSocketConnection, WebSocketMessage) -> Void = { _, _ in },
-        onPong: @escaping @Sendable (WebSocketConnection) -> Void = { _ in },
+        onPong: @escaping @Sendable (WebSocketConnection, [UInt8]) -> Void = { _, _ in },
         onClose: @escaping @Sendable (WebSocketConnection, CloseInfo) -> Void = { _, _ in },
         onHandshakeFailure: @escaping @Sendable (WebSocketConnection, HandshakeError) -> Void = { _, _ in }
     ) {
@@ -343,7 +343,7 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler {
             writeBuffer.append(contentsOf: out.outgoing)
         }
         for m in out.messages { callbacks.onMessage(self, m) }
-        for _ in 0..<out.pongs { callbacks.onPong(self) }
+        for payload in out.pongs { callbacks.onPong(self, payload) }
         if let info = out.closed {
             flush()
             closeSocket(report: info)

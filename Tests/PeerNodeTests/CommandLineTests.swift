@@ -79,7 +79,7 @@ struct ChatInputTests {
         #expect(ChatInput.parse("/history \(ChatInput.maximumHistory)") == .history(ChatInput.maximumHistory))
         #expect(ChatInput.parse("/history \(ChatInput.maximumHistory + 1)") == .error("/history takes a number from 1 to \(ChatInput.maximumHistory)"))
         #expect(ChatInput.parse("/history -1") == .error("/history takes a number from 1 to \(ChatInput.maximumHistory)"))
-        #expect(ChatInput.parse("/quit") == .quit)
+        #expect(ChatInput.parse("/quit") == .quit(reason: ""))
         #expect(ChatInput.parse("/frob x") == .error("unknown command /frob (try /help)"))
         #expect(ChatInput.parse("/") == .error("unknown command / (try /help)"))
     }

@@ -21,7 +21,7 @@ struct RoomCommandTests {
         #expect(ChatInput.parse("/rooms now") == .error("/rooms takes no argument"))
         #expect(ChatInput.parse("/switch") == .error("/switch needs a room or a number: /switch #random"))
         #expect(ChatInput.parse("/0") == .error("unknown command /0 (try /help)"))
-        #expect(ChatInput.parse("/quit see you") == .quit)
+        #expect(ChatInput.parse("/quit see you") == .quit(reason: "see you"))
         #expect(ChatInput.commandNames.contains("/rooms") && ChatInput.commandNames.contains("/j"))
         // /help shows every usage whole (a long one was once cut short).
         for command in ChatInput.commands { #expect(ChatInput.helpText.contains("  " + command.usage + "  "), "\(command.usage)") }

@@ -177,10 +177,11 @@ struct FrameTests {
         var alive = ConnectionCore(role: .server, limits: WebSocketLimits(), timeouts: timeouts, now: 0)
         var o2 = ConnectionCore.Output()
         alive.tick(now: 10, into: &o2)
-        let pong = clientFrame(0xA, [])
+        let pong = clientFrame(0xA, [7, 1])
         _ = pong.withUnsafeBytes { alive.receive($0, now: 12, into: &o2) }
         alive.tick(now: 16, into: &o2)
-        #expect(o2.closed == nil && o2.pongs == 1)
+        // The pong's payload is handed up: that is how a round trip is timed.
+        #expect(o2.closed == nil && o2.pongs == [[7, 1]])
     }
 
     @Test("client frames are masked with fresh keys and parse back")

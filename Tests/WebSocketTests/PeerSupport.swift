@@ -151,7 +151,7 @@ final class ClientProbe: @unchecked Sendable {
             callbacks: WebSocketCallbacks(
                 onOpen: { c in queue.withLock { $0.append(.open(subprotocol: c.subprotocol)) } },
                 onMessage: { _, m in queue.withLock { $0.append(.message(m)) } },
-                onPong: { _ in queue.withLock { $0.append(.pong) } },
+                onPong: { _, _ in queue.withLock { $0.append(.pong) } },
                 onClose: { _, info in queue.withLock { $0.append(.closed(info)) } },
                 onHandshakeFailure: { _, e in queue.withLock { $0.append(.failed(e)) } }),
             loop: l)

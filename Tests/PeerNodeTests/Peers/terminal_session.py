@@ -4,8 +4,9 @@
 A second node (B, --json, driven through pipes) is linked to the one in the
 terminal (A). Checks: the prompt; a message arriving while a line is half
 typed is printed above and the half line is drawn again; line editing keys;
-Tab completion; a mention rings the bell; Ctrl-C quits with exit code 0 and
-the terminal settings as they were. Prints what it checked; exits non-zero
+Tab completion; a mention rings the bell; the prompt's mark on our last
+message (read, local only, stored); Ctrl-C quits with exit code 0 and the
+terminal settings as they were; so does a crash signal (then dies of it). Prints what it checked; exits non-zero
 with the screen so far on the first failure.
 usage: terminal_session.py PEERNODE WORKDIR
 """
@@ -79,14 +80,26 @@ b = subprocess.Popen([PEERNODE, "--data-dir", os.path.join(WORK, "b"), "--json",
 ready = b_wait(lambda e: e.get("type") == "ready", "ready")
 url = "ws://" + ready["listen"]
 
-pid, master = pty.fork()
-if pid == 0:
-    os.environ["TERM"] = "xterm"
-    os.environ["SWIFT_BACKTRACE"] = "enable=no"
-    os.environ.pop("NO_COLOR", None)
-    os.execv(PEERNODE, [PEERNODE, "--data-dir", os.path.join(WORK, "a"), "--no-discovery", "--nick", "alice",
-                        "--listen", "127.0.0.1:0", "--peer", url])
-before = termios.tcgetattr(master)
+def start_a():
+    """Node A in a new pseudo-terminal: its pid, the master side, and the
+    terminal settings it found."""
+    pid, master = pty.fork()
+    if pid == 0:
+        os.environ["TERM"] = "xterm"
+        os.environ["SWIFT_BACKTRACE"] = "enable=no"
+        os.environ.pop("NO_COLOR", None)
+        os.execv(PEERNODE, [PEERNODE, "--data-dir", os.path.join(WORK, "a"), "--no-discovery", "--nick", "alice",
+                            "--listen", "127.0.0.1:0", "--peer", url])
+    return pid, master, termios.tcgetattr(master)
+
+
+def check_restored(master, before, after_what):
+    now = termios.tcgetattr(master)
+    if now[3] != before[3] or now[0] != before[0]:
+        fail(f"terminal not restored after {after_what}: lflag {before[3]:#x} -> {now[3]:#x}, iflag {before[0]:#x} -> {now[0]:#x}")
+
+
+pid, master, before = start_a()
 
 read_until(master, b"#general> ")
 print("prompt shown")
@@ -155,13 +168,41 @@ if b"\x1b]0;owned" in shown or b"\x1b[2J" in shown:
     fail("an escape sequence from the network reached the terminal")
 print("escape sequences from the network are inert")
 
+# The prompt's mark follows our last message: read, then local only, then stored.
+b_says("/set receipts on")
+time.sleep(0.3)
+os.write(master, b"read me\r")
+b_heard("read me")
+read_until(master, "#random read> ".encode())
+print("the prompt says 'read' once B (now sending read receipts) has shown it")
+b.kill()
+b.wait()
+time.sleep(1)
+os.write(master, b"alone now\r")
+read_until(master, "#random …> ".encode())
+print("with nobody linked, the prompt marks our last message local only (…)")
+# B's identity comes back as a relay: it stores (and acknowledges) but shows nothing, so sends no receipts.
+relay = subprocess.Popen([PEERNODE, "relay", "--data-dir", os.path.join(WORK, "b"), "--no-discovery", "--listen", ready["listen"]],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+read_until(master, "#random ✓> ".encode(), timeout=45)
+print("a relay takes it: the prompt marks it stored (✓)")
+relay.terminate()
+relay.wait()
+
 # Ctrl-C: exit 0, terminal settings back.
 os.write(master, b"\x03")
 _, status = os.waitpid(pid, 0)
 if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
     fail(f"Ctrl-C did not exit cleanly (status {status})")
-after_exit = termios.tcgetattr(master)
-if after_exit[3] != before[3] or after_exit[0] != before[0]:
-    fail(f"terminal not restored: lflag {before[3]:#x} -> {after_exit[3]:#x}, iflag {before[0]:#x} -> {after_exit[0]:#x}")
+check_restored(master, before, "Ctrl-C")
 print("Ctrl-C exits 0 and the terminal is restored")
-b.kill()
+
+# A crash signal: the handler puts the terminal back, then dies of the signal as it would have.
+pid, master, before = start_a()
+read_until(master, b"#general> ")
+os.kill(pid, 11)  # SIGSEGV
+_, status = os.waitpid(pid, 0)
+if not os.WIFSIGNALED(status) or os.WTERMSIG(status) != 11:
+    fail(f"SIGSEGV did not end the node by that signal (status {status})")
+check_restored(master, before, "SIGSEGV")
+print("a crash signal (SIGSEGV) restores the terminal, then ends the node by that signal")

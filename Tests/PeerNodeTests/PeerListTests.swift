@@ -1,0 +1,51 @@
+import Foundation
+import TestSupport
+import Testing
+
+@Suite("Who is there: /peers with round-trip times, /who, /quit with a reason", .serialized)
+struct PeerListTests {
+    @Test("--json /peers: each linked peer with its address, round-trip time and sync state; /who lists the room; /quit REASON reaches the room")
+    func peersWhoQuit() async throws {
+        let dirs = (0..<2).map { _ in TemporaryDirectory() }
+        let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])
+        #expect(await started(a))
+        let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
+        #expect(await started(b))
+        #expect(await linked(b, to: a))
+        a.send("hi bob")
+        b.send("hi alice")
+        await a.wait { $0["text"] == "hi alice" }
+        await b.wait { $0["text"] == "hi bob" }
+
+        // A probe leaves as the link comes up and every 10 s after: ask until its answer is in.
+        var row: [String: String]?
+        for _ in 0..<30 where row == nil {
+            let before = b.events.value.count
+            b.send("/peers")
+            let summary = await b.wait(timeout: 5) { $0["type"] == "peers" }
+            #expect(summary?["linked"] == "1")
+            try? await Task.sleep(nanoseconds: 200_000_000)
+            let fresh: [[String: String]] = Array(b.events.value.dropFirst(before))
+            row = fresh.first { (e: [String: String]) -> Bool in e["type"] == "peer" && e["id"] == a.id && e["rtt_us"] != nil }
+            if row == nil { try? await Task.sleep(nanoseconds: 500_000_000) }
+        }
+        #expect(row?["state"] == "linked" && row?["nick"] == "alice", "\(row ?? [:])")
+        #expect(row?["addr"]?.hasPrefix("127.0.0.1:") == true)
+        // Loopback: a round trip is well under a second (a sanity bound, not a benchmark).
+        #expect((row?["rtt_us"]).flatMap { UInt64($0) }.map { $0 < 1_000_000 } == true)
+
+        b.send("/who")
+        await b.wait { $0["type"] == "member" && $0["id"] == a.id }
+        let members = b.events.value.filter { $0["type"] == "member" }
+        #expect(members.first { $0["id"] == a.id }?["state"] == "linked")
+        #expect(members.first { $0["id"] == b.id }?["state"] == "you")
+
+        // /quit with a reason: the room is told, as an action, before the link closes.
+        b.send("/quit gone home")
+        let told = await a.wait { $0["kind"] == "action" && $0["author"] == b.id }
+        #expect(told?["text"] == "has quit (gone home)")
+        b.process.waitUntilExit()
+        #expect(b.process.terminationStatus == 0)
+        a.quit()
+    }
+}
