@@ -108,5 +108,27 @@ extension NetworkNode {
             throw NodeError(description: "your earlier messages are still coming back from your peers (\(theirs - ours) to go); try again in a moment")
         }
     }
+
+    /// The deferred startup nick goes out once a linked peer has declared
+    /// its clock and holds no more of our messages than we do.
+    func postPendingNickIfSafe() {
+        guard pendingNick != nil, linkedPeers.keys.contains(where: { replicator.declaredClock(of: $0) != nil }),
+              (try? ensureOwnHistoryIsBack()) != nil else { return }
+        postPendingNick()
+    }
+
+    /// Posts the pending nick now, unless our history brought back the same one.
+    func postPendingNick() {
+        guard let nick = pendingNick else { return }
+        pendingNick = nil
+        guard node.nick != nick else { return }
+        do {
+            let e = try node.post(nick, kind: .nick, in: session.room)
+            perform(replicator.localPost(e))
+            showDeliveries()
+        } catch {
+            log.warning("could not post the nick \(nick): \(error)")
+        }
+    }
 }
 

@@ -147,6 +147,7 @@ extension NetworkNode {
     func post(_ text: String, kind: Kind) -> Bool {
         do {
             try ensureOwnHistoryIsBack()
+            postPendingNick()
             let e = try node.post(text, kind: kind, in: session.room)
             lastOwnPost[session.room] = e.sequence
             perform(replicator.localPost(e))

@@ -98,6 +98,10 @@ final class NetworkNode: @unchecked Sendable {
     var storedThrough: UInt64 = 0
     /// The sequence of our last text or action per room (for the prompt's mark).
     var lastOwnPost: [RoomName: UInt64] = [:]
+    /// A nick from the command line not yet posted: this identity may have
+    /// posted before from a database that is gone, so it waits until a
+    /// linked peer's clock shows our history is back (or the user posts).
+    var pendingNick: String?
     /// Told the prompt when it changes on a tick (the terminal session).
     var promptChanged: (@Sendable (String) -> Void)?
     private var lastPrompt = ""
@@ -193,7 +197,7 @@ final class NetworkNode: @unchecked Sendable {
         let blocked = self.blocked
         guard let session = try? LinkSession(
             initiator: dialer != nil, identity: node.identity, networkKey: node.network, now: monotonic(),
-            expectedRemote: expected, isBlocked: { blocked.contains($0) }, nick: node.nick) else {
+            expectedRemote: expected, isBlocked: { blocked.contains($0) }, nick: node.nick ?? pendingNick) else {
             c.close(code: .internalError, reason: "cannot start the link handshake")
             return
         }
@@ -359,6 +363,7 @@ final class NetworkNode: @unchecked Sendable {
             }
         }
         perform(replicator.tick(now: now))
+        postPendingNickIfSafe()
         for id in links.keys.sorted() {
             guard var link = links[id] else { continue }
             let actions = link.session.tick(now: now)

@@ -25,6 +25,8 @@ final class Node {
     let network: NetworkKey
     let networkLabel: String
     let store: Store
+    /// The identity key was made by this start (not found on disk).
+    let identityIsNew: Bool
     private(set) var nicks: [PublicKey: String] = [:]
     private var roomNames: [RoomID: RoomName] = [:]
 
@@ -36,7 +38,7 @@ final class Node {
             throw NodeError(description: "give --network or --network-key-file, not both")
         }
         directory = try DataDirectory(path: path)
-        identity = try KeyFile.loadOrCreateIdentity(at: directory.file(DataDirectory.identityFileName)).key
+        (identity, identityIsNew) = try KeyFile.loadOrCreateIdentity(at: directory.file(DataDirectory.identityFileName))
         if let file = options.networkKeyFile {
             network = try KeyFile.loadNetworkKey(at: file)
             networkLabel = "private network (\(file))"
@@ -58,6 +60,14 @@ final class Node {
     }
 
     var me: PublicKey { identity.publicKey }
+
+    /// Whether a post now is safe from reusing a sequence number that peers
+    /// already hold: true for a new identity, or when this store has our own
+    /// messages. An old identity with none here (a lost or new database) may
+    /// have posted before; its first post should wait until a peer says.
+    var ownHistoryIsKnown: Bool {
+        identityIsNew || ((try? store.head(of: me)) ?? nil) != nil
+    }
 
     /// Leaves a room by name: it is no longer shown or listed.
     func leave(_ name: RoomName) throws {

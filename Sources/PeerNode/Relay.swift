@@ -10,7 +10,9 @@ import Gossip
 func runRelay(_ options: Options, environment: [String: String]) throws {
     let log = try Logger(format: options.logFormat == "json" ? .json : .plain, path: options.logFile)
     let node = try Node(options: options, environment: environment)
-    if let wanted = options.nick, node.nick != wanted {
+    // The relay's own history is not waited for (a relay posts nothing else); a
+    // relay whose database was lost should be started once without --nick.
+    if let wanted = options.nick, node.nick != wanted, node.ownHistoryIsKnown {
         try node.post(try Nick(wanted).value, kind: .nick, in: .general)
     }
     raiseDescriptorLimit(log)

@@ -40,11 +40,16 @@ func run(_ command: Command) throws {
     case let .chat(options):
         let node = try Node(options: options, environment: environment)
         let room = try RoomName(options.room ?? RoomName.general.value)
+        var startupNick: String?
         if let wanted = options.nick {
             let nick = try Nick(wanted)
-            if node.nick != nick.value { try node.post(nick.value, kind: .nick, in: room) }
+            if node.nick != nick.value { startupNick = nick.value }
         } else if node.nick == nil, let user = environment["USER"], let nick = try? Nick(user) {
-            try node.post(nick.value, kind: .nick, in: room)
+            startupNick = nick.value
+        }
+        if let nick = startupNick, node.ownHistoryIsKnown {
+            try node.post(nick, kind: .nick, in: room)
+            startupNick = nil
         }
         let out = Output()
         // A person at a terminal gets the line editor and a prompt; scripts and pipes get plain lines.
@@ -57,6 +62,7 @@ func run(_ command: Command) throws {
         let log = try Logger(format: .chat)
         if let terminal { log.sink = { terminal.print([$0]) } }
         let network = try NetworkNode(node: node, room: room, json: options.json, out: out, log: log)
+        network.pendingNick = startupNick
         // Read receipts: a person at a terminal reads what is shown, unless they said otherwise.
         network.sendsReadReceipts = (try node.store.setting("receipts")).map { $0 == "on" } ?? (terminal != nil)
         try network.start(listen: options.listen, peers: options.peers, discovery: try discoveryConfiguration(options))
