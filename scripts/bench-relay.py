@@ -7,8 +7,9 @@
   is queueing). Then the same with mosquitto (QoS 0, LINKS subscribers, the
   same kind of lean receiver: one process, one thread, poll(2); TCP_NODELAY
   on the broker as on our links). Printed as a ratio.
-- paced: 2,000 messages at 1,000/s, one at a time, to the same LINKS: p50
-  and p99 latency from send to arrival, for both.
+- paced: for each rate in RATES (messages/s), 2 seconds of messages sent one
+  at a time to the same LINKS: p50 and p99 latency from send to arrival, for
+  both (a rate sweep: where latency starts to grow is the figure to watch).
 - memory and start-up: a relay on a store of STORE envelopes: time from
   start to its "relay ready" log line, then RSS with 100 idle links open.
 usage: bench-relay.py PEERNODE BENCH [COUNT] [LINKS] [STORE]
@@ -26,8 +27,8 @@ PEERNODE, BENCH = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 COUNT = int(sys.argv[3]) if len(sys.argv) > 3 else 20_000
 LINKS = int(sys.argv[4]) if len(sys.argv) > 4 else 50
 STORE = int(sys.argv[5]) if len(sys.argv) > 5 else 1_000_000
-# The paced run: PACED messages at RATE per second, one at a time.
-PACED, RATE = 2_000, 1_000.0
+# The paced runs: SECONDS of messages at each rate, one at a time.
+RATES, SECONDS = (250, 1_000, 4_000), 2
 MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
 
 
@@ -83,11 +84,13 @@ try:
     relay.wait()
     # Paced, on a fresh relay (so nothing from the burst is sent again): live chat's
     # shape, one message at a time; latency here is delivery, not queueing.
-    relay, listen, _ = start_relay(os.path.join(root, "relay-paced"))
-    ours_paced = fan_out([BENCH, "fanout-receive", listen, str(LINKS), str(PACED * LINKS), "60"],
-                         [BENCH, "fanout-send", listen, str(PACED), str(RATE)])
-    relay.terminate()
-    relay.wait()
+    ours_paced = {}
+    for rate in RATES:
+        relay, listen, _ = start_relay(os.path.join(root, f"relay-paced-{rate}"))
+        ours_paced[rate] = fan_out([BENCH, "fanout-receive", listen, str(LINKS), str(rate * SECONDS * LINKS), "60"],
+                                   [BENCH, "fanout-send", listen, str(rate * SECONDS), str(rate)])
+        relay.terminate()
+        relay.wait()
 
     port = free_port()
     conf = os.path.join(root, "mosquitto.conf")
@@ -98,20 +101,21 @@ try:
     time.sleep(0.5)
     theirs = fan_out([BENCH, "mqtt-receive", f"127.0.0.1:{port}", str(LINKS), str(expected), "120"],
                      [BENCH, "mqtt-send", f"127.0.0.1:{port}", str(COUNT)])
-    theirs_paced = fan_out([BENCH, "mqtt-receive", f"127.0.0.1:{port}", str(LINKS), str(PACED * LINKS), "60"],
-                           [BENCH, "mqtt-send", f"127.0.0.1:{port}", str(PACED), str(RATE)])
+    theirs_paced = {rate: fan_out([BENCH, "mqtt-receive", f"127.0.0.1:{port}", str(LINKS), str(rate * SECONDS * LINKS), "60"],
+                                  [BENCH, "mqtt-send", f"127.0.0.1:{port}", str(rate * SECONDS), str(rate)]) for rate in RATES}
     # (mosquitto keeps nothing at QoS 0, so the same broker serves both runs.)
     broker.terminate()
     broker.wait()
 
-    rate = lambda r: r["deliveries"] / r["seconds"]
+    per_second = lambda r: r["deliveries"] / r["seconds"]
     for name, r in (("relay", ours), ("mosquitto", theirs)):
         print(f"fan-out {name}: {r['deliveries']:,} of {expected:,} deliveries to {r['links']} links in {r['seconds']:.2f} s = "
-              f"{rate(r):,.0f}/s; latency p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms (a burst of {COUNT:,} messages of 256 bytes)")
-    for name, r in (("relay", ours_paced), ("mosquitto", theirs_paced)):
-        print(f"paced {name}: {r['deliveries']:,} of {PACED * LINKS:,} deliveries at {RATE:.0f} messages/s to {r['links']} links; "
-              f"latency p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms (ms resolution)")
-    ratio = rate(ours) / rate(theirs)
+              f"{per_second(r):,.0f}/s; latency p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms (a burst of {COUNT:,} messages of 256 bytes)")
+    for rate in RATES:
+        for name, r in (("relay", ours_paced[rate]), ("mosquitto", theirs_paced[rate])):
+            print(f"paced {name}: {r['deliveries']:,} of {rate * SECONDS * LINKS:,} deliveries at {rate:,} messages/s to {r['links']} links "
+                  f"({rate * LINKS:,} deliveries/s); latency p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms (ms resolution)")
+    ratio = per_second(ours) / per_second(theirs)
     print(f"fan-out ratio relay/mosquitto: {ratio:.2f}x (the relay verifies, stores and encrypts per link; mosquitto QoS 0 does none)")
     print(f"aims: ≥ 0.5x mosquitto: {'met' if ratio >= 0.5 else 'NOT met'} ({ratio:.2f}x)")
 
