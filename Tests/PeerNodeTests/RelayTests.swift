@@ -8,9 +8,14 @@ final class RelayProcess: @unchecked Sendable {
     let process = Process()
     let log = Locked<[[String: String]]>([])
 
-    init(dir: String, _ arguments: [String] = []) throws {
+    convenience init(dir: String, _ arguments: [String] = []) throws {
+        try self.init(commandLine: ["relay", "--data-dir", dir, "--listen", "127.0.0.1:0", "--no-discovery", "--log-format", "json"] + arguments)
+    }
+
+    /// The relay with exactly these arguments (its log must be JSON to be read).
+    init(commandLine arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: PeerNodeProcess.binary)
-        process.arguments = ["relay", "--data-dir", dir, "--listen", "127.0.0.1:0", "--no-discovery", "--log-format", "json"] + arguments
+        process.arguments = arguments
         let errors = Pipe()
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
