@@ -7,7 +7,14 @@ public struct SQLiteError: Error, Equatable, Sendable, CustomStringConvertible {
     public let sql: String?
 
     public var description: String {
-        "SQLite error \(code): \(message)" + (sql.map { " (in: \($0))" } ?? "")
+        let raw = "SQLite error \(code): \(message)" + (sql.map { " (in: \($0))" } ?? "")
+        // The codes a person can act on get a plain sentence first.
+        switch code & 0xFF {
+        case SQLITE_FULL: return "the disk is full: nothing was written, and nothing stored before is lost; free some space and try again (\(raw))"
+        case SQLITE_READONLY: return "the data directory cannot be written (read-only file or filesystem); nothing was written (\(raw))"
+        case SQLITE_IOERR: return "the disk reported an I/O error; nothing was written (\(raw))"
+        default: return raw
+        }
     }
 }
 

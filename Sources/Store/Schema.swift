@@ -105,9 +105,8 @@ enum Schema {
             version = Int(try db.integer("PRAGMA user_version"))
             tables = try db.integer("SELECT count(*) FROM sqlite_schema")
         } catch {
-            if error.code & 0xff == SQLITE_NOTADB || error.code & 0xff == SQLITE_CORRUPT {
-                throw .notAPeernodeDatabase(path: path)
-            }
+            if error.code & 0xff == SQLITE_NOTADB { throw .notAPeernodeDatabase(path: path) }
+            if error.code & 0xff == SQLITE_CORRUPT { throw .damagedDatabase(path: path) }
             throw .sqlite(error)
         }
         let isFresh = applicationID == 0 && version == 0 && tables == 0

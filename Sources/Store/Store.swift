@@ -99,7 +99,7 @@ public final class Store: EnvelopeStorage {
     /// (`synchronous=NORMAL`: a power cut may lose the last batches, which
     /// gossip fetches again).
     public func insert(_ envelopes: [Envelope], receivedAt: UInt64) throws -> [InsertOutcome] {
-        try db.transaction {
+        try writeTransaction {
             var outcomes: [InsertOutcome] = []
             outcomes.reserveCapacity(envelopes.count)
             var pending: [Envelope] = []
@@ -120,7 +120,7 @@ public final class Store: EnvelopeStorage {
     public func insertOwn(_ envelope: Envelope, at time: UInt64) throws -> InsertOutcome {
         try db.execute("PRAGMA synchronous=FULL")
         defer { try? db.execute("PRAGMA synchronous=NORMAL") }
-        return try db.transaction {
+        return try writeTransaction {
             let outcome = try insertOne(envelope, receivedAt: time)
             if outcome == .inserted {
                 for d in envelope.dependencies {
@@ -199,6 +199,21 @@ public final class Store: EnvelopeStorage {
         authors[e.author] = st
         dirtyAuthors.insert(e.author)
         return .inserted
+    }
+
+    /// A transaction whose failure (a full disk, a read-only file, an I/O
+    /// error: the commit is rolled back) also puts back the in-memory
+    /// mirrors of the rows it touched, so they never describe a commit that
+    /// did not happen: the next envelope gets the same sequence again, not one
+    /// past a hole.
+    func writeTransaction<R>(_ body: () throws -> R) throws -> R {
+        let saved = (authors, roomRows, lastDelivery, dirtyAuthors)
+        do {
+            return try db.transaction(body)
+        } catch {
+            (authors, roomRows, lastDelivery, dirtyAuthors) = saved
+            throw error
+        }
     }
 
     // MARK: causal delivery

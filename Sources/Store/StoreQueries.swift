@@ -387,7 +387,7 @@ extension Store {
     /// Indexes readable texts (by author and sequence, which are indexed;
     /// the envelope id is not) and moves the mark to `through`, in one transaction.
     public func index(_ texts: [(author: PublicKey, sequence: UInt64, text: String)], through delivery: Int64) throws {
-        try db.transaction {
+        try writeTransaction {
             for entry in texts {
                 guard let author = authors[entry.author] else { continue }
                 // `statement` hands out the cached statement reset, ready for new bindings.

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Disk full, and a data directory that turns read-only, under a running node
+(needs root: the data directory is a small tmpfs mounted for the test).
+
+A (data on the tmpfs) is linked to B. The tmpfs is filled to the last byte;
+A posts (refused, with an error that says the disk is full) and B posts
+(A cannot store it yet). Space comes back: A posts again, B's message
+arrives, nothing is lost, the database passes PRAGMA integrity_check, and A
+never crashed. Then a read-only data directory at start: a clear error.
+Prints what it checked; exits 1 with the reason on the first failure.
+usage: disk-full.py PEERNODE
+"""
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchnodes import JSONNode, pump  # noqa: E402
+
+PEERNODE = os.path.abspath(sys.argv[1])
+# Room for the key, a fresh database and its WAL; small enough to fill at once.
+TMPFS_SIZE = "4m"
+
+
+def fail(why):
+    print(f"FAILED: {why}")
+    if os.environ.get("DEBUG_GDB") and len(nodes) > 1:
+        a = nodes[1]
+        a.post("/stats")
+        try:
+            pump(nodes, lambda: any(e.get("type") == "stats" for e in a.events), 3)
+            print("A answers /stats")
+        except TimeoutError:
+            print("A does not answer /stats")
+        subprocess.run(["gdb", "-p", str(a.proc.pid), "-batch", "-ex", "thread apply all bt 12"])
+    for n in nodes:
+        print("--- last events of", n.proc.pid, [{k: v for k, v in e.items() if k != "_t"} for e in n.events[-6:]])
+    sys.exit(1)
+
+
+def wait_for(nodes, match, what, timeout=30):
+    try:
+        pump(nodes, match, timeout)
+    except TimeoutError:
+        fail(f"timed out waiting for {what}")
+
+
+def text_seen(node, text):
+    return any(e.get("type") == "message" and e.get("text") == text for e in node.events)
+
+
+def errors(node):
+    return [e["error"] for e in node.events if e.get("type") == "error"]
+
+
+def fill(path):
+    """Writes until the filesystem refuses (ENOSPC), down to the last byte."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    for size in (65536, 4096, 1):
+        try:
+            while True:
+                os.write(fd, b"\0" * size)
+        except OSError:
+            pass
+    os.close(fd)
+
+
+if os.geteuid() != 0:
+    fail("needs root, to mount a tmpfs (CI runs as root)")
+root = tempfile.mkdtemp(prefix="peernode-diskfull-")
+mount = os.path.join(root, "small")
+os.makedirs(mount)
+subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs", mount], check=True)
+nodes = []
+try:
+    data = os.path.join(mount, "a")
+    b = JSONNode([PEERNODE, "--data-dir", os.path.join(root, "b"), "--json", "--no-discovery", "--nick", "bob",
+                  "--listen", "127.0.0.1:0"])
+    nodes.append(b)
+    wait_for([b], lambda: any(e.get("type") == "ready" for e in b.events), "B ready")
+    url = "ws://" + next(e for e in b.events if e.get("type") == "ready")["listen"]
+    a = JSONNode([PEERNODE, "--data-dir", data, "--json", "--no-discovery", "--nick", "alice", "--peer", url])
+    nodes.append(a)
+    wait_for(nodes, lambda: any(e.get("type") == "peer_up" for e in a.events), "A linked to B")
+    a.post("before the disk filled")
+    wait_for(nodes, lambda: text_seen(b, "before the disk filled"), "B to get A's first message")
+
+    # Full: A's post is refused with a clear reason; B's message cannot be stored yet.
+    filler = os.path.join(mount, "filler")
+    fill(filler)
+    a.post("while full")
+    wait_for(nodes, lambda: errors(a), "an error from A about the full disk")
+    reason = errors(a)[-1]
+    if "full" not in reason.lower():
+        fail(f"the error does not say the disk is full: {reason!r}")
+    print(f"a post on a full disk is refused: {reason!r}")
+    b.post("sent while A is full")
+    try:
+        pump(nodes, lambda: text_seen(a, "sent while A is full"), 2)
+        fail("A reported a message it could not have stored")
+    except TimeoutError:
+        pass
+    if a.proc.poll() is not None:
+        fail(f"A exited on a full disk (status {a.proc.returncode})")
+    print("B's message is not reported by A while its disk is full, and A keeps running")
+
+    # Space again: A resumes by itself.
+    os.remove(filler)
+    a.post("after space came back")
+    wait_for(nodes, lambda: text_seen(b, "after space came back"), "B to get A's post after space came back")
+    wait_for(nodes, lambda: text_seen(a, "sent while A is full"), "A to get B's message once it has space", 60)
+    if text_seen(b, "while full"):
+        fail("the refused post was sent after all")
+    print("space back: A posts again and gets B's message from while it was full")
+
+    a.proc.stdin.close()
+    a.proc.wait(timeout=20)
+    if a.proc.returncode != 0:
+        fail(f"A did not exit cleanly at the end (status {a.proc.returncode})")
+    db = sqlite3.connect(os.path.join(data, "peernode.db"))
+    integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
+    db.close()
+    if integrity != "ok":
+        fail(f"integrity_check: {integrity}")
+    print("the database passes integrity_check; A exits 0")
+
+    # Read-only at start (a filesystem with files open for writing cannot be
+    # remounted read-only, so this is checked with A stopped): a clear error.
+    subprocess.run(["mount", "-o", "remount,ro", mount], check=True)
+    for command in ([PEERNODE, "--data-dir", data, "--no-discovery"],
+                    [PEERNODE, "relay", "--data-dir", data, "--no-discovery", "--listen", "127.0.0.1:0"]):
+        r = subprocess.run(command, input=b"must not be posted\n", capture_output=True, timeout=20)
+        said = r.stderr.decode(errors="replace").strip()
+        if r.returncode != 1 or "read-only" not in said.lower():
+            fail(f"{command[1]} on a read-only data directory: status {r.returncode}, said {said!r}")
+    print(f"a read-only data directory is refused at start: {said!r}")
+    subprocess.run(["mount", "-o", "remount,rw", mount], check=True)
+finally:
+    for n in nodes:
+        if n.proc.poll() is None:
+            n.stop()
+    subprocess.run(["umount", mount])
+    shutil.rmtree(root, ignore_errors=True)
+print("disk full and read-only: no crash, nothing lost")
