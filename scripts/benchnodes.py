@@ -4,8 +4,14 @@ of them), so the harness adds no thread hand-offs of its own."""
 import json
 import os
 import select
+import signal
 import subprocess
 import time
+
+# A process started from the Swift test runner inherits a signal mask with
+# SIGHUP, SIGINT, SIGTERM and others blocked, and passes it on to its own
+# children: `terminate()` would then never reach them. Start from none blocked.
+signal.pthread_sigmask(signal.SIG_SETMASK, [])
 
 
 class JSONNode:
