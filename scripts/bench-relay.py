@@ -40,7 +40,8 @@ def free_port():
 
 def start_relay(data, *extra):
     started = time.monotonic()
-    relay = subprocess.Popen([PEERNODE, "relay", "--data-dir", data, "--listen", "127.0.0.1:0", "--no-discovery",
+    # Every lean link comes from 127.0.0.1: lift the per-address limit (64 by default).
+    relay = subprocess.Popen([PEERNODE, "relay", "--data-dir", data, "--listen", "127.0.0.1:0", "--no-discovery", "--max-per-address", "1000",
                               "--log-format", "json", *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     for line in relay.stderr:
         event = json.loads(line)

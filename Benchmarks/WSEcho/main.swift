@@ -12,7 +12,8 @@ do {
 }
 let server = WebSocketServer(
     loop: loop,
-    configuration: .init(limits: WebSocketLimits(maximumMessageSize: 16 << 20, maximumSendQueue: 64 << 20)),
+    // Benchmark clients all come from 127.0.0.1: no per-address limit.
+    configuration: .init(limits: WebSocketLimits(maximumMessageSize: 16 << 20, maximumSendQueue: 64 << 20), maximumConnectionsPerAddress: 1 << 20),
     callbacks: WebSocketCallbacks(onMessage: { connection, message in connection.send(message) }))
 do {
     let port = try server.listen(host: "127.0.0.1", port: UInt16(CommandLine.arguments.dropFirst().first ?? "0") ?? 0)

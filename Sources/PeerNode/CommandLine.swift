@@ -22,6 +22,8 @@ struct Options: Equatable {
     var logFile: String?
     /// Relay: the database size at which it stops taking envelopes from others (e.g. 500M, 2G).
     var maxStore: String?
+    /// Connections accepted at once from one IP address (default 64).
+    var maxPerAddress: String?
 }
 
 enum Command: Equatable {
@@ -77,6 +79,9 @@ enum CommandLineSpec {
         OptionSpec(name: "--max-store", argument: "SIZE",
                    help: "relay: stop taking envelopes from others when the database reaches SIZE (e.g. 500M, 2G)",
                    apply: { $0.maxStore = $1 }),
+        OptionSpec(name: "--max-per-address", argument: "N",
+                   help: "accept at most N connections at once from one IP address (default 64; 1 to 65536)",
+                   apply: { $0.maxPerAddress = $1 }),
     ]
 
     /// Options without a value.
@@ -142,6 +147,9 @@ enum CommandLineSpec {
             } else {
                 words.append(arg)
             }
+        }
+        if let value = options.maxPerAddress, Int(value).map({ (1...65_536).contains($0) }) != true {
+            throw UsageError(message: "--max-per-address takes a number from 1 to 65536, got \(value)")
         }
         switch words.first {
         case nil:

@@ -98,6 +98,8 @@ final class NetworkNode: @unchecked Sendable {
     var storedThrough: UInt64 = 0
     /// The sequence of our last text or action per room (for the prompt's mark).
     var lastOwnPost: [RoomName: UInt64] = [:]
+    /// `--max-per-address`: connections accepted at once from one IP address.
+    var maximumConnectionsPerAddress = WebSocketServer.Configuration.defaultMaximumConnectionsPerAddress
     /// A nick from the command line not yet posted: this identity may have
     /// posted before from a database that is gone, so it waits until a
     /// linked peer's clock shows our history is back (or the user posts).
@@ -137,10 +139,15 @@ final class NetworkNode: @unchecked Sendable {
         if relay {
             handler = { @Sendable [self] request in self.http(request) }
         }
+        var configuration = WebSocketServer.Configuration(
+            paths: ["/peernode/1"], subprotocols: ["peernode.1"], requireSubprotocol: true,
+            limits: WebSocketLimits(maximumMessageSize: Self.maximumLinkMessage, acceptsText: false))
+        // Runs on the loop, as everything here does.
+        configuration.maximumConnectionsPerAddress = maximumConnectionsPerAddress
+        configuration.onRefused = { @Sendable [self] _ in count("too_many_connections_from_address") }
         let server = WebSocketServer(
             loop: loop,
-            configuration: .init(paths: ["/peernode/1"], subprotocols: ["peernode.1"], requireSubprotocol: true,
-                                 limits: WebSocketLimits(maximumMessageSize: Self.maximumLinkMessage, acceptsText: false)),
+            configuration: configuration,
             callbacks: callbacks(dialer: nil),
             httpHandler: handler)
         do {

@@ -45,6 +45,8 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler {
     public let loop: EventLoop
     /// "address:port" of the other end.
     public let remoteAddress: String
+    /// Set by the server that accepted it: called once, when the socket closes.
+    var onSocketClosed: (() -> Void)?
     /// The request path (server side) or the path asked for (client side).
     public private(set) var path: String
     /// The subprotocol both sides agreed on, if any.
@@ -413,6 +415,8 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler {
         phase = .closed
         loop.deregister(fd, token: token)
         Glibc.close(fd)
+        onSocketClosed?()
+        onSocketClosed = nil
         readBuffer = []
         writeBuffer = []
         if wasOpen, let info { callbacks.onClose(self, info) }

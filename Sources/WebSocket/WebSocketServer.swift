@@ -16,11 +16,27 @@ public final class WebSocketServer: @unchecked Sendable {
         public var timeouts: WebSocketTimeouts
         /// Pending connections the kernel queues before `accept`.
         public var backlog: Int32
+        /// Connections open at once from one IP address; one more is closed
+        /// at accept (so one host opening connections and sending nothing
+        /// cannot use up the descriptors everyone else needs).
+        public var maximumConnectionsPerAddress: Int
+        /// Told (on the loop) of each connection refused by that limit, with the address.
+        public var onRefused: (@Sendable (String) -> Void)?
+
+        /// Default for `maximumConnectionsPerAddress`: far above one node's
+        /// needs (one link per pair, a few HTTP scrapes), far below the
+        /// 1,024 descriptors a process gets by default.
+        public static let defaultMaximumConnectionsPerAddress = 64
+        /// After accept fails for want of descriptors (EMFILE, ENFILE), the
+        /// listener rests this long instead of being woken again at once.
+        public static let acceptPause = 0.1
 
         public init(
             paths: Set<String>? = nil, subprotocols: [String] = [], requireSubprotocol: Bool = false,
-            limits: WebSocketLimits = WebSocketLimits(), timeouts: WebSocketTimeouts = WebSocketTimeouts(), backlog: Int32 = 1024
+            limits: WebSocketLimits = WebSocketLimits(), timeouts: WebSocketTimeouts = WebSocketTimeouts(), backlog: Int32 = 1024,
+            maximumConnectionsPerAddress: Int = Configuration.defaultMaximumConnectionsPerAddress
         ) {
+            self.maximumConnectionsPerAddress = maximumConnectionsPerAddress
             self.paths = paths
             self.subprotocols = subprotocols
             self.requireSubprotocol = requireSubprotocol
@@ -83,6 +99,9 @@ public final class WebSocketServer: @unchecked Sendable {
         let httpHandler: (@Sendable (HTTPRequest) -> HTTPResponse?)?
         private var token: UInt64 = 0
         private var closed = false
+        /// Open connections by IP address (the text before the port).
+        private var perAddress: [String: Int] = [:]
+        private var pausedUntil: Double?
 
         init(fd: Int32, loop: EventLoop, configuration: Configuration, callbacks: WebSocketCallbacks,
              httpHandler: (@Sendable (HTTPRequest) -> HTTPResponse?)?) {
@@ -103,18 +122,46 @@ public final class WebSocketServer: @unchecked Sendable {
                 do {
                     accepted = try Syscall.call("accept4") { peernode_accept4(fd) }
                 } catch {
-                    // EMFILE and friends: stop for this round; the next event retries.
+                    // EMFILE and friends: the listener rests a moment (level-triggered
+                    // epoll would wake it again at once, spinning a core).
+                    loop.modify(fd, token: token, events: 0)
+                    pausedUntil = monotonicNow() + Configuration.acceptPause
                     return
                 }
                 guard case let .done(client) = accepted else { return }
+                let remote = SocketAddress.peerName(client)
+                let host = Self.host(of: remote)
+                guard perAddress[host, default: 0] < configuration.maximumConnectionsPerAddress else {
+                    close(client)
+                    configuration.onRefused?(remote)
+                    continue
+                }
+                perAddress[host, default: 0] += 1
                 Syscall.setOption(client, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
                 let connection = WebSocketConnection(
                     accepted: client, loop: loop, configuration: configuration, callbacks: callbacks, httpHandler: httpHandler)
+                connection.onSocketClosed = { [weak self] in self?.release(host) }
                 connection.register(writable: false)
             }
         }
 
-        func tick(now: Double) {}
+        func tick(now: Double) {
+            if let until = pausedUntil, now >= until, !closed {
+                pausedUntil = nil
+                loop.modify(fd, token: token, events: peernode_EPOLLIN)
+            }
+        }
+
+        private func release(_ host: String) {
+            guard let count = perAddress[host] else { return }
+            perAddress[host] = count > 1 ? count - 1 : nil
+        }
+
+        /// "10.0.0.5:7733" → "10.0.0.5", "[fe80::1]:7733" → "[fe80::1]".
+        static func host(of address: String) -> String {
+            guard let colon = address.lastIndex(of: ":") else { return address }
+            return String(address[..<colon])
+        }
 
         func shutdown() {
             guard !closed else { return }

@@ -137,5 +137,19 @@ struct BlockInputTests {
         #expect(CommandLineSpec.parseSize("0") == nil)
         #expect(CommandLineSpec.parseSize("") == nil)
     }
+
+    @Test("--max-per-address: 1 and 65536 accepted, 0 and 65537 and words refused")
+    func maxPerAddress() throws {
+        for good in ["1", "65536"] {
+            var o = Options()
+            o.maxPerAddress = good
+            #expect(try CommandLineSpec.parse(["relay", "--max-per-address", good]) == .relay(o))
+        }
+        for bad in ["0", "65537", "lots", "-1"] {
+            #expect(throws: UsageError(message: "--max-per-address takes a number from 1 to 65536, got \(bad)")) {
+                try CommandLineSpec.parse(["--max-per-address", bad])
+            }
+        }
+    }
 }
 

@@ -45,3 +45,13 @@ struct CaptureTests {
         #expect(r.stdout.contains("is on the wire") && !r.stdout.contains("FAILED"), "\(r.stdout)")
     }
 }
+
+@Suite("Abusive peers")
+struct AbuseTests {
+    @Test("slowloris: 400 silent or half-open connections from one address; at most 64 held, the rest refused and counted, all closed by the handshake timeout; a new node still links; chat goes on")
+    func slowloris() throws {
+        let r = try runToEnd("/usr/bin/python3", [FaultTests.scripts + "/slowloris.py", PeerNodeProcess.binary, "400"])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        #expect(r.stdout.contains("slowloris: bounded, refused, timed out"), "\(r.stdout)")
+    }
+}

@@ -198,3 +198,14 @@ struct FrameTests {
         #expect(out.closed == nil)
     }
 }
+
+@Suite("Server limits")
+struct ServerLimitTests {
+    @Test("the per-address limit counts by IP, not by IP and port")
+    func hostOfAddress() {
+        #expect(WebSocketServer.Listener.host(of: "10.0.0.5:7733") == "10.0.0.5")
+        #expect(WebSocketServer.Listener.host(of: "[fe80::1]:7733") == "[fe80::1]")
+        #expect(WebSocketServer.Listener.host(of: "?") == "?")
+        #expect(WebSocketServer.Configuration().maximumConnectionsPerAddress == WebSocketServer.Configuration.defaultMaximumConnectionsPerAddress)
+    }
+}
