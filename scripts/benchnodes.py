@@ -57,3 +57,15 @@ def pump(nodes, done, timeout=60):
         readable, _, _ = select.select(list(by_fd), [], [], left)
         for fd in readable:
             by_fd[fd].read()
+
+
+def rss_kib(pid):
+    """Resident memory of a process, in KiB (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except FileNotFoundError:
+        pass
+    return 0

@@ -20,7 +20,7 @@ import shutil
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchnodes import JSONNode, pump  # noqa: E402
+from benchnodes import JSONNode, pump, rss_kib  # noqa: E402
 
 PEERNODE = os.path.abspath(sys.argv[1])
 ATTACK = int(sys.argv[2]) if len(sys.argv) > 2 else 400
@@ -31,14 +31,6 @@ PER_ADDRESS, HANDSHAKE_TIMEOUT = 64, 10
 def fail(why):
     print(f"FAILED: {why}")
     sys.exit(1)
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def ready_event(node):

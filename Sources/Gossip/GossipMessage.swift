@@ -31,6 +31,31 @@ public enum GossipMessage: Equatable, Sendable {
     /// Largest encoded gossip message; links split it into chunks of
     /// `LinkSession.maximumPlaintext` (see `GossipChunker`).
     public static let maximumSize = 4 << 20
+    /// Envelope bytes a sender puts in one batch message, well under
+    /// `maximumSize`: 256 envelopes near the largest body (64 KiB) would
+    /// otherwise make a 16 MiB batch the receiver must refuse.
+    public static let batchBytes = 1 << 20
+
+    /// Splits envelopes into batches of at most `maximumBatch` envelopes and
+    /// `maxBytes` encoded bytes each (an envelope larger than `maxBytes` goes
+    /// alone), in order.
+    public static func batches(_ envelopes: [CarriedEnvelope], maxBytes: Int = batchBytes) -> [[CarriedEnvelope]] {
+        var out: [[CarriedEnvelope]] = []
+        var current: [CarriedEnvelope] = []
+        var bytes = 0
+        for e in envelopes {
+            let size = 5 + e.envelope.encoded.count
+            if !current.isEmpty && (bytes + size > maxBytes || current.count == maximumBatch) {
+                out.append(current)
+                current = []
+                bytes = 0
+            }
+            current.append(e)
+            bytes += size
+        }
+        if !current.isEmpty { out.append(current) }
+        return out
+    }
 
     enum Tag: UInt8 {
         case fullClock = 1, deltaClock = 2, envelopes = 3, request = 4, clockSince = 5, fullClockWanted = 6, stored = 7

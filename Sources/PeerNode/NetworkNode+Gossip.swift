@@ -26,6 +26,11 @@ extension NetworkNode {
     }
 
     func send(_ message: GossipMessage, to id: LinkID) {
+        // A batch goes out in messages of at most `batchBytes` (large bodies add up).
+        if case let .envelopes(batch) = message, batch.count > 1, GossipMessage.batches(batch).count > 1 {
+            for part in GossipMessage.batches(batch) { send(.envelopes(part), to: id) }
+            return
+        }
         let encoded = message.encoded
         switch message {
         case let .clock(_, full): countClock(full ? "clock_full_sent" : "clock_delta_sent", bytes: encoded.count)

@@ -25,6 +25,35 @@ struct GossipMessageTests {
         #expect(try GossipMessage.decode([6]) == .fullClockWanted)
     }
 
+    @Test("batches: at most batchBytes of envelopes each (a 256-envelope batch of the largest bodies fits the limit once split), order kept")
+    func batches() throws {
+        let a = try Author()
+        let big = try (1...256).map { i in
+            CarriedEnvelope(hops: 0, envelope: try a.envelope(1, body: [UInt8](repeating: UInt8(i & 0xFF), count: Envelope.maximumBody)))
+        }
+        // Unsplit, it is a message no receiver takes.
+        #expect(GossipMessage.envelopes(big).encoded.count > GossipMessage.maximumSize)
+        let parts = GossipMessage.batches(big)
+        #expect(parts.count > 1)
+        #expect(parts.flatMap { $0 } == big)
+        for part in parts {
+            let encoded = GossipMessage.envelopes(part).encoded
+            #expect(encoded.count <= GossipMessage.batchBytes + 16 && encoded.count <= GossipMessage.maximumSize)
+            #expect(try GossipMessage.decode(encoded) == .envelopes(part))
+        }
+        // At the byte limit exactly: one batch; one byte less: two.
+        let two = Array(big.prefix(2))
+        let exact = two.reduce(0) { $0 + 5 + $1.envelope.encoded.count }
+        #expect(GossipMessage.batches(two, maxBytes: exact).count == 1)
+        #expect(GossipMessage.batches(two, maxBytes: exact - 1).count == 2)
+        // An envelope larger than the limit still goes, alone.
+        #expect(GossipMessage.batches(two, maxBytes: 10).map(\.count) == [1, 1])
+        // Small envelopes: the count limit applies.
+        let small = try (1...(GossipMessage.maximumBatch + 1)).map { _ in CarriedEnvelope(hops: 0, envelope: try a.envelope()) }
+        #expect(GossipMessage.batches(small).map(\.count) == [GossipMessage.maximumBatch, 1])
+        #expect(GossipMessage.batches([]).isEmpty)
+    }
+
     @Test("clock digests: equal clocks, equal digests; any change, another digest")
     func digests() throws {
         let keys = try (0..<3).map { _ in try SigningKey.generate().publicKey }

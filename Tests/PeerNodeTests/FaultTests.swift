@@ -54,4 +54,18 @@ struct AbuseTests {
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(r.stdout.contains("slowloris: bounded, refused, timed out"), "\(r.stdout)")
     }
+
+    @Test("slow consumer: a peer that stops reading while 45 MiB come its way is dropped; the node stays bounded and responsive; the peer gets everything when it reads again")
+    func slowConsumer() throws {
+        let r = try runToEnd("/usr/bin/python3", [FaultTests.scripts + "/abuse.py", PeerNodeProcess.binary, "slow-consumer", "800"])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        #expect(r.stdout.contains("slow consumer: dropped, bounded, caught up"), "\(r.stdout)")
+    }
+
+    @Test("flood: a peer posting as fast as it can for 5 s; another peer's messages still arrive, none lost, memory bounded")
+    func flood() throws {
+        let r = try runToEnd("/usr/bin/python3", [FaultTests.scripts + "/abuse.py", PeerNodeProcess.binary, "flood", "5"])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        #expect(r.stdout.contains("flood: A stayed responsive; nothing lost"), "\(r.stdout)")
+    }
 }

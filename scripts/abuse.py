@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Peers that abuse a node, while another peer chats with it.
+
+  slow-consumer: S links to A, then stops reading (SIGSTOP). B sends A
+      more than a link's send queue (32 MiB) in large messages. A must drop
+      S's link (counted), keep its memory bounded, keep delivering B's
+      messages, and give S everything once S reads again (SIGCONT).
+  flood: F posts valid messages as fast as it can through A, for SECONDS.
+      C's messages to A are timed before and during the flood; A must stay
+      responsive and lose nothing.
+
+A, B, C and F are real nodes on loopback. Prints figures; exits 1 on a failure.
+usage: abuse.py PEERNODE slow-consumer|flood [SIZE]
+"""
+import os
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchnodes import JSONNode, pump, rss_kib  # noqa: E402
+
+PEERNODE, MODE = os.path.abspath(sys.argv[1]), sys.argv[2]
+SIZE = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+SEND_QUEUE = 32 << 20  # WebSocketLimits.defaultMaximumSendQueue
+
+
+def fail(why):
+    print(f"FAILED: {why}")
+    sys.exit(1)
+
+
+def rss_mb(pid):
+    return rss_kib(pid) / 1024
+
+
+def start(root, name, *extra):
+    node = JSONNode([PEERNODE, "--data-dir", os.path.join(root, name), "--json", "--no-discovery", "--nick", name,
+                     "--listen", "127.0.0.1:0", *extra])
+    pump([node], lambda: any(e.get("type") == "ready" for e in node.events), 20)
+    node.id = next(e for e in node.events if e.get("type") == "ready")["id"]
+    node.url = "ws://" + next(e for e in node.events if e.get("type") == "ready")["listen"]
+    return node
+
+
+def post_all(nodes, sender, lines):
+    """Writes the lines to the sender without blocking, reading every node's
+    output whenever its input is full (a node that cannot write its events
+    stops reading its input: blocking here would deadlock)."""
+    data = b"".join((line + "\n").encode() for line in lines)
+    fd = sender.proc.stdin.fileno()
+    os.set_blocking(fd, False)
+    try:
+        while data:
+            try:
+                data = data[os.write(fd, data[:1 << 16]):]
+            except BlockingIOError:
+                time.sleep(0.001)
+            for n in nodes:
+                n.read()
+    finally:
+        os.set_blocking(fd, True)
+
+
+def linked(nodes, node, other, timeout=20):
+    pump(nodes, lambda: any(e.get("type") == "peer_up" and e.get("id") == other.id for e in node.events), timeout)
+
+
+def texts_from(node, author):
+    return [e["text"] for e in node.events if e.get("type") == "message" and e.get("author") == author.id]
+
+
+def timed_posts(nodes, sender, receiver, count, label, gap=0.02):
+    """`count` posts `gap` s apart; milliseconds from each post until the receiver reports it."""
+    sent = {}
+    for i in range(count):
+        text = f"{label} {i}"
+        sent[text] = time.monotonic()
+        sender.post(text)
+        end = time.monotonic() + gap
+        while time.monotonic() < end:
+            for n in nodes:
+                n.read()
+            time.sleep(0.001)
+    pump(nodes, lambda: all(t in texts_from(receiver, sender) for t in sent), 60)
+    got = {e["text"]: e["_t"] for e in receiver.events if e.get("text") in sent}
+    values = sorted((got[t] - sent[t]) * 1000 for t in sent)
+    return statistics.median(values), values[max(0, int(len(values) * 0.99) - 1)]
+
+
+def stats(nodes, node):
+    before = len(node.events)
+    node.post("/stats")
+    pump(nodes, lambda: any(e.get("type") == "stats" for e in node.events[before:]), 10)
+    return next(e for e in node.events[before:] if e.get("type") == "stats")
+
+
+root = tempfile.mkdtemp(prefix="peernode-abuse-")
+nodes = []
+try:
+    a = start(root, "a")
+    nodes.append(a)
+    if MODE == "slow-consumer":
+        messages = SIZE or 800
+        body = "x" * 60_000
+        b = start(root, "b", "--peer", a.url)
+        s = start(root, "s", "--peer", a.url)
+        nodes += [b, s]
+        linked(nodes, a, b)
+        linked(nodes, a, s)
+        rss_before = rss_mb(a.proc.pid)
+        s.proc.send_signal(signal.SIGSTOP)
+        post_all([a, b], b, [f"big {i} {body}" for i in range(messages)])
+        sent_bytes = messages * len(body)
+        try:
+            pump([a, b], lambda: any(e.get("type") == "peer_down" and e.get("id") == s.id for e in a.events), 120)
+        except TimeoutError:
+            fail(f"A kept the link to a peer that stopped reading ({sent_bytes >> 20} MiB sent its way)")
+        pump([a, b], lambda: len(texts_from(a, b)) == messages, 120)
+        rss_peak = rss_mb(a.proc.pid)
+        p50, p99 = timed_posts([a, b], b, a, 20, "after")
+        s.proc.send_signal(signal.SIGCONT)
+        try:
+            pump(nodes, lambda: len([t for t in texts_from(s, b) if t.startswith("big ")]) == messages, 180)
+        except TimeoutError:
+            links = [(e["type"], e.get("id", "")[:8]) for e in s.events if e.get("type") in ("peer_up", "peer_down")]
+            fail(f"the stopped peer got {len(texts_from(s, b))} of B's {messages} after it read again; its links: {links}; "
+                 f"A's: {[(e['type'], e.get('id', '')[:8]) for e in a.events if e.get('type') in ('peer_up', 'peer_down')]}; S alive: {s.proc.poll() is None}")
+        print(f"slow consumer: {messages} messages ({sent_bytes >> 20} MiB) to a stopped peer; A closed its link; "
+              f"A's RSS {rss_before:.0f} MB before, {rss_peak:.0f} MB after; B→A then p50 {p50:.1f} ms, p99 {p99:.1f} ms; "
+              f"the peer got all {messages} once it read again")
+        if rss_peak > rss_before + 2 * (SEND_QUEUE >> 20) + 64:
+            fail(f"A's memory grew from {rss_before:.0f} to {rss_peak:.0f} MB")
+        print("slow consumer: dropped, bounded, caught up")
+    elif MODE == "flood":
+        seconds = SIZE or 5
+        c = start(root, "c", "--peer", a.url)
+        f = start(root, "f", "--peer", a.url)
+        nodes += [c, f]
+        linked(nodes, a, c)
+        linked(nodes, a, f)
+        quiet_p50, quiet_p99 = timed_posts(nodes, c, a, 50, "quiet")
+        rss_before = rss_mb(a.proc.pid)
+        # The flood: as many lines as F will take, while C keeps posting every 20 ms.
+        flood, sent = 0, {}
+        end = time.monotonic() + seconds
+        os.set_blocking(f.proc.stdin.fileno(), False)
+        c_count = 0
+        next_c = time.monotonic()
+        while time.monotonic() < end:
+            try:
+                f.proc.stdin.write(b"".join(f"flood {flood + k}\n".encode() for k in range(100)))
+                f.proc.stdin.flush()
+                flood += 100
+            except (BlockingIOError, BrokenPipeError):
+                pass
+            if time.monotonic() >= next_c:
+                text = f"during {c_count}"
+                sent[text] = time.monotonic()
+                c.post(text)
+                c_count += 1
+                next_c += 0.02
+            for n in nodes:
+                n.read()
+        os.set_blocking(f.proc.stdin.fileno(), True)
+        pump(nodes, lambda: all(t in texts_from(a, c) for t in sent), 120)
+        got = {e["text"]: e["_t"] for e in a.events if e.get("text") in sent}
+        values = sorted((got[t] - sent[t]) * 1000 for t in sent)
+        during_p50, during_p99 = statistics.median(values), values[max(0, int(len(values) * 0.99) - 1)]
+        posted = max((e["seq"] for e in f.events if e.get("type") == "message" and e.get("author") == f.id), default=0)
+        pump(nodes, lambda: len(texts_from(a, f)) >= posted - 1, 180)
+        rss_after = rss_mb(a.proc.pid)
+        print(f"flood: F posted {posted} messages in {seconds} s ({posted / seconds:,.0f}/s) through A; "
+              f"C→A latency quiet p50 {quiet_p50:.1f} / p99 {quiet_p99:.1f} ms, during the flood p50 {during_p50:.1f} / "
+              f"p99 {during_p99:.1f} ms; A's RSS {rss_before:.0f} → {rss_after:.0f} MB")
+        lost = [t for t in sent if t not in texts_from(a, c)]
+        if lost:
+            fail(f"{len(lost)} of C's messages lost during the flood")
+        if rss_after > rss_before + 128:
+            fail(f"A's memory grew from {rss_before:.0f} to {rss_after:.0f} MB")
+        print("flood: A stayed responsive; nothing lost")
+    else:
+        sys.exit("usage: abuse.py PEERNODE slow-consumer|flood [SIZE]")
+finally:
+    for n in nodes:
+        try:
+            n.proc.send_signal(signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+        n.stop()
+    shutil.rmtree(root, ignore_errors=True)
