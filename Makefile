@@ -12,8 +12,10 @@ BENCH_DISCOVERY_RUNS ?= 7
 BENCH_RELAY_MESSAGES ?= 20000
 BENCH_RELAY_STORE ?= 1000000
 BENCH_IDLE_SECONDS ?= 30
+SOAK_CYCLES ?= 100
+SOAK_FLOOD_SECONDS ?= 60
 
-.PHONY: run test bench fuzz build build-release setup setup-test setup-bench clean
+.PHONY: run test bench fuzz soak build build-release setup setup-test setup-bench clean
 
 ## run: install what is missing, build, start a node (pass options with ARGS="...").
 run: build-release
@@ -45,6 +47,18 @@ bench: setup-bench
 	python3 scripts/bench-relay.py .build/release/peernode .build/release/peernode-bench $(BENCH_RELAY_MESSAGES) 50 $(BENCH_RELAY_STORE)
 	@# Needs root for the namespace lab, as the lab tests do.
 	python3 scripts/bench-discovery.py .build/release/peernode $(BENCH_DISCOVERY_RUNS) $(BENCH_IDLE_SECONDS)
+
+## soak: the long form of the fault tests (docs/RELIABILITY.md); needs root
+## for the tmpfs and tcpdump, as in CI. `make test` runs the short form.
+soak: setup-test
+	$(SWIFT) build
+	python3 scripts/crash-loop.py .build/debug/peernode $(SOAK_CYCLES) node
+	python3 scripts/crash-loop.py .build/debug/peernode $(SOAK_CYCLES) relay
+	python3 scripts/disk-full.py .build/debug/peernode
+	python3 scripts/slowloris.py .build/debug/peernode 900
+	python3 scripts/abuse.py .build/debug/peernode slow-consumer 2000
+	python3 scripts/abuse.py .build/debug/peernode flood $(SOAK_FLOOD_SECONDS)
+	python3 scripts/capture-check.py .build/debug/peernode
 
 ## fuzz: run every libFuzzer target for FUZZ_SECONDS each (default 180).
 fuzz: setup

@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "fuzz-handshake", targets: ["FuzzHandshake"]),
         .executable(name: "fuzz-envelope", targets: ["FuzzEnvelope"]),
         .executable(name: "fuzz-announcement", targets: ["FuzzAnnouncement"]),
+        .executable(name: "fuzz-link", targets: ["FuzzLink"]),
     ],
     targets: [
         .systemLibrary(
@@ -48,6 +49,7 @@ let package = Package(
         .executableTarget(name: "FuzzHandshake", dependencies: ["WebSocket"], path: "Fuzz/FuzzHandshake"),
         .executableTarget(name: "FuzzEnvelope", dependencies: ["Gossip"], path: "Fuzz/FuzzEnvelope"),
         .executableTarget(name: "FuzzAnnouncement", dependencies: ["Discovery", "Crypto"], path: "Fuzz/FuzzAnnouncement"),
+        .executableTarget(name: "FuzzLink", dependencies: ["Gossip", "Crypto"], path: "Fuzz/FuzzLink"),
         // Helpers every test target shares: temporary directories, hex, file modes.
         .target(name: "TestSupport", dependencies: ["Crypto"], path: "Tests/TestSupport"),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "TestSupport"], exclude: ["Peers"]),
