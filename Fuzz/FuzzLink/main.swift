@@ -8,7 +8,7 @@ import Gossip
 // Every input must end in actions or a named failure, never a crash.
 
 /// Keys made once: key generation per input would only slow the fuzzer.
-nonisolated(unsafe) let keys: (SigningKey, SigningKey)? = {
+let keys: (SigningKey, SigningKey)? = {
     guard let a = try? SigningKey.generate(), let b = try? SigningKey.generate() else { return nil }
     return (a, b)
 }()

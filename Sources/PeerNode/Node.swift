@@ -28,6 +28,7 @@ final class Node {
     /// The identity key was made by this start (not found on disk).
     let identityIsNew: Bool
     private(set) var nicks: [PublicKey: String] = [:]
+    private var confusables = ConfusableIndex()
     private var roomNames: [RoomID: RoomName] = [:]
 
     init(options: Options, environment: [String: String]) throws {
@@ -114,7 +115,7 @@ final class Node {
         guard let key = roomKey(id) else { throw NodeError(description: "no key for \(room.value)") }
         let body = try BodyCipher.seal(plain, key: key, author: me, room: id, kind: kind)
         let envelope = try appendOwn(room: id, kind: kind, body: body)
-        if kind == .nick { nicks[me] = text }
+        if kind == .nick { setNick(text, of: me) }
         return envelope
     }
 
@@ -227,7 +228,7 @@ final class Node {
 
     private func loadNicks() throws {
         for stored in try store.latestNicks() {
-            if let text = plaintext(of: stored.envelope) { nicks[stored.envelope.author] = text }
+            if let text = plaintext(of: stored.envelope) { setNick(text, of: stored.envelope.author) }
         }
     }
 
@@ -265,6 +266,12 @@ final class Node {
 
     /// Notes a nick change seen in history or live.
     func observe(_ envelope: Envelope) {
-        if envelope.kind == .nick, let text = plaintext(of: envelope) { nicks[envelope.author] = text }
+        if envelope.kind == .nick, let text = plaintext(of: envelope) { setNick(text, of: envelope.author) }
+    }
+
+    private func setNick(_ text: String, of author: PublicKey) {
+        nicks[author] = text
+        confusables.set(author, nick: text)
+        Renderer.confusable = confusables.suspicious
     }
 }

@@ -24,9 +24,14 @@ struct Renderer {
     /// Identities the user marked as verified (`/trust`): shown with ✔. Set on the loop thread, read there.
     nonisolated(unsafe) static var trusted: Set<PublicKey> = []
 
+    /// Identities whose nick looks like another's (`Confusables`): shown with ⚠.
+    /// Set on the loop thread when nicks change, read there.
+    nonisolated(unsafe) static var confusable: Set<PublicKey> = []
+
     func label(_ author: PublicKey) -> String {
         let fingerprint = author.shortFingerprint + (Self.trusted.contains(author) ? "✔" : "")
-        let plain = nicks[author].map { TerminalText.sanitize($0) + "·" + fingerprint } ?? fingerprint
+        let warning = Self.confusable.contains(author) ? "⚠" : ""
+        let plain = nicks[author].map { TerminalText.sanitize($0) + warning + "·" + fingerprint } ?? fingerprint
         guard case .terminal(colors: true, _) = Self.style else { return plain }
         // One of six colours, from the key, so a nick keeps its colour everywhere.
         let colour = 31 + Int(author.bytes[0] % 6)

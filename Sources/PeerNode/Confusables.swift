@@ -1,0 +1,87 @@
+import Crypto
+
+/// Nicks made to look like another's (issue 7's attack table): `аlice` with a
+/// Cyrillic а beside `alice`. Every label already carries the key's
+/// fingerprint; a nick that is confusable with another identity's nick, or
+/// mixes Latin, Cyrillic and Greek letters, also gets a ⚠ after it.
+enum Confusables {
+    /// Letters that look like a Latin letter or digit, mapped to it (from
+    /// Unicode's confusables.txt, the common lowercase cases; input is
+    /// lowercased first). Digits and look-alike Latin letters fold together.
+    static let table: [Unicode.Scalar: Character] = [
+        // Cyrillic
+        "а": "a", "в": "b", "е": "e", "ё": "e", "һ": "h", "і": "l", "ї": "l", "ј": "j", "к": "k", "м": "m", "н": "h",
+        "о": "o", "р": "p", "с": "c", "т": "t", "у": "y", "х": "x", "ѕ": "s", "ԁ": "d", "ԛ": "q", "ԝ": "w", "ь": "b",
+        // Greek
+        "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "l", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u",
+        "χ": "x", "γ": "y", "ω": "w",
+        // Latin look-alikes and digits
+        "ı": "l", "i": "l", "1": "l", "|": "l", "0": "o", "5": "s", "ɡ": "g", "ⅼ": "l", "ℓ": "l",
+    ]
+
+    /// What a nick looks like: lowercased, look-alikes folded, invisible and
+    /// combining marks dropped.
+    static func skeleton(_ nick: String) -> String {
+        var out = ""
+        for scalar in nick.lowercased().unicodeScalars {
+            switch scalar.properties.generalCategory {
+            case .nonspacingMark, .enclosingMark, .format: continue
+            default: break
+            }
+            if let folded = table[scalar] { out.append(folded) } else { out.unicodeScalars.append(scalar) }
+        }
+        return out
+    }
+
+    /// Letters from more than one of Latin, Cyrillic and Greek.
+    static func mixesScripts(_ nick: String) -> Bool {
+        var latin = false, cyrillic = false, greek = false
+        for scalar in nick.unicodeScalars where scalar.properties.isAlphabetic {
+            switch scalar.value {
+            case 0x41...0x5A, 0x61...0x7A, 0xC0...0x24F: latin = true
+            case 0x400...0x52F: cyrillic = true
+            case 0x370...0x3FF: greek = true
+            default: break
+            }
+        }
+        return [latin, cyrillic, greek].filter { $0 }.count > 1
+    }
+
+}
+
+/// Which identities' nicks are confusable, kept up to date one nick at a time
+/// (a catch-up brings thousands of nicks; recomputing all each time would be
+/// quadratic).
+struct ConfusableIndex {
+    private var nicks: [PublicKey: String] = [:]
+    private var groups: [String: [PublicKey: String]] = [:]
+    private var mixed: Set<PublicKey> = []
+    /// Identities whose nick mixes scripts, or has the skeleton of another
+    /// identity's different nick.
+    private(set) var suspicious: Set<PublicKey> = []
+
+    mutating func set(_ key: PublicKey, nick: String) {
+        guard nicks[key] != nick else { return }
+        var touched: [String] = []
+        if let old = nicks[key] {
+            let skeleton = Confusables.skeleton(old)
+            groups[skeleton]?[key] = nil
+            touched.append(skeleton)
+        }
+        nicks[key] = nick
+        let skeleton = Confusables.skeleton(nick)
+        groups[skeleton, default: [:]][key] = nick
+        touched.append(skeleton)
+        if Confusables.mixesScripts(nick) { mixed.insert(key) } else { mixed.remove(key) }
+        suspicious.remove(key)
+        if mixed.contains(key) { suspicious.insert(key) }
+        for skeleton in touched {
+            let group = groups[skeleton] ?? [:]
+            let texts = Set(group.values)
+            for member in group.keys {
+                // Two different texts that look alike: each may be mistaken for the other.
+                if texts.count > 1 { suspicious.insert(member) } else if !mixed.contains(member) { suspicious.remove(member) }
+            }
+        }
+    }
+}

@@ -1,0 +1,45 @@
+import Crypto
+@testable import PeerNode
+import Testing
+
+@Suite("Nicks that impersonate another's")
+struct ConfusablesTests {
+    @Test("skeletons fold look-alikes (Cyrillic, Greek, digits), case, and invisible marks")
+    func skeletons() {
+        #expect(Confusables.skeleton("alice") == Confusables.skeleton("аlice"))  // Cyrillic а
+        #expect(Confusables.skeleton("bob") == Confusables.skeleton("b0b"))
+        #expect(Confusables.skeleton("Paul") == Confusables.skeleton("раul"))    // Cyrillic р, а
+        #expect(Confusables.skeleton("alice") == Confusables.skeleton("al\u{200B}ice"))  // zero-width space
+        #expect(Confusables.skeleton("alice") == Confusables.skeleton("ALICE"))
+        #expect(Confusables.skeleton("alice") != Confusables.skeleton("alina"))
+        #expect(Confusables.mixesScripts("аlice"))
+        #expect(!Confusables.mixesScripts("alice") && !Confusables.mixesScripts("Алиса") && !Confusables.mixesScripts("zoë"))
+    }
+
+    @Test("an identity whose nick looks like another's different nick is flagged, and shown with ⚠; the same nick twice is not (fingerprints tell them apart)")
+    func index() throws {
+        let keys = try (0..<4).map { _ in try SigningKey.generate().publicKey }
+        var index = ConfusableIndex()
+        index.set(keys[0], nick: "alice")
+        index.set(keys[1], nick: "alice")
+        #expect(index.suspicious.isEmpty)
+        index.set(keys[2], nick: "аlice")  // Cyrillic а: mixed scripts, and looks like alice
+        #expect(index.suspicious == [keys[0], keys[1], keys[2]])
+        // The impostor changes its nick: nobody is confusable any more.
+        index.set(keys[2], nick: "mallory")
+        #expect(index.suspicious.isEmpty)
+        index.set(keys[3], nick: "b0b")
+        index.set(keys[2], nick: "bob")
+        #expect(index.suspicious == [keys[2], keys[3]])
+        // Same text again changes nothing.
+        index.set(keys[3], nick: "b0b")
+        #expect(index.suspicious == [keys[2], keys[3]])
+
+        Renderer.style = .plain
+        Renderer.confusable = index.suspicious
+        defer { Renderer.confusable = [] }
+        let r = Renderer(nicks: [keys[2]: "bob", keys[0]: "alice"])
+        #expect(r.label(keys[2]) == "bob⚠·" + keys[2].shortFingerprint)
+        #expect(r.label(keys[0]) == "alice·" + keys[0].shortFingerprint)
+    }
+}
