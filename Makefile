@@ -14,6 +14,7 @@ BENCH_RELAY_STORE ?= 1000000
 BENCH_IDLE_SECONDS ?= 30
 SOAK_CYCLES ?= 100
 SOAK_FLOOD_SECONDS ?= 60
+SOAK_LAB_SECONDS ?= 180
 
 .PHONY: run test bench fuzz soak build build-release setup setup-test setup-bench clean
 
@@ -59,6 +60,7 @@ soak: setup-test
 	python3 scripts/abuse.py .build/debug/peernode slow-consumer 2000
 	python3 scripts/abuse.py .build/debug/peernode flood $(SOAK_FLOOD_SECONDS)
 	python3 scripts/capture-check.py .build/debug/peernode
+	python3 scripts/lab-soak.py .build/debug/peernode 8 $(SOAK_LAB_SECONDS)
 
 ## fuzz: run every libFuzzer target for FUZZ_SECONDS each (default 180).
 fuzz: setup
