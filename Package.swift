@@ -58,7 +58,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "Gossip", "Crypto", "TestSupport"]),
         .testTarget(name: "TermUITests", dependencies: ["TermUI"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "Crypto", "TestSupport"]),
-        .testTarget(name: "PeerNodeTests", dependencies: ["PeerNode", "Store", "Gossip", "Crypto", "TestSupport"], exclude: ["Peers"]),
+        .testTarget(name: "PeerNodeTests", dependencies: ["PeerNode", "Store", "Gossip", "Crypto", "WebSocket", "TestSupport"], exclude: ["Peers"]),
     ],
     swiftLanguageModes: [.v6]
 )
