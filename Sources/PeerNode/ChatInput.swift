@@ -57,7 +57,7 @@ enum ChatInput: Equatable {
         (["me"], "/me TEXT", "an action: * alice waves"),
         (["nick"], "/nick NAME", "change the nick shown next to your fingerprint"),
         (["who"], "/who", "who has posted in this room, and who of them is linked now"),
-        (["peers"], "/peers", "linked and discovered nodes: fingerprint, address, since, sync state"),
+        (["peers"], "/peers", "linked and discovered nodes: fingerprint, address, since, round trip, sync state"),
         (["sync"], "/sync", "whether this node holds everything its peers have announced, and what is missing from whom"),
         (["history"], "/history [N]", "the last N messages of the room (default 20)"),
         (["search"], "/search TEXT", "messages you can read that contain every word of TEXT, newest first"),
@@ -66,7 +66,7 @@ enum ChatInput: Equatable {
         (["set"], "/set receipts on|off", "send read receipts when you read a room (on by default at a terminal)"),
         (["stats"], "/stats", "the node's counters: links, clock exchanges, refusals by reason"),
         (["help"], "/help [CMD]", "this list, or one command"),
-        (["quit", "exit"], "/quit [reason]", "leave (Ctrl-D on an empty line, or Ctrl-C, too)"),
+        (["quit", "exit"], "/quit [reason]", "leave; a reason is posted to the room first (Ctrl-D on an empty line, or Ctrl-C, leave too)"),
     ]
 
     static var helpText: String {
