@@ -34,7 +34,25 @@ public struct Replicator {
         case disconnect(LinkID, reason: String)
         /// Save what was declared on this link, for the next link to the same peer.
         case remember(LinkID, PeerClocks)
+        /// `link` pushed past its budget: it is dropped (as `disconnect`), and
+        /// what it pushed over the budget was not taken. Nothing is lost: a
+        /// new link starts with a clock exchange that brings it all again.
+        case pushesLimited(LinkID, Int)
     }
+
+    /// Live pushes (envelopes beyond the clock a link declared: catch-up is
+    /// sender-driven and bounded by that clock) a link may send at once…
+    public static let pushBurst = 50_000.0
+    /// …and per second after that. Far above live chat and the relay
+    /// benchmark's 20,000-message burst; a peer that floods past it is
+    /// disconnected (and backs off before it redials).
+    public static let pushRate = 10_000.0
+    /// A link whose clock is not known yet (it has not sent one we could
+    /// rebuild: after a lost database, the catch-up can come before the
+    /// whole clock) spends no budget for this long after it came up.
+    public static let undeclaredGrace = 60.0
+    /// The budget in use (tests lower it).
+    public var pushBudget = (burst: Replicator.pushBurst, perSecond: Replicator.pushRate)
 
     /// Seconds between clock exchanges on a link (with up to 25% jitter).
     public static let exchangeInterval = 15.0
@@ -54,6 +72,10 @@ public struct Replicator {
         var nextExchange: Double
         var invalid = 0
         var exchanges = 0
+        /// Live pushes this link may still send now, and when that was worked out.
+        var pushTokens: Double
+        var refilledAt: Double
+        let upAt: Double
     }
 
     /// Every this many periodic exchanges, the whole clock goes instead of a
@@ -92,7 +114,8 @@ public struct Replicator {
     /// A link is up. `memory` is what was saved about this peer from an
     /// earlier link, if anything.
     public mutating func linkUp(_ link: LinkID, now: Double, memory: PeerClocks? = nil) -> [Action] {
-        links[link] = Link(known: VectorClock(), lastSent: clock, declared: memory?.declared, nextExchange: jittered(now))
+        links[link] = Link(known: VectorClock(), lastSent: clock, declared: memory?.declared, nextExchange: jittered(now),
+                           pushTokens: pushBudget.burst, refilledAt: now, upAt: now)
         var actions: [Action]
         if let sent = memory?.sent {
             actions = messages(since: sent).map { .send(link, $0) }
@@ -182,11 +205,24 @@ public struct Replicator {
 
     /// Envelopes from a link: the ones already held or already being checked
     /// are dropped here, before any verification.
-    public mutating func envelopesReceived(_ link: LinkID, _ batch: [CarriedEnvelope]) -> [Action] {
+    public mutating func envelopesReceived(_ link: LinkID, _ batch: [CarriedEnvelope], now: Double) -> [Action] {
         guard var l = links[link] else { return [] }
         var fresh: [CarriedEnvelope] = []
+        var limited = 0
+        l.pushTokens = min(pushBudget.burst, l.pushTokens + max(0, now - l.refilledAt) * pushBudget.perSecond)
+        l.refilledAt = now
+        let budgeted = l.declared != nil || now - l.upAt >= Self.undeclaredGrace
         for c in batch {
             let e = c.envelope
+            // Beyond what the link declared: a live push, which spends budget.
+            // Over budget it is not taken, and the link is dropped below.
+            if budgeted, e.sequence > (l.declared?[e.author] ?? 0) {
+                guard l.pushTokens >= 1 else {
+                    limited += 1
+                    continue
+                }
+                l.pushTokens -= 1
+            }
             // The sender holds it: remember, so we do not push it back.
             l.known[e.author] = max(l.known[e.author], e.sequence)
             let key = Dependency(author: e.author, sequence: e.sequence)
@@ -194,6 +230,11 @@ public struct Replicator {
                   c.hops < CarriedEnvelope.maximumHops else { continue }
             pending.insert(key)
             fresh.append(c)
+        }
+        guard limited == 0 else {
+            // What came within the budget is still taken; the link goes.
+            links[link] = nil
+            return (fresh.isEmpty ? [] : [.verifyAndStore(link, fresh)]) + [.pushesLimited(link, limited)]
         }
         links[link] = l
         return fresh.isEmpty ? [] : [.verifyAndStore(link, fresh)]

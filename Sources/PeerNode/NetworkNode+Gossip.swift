@@ -11,7 +11,7 @@ extension NetworkNode {
     func gossip(_ message: GossipMessage, from id: LinkID) {
         switch message {
         case let .clock(entries, full): perform(replicator.clockReceived(id, entries: entries, full: full))
-        case let .envelopes(batch): perform(replicator.envelopesReceived(id, batch))
+        case let .envelopes(batch): perform(replicator.envelopesReceived(id, batch, now: monotonic()))
         case let .request(ranges): perform(replicator.requestReceived(id, ranges: ranges))
         case let .clockSince(base, entries): perform(replicator.clockSinceReceived(id, base: base, entries: entries))
         case .fullClockWanted:
@@ -65,6 +65,10 @@ extension NetworkNode {
             case let .disconnect(id, reason):
                 count("disconnected_invalid")
                 links[id]?.connection.close(code: .policyViolation, reason: reason)
+            case let .pushesLimited(id, count):
+                self.count("push_rate_limited", by: count)
+                self.count("disconnected_flood")
+                links[id]?.connection.close(code: .policyViolation, reason: "pushing faster than \(Int(replicator.pushBudget.perSecond)) envelopes/s")
             case let .remember(id, clocks):
                 guard let remote = links[id]?.remote else { continue }
                 do { try node.store.savePeerClocks(clocks, of: remote, at: Node.now()) } catch {

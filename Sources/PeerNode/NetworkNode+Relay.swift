@@ -49,7 +49,7 @@ extension NetworkNode {
         let dropReasons = ["invalid_envelope", "fork", "store_full", "bad_gossip_message", "disconnected_invalid", "websocket_handshake_failed",
                            "wrong_network_key", "bad_identity", "handshake_timeout", "malformed_handshake", "transport_decrypt_failed",
                            "blocked", "unexpected_identity", "self_connection", "nonce_exhausted",
-                           "too_many_connections_from_address"]
+                           "too_many_connections_from_address", "push_rate_limited", "disconnected_flood"]
         var drops = dropReasons.map { (labels: "{reason=\"\($0)\"}", value: counters[$0] ?? 0) }
         for (key, value) in (discovery?.counters ?? [:]).sorted(by: { $0.key < $1.key }) where key.hasPrefix("discovery_drop_") {
             drops.append((labels: "{reason=\"discovery_\(key.dropFirst("discovery_drop_".count))\"}", value: value))

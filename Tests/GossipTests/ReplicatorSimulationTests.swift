@@ -76,6 +76,16 @@ final class Simulation {
     var posted = 0
     /// Bytes of clock messages received (all kinds).
     var clockBytes = 0
+    /// Live pushes refused for being over a link's budget.
+    var pushesLimited = 0
+    /// A push budget for every node's replicator (nil: the default).
+    var pushBudget: (burst: Double, perSecond: Double)?
+
+    func replicator(_ key: PublicKey, clock: VectorClock) -> Replicator {
+        var r = Replicator(me: key, clock: clock, random: SeededRandom(state: random.next()))
+        if let pushBudget { r.pushBudget = pushBudget }
+        return r
+    }
     let room: RoomID
 
     init(seed: UInt64, nodes count: Int) throws {
@@ -147,6 +157,9 @@ final class Simulation {
                 bringDown(node, link)
             case let .remember(link, clocks):
                 nodes[node].memory[link] = clocks
+            case let .pushesLimited(link, count):
+                pushesLimited += count
+                bringDown(node, link)
             }
         }
     }
@@ -157,7 +170,7 @@ final class Simulation {
             guard nodes[to].up.contains(from) else { return }
             switch message {
             case let .clock(entries, full): perform(to, nodes[to].replicator.clockReceived(from, entries: entries, full: full))
-            case let .envelopes(batch): perform(to, nodes[to].replicator.envelopesReceived(from, batch))
+            case let .envelopes(batch): perform(to, nodes[to].replicator.envelopesReceived(from, batch, now: now))
             case let .request(ranges): perform(to, nodes[to].replicator.requestReceived(from, ranges: ranges))
             case let .clockSince(base, entries): perform(to, nodes[to].replicator.clockSinceReceived(from, base: base, entries: entries))
             case .fullClockWanted: perform(to, nodes[to].replicator.fullClockWanted(from))
@@ -181,11 +194,11 @@ final class Simulation {
             perform(n, nodes[n].replicator.localPost(e))
         case let .restart(n):
             for m in nodes[n].up { bringDown(n, m) }
-            nodes[n].replicator = Replicator(me: nodes[n].key.publicKey, clock: nodes[n].store.contiguous, random: SeededRandom(state: random.next()))
+            nodes[n].replicator = replicator(nodes[n].key.publicKey, clock: nodes[n].store.contiguous)
         case let .wipe(n):
             for m in nodes[n].up { bringDown(n, m) }
             let key = nodes[n].key
-            nodes[n] = Node(key: key, replicator: Replicator(me: key.publicKey, clock: VectorClock(), random: SeededRandom(state: random.next())))
+            nodes[n] = Node(key: key, replicator: replicator(key.publicKey, clock: VectorClock()))
             nodes[n].wiped = true
         case let .cut(a, b):
             cut.insert([a, b].sorted())
@@ -212,7 +225,22 @@ struct ReplicatorSimulationTests {
     @Test("loss, reordering, partitions and restarts: after healing every node holds the same envelopes, delivered causally",
           arguments: seeds)
     func converge(seed: UInt64) throws {
+        try Self.run(seed: seed, pushBudget: nil)
+    }
+
+    @Test("the same with a tiny push budget per link (burst 2, one push per 4 s): links that push past it are dropped, and still nothing is lost")
+    func convergeUnderPushLimit() throws {
+        let sim = try Self.run(seed: 7, pushBudget: (burst: 2, perSecond: 0.25))
+        #expect(sim.pushesLimited > 0, "the budget was never reached: the test shows nothing")
+    }
+
+    @discardableResult
+    static func run(seed: UInt64, pushBudget: (burst: Double, perSecond: Double)?) throws -> Simulation {
         let sim = try Simulation(seed: seed, nodes: 24)
+        if let pushBudget {
+            sim.pushBudget = pushBudget
+            for i in sim.nodes.indices { sim.nodes[i].replicator.pushBudget = pushBudget }
+        }
         let n = sim.nodes.count
         for i in 0..<n {
             for t in stride(from: 0.0, to: 400, by: 2.5) { sim.schedule(t + Double(i) / 100, .tick(i)) }
@@ -250,6 +278,7 @@ struct ReplicatorSimulationTests {
             }
             #expect(node.store.deliveryOrder.count == sim.posted, "seed \(seed): node \(i) delivered \(node.store.deliveryOrder.count)")
         }
+        return sim
     }
 }
 

@@ -29,19 +29,9 @@ struct ForgedEnvelopeTests {
             return CarriedEnvelope(hops: 0, envelope: try Envelope.decode(bytes, verification: .trustedStorage))
         }
 
-        let peer = try HostilePeer(identity: identity, network: network, forged: forged)
-        let loop = try EventLoop()
-        loop.start()
-        defer { loop.shutdown() }
-        let callbacks = WebSocketCallbacks(
-            onOpen: { c in peer.opened(c) },
-            onMessage: { c, m in if case let .binary(bytes) = m { peer.received(bytes, on: c) } },
-            onClose: { _, info in peer.lock.withLock { peer.closed = info } })
-        _ = try WebSocketClient.connect(host: "127.0.0.1", port: port, path: "/peernode/1",
-                                        configuration: .init(subprotocols: ["peernode.1"]), callbacks: callbacks, loop: loop)
-
-        let deadline = Date().addingTimeInterval(20)
-        while peer.lock.withLock({ peer.closed == nil }) && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+        let peer = try HostilePeer(identity: identity, network: network,
+                                   messages: stride(from: 0, to: forged.count, by: 4).map { GossipMessage.envelopes(Array(forged[$0..<min($0 + 4, forged.count)])) })
+        try await peer.attack(port: port, timeout: 20)
         let (established, closed) = peer.lock.withLock { (peer.established, peer.closed) }
         #expect(established, "the handshake completed")
         #expect(closed?.code == .policyViolation, "\(String(describing: closed))")
@@ -52,19 +42,70 @@ struct ForgedEnvelopeTests {
         #expect(!node.events.value.contains { $0["type"] == "message" && $0["author"] != node.id })
         node.quit()
     }
+
+    @Test("a peer that pushes valid envelopes past the push budget (50,000 at once, 10,000/s) at wire speed is disconnected with 1008 and counted")
+    func flood() async throws {
+        let dir = TemporaryDirectory()
+        let node = try NodeProcess(dir: dir.path, ["--nick", "target"])
+        #expect(await started(node))
+        let port = try #require(node.url.split(separator: ":").last.flatMap { UInt16($0) })
+        let network = NetworkKey.derived(fromName: NetworkKey.defaultName)
+        let room = RoomID.publicRoom(.general, network: network)
+        // One author's chain, valid and signed: more than the burst plus what refills while it is read.
+        let author = try SigningKey.generate()
+        var previous = MessageID.zero
+        var chain: [CarriedEnvelope] = []
+        let count = Int(Replicator.pushBurst) + 30_000
+        chain.reserveCapacity(count)
+        for sequence in 1...UInt64(count) {
+            let e = try Envelope.sign(by: author, sequence: sequence, previous: previous, dependencies: [], timestamp: 1_000 + sequence,
+                                      room: room, kind: .text, body: [1, 2, 3])
+            previous = e.id
+            chain.append(CarriedEnvelope(hops: 0, envelope: e))
+        }
+        // A declared (empty) clock first, so every envelope is a live push.
+        let messages = [GossipMessage.clock(entries: [], full: true)]
+            + stride(from: 0, to: chain.count, by: 256).map { GossipMessage.envelopes(Array(chain[$0..<min($0 + 256, chain.count)])) }
+        let peer = try HostilePeer(identity: try SigningKey.generate(), network: network, messages: messages)
+        try await peer.attack(port: port, timeout: 60)
+        let closed = peer.lock.withLock { peer.closed }
+        #expect(closed?.code == .policyViolation, "\(String(describing: closed))")
+        node.send("/stats")
+        let stats = await node.wait(timeout: 60) { $0["type"] == "stats" }
+        #expect(stats?["disconnected_flood"] == "1", "\(stats ?? [:])")
+        #expect((stats?["push_rate_limited"]).flatMap { Int($0) }.map { $0 > 0 } == true, "\(stats ?? [:])")
+        node.quit()
+    }
 }
 
-/// The hostile peer's state; its callbacks all run on its event loop.
+/// A hostile peer: it completes the real handshake, then sends `messages`
+/// as fast as the socket takes them. Its callbacks all run on its event loop.
 final class HostilePeer: @unchecked Sendable {
     let lock = NSLock()
     var session: LinkSession
-    let forged: [CarriedEnvelope]
+    let messages: [GossipMessage]
     var established = false
     var closed: CloseInfo?
 
-    init(identity: SigningKey, network: NetworkKey, forged: [CarriedEnvelope]) throws {
+    init(identity: SigningKey, network: NetworkKey, messages: [GossipMessage]) throws {
         session = try LinkSession(initiator: true, identity: identity, networkKey: network, now: 0)
-        self.forged = forged
+        self.messages = messages
+    }
+
+    /// Connects to a node on this host; returns once the link is closed (or after `timeout`).
+    func attack(port: UInt16, timeout: Double = 30) async throws {
+        let loop = try EventLoop()
+        loop.start()
+        defer { loop.shutdown() }
+        let callbacks = WebSocketCallbacks(
+            onOpen: { [self] c in opened(c) },
+            onMessage: { [self] c, m in if case let .binary(bytes) = m { received(bytes, on: c) } },
+            onClose: { [self] _, info in lock.withLock { closed = info } })
+        _ = try WebSocketClient.connect(host: "127.0.0.1", port: port, path: "/peernode/1",
+                                        configuration: .init(subprotocols: ["peernode.1"], limits: WebSocketLimits(maximumSendQueue: 1 << 30)),
+                                        callbacks: callbacks, loop: loop)
+        let deadline = Date().addingTimeInterval(timeout)
+        while lock.withLock({ closed == nil }) && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
     }
 
     func run(_ actions: [LinkSession.Action], on c: WebSocketConnection) {
@@ -77,10 +118,9 @@ final class HostilePeer: @unchecked Sendable {
         run(session.receive(bytes), on: c)
         guard session.isEstablished, !lock.withLock({ established }) else { return }
         lock.withLock { established = true }
-        // Handshake done: the forged envelopes, four to a batch.
-        for start in stride(from: 0, to: forged.count, by: 4) {
-            let message = GossipMessage.envelopes(Array(forged[start..<min(start + 4, forged.count)])).encoded
-            for chunk in GossipChunker.chunks(message) { run(session.send(chunk), on: c) }
+        // Handshake done: everything at once.
+        for message in messages {
+            for chunk in GossipChunker.chunks(message.encoded) { run(session.send(chunk), on: c) }
         }
     }
 }
