@@ -46,9 +46,11 @@ final class ChatSession {
                 let nick = try Nick(name)
                 return ([try show(node.post(nick.value, kind: .nick, in: room))], true)
             case let .join(name):
-                room = try RoomName(name)
+                let target = try RoomName(name)
+                let warning = Confusables.roomWarning(target.value, known: node.knownRooms)
+                room = target
                 _ = try node.join(room)
-                return (try history(ChatInput.defaultHistory), true)
+                return ((warning.map { ["-- ⚠ " + $0] } ?? []) + (try history(ChatInput.defaultHistory)), true)
             case let .history(n):
                 return (try history(n), true)
             case .stats, .who, .peers, .set, .sync:

@@ -33,6 +33,18 @@ enum Confusables {
         return out
     }
 
+    /// A warning when joining `room`: it looks like a known room with other
+    /// letters (`#generаl` beside `#general`), or mixes scripts. A public
+    /// room's id is the hash of its exact name, so a look-alike is another room.
+    static func roomWarning(_ room: String, known: [String]) -> String? {
+        let shape = skeleton(room)
+        if let twin = known.first(where: { $0 != room && skeleton($0) == shape }) {
+            return "\(TerminalText.sanitize(room)) looks like \(TerminalText.sanitize(twin)) but is another room (its letters differ)"
+        }
+        if mixesScripts(room) { return "\(TerminalText.sanitize(room)) mixes Latin, Cyrillic or Greek letters" }
+        return nil
+    }
+
     /// Letters from more than one of Latin, Cyrillic and Greek.
     static func mixesScripts(_ nick: String) -> Bool {
         var latin = false, cyrillic = false, greek = false

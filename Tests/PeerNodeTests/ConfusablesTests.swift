@@ -1,4 +1,5 @@
 import Crypto
+import TestSupport
 @testable import PeerNode
 import Testing
 
@@ -41,5 +42,21 @@ struct ConfusablesTests {
         let r = Renderer(nicks: [keys[2]: "bob", keys[0]: "alice"])
         #expect(r.label(keys[2]) == "bob⚠·" + keys[2].shortFingerprint)
         #expect(r.label(keys[0]) == "alice·" + keys[0].shortFingerprint)
+    }
+}
+
+@Suite("Room names that impersonate another room")
+struct ConfusableRoomTests {
+    @Test("joining a room that looks like a known one warns (also a mixed-script name); an ordinary new room does not")
+    func join() throws {
+        #expect(Confusables.roomWarning("#generаl", known: ["#general"])?.contains("looks like #general") == true)  // Cyrillic а
+        #expect(Confusables.roomWarning("#general", known: ["#general"]) == nil)
+        #expect(Confusables.roomWarning("#random", known: ["#general"]) == nil)
+        #expect(Confusables.roomWarning("#rаndom", known: [])?.contains("mixes") == true)
+        let dir = TemporaryDirectory()
+        let r = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery"], input: "hello\n/join #generаl\n/join #random\n")
+        #expect(r.status == 0)
+        #expect(r.stdout.contains("-- ⚠ #generаl looks like #general but is another room"), "\(r.stdout)")
+        #expect(!r.stdout.contains("⚠ #random"))
     }
 }
