@@ -15,13 +15,12 @@ usage: abuse.py PEERNODE slow-consumer|flood [SIZE]
 import os
 import shutil
 import signal
-import statistics
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchnodes import JSONNode, pump, rss_kib  # noqa: E402
+from benchnodes import JSONNode, p50_p99, pump, ready, rss_kib, timed_posts  # noqa: E402
 
 PEERNODE, MODE = os.path.abspath(sys.argv[1]), sys.argv[2]
 SIZE = int(sys.argv[3]) if len(sys.argv) > 3 else 0
@@ -40,9 +39,8 @@ def rss_mb(pid):
 def start(root, name, *extra):
     node = JSONNode([PEERNODE, "--data-dir", os.path.join(root, name), "--json", "--no-discovery", "--nick", name,
                      "--listen", "127.0.0.1:0", *extra])
-    pump([node], lambda: any(e.get("type") == "ready" for e in node.events), 20)
-    node.id = next(e for e in node.events if e.get("type") == "ready")["id"]
-    node.url = "ws://" + next(e for e in node.events if e.get("type") == "ready")["listen"]
+    event = ready(node)
+    node.id, node.url = event["id"], "ws://" + event["listen"]
     return node
 
 
@@ -71,31 +69,6 @@ def linked(nodes, node, other, timeout=20):
 
 def texts_from(node, author):
     return [e["text"] for e in node.events if e.get("type") == "message" and e.get("author") == author.id]
-
-
-def timed_posts(nodes, sender, receiver, count, label, gap=0.02):
-    """`count` posts `gap` s apart; milliseconds from each post until the receiver reports it."""
-    sent = {}
-    for i in range(count):
-        text = f"{label} {i}"
-        sent[text] = time.monotonic()
-        sender.post(text)
-        end = time.monotonic() + gap
-        while time.monotonic() < end:
-            for n in nodes:
-                n.read()
-            time.sleep(0.001)
-    pump(nodes, lambda: all(t in texts_from(receiver, sender) for t in sent), 60)
-    got = {e["text"]: e["_t"] for e in receiver.events if e.get("text") in sent}
-    values = sorted((got[t] - sent[t]) * 1000 for t in sent)
-    return statistics.median(values), values[max(0, int(len(values) * 0.99) - 1)]
-
-
-def stats(nodes, node):
-    before = len(node.events)
-    node.post("/stats")
-    pump(nodes, lambda: any(e.get("type") == "stats" for e in node.events[before:]), 10)
-    return next(e for e in node.events[before:] if e.get("type") == "stats")
 
 
 root = tempfile.mkdtemp(prefix="peernode-abuse-")
@@ -167,9 +140,7 @@ try:
                 n.read()
         os.set_blocking(f.proc.stdin.fileno(), True)
         pump(nodes, lambda: all(t in texts_from(a, c) for t in sent), 120)
-        got = {e["text"]: e["_t"] for e in a.events if e.get("text") in sent}
-        values = sorted((got[t] - sent[t]) * 1000 for t in sent)
-        during_p50, during_p99 = statistics.median(values), values[max(0, int(len(values) * 0.99) - 1)]
+        during_p50, during_p99 = p50_p99(sent, {e["text"]: e["_t"] for e in a.events if e.get("text") in sent})
         posted = max((e["seq"] for e in f.events if e.get("type") == "message" and e.get("author") == f.id), default=0)
         pump(nodes, lambda: len(texts_from(a, f)) >= posted - 1, 180)
         rss_after = rss_mb(a.proc.pid)

@@ -5,6 +5,7 @@ import json
 import os
 import select
 import signal
+import statistics
 import subprocess
 import time
 
@@ -69,3 +70,32 @@ def rss_kib(pid):
     except FileNotFoundError:
         pass
     return 0
+
+
+def ready(node, timeout=20):
+    """Waits for the node's `ready` event and returns it."""
+    pump([node], lambda: any(e.get("type") == "ready" for e in node.events), timeout)
+    return next(e for e in node.events if e.get("type") == "ready")
+
+
+def p50_p99(sent, got):
+    """Milliseconds from `sent[text]` to `got[text]` (monotonic seconds): median and 99th percentile."""
+    values = sorted((got[t] - sent[t]) * 1000 for t in sent)
+    return statistics.median(values), values[max(0, int(len(values) * 0.99) - 1)]
+
+
+def timed_posts(nodes, sender, receiver, count, label, gap=0.02, timeout=60):
+    """The sender posts `count` texts `gap` s apart; returns the p50 and p99
+    milliseconds until the receiver reports each (TimeoutError if it does not)."""
+    sent = {}
+    for i in range(count):
+        text = f"{label} {i}"
+        sent[text] = time.monotonic()
+        sender.post(text)
+        end = time.monotonic() + gap
+        while time.monotonic() < end:
+            for n in nodes:
+                n.read()
+            time.sleep(0.001)
+    pump(nodes, lambda: all(any(e.get("text") == t for e in receiver.events) for t in sent), timeout)
+    return p50_p99(sent, {e["text"]: e["_t"] for e in receiver.events if e.get("text") in sent})

@@ -25,7 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchnodes import JSONNode, pump  # noqa: E402
+from benchnodes import JSONNode, pump, ready  # noqa: E402
 
 PEERNODE, CYCLES, MODE = os.path.abspath(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 SEED = int(sys.argv[4]) if len(sys.argv) > 4 else int(time.time())
@@ -60,11 +60,6 @@ def node_command(data, *extra):
 
 def relay_command(data, port):
     return [PEERNODE, "relay", "--data-dir", data, "--no-discovery", "--listen", f"127.0.0.1:{port}"]
-
-
-def ready(node, timeout=20):
-    pump([node], lambda: any(e.get("type") == "ready" for e in node.events), timeout)
-    return next(e for e in node.events if e.get("type") == "ready")
 
 
 def own_reported(node, me):

@@ -27,15 +27,6 @@ TMPFS_SIZE = "4m"
 
 def fail(why):
     print(f"FAILED: {why}")
-    if os.environ.get("DEBUG_GDB") and len(nodes) > 1:
-        a = nodes[1]
-        a.post("/stats")
-        try:
-            pump(nodes, lambda: any(e.get("type") == "stats" for e in a.events), 3)
-            print("A answers /stats")
-        except TimeoutError:
-            print("A does not answer /stats")
-        subprocess.run(["gdb", "-p", str(a.proc.pid), "-batch", "-ex", "thread apply all bt 12"])
     for n in nodes:
         print("--- last events of", n.proc.pid, [{k: v for k, v in e.items() if k != "_t"} for e in n.events[-6:]])
     sys.exit(1)

@@ -69,7 +69,7 @@ def collect(i):
             reported.setdefault(ids[i], {})[e["seq"]] = e["text"]
 
 
-figures = {"hosts": HOSTS, "seconds": SECONDS, "seed": SEED, "posts": 0, "cuts": 0, "netem": 0, "restarts": 0, "kills": 0}
+figures = {"hosts": HOSTS, "seconds": SECONDS, "seed": SEED, "posts": 0, "cuts": 0, "restarts": 0, "kills": 0}
 try:
     netlab("up", HOSTS)
     # Delay and loss need the kernel's netem qdisc; some kernels (this VM's) lack it.
@@ -84,7 +84,13 @@ try:
     for i in range(1, HOSTS + 1):
         start(i)
     pump(list(nodes.values()), lambda: all(any(e.get("type") == "ready" for e in n.events) for n in nodes.values()), 30)
-    cut, shaped, down = set(), set(), set()
+    # Each toggled fault: the hosts it is on now, how to apply it, how to heal it, its counter.
+    faults = {
+        "cut": (set(), lambda h: ("cut", h), lambda h: ("restore", h), "cuts"),
+        "ifdown": (set(), lambda h: ("ifdown", h), lambda h: ("ifup", h), "ifdown"),
+        "netem": (set(), lambda h: ("netem", h, "delay", f"{rng.randint(10, 150)}ms", "loss", f"{rng.randint(0, 15)}%"),
+                  lambda h: ("netem", h, "off"), "netem"),
+    }
     begin = time.monotonic()
     next_fault = begin + 2
     counter = 0
@@ -101,30 +107,16 @@ try:
             next_fault = time.monotonic() + rng.uniform(1, 4)
             host = rng.randint(1, HOSTS)
             fault = rng.choice(["cut", "netem" if netem_available else "ifdown", "restart"])
-            if fault == "cut":
-                if host in cut:
-                    netlab("restore", host)
-                    cut.discard(host)
+            if fault in faults:
+                # A fault in place on that host is healed; otherwise it is applied.
+                active, apply, heal, figure = faults[fault]
+                if host in active:
+                    netlab(*heal(host))
+                    active.discard(host)
                 else:
-                    netlab("cut", host)
-                    cut.add(host)
-                    figures["cuts"] += 1
-            elif fault == "ifdown":
-                if host in down:
-                    netlab("ifup", host)
-                    down.discard(host)
-                else:
-                    netlab("ifdown", host)
-                    down.add(host)
-                    figures["ifdown"] = figures.get("ifdown", 0) + 1
-            elif fault == "netem":
-                if host in shaped:
-                    netlab("netem", host, "off")
-                    shaped.discard(host)
-                else:
-                    netlab("netem", host, "delay", f"{rng.randint(10, 150)}ms", "loss", f"{rng.randint(0, 15)}%")
-                    shaped.add(host)
-                    figures["netem"] += 1
+                    netlab(*apply(host))
+                    active.add(host)
+                    figures[figure] = figures.get(figure, 0) + 1
             else:
                 collect(host)
                 how = rng.choice([signal.SIGTERM, signal.SIGKILL])
@@ -140,12 +132,9 @@ try:
 
     # Heal everything, then wait for each node's final message to reach all.
     last_fault = time.monotonic()
-    for host in cut:
-        netlab("restore", host)
-    for host in shaped:
-        netlab("netem", host, "off")
-    for host in down:
-        netlab("ifup", host)
+    for active, _, heal, _ in faults.values():
+        for host in active:
+            netlab(*heal(host))
     pump(list(nodes.values()), lambda: all(any(e.get("type") == "ready" for e in n.events) for n in nodes.values()), 30)
     for i in nodes:
         collect(i)

@@ -13,14 +13,13 @@ usage: slowloris.py PEERNODE [ATTACK]
 """
 import os
 import socket
-import statistics
 import sys
 import tempfile
 import shutil
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchnodes import JSONNode, pump, rss_kib  # noqa: E402
+from benchnodes import JSONNode, pump, ready, rss_kib, timed_posts  # noqa: E402
 
 PEERNODE = os.path.abspath(sys.argv[1])
 ATTACK = int(sys.argv[2]) if len(sys.argv) > 2 else 400
@@ -33,30 +32,12 @@ def fail(why):
     sys.exit(1)
 
 
-def ready_event(node):
-    pump([node], lambda: any(e.get("type") == "ready" for e in node.events), 20)
-    return next(e for e in node.events if e.get("type") == "ready")
-
-
 def latencies(a, b, count, label):
-    """B posts `count` messages 20 ms apart; milliseconds until A reports each."""
-    sent = {}
-    for i in range(count):
-        text = f"{label} {i}"
-        sent[text] = time.monotonic()
-        b.post(text)
-        deadline = time.monotonic() + 0.02
-        while time.monotonic() < deadline:
-            a.read()
-            b.read()
-            time.sleep(0.002)
+    """B posts `count` messages 20 ms apart; p50 and p99 milliseconds until A reports each."""
     try:
-        pump([a, b], lambda: all(any(e.get("text") == t for e in a.events) for t in sent), 30)
+        return timed_posts([a, b], b, a, count, label, timeout=30)
     except TimeoutError:
         fail(f"A did not get all of B's '{label}' messages")
-    got = {e["text"]: e["_t"] for e in a.events if e.get("text") in sent}
-    values = sorted((got[t] - sent[t]) * 1000 for t in sent)
-    return statistics.median(values), values[int(len(values) * 0.99) - 1]
 
 
 def still_open(sock):
@@ -75,7 +56,7 @@ nodes = []
 try:
     a = JSONNode([PEERNODE, "--data-dir", os.path.join(root, "a"), "--json", "--no-discovery", "--listen", "127.0.0.1:0"])
     nodes.append(a)
-    port = int(ready_event(a)["listen"].rsplit(":", 1)[1])
+    port = int(ready(a)["listen"].rsplit(":", 1)[1])
     b = JSONNode([PEERNODE, "--data-dir", os.path.join(root, "b"), "--json", "--no-discovery", "--peer", f"ws://127.0.0.1:{port}"])
     nodes.append(b)
     pump(nodes, lambda: any(e.get("type") == "peer_up" for e in a.events), 20)

@@ -19,6 +19,12 @@ public struct VectorClock: Equatable, Sendable {
         self[dependency.author] >= dependency.sequence
     }
 
+    /// How many envelopes this clock holds that `other` does not: the sum,
+    /// over authors, of how far this clock is ahead.
+    public func count(beyond other: VectorClock) -> UInt64 {
+        entries.reduce(0) { $0 + ($1.value > other[$1.key] ? $1.value - other[$1.key] : 0) }
+    }
+
     /// The entries of `self` that are ahead of `earlier`: what an author names
     /// as dependencies of its next envelope (what changed since the last one).
     public func advances(since earlier: VectorClock, excluding author: PublicKey) -> [Dependency] {

@@ -27,9 +27,12 @@ extension NetworkNode {
 
     func send(_ message: GossipMessage, to id: LinkID) {
         // A batch goes out in messages of at most `batchBytes` (large bodies add up).
-        if case let .envelopes(batch) = message, batch.count > 1, GossipMessage.batches(batch).count > 1 {
-            for part in GossipMessage.batches(batch) { send(.envelopes(part), to: id) }
-            return
+        if case let .envelopes(batch) = message, batch.count > 1 {
+            let parts = GossipMessage.batches(batch)
+            if parts.count > 1 {
+                for part in parts { send(.envelopes(part), to: id) }
+                return
+            }
         }
         let encoded = message.encoded
         switch message {

@@ -59,8 +59,7 @@ extension NetworkNode {
         let clock = replicator.clock
         var lag: [(labels: String, value: Int)] = []
         for (id, remote) in peers.sorted(by: { $0.value < $1.value }) {
-            let known = replicator.knownClock(of: id) ?? VectorClock()
-            let missing = clock.entries.reduce(UInt64(0)) { $0 + ($1.value > known[$1.key] ? $1.value - known[$1.key] : 0) }
+            let missing = clock.count(beyond: replicator.knownClock(of: id) ?? VectorClock())
             lag.append((labels: "{peer=\"\(remote.hex)\"}", value: Int(clamping: missing)))
         }
         metric("sync_lag_envelopes", "gauge", "Envelopes this node holds that the peer is not known to hold.", lag)

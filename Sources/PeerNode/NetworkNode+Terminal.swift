@@ -42,11 +42,9 @@ extension NetworkNode {
         for (id, link) in links.sorted(by: { $0.key < $1.key }) {
             guard let remote = link.remote, shown.insert(remote).inserted else { continue }
             let known = replicator.knownClock(of: id) ?? VectorClock()
-            var ahead: UInt64 = 0, behind: UInt64 = 0
-            for (author, ours) in replicator.clock.entries where ours > known[author] { ahead += ours - known[author] }
-            for (author, theirs) in known.entries where theirs > replicator.clock[author] { behind += theirs - replicator.clock[author] }
             rows.append(PeerRow(id: remote, address: link.connection.remoteAddress, state: "linked", linkedFor: now - (link.since ?? now),
-                                roundTrip: link.roundTrip, sending: ahead, receiving: behind))
+                                roundTrip: link.roundTrip, sending: replicator.clock.count(beyond: known),
+                                receiving: known.count(beyond: replicator.clock)))
         }
         for dialer in dialers where !dialer.retired {
             guard let remote = dialer.remote, shown.insert(remote).inserted else { continue }

@@ -71,8 +71,8 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler {
     private var flushScheduled = false
     private var watchingWrites = false
 
-    /// Server side: an accepted socket.
-    init(accepted fd: Int32, loop: EventLoop, configuration: WebSocketServer.Configuration, callbacks: WebSocketCallbacks,
+    /// Server side: an accepted socket from `remote` ("address:port").
+    init(accepted fd: Int32, remote: String, loop: EventLoop, configuration: WebSocketServer.Configuration, callbacks: WebSocketCallbacks,
          httpHandler: (@Sendable (HTTPRequest) -> HTTPResponse?)?) {
         self.fd = fd
         self.loop = loop
@@ -82,7 +82,7 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler {
         self.callbacks = callbacks
         server = configuration
         self.httpHandler = httpHandler
-        remoteAddress = SocketAddress.peerName(fd)
+        remoteAddress = remote
         path = ""
         hostHeader = ""
         phase = .serverHandshake(deadline: monotonicNow() + configuration.timeouts.handshake)

@@ -139,7 +139,7 @@ public final class WebSocketServer: @unchecked Sendable {
                 perAddress[host, default: 0] += 1
                 Syscall.setOption(client, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
                 let connection = WebSocketConnection(
-                    accepted: client, loop: loop, configuration: configuration, callbacks: callbacks, httpHandler: httpHandler)
+                    accepted: client, remote: remote, loop: loop, configuration: configuration, callbacks: callbacks, httpHandler: httpHandler)
                 connection.onSocketClosed = { [weak self] in self?.release(host) }
                 connection.register(writable: false)
             }

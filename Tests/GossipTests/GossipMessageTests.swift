@@ -54,6 +54,16 @@ struct GossipMessageTests {
         #expect(GossipMessage.batches([]).isEmpty)
     }
 
+    @Test("count(beyond:): how many envelopes one clock holds that the other lacks")
+    func countBeyond() throws {
+        let keys = try (0..<3).map { _ in try SigningKey.generate().publicKey }
+        let ours = VectorClock([keys[0]: 10, keys[1]: 3])
+        let theirs = VectorClock([keys[0]: 4, keys[1]: 5, keys[2]: 7])
+        #expect(ours.count(beyond: theirs) == 6)
+        #expect(theirs.count(beyond: ours) == 2 + 7)
+        #expect(ours.count(beyond: ours) == 0 && ours.count(beyond: VectorClock()) == 13)
+    }
+
     @Test("clock digests: equal clocks, equal digests; any change, another digest")
     func digests() throws {
         let keys = try (0..<3).map { _ in try SigningKey.generate().publicKey }

@@ -6,12 +6,7 @@ import Testing
 struct LostDatabaseTests {
     @Test("restarted on an empty database with --nick: the nick waits for the peers, history comes back, new posts continue it (no fork)")
     func lostDatabase() async throws {
-        let dirs = (0..<2).map { _ in TemporaryDirectory() }
-        let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])
-        #expect(await started(a))
-        let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
-        #expect(await started(b))
-        #expect(await linked(b, to: a))
+        let (dirs, a, b) = try await aliceAndBob()
         for text in ["one", "two", "three"] { a.send(text) }
         await b.wait { $0["text"] == "three" }
         a.quit()

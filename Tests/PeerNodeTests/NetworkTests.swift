@@ -73,16 +73,24 @@ func linked(_ node: NodeProcess, to other: NodeProcess) async -> Bool {
     await node.wait { $0["type"] == "peer_up" && $0["id"] == other.id } != nil
 }
 
-/// Alice, Bob and Carol, linked A–B–C (Carol reaches Alice only through Bob), all up.
-func chainOfThree() async throws -> ([TemporaryDirectory], NodeProcess, NodeProcess, NodeProcess) {
-    let dirs = (0..<3).map { _ in TemporaryDirectory() }
+/// Alice and Bob (Bob dialled Alice), both up and linked each way; `dirs`
+/// holds their data directories and `extra` more for the caller.
+func aliceAndBob(extra: Int = 0) async throws -> ([TemporaryDirectory], NodeProcess, NodeProcess) {
+    let dirs = (0..<(2 + extra)).map { _ in TemporaryDirectory() }
     let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])
     #expect(await started(a))
     let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
     #expect(await started(b))
+    #expect(await linked(a, to: b))
+    #expect(await linked(b, to: a))
+    return (dirs, a, b)
+}
+
+/// Alice, Bob and Carol, linked A–B–C (Carol reaches Alice only through Bob), all up.
+func chainOfThree() async throws -> ([TemporaryDirectory], NodeProcess, NodeProcess, NodeProcess) {
+    let (dirs, a, b) = try await aliceAndBob(extra: 1)
     let c = try NodeProcess(dir: dirs[2].path, ["--nick", "carol", "--peer", b.url])
     #expect(await started(c))
-    #expect(await linked(a, to: b))
     #expect(await linked(c, to: b))
     return (dirs, a, b, c)
 }
@@ -237,12 +245,7 @@ struct NetworkTests {
 
     @Test("receipts: the author gets delivered and read events for each of its messages; /set receipts off stops read receipts")
     func receipts() async throws {
-        let dirs = (0..<2).map { _ in TemporaryDirectory() }
-        let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])
-        #expect(await started(a))
-        let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
-        #expect(await started(b))
-        #expect(await linked(a, to: b))
+        let (dirs, a, b) = try await aliceAndBob()
         // Not a terminal: B sends read receipts only when told to.
         b.send("/set receipts on")
         a.send("first")
@@ -279,6 +282,7 @@ struct NetworkTests {
         try await Task.sleep(nanoseconds: 3_000_000_000)
         #expect(!a.events.value.contains { $0["type"] == "receipt" && $0["id"] == third["id"] && $0["state"] == "read" })
         a.quit(); b.quit()
+        withExtendedLifetime(dirs) {}  // the data directories outlive the nodes
     }
 
     @Test("a private room: invited members read and write it; a node that relays it cannot read it")

@@ -6,12 +6,7 @@ import Testing
 struct PeerListTests {
     @Test("--json /peers: each linked peer with its address, round-trip time and sync state; /who lists the room; /quit REASON reaches the room")
     func peersWhoQuit() async throws {
-        let dirs = (0..<2).map { _ in TemporaryDirectory() }
-        let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])
-        #expect(await started(a))
-        let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
-        #expect(await started(b))
-        #expect(await linked(b, to: a))
+        let (dirs, a, b) = try await aliceAndBob()
         a.send("hi bob")
         b.send("hi alice")
         await a.wait { $0["text"] == "hi alice" }
@@ -47,5 +42,6 @@ struct PeerListTests {
         b.process.waitUntilExit()
         #expect(b.process.terminationStatus == 0)
         a.quit()
+        withExtendedLifetime(dirs) {}  // the data directories outlive the nodes
     }
 }
