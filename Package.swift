@@ -3,7 +3,8 @@ import PackageDescription
 
 // Dependencies point downwards only (docs/ARCHITECTURE in ../shared/DESIGN.md):
 // PeerNode → Store → Gossip → Crypto → CSodium; Store → CSQLite;
-// PeerNode → Discovery → Crypto; PeerNode → WebSocket → CEpoll.
+// PeerNode → Discovery → Crypto; PeerNode → WebSocket → CEpoll;
+// PeerNode → TermUI, ChatText (both depend on nothing).
 let package = Package(
     name: "peernode",
     products: [
@@ -16,6 +17,7 @@ let package = Package(
         .executable(name: "fuzz-envelope", targets: ["FuzzEnvelope"]),
         .executable(name: "fuzz-announcement", targets: ["FuzzAnnouncement"]),
         .executable(name: "fuzz-link", targets: ["FuzzLink"]),
+        .executable(name: "fuzz-ui", targets: ["FuzzUI"]),
     ],
     targets: [
         .systemLibrary(
@@ -36,7 +38,10 @@ let package = Package(
         .target(name: "Discovery", dependencies: ["Crypto"]),
         // The line-mode terminal: keys, line editing, prompt redraw; knows nothing of chat.
         .target(name: "TermUI"),
-        .executableTarget(name: "PeerNode", dependencies: ["Store", "Gossip", "Crypto", "WebSocket", "Discovery", "TermUI"]),
+        // Text at the terminal boundary: the command line the user types, and
+        // network text made inert (control characters, look-alike nicks).
+        .target(name: "ChatText"),
+        .executableTarget(name: "PeerNode", dependencies: ["Store", "Gossip", "Crypto", "WebSocket", "Discovery", "TermUI", "ChatText"]),
         // The benchmark measures the machine's own ceilings, so it may call
         // libsodium and SQLite directly; no product code does.
         .executableTarget(
@@ -45,11 +50,14 @@ let package = Package(
             path: "Benchmarks/PeerNodeBench"
         ),
         .executableTarget(name: "WSEcho", dependencies: ["WebSocket"], path: "Benchmarks/WSEcho"),
-        .executableTarget(name: "FuzzFrames", dependencies: ["WebSocket"], path: "Fuzz/FuzzFrames"),
-        .executableTarget(name: "FuzzHandshake", dependencies: ["WebSocket"], path: "Fuzz/FuzzHandshake"),
-        .executableTarget(name: "FuzzEnvelope", dependencies: ["Gossip"], path: "Fuzz/FuzzEnvelope"),
-        .executableTarget(name: "FuzzAnnouncement", dependencies: ["Discovery", "Crypto"], path: "Fuzz/FuzzAnnouncement"),
-        .executableTarget(name: "FuzzLink", dependencies: ["Gossip", "Crypto"], path: "Fuzz/FuzzLink"),
+        .executableTarget(name: "FuzzFrames", dependencies: ["WebSocket", "FuzzSupport"], path: "Fuzz/FuzzFrames"),
+        .executableTarget(name: "FuzzHandshake", dependencies: ["WebSocket", "FuzzSupport"], path: "Fuzz/FuzzHandshake"),
+        .executableTarget(name: "FuzzEnvelope", dependencies: ["Gossip", "FuzzSupport"], path: "Fuzz/FuzzEnvelope"),
+        .executableTarget(name: "FuzzAnnouncement", dependencies: ["Discovery", "Crypto", "FuzzSupport"], path: "Fuzz/FuzzAnnouncement"),
+        .executableTarget(name: "FuzzLink", dependencies: ["Gossip", "Crypto", "FuzzSupport"], path: "Fuzz/FuzzLink"),
+        .executableTarget(name: "FuzzUI", dependencies: ["TermUI", "ChatText", "FuzzSupport"], path: "Fuzz/FuzzUI"),
+        // What every fuzz target shares: a broken invariant aborts, so libFuzzer keeps the input.
+        .target(name: "FuzzSupport", path: "Fuzz/FuzzSupport"),
         // Helpers every test target shares: temporary directories, hex, file modes.
         .target(name: "TestSupport", dependencies: ["Crypto"], path: "Tests/TestSupport"),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "TestSupport"], exclude: ["Peers"]),
@@ -58,7 +66,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "Gossip", "Crypto", "TestSupport"]),
         .testTarget(name: "TermUITests", dependencies: ["TermUI"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "Crypto", "TestSupport"]),
-        .testTarget(name: "PeerNodeTests", dependencies: ["PeerNode", "Store", "Gossip", "Crypto", "WebSocket", "TestSupport"], exclude: ["Peers"]),
+        .testTarget(name: "PeerNodeTests", dependencies: ["PeerNode", "Store", "Gossip", "Crypto", "WebSocket", "ChatText", "TestSupport"], exclude: ["Peers"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-180}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(frames handshake envelope announcement link)
+[ ${#targets[@]} -eq 0 ] && targets=(frames handshake envelope announcement link ui)
 export SWIFT_BACKTRACE=enable=no
 failed=0
 summary=()

@@ -1,5 +1,6 @@
 import Crypto
 import Discovery
+import FuzzSupport
 
 // libFuzzer entry: discovery datagrams. The input is tried as a datagram as
 // it came off the wire, and (since a fuzzer cannot forge the tag) also as a
@@ -15,6 +16,7 @@ nonisolated(unsafe) var clock: UInt64 = 1_800_000_000_000
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzAnnouncement(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    invariant(key != nil && core != nil, "the fuzz target's keys could not be made")
     guard let key else { return 0 }
     _ = Announcement.open(bytes, key: key)
     if let sealed = try? key.seal(bytes, associatedData: Announcement.magic + [Announcement.version]) {

@@ -1,3 +1,4 @@
+import FuzzSupport
 import Gossip
 
 // libFuzzer entry: envelope, carried-envelope and gossip-message decoding,
@@ -5,10 +6,14 @@ import Gossip
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzEnvelope(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
-    if let e = try? Envelope.decode(bytes, verification: .trustedStorage), e.encoded != bytes { return 1 }
+    if let e = try? Envelope.decode(bytes, verification: .trustedStorage) {
+        invariant(e.encoded == bytes, "a decoded envelope re-encodes to other bytes")
+    }
     _ = try? Envelope.decode(bytes)
     _ = try? CarriedEnvelope.decode(bytes)
-    if let m = try? GossipMessage.decode(bytes), (try? GossipMessage.decode(m.encoded)) != m { return 1 }
+    if let m = try? GossipMessage.decode(bytes) {
+        invariant((try? GossipMessage.decode(m.encoded)) == m, "a gossip message does not survive encode and decode")
+    }
     var joiner = GossipChunker()
     _ = try? joiner.add(bytes)
     return 0

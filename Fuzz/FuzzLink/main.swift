@@ -1,4 +1,5 @@
 import Crypto
+import FuzzSupport
 import Gossip
 
 // libFuzzer entry: Noise link sessions fed hostile bytes. The first byte picks
@@ -60,6 +61,7 @@ public func fuzzLink(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     case 1: session = fresh.initiator
     default: session = fresh.established
     }
+    invariant(session != nil, "the fuzz target's sessions could not be made")
     guard var s = session else { return 0 }
     for m in input {
         _ = s.receive(m)

@@ -1,3 +1,4 @@
+import ChatText
 import Gossip
 import Store
 

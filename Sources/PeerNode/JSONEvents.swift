@@ -1,3 +1,4 @@
+import ChatText
 /// One JSON object per line on stdout (`--json`): the contract scripts and
 /// bots rely on (README, "Scripting"). Written by hand: Foundation's
 /// serializer with sorted keys spent most of a catch-up in ICU collation.

@@ -1,3 +1,4 @@
+import ChatText
 import Foundation
 import Glibc
 

@@ -1,11 +1,16 @@
+import ChatText
 import Crypto
 import Gossip
 import TermUI
 
 extension NetworkNode {
-    /// What Tab completes now: commands, known rooms, known nicks (on the loop).
+    /// What Tab completes now: commands, known rooms, known nicks (on the
+    /// loop). Nicks and rooms come from the network: one that would not print
+    /// as itself (controls, bidi overrides, invisible characters) is left out,
+    /// since completing it would echo it raw into the line being typed.
     func completer() -> Completer {
-        Completer(commands: ChatInput.commandNames, rooms: node.knownRooms, nicks: Array(Set(node.nicks.values)).sorted())
+        Completer(commands: ChatInput.commandNames, rooms: node.knownRooms.filter(TerminalText.isInert),
+                  nicks: Array(Set(node.nicks.values)).filter(TerminalText.isInert).sorted())
     }
 }
 

@@ -1,3 +1,4 @@
+import ChatText
 import Crypto
 import Foundation
 import Gossip

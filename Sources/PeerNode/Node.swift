@@ -1,3 +1,4 @@
+import ChatText
 import Crypto
 import Foundation
 import Gossip
@@ -28,7 +29,7 @@ final class Node {
     /// The identity key was made by this start (not found on disk).
     let identityIsNew: Bool
     private(set) var nicks: [PublicKey: String] = [:]
-    private var confusables = ConfusableIndex()
+    private var confusables = ConfusableIndex<PublicKey>()
     private var roomNames: [RoomID: RoomName] = [:]
 
     init(options: Options, environment: [String: String]) throws {

@@ -36,7 +36,7 @@ public struct LineEditor {
     public mutating func apply(_ key: Key, completer: Completer = Completer()) -> Outcome {
         switch key {
         case let .character(s):
-            guard scalars.count < Self.maximumLength else { return .bell }
+            guard scalars.count < Self.maximumLength, !s.isTerminalControl else { return .bell }
             scalars.insert(s, at: cursor)
             cursor += 1
         case .left:
@@ -97,7 +97,7 @@ public struct LineEditor {
 
     /// Replaces the line (used when the caller acts on Alt-1…9 and the like).
     public mutating func set(_ line: String) {
-        scalars = Array(line.unicodeScalars.prefix(Self.maximumLength))
+        scalars = Array(line.unicodeScalars.filter { !$0.isTerminalControl }.prefix(Self.maximumLength))
         cursor = scalars.count
     }
 
@@ -165,7 +165,10 @@ public struct Completer: Sendable {
             pool = nicks
         }
         let lowered = word.lowercased()
-        return Array(Set(pool.filter { $0.lowercased().hasPrefix(lowered) })).sorted()
+        // A candidate the terminal would act on (a nick or room from the
+        // network carrying ESC or a C1 control) is never offered: it would be
+        // echoed into the line and printed as a choice.
+        return Array(Set(pool.filter { $0.lowercased().hasPrefix(lowered) && !$0.unicodeScalars.contains(where: \.isTerminalControl) })).sorted()
     }
 
     static func commonPrefix(_ words: [String]) -> String {
@@ -178,6 +181,12 @@ public struct Completer: Sendable {
         }
         return String(prefix)
     }
+}
+
+extension Unicode.Scalar {
+    /// C0 and C1 controls and DEL (category Cc): what a terminal acts on
+    /// instead of showing. The line being typed never holds one.
+    var isTerminalControl: Bool { value < 0x20 || (0x7F...0x9F).contains(value) }
 }
 
 extension String {

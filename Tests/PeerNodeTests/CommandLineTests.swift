@@ -1,3 +1,4 @@
+import ChatText
 @testable import PeerNode
 import Testing
 

@@ -1,3 +1,4 @@
+import ChatText
 import Crypto
 import TestSupport
 @testable import PeerNode
@@ -20,7 +21,7 @@ struct ConfusablesTests {
     @Test("an identity whose nick looks like another's different nick is flagged, and shown with ⚠; the same nick twice is not (fingerprints tell them apart)")
     func index() throws {
         let keys = try (0..<4).map { _ in try SigningKey.generate().publicKey }
-        var index = ConfusableIndex()
+        var index = ConfusableIndex<PublicKey>()
         index.set(keys[0], nick: "alice")
         index.set(keys[1], nick: "alice")
         #expect(index.suspicious.isEmpty)

@@ -1,3 +1,4 @@
+import ChatText
 import Foundation
 @testable import PeerNode
 import Testing

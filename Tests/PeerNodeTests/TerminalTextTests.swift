@@ -1,3 +1,4 @@
+import ChatText
 @testable import PeerNode
 import Testing
 
@@ -30,6 +31,15 @@ struct TerminalTextTests {
             #expect(out == expected, "\(input.debugDescription)")
             #expect(!out.unicodeScalars.contains { $0.value < 0x20 || (0x7f...0x9f).contains($0.value) })
         }
+    }
+
+    @Test("isInert says whether sanitizing would change the text (what Tab completion offers)")
+    func inert() {
+        for (input, _) in Self.corpus {
+            #expect(TerminalText.isInert(input) == (TerminalText.sanitize(input) == input), "\(input.debugDescription)")
+        }
+        #expect(TerminalText.isInert("alice") && TerminalText.isInert("#général") && TerminalText.isInert("你好"))
+        #expect(!TerminalText.isInert("mal\u{202E}lory") && !TerminalText.isInert("x\u{1B}[2J") && !TerminalText.isInert("a\u{9B}b"))
     }
 
     @Test("nicks and room names go through the same filter when rendered")

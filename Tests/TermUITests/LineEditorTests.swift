@@ -100,6 +100,25 @@ struct LineEditorTests {
         e.set("zz")
         #expect(e.apply(.tab, completer: completer) == .bell)
     }
+
+    @Test("the line never holds a control character: typed, pasted, set, or completed from a hostile nick or room")
+    func controlsStayOut() {
+        var e = LineEditor()
+        for c: Unicode.Scalar in ["\u{1B}", "\u{07}", "\u{7F}", "\u{9B}", "\u{85}", "\u{00}"] {
+            #expect(e.apply(.character(c)) == .bell)
+        }
+        #expect(e.text.isEmpty)
+        e.set("a\u{1B}[2Jb\u{9B}c")
+        #expect(e.text == "a[2Jbc")
+        // Nicks and rooms come from the network: ESC or C1 in one keeps it out of completion.
+        let completer = Completer(rooms: ["#ok", "#o\u{1B}]0;pwned\u{07}"], nicks: ["mallory\u{1B}[2J", "mal\u{9B}6n", "malcolm"])
+        e.set("hi mal")
+        #expect(e.apply(.tab, completer: completer) == .redraw)
+        #expect(e.text == "hi malcolm ")
+        e.set("/join #o")
+        #expect(e.apply(.tab, completer: completer) == .redraw)
+        #expect(e.text == "/join #ok ")
+    }
 }
 
 @Suite("The prompt line")

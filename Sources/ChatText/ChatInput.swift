@@ -1,8 +1,8 @@
-import Gossip
+import Foundation
 
 /// One line typed at the chat prompt, parsed. A line that starts with `/` is
 /// a command and is never posted by accident; `//text` posts `/text`.
-enum ChatInput: Equatable {
+public enum ChatInput: Equatable, Sendable {
     case message(String)
     case action(String)
     case nick(String)
@@ -40,13 +40,13 @@ enum ChatInput: Equatable {
     case empty
     case error(String)
 
-    static let defaultHistory = 20
+    public static let defaultHistory = 20
     /// `/history N` shows at most this many lines.
-    static let maximumHistory = 10_000
+    public static let maximumHistory = 10_000
 
     /// Every command: the words that call it, its usage and what it does.
     /// `/help`, `/help CMD` and Tab completion all come from this table.
-    static let commands: [(names: [String], usage: String, help: String)] = [
+    public static let commands: [(names: [String], usage: String, help: String)] = [
         (["join", "j"], "/join #room", "switch to a room (created on first use); /j for short"),
         (["part"], "/part", "leave the current room (back to #general)"),
         (["private"], "/private #room", "make a private room: only those you /invite can read it"),
@@ -69,7 +69,7 @@ enum ChatInput: Equatable {
         (["quit", "exit"], "/quit [reason]", "leave; a reason is posted to the room first (Ctrl-D on an empty line, or Ctrl-C, leave too)"),
     ]
 
-    static var helpText: String {
+    public static var helpText: String {
         // As wide as the longest usage, so none is cut short.
         let width = (commands.map(\.usage.count).max() ?? 16) + 2
         return (["commands:"] + commands.map { "  " + $0.usage.padding(toLength: width, withPad: " ", startingAt: 0) + $0.help }
@@ -77,9 +77,9 @@ enum ChatInput: Equatable {
     }
 
     /// Every command word, for Tab completion.
-    static let commandNames = commands.flatMap { $0.names.map { "/" + $0 } }
+    public static let commandNames = commands.flatMap { $0.names.map { "/" + $0 } }
 
-    static func parse(_ raw: String) -> ChatInput {
+    public static func parse(_ raw: String) -> ChatInput {
         let line = raw.hasSuffix("\r") ? String(raw.dropLast()) : raw
         if line.trimmingCharacters(in: .whitespaces).isEmpty { return .empty }
         if line.hasPrefix("//") { return .message(String(line.dropFirst())) }
@@ -148,4 +148,3 @@ enum ChatInput: Equatable {
     }
 }
 
-import Foundation

@@ -1,10 +1,8 @@
-import Crypto
-
 /// Nicks made to look like another's (issue 7's attack table): `аlice` with a
 /// Cyrillic а beside `alice`. Every label already carries the key's
 /// fingerprint; a nick that is confusable with another identity's nick, or
 /// mixes Latin, Cyrillic and Greek letters, also gets a ⚠ after it.
-enum Confusables {
+public enum Confusables {
     /// Letters that look like a Latin letter or digit, mapped to it (from
     /// Unicode's confusables.txt, the common lowercase cases; input is
     /// lowercased first). Digits and look-alike Latin letters fold together.
@@ -21,7 +19,7 @@ enum Confusables {
 
     /// What a nick looks like: lowercased, look-alikes folded, invisible and
     /// combining marks dropped.
-    static func skeleton(_ nick: String) -> String {
+    public static func skeleton(_ nick: String) -> String {
         var out = ""
         for scalar in nick.lowercased().unicodeScalars {
             switch scalar.properties.generalCategory {
@@ -36,7 +34,7 @@ enum Confusables {
     /// A warning when joining `room`: it looks like a known room with other
     /// letters (`#generаl` beside `#general`), or mixes scripts. A public
     /// room's id is the hash of its exact name, so a look-alike is another room.
-    static func roomWarning(_ room: String, known: [String]) -> String? {
+    public static func roomWarning(_ room: String, known: [String]) -> String? {
         let shape = skeleton(room)
         if let twin = known.first(where: { $0 != room && skeleton($0) == shape }) {
             return "\(TerminalText.sanitize(room)) looks like \(TerminalText.sanitize(twin)) but is another room (its letters differ)"
@@ -46,7 +44,7 @@ enum Confusables {
     }
 
     /// Letters from more than one of Latin, Cyrillic and Greek.
-    static func mixesScripts(_ nick: String) -> Bool {
+    public static func mixesScripts(_ nick: String) -> Bool {
         var latin = false, cyrillic = false, greek = false
         for scalar in nick.unicodeScalars where scalar.properties.isAlphabetic {
             switch scalar.value {
@@ -64,15 +62,17 @@ enum Confusables {
 /// Which identities' nicks are confusable, kept up to date one nick at a time
 /// (a catch-up brings thousands of nicks; recomputing all each time would be
 /// quadratic).
-struct ConfusableIndex {
-    private var nicks: [PublicKey: String] = [:]
-    private var groups: [String: [PublicKey: String]] = [:]
-    private var mixed: Set<PublicKey> = []
+public struct ConfusableIndex<Key: Hashable> {
+    private var nicks: [Key: String] = [:]
+    private var groups: [String: [Key: String]] = [:]
+    private var mixed: Set<Key> = []
     /// Identities whose nick mixes scripts, or has the skeleton of another
     /// identity's different nick.
-    private(set) var suspicious: Set<PublicKey> = []
+    public private(set) var suspicious: Set<Key> = []
 
-    mutating func set(_ key: PublicKey, nick: String) {
+    public init() {}
+
+    public mutating func set(_ key: Key, nick: String) {
         guard nicks[key] != nick else { return }
         var touched: [String] = []
         if let old = nicks[key] {

@@ -8,8 +8,8 @@
 ///   Cf), line/paragraph separators, private-use and unassigned code points
 ///   as `<U+202E>`.
 /// An escape sequence thus loses its ESC and prints as plain text.
-enum TerminalText {
-    static func sanitize(_ text: String) -> String {
+public enum TerminalText {
+    public static func sanitize(_ text: String) -> String {
         var out = String.UnicodeScalarView()
         for scalar in text.unicodeScalars {
             let v = scalar.value
@@ -27,7 +27,12 @@ enum TerminalText {
         return String(out)
     }
 
-    static func isInvisibleOrControl(_ scalar: Unicode.Scalar) -> Bool {
+    /// True when the text prints as itself: `sanitize` would change nothing.
+    public static func isInert(_ text: String) -> Bool {
+        !text.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || isInvisibleOrControl($0) }
+    }
+
+    public static func isInvisibleOrControl(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.properties.generalCategory {
         case .control, .format, .lineSeparator, .paragraphSeparator, .privateUse, .surrogate, .unassigned:
             return true

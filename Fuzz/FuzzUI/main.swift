@@ -1,0 +1,78 @@
+import ChatText
+import FuzzSupport
+import TermUI
+
+// libFuzzer entry: the chat's command line and the text it prints. The input
+// is keystrokes: they go through the key decoder (in reads of a size the
+// input picks), the line editor (with Tab completing a nick and a room made
+// from the input, as a hostile peer would choose them) and, for each line
+// submitted, the command parser. The same bytes, read as text from the
+// network, go through the sanitizer and the wrapper. Byte 0 picks the
+// terminal's width, byte 1 the read size.
+
+let commands = ChatInput.commandNames
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzUI(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    guard size >= 2 else { return 0 }
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    let columns = 8 + Int(bytes[0]) % 200
+    let readSize = 1 + Int(bytes[1]) % 16
+    let keystrokes = Array(bytes[2...])
+    let hostile = String(decoding: keystrokes.prefix(24), as: UTF8.self)
+    let completer = Completer(commands: commands, rooms: ["#general", "#" + hostile], nicks: ["alice", hostile])
+    let line = PromptLine(prompt: "#general> ", columns: columns, width: DisplayWidth.of)
+
+    var decoder = KeyDecoder()
+    var editor = LineEditor()
+    var offset = 0
+    while offset < keystrokes.count {
+        let read = Array(keystrokes[offset..<min(offset + readSize, keystrokes.count)])
+        offset += read.count
+        for key in decoder.feed(read) + (offset % 5 == 0 ? decoder.flushEscape() : []) {
+            let outcome = editor.apply(key, completer: completer)
+            invariant(editor.scalars.count <= LineEditor.maximumLength, "the line grew past its limit")
+            invariant(editor.cursor >= 0 && editor.cursor <= editor.scalars.count, "the cursor left the line")
+            invariant(!editor.scalars.contains(where: isControl), "a control character entered the line being typed")
+            _ = line.render(editor)
+            if case let .choices(options) = outcome {
+                invariant(!options.joined().unicodeScalars.contains(where: isControl), "a completion choice carries a control character")
+            }
+            if case let .submit(text) = outcome { checkParsed(text) }
+        }
+    }
+
+    // The same bytes as text from the network: inert once sanitized, and
+    // wrapped without losing a character or overflowing a row.
+    let text = String(decoding: keystrokes, as: UTF8.self)
+    let safe = TerminalText.sanitize(text)
+    invariant(!safe.unicodeScalars.contains { isControl($0) || TerminalText.isInvisibleOrControl($0) }, "sanitized text still holds a control or invisible character")
+    let rows = line.wrap(safe)
+    for row in rows {
+        invariant(row.unicodeScalars.reduce(0) { $0 + DisplayWidth.of($1) } <= columns, "a wrapped row is wider than the terminal")
+    }
+    invariant(rows.joined().filter { $0 != " " } == safe.filter { $0 != " " }, "wrapping lost or added a character")
+    _ = Confusables.skeleton(text)
+    _ = Confusables.mixesScripts(text)
+    _ = Confusables.roomWarning(text, known: ["#general", "#random"])
+    return 0
+}
+
+func isControl(_ s: Unicode.Scalar) -> Bool { s.value < 0x20 || (0x7F...0x9F).contains(s.value) }
+
+/// A submitted line is a command unless it starts with `//` or not with `/`:
+/// a mistyped command is never posted.
+func checkParsed(_ text: String) {
+    let parsed = ChatInput.parse(text)
+    let trimmed = text.hasSuffix("\r") ? String(text.dropLast()) : text
+    switch parsed {
+    case let .message(body):
+        invariant(!trimmed.hasPrefix("/") || trimmed.hasPrefix("//"), "a command line was taken for a message")
+        invariant(!body.isEmpty, "an empty message")
+    case .empty:
+        invariant(trimmed.unicodeScalars.allSatisfy { $0 == "\t" || $0.properties.generalCategory == .spaceSeparator },
+                  "a non-blank line parsed as empty")
+    default:
+        invariant(trimmed.hasPrefix("/"), "a line without / parsed as a command")
+    }
+}
