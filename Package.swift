@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "fuzz-announcement", targets: ["FuzzAnnouncement"]),
         .executable(name: "fuzz-link", targets: ["FuzzLink"]),
         .executable(name: "fuzz-ui", targets: ["FuzzUI"]),
+        .executable(name: "fuzz-gossip", targets: ["FuzzGossip"]),
     ],
     targets: [
         .systemLibrary(
@@ -55,6 +56,7 @@ let package = Package(
         .executableTarget(name: "FuzzEnvelope", dependencies: ["Gossip", "FuzzSupport"], path: "Fuzz/FuzzEnvelope"),
         .executableTarget(name: "FuzzAnnouncement", dependencies: ["Discovery", "Crypto", "FuzzSupport"], path: "Fuzz/FuzzAnnouncement"),
         .executableTarget(name: "FuzzLink", dependencies: ["Gossip", "Crypto", "FuzzSupport"], path: "Fuzz/FuzzLink"),
+        .executableTarget(name: "FuzzGossip", dependencies: ["Gossip", "Crypto", "FuzzSupport"], path: "Fuzz/FuzzGossip"),
         .executableTarget(name: "FuzzUI", dependencies: ["TermUI", "ChatText", "FuzzSupport"], path: "Fuzz/FuzzUI"),
         // What every fuzz target shares: a broken invariant aborts, so libFuzzer keeps the input.
         .target(name: "FuzzSupport", path: "Fuzz/FuzzSupport"),
