@@ -12,7 +12,7 @@ set -euo pipefail
 mode="${1:-run}"
 packages=(libsodium-dev libsqlite3-dev pkg-config)
 if [ "$mode" = "test" ] || [ "$mode" = "bench" ]; then
-  packages+=(sqlite3 python3 python3-venv python3-cryptography strace nodejs node-ws iproute2 systemd tcpdump)
+  packages+=(sqlite3 python3 python3-venv python3-cryptography strace nodejs node-ws iproute2 iptables systemd tcpdump)
 fi
 if [ "$mode" = "bench" ]; then
   packages+=(libwebsockets-dev gcc bc mosquitto)

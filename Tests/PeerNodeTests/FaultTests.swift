@@ -37,12 +37,23 @@ struct FaultTests {
 
 @Suite("Soak in the namespace lab")
 struct LabSoakTests {
-    @Test("8 hosts post for 20 s while hosts are cut, interfaces go down and nodes restart (netem where the kernel has it); then identical histories, nothing lost, no forks, causal order (root)")
+    @Test("the lab's delay and loss work: 80 ms shows in a TCP round trip, 100% loss lets no datagram through, 30% about 30%, off restores both (root)")
+    func impairment() throws {
+        try #require(geteuid() == 0, "needs root for network namespaces (CI runs as root)")
+        let r = try runToEnd("/usr/bin/python3", [FaultTests.scripts + "/impair-check.py"])
+        #expect(r.status == 0 && r.stdout.contains("impair: delay and loss applied and removed"), "\(r.stdout)\(r.stderr)")
+    }
+
+    @Test("8 hosts post for 20 s while hosts are cut, interfaces go down, links get delay and loss, and nodes restart; then identical histories, nothing lost, no forks, causal order (root)")
     func labSoak() throws {
         try #require(geteuid() == 0, "needs root for network namespaces (CI runs as root)")
         let r = try runToEnd("/usr/bin/python3", [FaultTests.scripts + "/lab-soak.py", PeerNodeProcess.binary, "8", "20"])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(r.stdout.contains("lab soak: identical histories, nothing lost"), "\(r.stdout)\(r.stderr)")
+        // Every kind of fault happened at least once.
+        for figure in ["\"cuts\": ", "\"ifdown\": ", "\"impaired\": ", "\"restarts\": "] {
+            #expect(r.stdout.contains(figure) && !r.stdout.contains(figure + "0,"), "\(figure) \(r.stdout)")
+        }
     }
 }
 
