@@ -24,6 +24,8 @@ struct Options: Equatable {
     var maxStore: String?
     /// Connections accepted at once from one IP address (default 64).
     var maxPerAddress: String?
+    /// New envelopes a link may push per second (default `Replicator.pushRate`).
+    var pushRate: String?
 }
 
 enum Command: Equatable {
@@ -82,6 +84,9 @@ enum CommandLineSpec {
         OptionSpec(name: "--max-per-address", argument: "N",
                    help: "accept at most N connections at once from one IP address (default 64; 1 to 65536)",
                    apply: { $0.maxPerAddress = $1 }),
+        OptionSpec(name: "--push-rate", argument: "N",
+                   help: "close a link that pushes new envelopes faster than N a second, past a burst of 5 s of it (default 10000; 1 to 1000000)",
+                   apply: { $0.pushRate = $1 }),
     ]
 
     /// Options without a value.
@@ -150,6 +155,9 @@ enum CommandLineSpec {
         }
         if let value = options.maxPerAddress, Int(value).map({ (1...65_536).contains($0) }) != true {
             throw UsageError(message: "--max-per-address takes a number from 1 to 65536, got \(value)")
+        }
+        if let value = options.pushRate, Int(value).map({ (1...1_000_000).contains($0) }) != true {
+            throw UsageError(message: "--push-rate takes a number from 1 to 1000000, got \(value)")
         }
         switch words.first {
         case nil:

@@ -132,6 +132,15 @@ final class NetworkNode: @unchecked Sendable {
 
     // MARK: start
 
+    /// `--max-per-address` and `--push-rate` (already checked by the parser).
+    func applyLimits(_ options: Options) {
+        if let limit = options.maxPerAddress.flatMap({ Int($0) }) { maximumConnectionsPerAddress = limit }
+        if let rate = options.pushRate.flatMap({ Double($0) }) {
+            // The burst stays the same number of seconds of the rate as by default.
+            replicator.pushBudget = (burst: rate * Replicator.pushBurst / Replicator.pushRate, perSecond: rate)
+        }
+    }
+
     func start(listen: String?, peers: [String], discovery: DiscoveryService.Configuration? = nil) throws {
         let wanted = listen ?? Self.defaultListen
         guard let (host, port) = Self.split(hostPort: wanted) else { throw NodeError(description: "--listen needs HOST:PORT, got \(wanted)") }

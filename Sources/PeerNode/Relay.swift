@@ -18,7 +18,7 @@ func runRelay(_ options: Options, environment: [String: String]) throws {
     raiseDescriptorLimit(log)
     let network = try NetworkNode(node: node, room: .general, json: false, out: Output(), log: log, relay: true)
     network.maximumStore = options.maxStore.flatMap(CommandLineSpec.parseSize)
-    if let limit = options.maxPerAddress.flatMap({ Int($0) }) { network.maximumConnectionsPerAddress = limit }
+    network.applyLimits(options)
     try network.start(listen: options.listen, peers: options.peers, discovery: try discoveryConfiguration(options))
     log.info("relay ready", ["id": node.me.hex, "listen": network.listenAddress, "data_dir": node.directory.path,
                              "max_store": options.maxStore ?? "none"])

@@ -63,7 +63,7 @@ func run(_ command: Command) throws {
         if let terminal { log.sink = { terminal.print([$0]) } }
         let network = try NetworkNode(node: node, room: room, json: options.json, out: out, log: log)
         network.pendingNick = startupNick
-        if let limit = options.maxPerAddress.flatMap({ Int($0) }) { network.maximumConnectionsPerAddress = limit }
+        network.applyLimits(options)
         // Read receipts: a person at a terminal reads what is shown, unless they said otherwise.
         network.sendsReadReceipts = (try node.store.setting("receipts")).map { $0 == "on" } ?? (terminal != nil)
         try network.start(listen: options.listen, peers: options.peers, discovery: try discoveryConfiguration(options))

@@ -139,6 +139,20 @@ struct BlockInputTests {
         #expect(CommandLineSpec.parseSize("") == nil)
     }
 
+    @Test("--push-rate: 1 and 1000000 accepted, 0 and 1000001 and words refused")
+    func pushRate() throws {
+        for good in ["1", "1000000"] {
+            var o = Options()
+            o.pushRate = good
+            #expect(try CommandLineSpec.parse(["relay", "--push-rate", good]) == .relay(o))
+        }
+        for bad in ["0", "1000001", "many", "-5"] {
+            #expect(throws: UsageError(message: "--push-rate takes a number from 1 to 1000000, got \(bad)")) {
+                try CommandLineSpec.parse(["--push-rate", bad])
+            }
+        }
+    }
+
     @Test("--max-per-address: 1 and 65536 accepted, 0 and 65537 and words refused")
     func maxPerAddress() throws {
         for good in ["1", "65536"] {

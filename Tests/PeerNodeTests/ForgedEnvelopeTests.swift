@@ -42,6 +42,46 @@ struct ForgedEnvelopeTests {
         #expect(!node.events.value.contains { $0["type"] == "message" && $0["author"] != node.id })
         node.quit()
     }
+
+    @Test("a peer that pushes valid envelopes past the push budget (--push-rate 100: 500 at once, 100/s) is disconnected with 1008 and counted; what came within the budget is kept")
+    func flood() async throws {
+        let dir = TemporaryDirectory()
+        // A small budget, so the test does not depend on outrunning the default 10,000/s.
+        let node = try NodeProcess(dir: dir.path, ["--nick", "target", "--push-rate", "100"])
+        #expect(await started(node))
+        let port = try #require(node.url.split(separator: ":").last.flatMap { UInt16($0) })
+        let network = NetworkKey.derived(fromName: NetworkKey.defaultName)
+        let room = RoomID.publicRoom(.general, network: network)
+        // One author's chain, valid, readable and signed: six times the burst, sent at once.
+        let author = try SigningKey.generate()
+        let key = network.publicRoomKey(roomName: RoomName.general.value)
+        var previous = MessageID.zero
+        var chain: [CarriedEnvelope] = []
+        for sequence in 1...UInt64(3_000) {
+            let body = try BodyCipher.seal(Array("flood \(sequence)".utf8), key: key, author: author.publicKey, room: room, kind: .text)
+            let e = try Envelope.sign(by: author, sequence: sequence, previous: previous, dependencies: [], timestamp: 1_000 + sequence,
+                                      room: room, kind: .text, body: body)
+            previous = e.id
+            chain.append(CarriedEnvelope(hops: 0, envelope: e))
+        }
+        // A declared (empty) clock first, so every envelope is a live push.
+        let messages = [GossipMessage.clock(entries: [], full: true)]
+            + stride(from: 0, to: chain.count, by: 250).map { GossipMessage.envelopes(Array(chain[$0..<min($0 + 250, chain.count)])) }
+        let peer = try HostilePeer(identity: try SigningKey.generate(), network: network, messages: messages)
+        try await peer.attack(port: port, timeout: 30)
+        let closed = peer.lock.withLock { peer.closed }
+        #expect(closed?.code == .policyViolation, "\(String(describing: closed))")
+        node.send("/stats")
+        let stats = await node.wait(timeout: 30) { $0["type"] == "stats" }
+        #expect(stats?["disconnected_flood"] == "1", "\(stats ?? [:])")
+        let limited = (stats?["push_rate_limited"]).flatMap { Int($0) } ?? 0
+        #expect(limited > 0 && limited <= 2_500, "\(stats ?? [:])")
+        // The burst was taken: at least its 500 envelopes are stored and shown.
+        let deadline = Date().addingTimeInterval(30)
+        while node.messages(from: author.publicKey.hex).count < 500, Date() < deadline { try await Task.sleep(nanoseconds: 50_000_000) }
+        #expect(node.messages(from: author.publicKey.hex).count >= 500)
+        node.quit()
+    }
 }
 
 /// A hostile peer: it completes the real handshake, then sends `messages`
