@@ -27,6 +27,8 @@ extension NetworkNode {
 
     /// Posts what is owed, for rooms whose interval has passed.
     func sendReceipts(now: Double) {
+        // Receipts are ours too: they wait (still owed) while a post would.
+        guard (try? ensureOwnHistoryIsBack()) != nil else { return }
         for (room, owed) in receiptsOwed where now - (lastReceiptSent[room] ?? 0) >= Self.receiptInterval {
             receiptsOwed[room] = nil
             lastReceiptSent[room] = now

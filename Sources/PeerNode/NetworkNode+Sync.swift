@@ -101,12 +101,28 @@ extension NetworkNode {
     /// Refuses to post while a linked peer holds more of our own messages than
     /// we do (our database was lost or restored from an old backup): a new
     /// post would reuse their sequence numbers and be kept by nobody (a fork).
+    /// An identity that has posted before, on a database that holds none of
+    /// it, waits for a linked peer's clock before its first post.
     func ensureOwnHistoryIsBack() throws {
+        let declared = linkedPeers.keys.compactMap { replicator.declaredClock(of: $0) }
+        guard !declared.isEmpty || node.ownHistoryIsKnown else {
+            throw NodeError(description: "this identity has posted before, but this database holds none of its messages; "
+                + "posting waits until a peer says what you posted, so no sequence number is used twice (no peer is linked yet)")
+        }
         let ours = replicator.clock[node.me]
-        let theirs = linkedPeers.keys.compactMap { replicator.declaredClock(of: $0)?[node.me] }.max() ?? 0
+        let theirs = declared.compactMap { $0[node.me] }.max() ?? 0
         guard theirs <= ours else {
             throw NodeError(description: "your earlier messages are still coming back from your peers (\(theirs - ours) to go); try again in a moment")
         }
+    }
+
+    /// Once a linked peer declared its clock and holds no more of ours than
+    /// we do, this database knows our history: remembered, so a restart
+    /// with nobody linked may post.
+    func markOwnHistoryKnownIfSafe() {
+        guard !node.ownHistoryIsKnown, linkedPeers.keys.contains(where: { replicator.declaredClock(of: $0) != nil }),
+              (try? ensureOwnHistoryIsBack()) != nil else { return }
+        do { try node.markOwnHistoryKnown() } catch { log.warning("saving that our history is known failed: \(error)") }
     }
 
     /// The deferred startup nick goes out once a linked peer has declared

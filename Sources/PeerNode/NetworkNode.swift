@@ -128,6 +128,7 @@ final class NetworkNode: @unchecked Sendable {
         replicator = Replicator(me: node.me, clock: try node.store.vectorClock(), random: SystemRandomNumberGenerator())
         lastShown = node.store.lastDeliveryNumber
         blocked.set(try node.store.blockedIdentities())
+        node.postingGate = { [weak self] in try self?.ensureOwnHistoryIsBack() }
     }
 
     // MARK: start
@@ -379,6 +380,7 @@ final class NetworkNode: @unchecked Sendable {
             }
         }
         perform(replicator.tick(now: now))
+        markOwnHistoryKnownIfSafe()
         postPendingNickIfSafe()
         for id in links.keys.sorted() {
             guard var link = links[id] else { continue }

@@ -59,17 +59,34 @@ final class Node {
         }
         try loadNicks()
         Renderer.trusted = try store.trustedIdentities()
+        // A key made with this database: nothing of ours can be elsewhere.
+        if identityIsNew { try markOwnHistoryKnown() }
     }
 
     var me: PublicKey { identity.publicKey }
 
     /// Whether a post now is safe from reusing a sequence number that peers
-    /// already hold: true for a new identity, or when this store has our own
-    /// messages. An old identity with none here (a lost or new database) may
-    /// have posted before; its first post should wait until a peer says.
+    /// already hold: true for an identity made with this database, when this
+    /// store has our own messages, or once a peer's clock said what we
+    /// posted. An old identity with none here (a lost or new database) may
+    /// have posted before; its first post waits until a peer says.
     var ownHistoryIsKnown: Bool {
-        identityIsNew || ((try? store.head(of: me)) ?? nil) != nil
+        identityIsNew || ((try? store.head(of: me)) ?? nil) != nil || (try? store.setting(Self.ownHistorySetting)) == me.hex
     }
+
+    /// The setting that records "this database knows all our own messages"
+    /// (its value is our id, so a database moved under another key does not count).
+    static let ownHistorySetting = "own_history_known"
+
+    func markOwnHistoryKnown() throws {
+        guard (try? store.setting(Self.ownHistorySetting)) != me.hex else { return }
+        try store.setSetting(Self.ownHistorySetting, me.hex)
+    }
+
+    /// Called before every new envelope of ours is signed: the network node
+    /// refuses while our own history may still be elsewhere (no sequence
+    /// number is ever used twice).
+    var postingGate: (() throws -> Void)?
 
     /// Leaves a room by name: it is no longer shown or listed.
     func leave(_ name: RoomName) throws {
@@ -203,6 +220,7 @@ final class Node {
     /// The next envelope of our own chain (sequence, previous hash and
     /// dependencies from the store), signed and durably stored.
     func appendOwn(room: RoomID, kind: Kind, body: [UInt8]) throws -> Envelope {
+        try postingGate?()
         let head = try store.head(of: me)
         let envelope = try Envelope.sign(
             by: identity, sequence: (head?.sequence ?? 0) + 1, previous: head?.id ?? .zero,

@@ -43,4 +43,59 @@ struct LostDatabaseTests {
         #expect(stats?["invalid_envelope"] == nil || stats?["invalid_envelope"] == "0", "\(stats ?? [:])")
         a2.quit(); b.quit()
     }
+
+    @Test("restarted on an empty database with nobody linked: every post is refused with the reason (no fork); once a peer says, posting resumes and continues the old chain")
+    func lostDatabaseAlone() async throws {
+        let (dirs, a, b) = try await aliceAndBob()
+        for text in ["one", "two"] { a.send(text) }
+        await b.wait { $0["text"] == "two" }
+        a.quit()
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: dirs[0].path + "/peernode.db" + suffix) }
+
+        // Alone: a message, an action and a DM are all refused, and none is signed.
+        let alone = try NodeProcess(dir: dirs[0].path, [])
+        #expect(await started(alone))
+        for line in ["three", "/me waves", "/msg \(b.id) hello"] { alone.send(line) }
+        let deadline = Date().addingTimeInterval(20)
+        while alone.events.value.filter({ $0["type"] == "error" }).count < 3, Date() < deadline { try await Task.sleep(nanoseconds: 50_000_000) }
+        let refusals = alone.events.value.filter { $0["type"] == "error" }
+        #expect(refusals.count == 3 && refusals.allSatisfy { $0["error"]?.contains("posting waits until a peer says") == true }, "\(refusals)")
+        #expect(!alone.events.value.contains { $0["type"] == "message" && $0["author"] == a.id })
+        alone.quit()
+
+        // With B linked, the history comes back and the next post follows "two".
+        let back = try NodeProcess(dir: dirs[0].path, ["--peer", b.url])
+        #expect(await started(back))
+        #expect(await back.wait { $0["text"] == "two" && $0["author"] == a.id } != nil)
+        var posted = false
+        for _ in 0..<50 where !posted {
+            let before = back.events.value.filter { $0["type"] == "error" }.count
+            back.send("three")
+            try? await Task.sleep(nanoseconds: 200_000_000)
+            posted = back.events.value.filter { $0["type"] == "error" }.count == before
+        }
+        #expect(posted)
+        await b.wait { $0["text"] == "three" }
+        #expect(b.messages(from: a.id) == ["one", "two", "three"])
+        let seq = { (text: String) in b.events.value.first { $0["text"] == text }?["seq"].flatMap { Int($0) } }
+        #expect(seq("three") == seq("two").map { $0 + 1 }, "the old chain goes on")
+        b.send("/stats")
+        let stats = await b.wait { $0["type"] == "stats" }
+        #expect(stats?["fork"] == nil || stats?["fork"] == "0", "\(stats ?? [:])")
+        back.quit(); b.quit()
+    }
+
+    @Test("a new identity that never posted may post after a restart with nobody linked (its database was made with the key)")
+    func newIdentityRestartedAlone() async throws {
+        let dir = TemporaryDirectory()
+        let first = try NodeProcess(dir: dir.path, [])
+        #expect(await started(first))
+        first.quit()
+        let again = try NodeProcess(dir: dir.path, [])
+        #expect(await started(again))
+        again.send("hello, nobody")
+        #expect(await again.wait { $0["type"] == "message" && $0["text"] == "hello, nobody" } != nil)
+        #expect(!again.events.value.contains { $0["type"] == "error" })
+        again.quit()
+    }
 }
