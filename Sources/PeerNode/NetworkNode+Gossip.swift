@@ -56,13 +56,7 @@ extension NetworkNode {
             case let .send(id, message):
                 send(message, to: id)
             case let .sendStored(id, author, from, through):
-                var next = from
-                while next <= through, links[id] != nil {
-                    let count = Int(min(UInt64(Replicator.batchSize), through - next + 1))
-                    guard let batch = try? node.store.envelopes(from: author, startingAt: next, limit: count), !batch.isEmpty else { break }
-                    send(.envelopes(batch.map { CarriedEnvelope(hops: 0, envelope: $0) }), to: id)
-                    next = (batch.last?.sequence ?? through) + 1
-                }
+                queueCatchUp(id, author: author, from: from, through: through)
             case let .verifyAndStore(id, batch):
                 verifyAndStore(batch, from: id)
             case let .disconnect(id, reason):

@@ -24,6 +24,8 @@ final class NetworkNode: @unchecked Sendable {
         /// The probe in flight: its number (the ping's payload) and when it left.
         var probe: (number: UInt32, sentAt: Double)?
         var lastProbe = 0.0
+        /// Stored envelopes still to send, paced by the socket (`pumpCatchUp`).
+        var catchUp: [CatchUpRange] = []
     }
 
     struct Dialer {

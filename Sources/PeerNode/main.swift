@@ -35,7 +35,12 @@ func run(_ command: Command) throws {
             throw NodeError(description: "no data directory: set HOME or XDG_DATA_HOME, or pass --data-dir DIR")
         }
         try DataDirectory.createDirectories(path)
-        let key = try KeyFile.loadOrCreateIdentity(at: path + "/" + DataDirectory.identityFileName).key
+        let (key, isNew) = try KeyFile.loadOrCreateIdentity(at: path + "/" + DataDirectory.identityFileName)
+        if isNew {
+            // A key made just now has posted nothing anywhere: its database says so,
+            // or the first start would wait for a peer before posting.
+            try Node(options: options, environment: environment).markOwnHistoryKnown()
+        }
         writeLines([key.publicKey.hex, key.publicKey.shortFingerprint])
     case let .chat(options):
         let node = try Node(options: options, environment: environment)

@@ -70,6 +70,8 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler {
     private var writeStart = 0
     private var flushScheduled = false
     private var watchingWrites = false
+    /// A one-shot notice for a sender that paces itself (`whenUnsent(below:_:)`).
+    private var lowWater: (bytes: Int, body: () -> Void)?
 
     /// Server side: an accepted socket from `remote` ("address:port").
     init(accepted fd: Int32, remote: String, loop: EventLoop, configuration: WebSocketServer.Configuration, callbacks: WebSocketCallbacks,
@@ -121,6 +123,23 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler {
     // MARK: public API (any thread)
 
     /// Sends a message as one frame. Dropped if the connection is not open.
+    /// Bytes queued and not yet taken by the socket. Loop thread only.
+    public var unsentBytes: Int { writeBuffer.count - writeStart }
+
+    /// Calls `body` once, on the loop, when fewer than `bytes` are unsent
+    /// (at once if that is already so): a sender with much to say queues a
+    /// window, then waits here instead of filling the send queue. Replaces
+    /// an earlier notice not yet given; never called once the connection is
+    /// closed. Loop thread only.
+    public func whenUnsent(below bytes: Int, _ body: @escaping () -> Void) {
+        guard case .open = phase else { return }
+        if unsentBytes < bytes {
+            body()
+        } else {
+            lowWater = (bytes, body)
+        }
+    }
+
     public func send(_ message: WebSocketMessage) {
         // On the loop (an echo, a reply) this is a direct call, no closure to allocate.
         if loop.inLoop {
@@ -396,6 +415,7 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler {
                     watchingWrites = true
                     loop.modify(fd, token: token, events: interest)
                 }
+                noticeLowWater()
                 return
             }
         }
@@ -405,11 +425,19 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler {
             watchingWrites = false
             loop.modify(fd, token: token, events: interest)
         }
+        noticeLowWater()
         if case .closingAfterWrite = phase { closeSocket(report: nil) }
+    }
+
+    private func noticeLowWater() {
+        guard let notice = lowWater, case .open = phase, unsentBytes < notice.bytes else { return }
+        lowWater = nil
+        notice.body()
     }
 
     private func closeSocket(report info: CloseInfo?) {
         if case .closed = phase { return }
+        lowWater = nil
         let wasOpen: Bool
         if case .open = phase { wasOpen = true } else { wasOpen = false }
         phase = .closed

@@ -82,4 +82,46 @@ struct ResilienceTests {
         #expect(closes.value.first?.code == .policyViolation)
         #expect(closes.value.first?.byPeer == false)
     }
+
+    @Test("a sender that paces itself with whenUnsent(below:) sends 32 MiB through a 1 MiB send-queue limit to a slow reader: nothing closed, everything arrives, the queue stays near its window")
+    func pacedSender() async throws {
+        let window = 256 << 10
+        let chunk = [UInt8](repeating: 0x5A, count: 64 << 10)
+        let total = 512
+        let state = Locked<(sent: Int, highest: Int, closes: [CloseInfo])>((0, 0, []))
+        let loop = try EventLoop()
+        loop.start()
+        defer { loop.shutdown() }
+        @Sendable func pump(_ c: WebSocketConnection) {
+            while state.value.sent < total {
+                guard c.unsentBytes < window else {
+                    c.whenUnsent(below: window / 2) { pump(c) }
+                    return
+                }
+                c.send(.binary(chunk))
+                state.withLock { $0.sent += 1; $0.highest = max($0.highest, c.unsentBytes) }
+            }
+        }
+        let server = WebSocketServer(
+            loop: loop,
+            configuration: .init(paths: nil, limits: WebSocketLimits(maximumSendQueue: 1 << 20)),
+            callbacks: WebSocketCallbacks(onOpen: { c in pump(c) }, onClose: { _, info in state.withLock { $0.closes.append(info) } }))
+        let port = try server.listen(host: "127.0.0.1", port: 0)
+        let raw = try RawSocket(port: port, receiveBuffer: 16 << 10)
+        #expect(raw.handshake())
+        // Slow at first (the window fills and the sender waits), then read it all.
+        try await Task.sleep(nanoseconds: 500_000_000)
+        let expected = total * (chunk.count + 10)  // 10: the header of an unmasked 64 KiB frame
+        var received = 0
+        var buffer = [UInt8](repeating: 0, count: 16 << 10)
+        while received < expected {
+            let n = buffer.withUnsafeMutableBytes { recv(raw.fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { break }
+            received += n
+        }
+        #expect(received == expected)
+        #expect(state.value.sent == total)
+        #expect(state.value.closes.isEmpty, "\(state.value.closes)")
+        #expect(state.value.highest <= window + chunk.count + 10, "the queue stayed within its window: \(state.value.highest)")
+    }
 }

@@ -1,0 +1,55 @@
+import Crypto
+import Gossip
+
+/// Catch-up (stored envelopes a peer's clock lacks, or asked for) goes out as
+/// the link drains: at most `catchUpWindow` bytes wait unsent on a link at a
+/// time, and the next batches are read from the store when the socket has
+/// taken most of them. A catch-up of a million envelopes thus costs a window
+/// of memory, not the whole history, and the send-queue limit is left to
+/// find peers that stopped reading.
+extension NetworkNode {
+    /// One author's stored envelopes still to send on a link.
+    struct CatchUpRange: Equatable {
+        let author: PublicKey
+        var next: UInt64
+        var through: UInt64
+    }
+
+    /// Bytes of catch-up that may wait unsent on one link.
+    static let catchUpWindow = 1 << 20
+
+    /// Queues `from...through` of `author` for the link, merged with what is
+    /// already queued for that author (a gap request for a range that is
+    /// on its way adds nothing), and starts sending.
+    func queueCatchUp(_ id: LinkID, author: PublicKey, from: UInt64, through: UInt64) {
+        guard from <= through, var link = links[id] else { return }
+        if let i = link.catchUp.firstIndex(where: { $0.author == author && from <= $0.through &+ 1 && through &+ 1 >= $0.next }) {
+            link.catchUp[i].next = min(link.catchUp[i].next, from)
+            link.catchUp[i].through = max(link.catchUp[i].through, through)
+        } else {
+            link.catchUp.append(CatchUpRange(author: author, next: from, through: through))
+        }
+        links[id] = link
+        pumpCatchUp(id)
+    }
+
+    /// Sends batches while the link has room in its window; then waits for
+    /// the socket to take half of it.
+    func pumpCatchUp(_ id: LinkID) {
+        while let link = links[id], let range = link.catchUp.first {
+            guard link.connection.unsentBytes < Self.catchUpWindow else {
+                link.connection.whenUnsent(below: Self.catchUpWindow / 2) { [self] in pumpCatchUp(id) }
+                return
+            }
+            let count = Int(min(UInt64(Replicator.batchSize), range.through - range.next + 1))
+            let batch = (try? node.store.envelopes(from: range.author, startingAt: range.next, limit: count)) ?? []
+            // Done when the store has nothing more in the range (no `+ 1` past the last sequence there can be).
+            if let last = batch.last?.sequence, last < range.through {
+                links[id]?.catchUp[0].next = last + 1
+            } else {
+                links[id]?.catchUp.removeFirst()
+            }
+            if !batch.isEmpty { send(.envelopes(batch.map { CarriedEnvelope(hops: 0, envelope: $0) }), to: id) }
+        }
+    }
+}
