@@ -97,7 +97,74 @@ struct SyncProgress {
     }
 }
 
+/// Linked peers that say they hold more of our messages than we do: since
+/// when (kept across a peer's reconnects), and when our own chain last grew.
+/// A claim that brings nothing for `NetworkNode.ownClaimPatience` is not
+/// believed any more: a hostile peer declaring a huge clock for us would
+/// otherwise stop us posting for as long as it is linked.
+struct OwnHistoryClaims {
+    private(set) var since: [PublicKey: Double] = [:]
+    private var ours: UInt64 = 0
+    private var progressAt = 0.0
+    /// Peers whose claim is not believed, each reported once.
+    private(set) var disbelieved: Set<PublicKey> = []
+    /// Peers remembered at most (the oldest claim is forgotten first).
+    static let limit = 4_096
+
+    /// Called on every tick with each linked peer's claim and our own clock.
+    mutating func update(claims: [PublicKey: UInt64], ours: UInt64, now: Double) {
+        if ours != self.ours {
+            self.ours = ours
+            progressAt = now
+        }
+        for (peer, claimed) in claims {
+            if claimed > ours {
+                if since[peer] == nil { since[peer] = now }
+            } else {
+                since[peer] = nil
+                disbelieved.remove(peer)
+            }
+        }
+        while since.count > Self.limit, let oldest = since.min(by: { $0.value < $1.value })?.key {
+            since[oldest] = nil
+            disbelieved.remove(oldest)
+        }
+    }
+
+    /// Whether `peer`'s claim still stands: none of ours arrived for `patience` seconds since it was made.
+    func believes(_ peer: PublicKey, now: Double, patience: Double) -> Bool {
+        guard let first = since[peer] else { return true }
+        return now - max(first, progressAt) < patience
+    }
+
+    mutating func disbelieve(_ peer: PublicKey) -> Bool { disbelieved.insert(peer).inserted }
+}
+
 extension NetworkNode {
+    /// A peer's claim to hold more of our messages is believed this long
+    /// without any of them arriving.
+    static let ownClaimPatience = 30.0
+
+    /// Each linked peer's declared sequence for us.
+    var ownClaims: [PublicKey: UInt64] {
+        var out: [PublicKey: UInt64] = [:]
+        for (id, remote) in linkedPeers {
+            if let claimed = replicator.declaredClock(of: id)?[node.me] { out[remote] = max(out[remote] ?? 0, claimed) }
+        }
+        return out
+    }
+
+    /// On each tick: is each claim about our history coming true?
+    func watchOwnClaims(now: Double) {
+        let claims = ownClaims
+        ownClaimsWatch.update(claims: claims, ours: replicator.clock[node.me], now: now)
+        for (peer, claimed) in claims where !ownClaimsWatch.believes(peer, now: now, patience: Self.ownClaimPatience) && ownClaimsWatch.disbelieve(peer) {
+            count("own_history_claim_ignored")
+            let ours = replicator.clock[node.me]
+            log.warning("\(peer.shortFingerprint) says it holds \(claimed > ours ? claimed - ours : 0) more of your messages but sent none in \(Int(Self.ownClaimPatience)) s; posting goes on without them")
+        }
+    }
+
     /// Refuses to post while a linked peer holds more of our own messages than
     /// we do (our database was lost or restored from an old backup): a new
     /// post would reuse their sequence numbers and be kept by nobody (a fork).
@@ -110,7 +177,8 @@ extension NetworkNode {
                 + "posting waits until a peer says what you posted, so no sequence number is used twice (no peer is linked yet)")
         }
         let ours = replicator.clock[node.me]
-        let theirs = declared.compactMap { $0[node.me] }.max() ?? 0
+        let now = monotonic()
+        let theirs = ownClaims.filter { ownClaimsWatch.believes($0.key, now: now, patience: Self.ownClaimPatience) }.values.max() ?? 0
         guard theirs <= ours else {
             throw NodeError(description: "your earlier messages are still coming back from your peers (\(theirs - ours) to go); try again in a moment")
         }

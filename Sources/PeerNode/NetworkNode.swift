@@ -106,6 +106,9 @@ final class NetworkNode: @unchecked Sendable {
     /// posted before from a database that is gone, so it waits until a
     /// linked peer's clock shows our history is back (or the user posts).
     var pendingNick: String?
+    /// Whether peers' claims to hold more of our messages than we do are
+    /// borne out (`NetworkNode+Sync.swift`).
+    var ownClaimsWatch = OwnHistoryClaims()
     /// Told the prompt when it changes on a tick (the terminal session).
     var promptChanged: (@Sendable (String) -> Void)?
     private var lastPrompt = ""
@@ -382,6 +385,7 @@ final class NetworkNode: @unchecked Sendable {
             }
         }
         perform(replicator.tick(now: now))
+        watchOwnClaims(now: now)
         markOwnHistoryKnownIfSafe()
         postPendingNickIfSafe()
         for id in links.keys.sorted() {

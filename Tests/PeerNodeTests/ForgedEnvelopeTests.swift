@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Gossip
+@testable import PeerNode
 import TestSupport
 import Testing
 import WebSocket
@@ -81,6 +82,35 @@ struct ForgedEnvelopeTests {
         while node.messages(from: author.publicKey.hex).count < 500, Date() < deadline { try await Task.sleep(nanoseconds: 50_000_000) }
         #expect(node.messages(from: author.publicKey.hex).count >= 500)
         node.quit()
+    }
+}
+
+@Suite("A peer that lies about our own history")
+struct OwnHistoryLiarTests {
+    @Test("a peer that declares a huge clock for us and sends nothing stops our posts for ownClaimPatience (30 s) at most; then posting goes on and the lie is counted")
+    func liar() async throws {
+        let dir = TemporaryDirectory()
+        let node = try NodeProcess(dir: dir.path, ["--nick", "target"])
+        #expect(await started(node))
+        let port = try #require(node.url.split(separator: ":").last.flatMap { UInt16($0) })
+        let me = try PublicKey(hex: node.id)
+        let network = NetworkKey.derived(fromName: NetworkKey.defaultName)
+        let peer = try HostilePeer(identity: try SigningKey.generate(), network: network,
+                                   messages: [.clock(entries: [Dependency(author: me, sequence: 1_000_000)], full: true)])
+        let attack = Task { try await peer.attack(port: port, timeout: 45) }
+        #expect(await node.wait { $0["type"] == "peer_up" } != nil)
+        try await Task.sleep(nanoseconds: 500_000_000)
+        node.send("first try")
+        #expect(await node.wait(timeout: 10) { $0["type"] == "error" && $0["error"]?.contains("coming back") == true } != nil)
+        // Past the patience, with nothing of ours arriving, the claim is not believed.
+        try await Task.sleep(nanoseconds: UInt64((NetworkNode.ownClaimPatience + 2) * 1e9))
+        node.send("second try")
+        #expect(await node.wait(timeout: 10) { $0["type"] == "message" && $0["text"] == "second try" } != nil)
+        node.send("/stats")
+        let stats = await node.wait { $0["type"] == "stats" }
+        #expect(stats?["own_history_claim_ignored"] == "1", "\(stats ?? [:])")
+        node.quit()
+        _ = try? await attack.value
     }
 }
 
