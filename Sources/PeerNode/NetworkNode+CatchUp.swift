@@ -19,11 +19,13 @@ extension NetworkNode {
     static let catchUpWindow = 1 << 20
 
     /// Queues `from...through` of `author` for the link, merged with what is
-    /// already queued for that author (a gap request for a range that is
-    /// on its way adds nothing), and starts sending.
+    /// already queued for that author into one range covering both (a gap
+    /// request for a range on its way adds nothing, and a peer that asks
+    /// for many scattered ranges while not reading cannot grow the queue:
+    /// it holds at most one range per author we store), and starts sending.
     func queueCatchUp(_ id: LinkID, author: PublicKey, from: UInt64, through: UInt64) {
         guard from <= through, var link = links[id] else { return }
-        if let i = link.catchUp.firstIndex(where: { $0.author == author && from <= $0.through &+ 1 && through &+ 1 >= $0.next }) {
+        if let i = link.catchUp.firstIndex(where: { $0.author == author }) {
             link.catchUp[i].next = min(link.catchUp[i].next, from)
             link.catchUp[i].through = max(link.catchUp[i].through, through)
         } else {
