@@ -6,15 +6,23 @@ import Store
 /// yet, so everything shown is this node's own store.
 final class ChatSession {
     let node: Node
-    private(set) var room: RoomName
+    private(set) var room: RoomName {
+        didSet { roomLooksAlike = Confusables.roomWarning(room.value, known: node.knownRooms) != nil }
+    }
+    /// The current room looks like another known room, or mixes scripts: the prompt says so with ⚠.
+    private(set) var roomLooksAlike = false
 
     init(node: Node, room: RoomName) throws {
         self.node = node
         self.room = room
         _ = try node.join(room)
+        roomLooksAlike = Confusables.roomWarning(room.value, known: node.knownRooms) != nil
     }
 
-    var prompt: String { TerminalText.sanitize(room.value) + "> " }
+    /// The room as the prompt shows it: inert, with ⚠ when it looks like another.
+    var roomLabel: String { TerminalText.sanitize(room.value) + (roomLooksAlike ? "⚠" : "") }
+
+    var prompt: String { roomLabel + "> " }
 
     /// What to print when the session starts.
     func greeting(history count: Int = ChatInput.defaultHistory) throws -> [String] {

@@ -71,7 +71,7 @@ extension NetworkNode {
     /// our last message there has got to (… ✓ ✓✓ read).
     func prompt() -> String {
         let mark = ownMessageState(in: session.room).map { " " + $0.rawValue } ?? ""
-        return syncProgress.tag(missing: missingFromLinked) + session.room.value + mark + "> "
+        return syncProgress.tag(missing: missingFromLinked) + session.roomLabel + mark + "> "
     }
 }
 

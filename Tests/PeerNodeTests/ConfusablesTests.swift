@@ -60,4 +60,19 @@ struct ConfusableRoomTests {
         #expect(r.stdout.contains("-- ⚠ #generаl looks like #general but is another room"), "\(r.stdout)")
         #expect(!r.stdout.contains("⚠ #random"))
     }
+
+    @Test("the prompt of a look-alike room carries ⚠ for as long as one is in it, not only when it is joined")
+    func prompt() throws {
+        let dir = TemporaryDirectory()
+        var options = Options()
+        options.dataDirectory = dir.path
+        let session = try ChatSession(node: try Node(options: options, environment: [:]), room: .general)
+        #expect(session.prompt == "#general> ")
+        _ = session.handle("/join #generаl")  // Cyrillic а
+        #expect(session.prompt == "#generаl⚠> ")
+        _ = session.handle("/join #random")
+        #expect(session.prompt == "#random> ")
+        _ = session.handle("/join #rаndom")
+        #expect(session.prompt == "#rаndom⚠> ", "mixed scripts")
+    }
 }
