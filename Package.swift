@@ -30,6 +30,8 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"])]
         ),
         .systemLibrary(name: "CEpoll"),
+        // glibc's malloc_trim: a node gives memory back after a burst.
+        .systemLibrary(name: "CMalloc"),
         .target(name: "Crypto", dependencies: ["CSodium"]),
         // RFC 6455 over non-blocking sockets; knows nothing of chat.
         .target(name: "WebSocket", dependencies: ["CEpoll"]),
@@ -42,7 +44,7 @@ let package = Package(
         // Text at the terminal boundary: the command line the user types, and
         // network text made inert (control characters, look-alike nicks).
         .target(name: "ChatText"),
-        .executableTarget(name: "PeerNode", dependencies: ["Store", "Gossip", "Crypto", "WebSocket", "Discovery", "TermUI", "ChatText"]),
+        .executableTarget(name: "PeerNode", dependencies: ["Store", "Gossip", "Crypto", "WebSocket", "Discovery", "TermUI", "ChatText", "CMalloc"]),
         // The benchmark measures the machine's own ceilings, so it may call
         // libsodium and SQLite directly; no product code does.
         .executableTarget(

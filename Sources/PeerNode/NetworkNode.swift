@@ -1,3 +1,4 @@
+import CMalloc
 import Crypto
 import Discovery
 import Foundation
@@ -41,6 +42,11 @@ final class NetworkNode: @unchecked Sendable {
         var discovered = false
         var retired = false
     }
+
+    /// Bytes that may wait unsent on one link before its peer counts as not
+    /// reading and the link is closed. Catch-up is paced (1 MiB window), so
+    /// this is about live pushes only.
+    static let linkSendQueue = 8 << 20
 
     /// Reconnect backoff: 0.5 s doubling up to 30 s, with ±25 % jitter.
     static let backoffBase = 0.5
@@ -96,6 +102,9 @@ final class NetworkNode: @unchecked Sendable {
     static let quietPeriod = 0.25
     /// Background work runs at least this often, however busy the links.
     static let backgroundDeferral = 10.0
+    /// Freed memory goes back to the system at most this often, when quiet.
+    static let memoryTrimInterval = 30.0
+    var lastMemoryTrim = 0.0
     /// Our own messages up to here are stored by at least one peer.
     var storedThrough: UInt64 = 0
     /// The sequence of our last text or action per room (for the prompt's mark).
@@ -156,7 +165,7 @@ final class NetworkNode: @unchecked Sendable {
         }
         var configuration = WebSocketServer.Configuration(
             paths: ["/peernode/1"], subprotocols: ["peernode.1"], requireSubprotocol: true,
-            limits: WebSocketLimits(maximumMessageSize: Self.maximumLinkMessage, acceptsText: false))
+            limits: WebSocketLimits(maximumMessageSize: Self.maximumLinkMessage, maximumSendQueue: Self.linkSendQueue, acceptsText: false))
         // Runs on the loop, as everything here does.
         configuration.maximumConnectionsPerAddress = maximumConnectionsPerAddress
         configuration.onRefused = { @Sendable [self] _ in count("too_many_connections_from_address") }
@@ -343,7 +352,7 @@ final class NetworkNode: @unchecked Sendable {
             _ = try WebSocketClient.connect(
                 host: dialers[d].host, port: dialers[d].port, path: "/peernode/1",
                 configuration: .init(subprotocols: ["peernode.1"], requireSubprotocol: true,
-                                     limits: WebSocketLimits(maximumMessageSize: Self.maximumLinkMessage, acceptsText: false)),
+                                     limits: WebSocketLimits(maximumMessageSize: Self.maximumLinkMessage, maximumSendQueue: Self.linkSendQueue, acceptsText: false)),
                 callbacks: callbacks(dialer: d), loop: loop)
         } catch {
             redialLater(d, after: "\(error)")
@@ -370,6 +379,12 @@ final class NetworkNode: @unchecked Sendable {
             lastBackgroundWork = now
             if !relay { _ = try? node.indexNewMessages() }
             sendReceipts(now: now)
+        }
+        // After a burst (a catch-up, a flood, a peer that stopped reading) the
+        // allocator keeps the freed memory; give it back once things are quiet.
+        if now - lastLinkTraffic >= Self.quietPeriod, now - lastMemoryTrim >= Self.memoryTrimInterval {
+            lastMemoryTrim = now
+            _ = malloc_trim(0)
         }
         if let promptChanged {
             let current = prompt()

@@ -4,7 +4,7 @@ import Testing
 
 @Suite("Catch-up larger than the send queue", .serialized)
 struct CatchUpTests {
-    @Test("a new peer catches up on 42 MB of history (more than the 32 MiB send-queue limit) in one link: paced by the socket, never closed for it")
+    @Test("a new peer catches up on 42 MB of history (more than the 8 MiB link send queue) in one link: paced by the socket, never closed for it")
     func largeCatchUp() async throws {
         let dirs = (0..<2).map { _ in TemporaryDirectory() }
         let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])

@@ -1,0 +1,2 @@
+// glibc's allocator controls (malloc_trim), which Glibc's Swift module leaves out.
+#include <malloc.h>
