@@ -13,6 +13,10 @@ extension NetworkNode {
         let author: PublicKey
         var next: UInt64
         var through: UInt64
+        /// Envelopes read from the store at a time: as many as fitted in one
+        /// batch message last time (large bodies make it fewer), at most
+        /// `Replicator.batchSize`.
+        var perRead = Replicator.batchSize
     }
 
     /// Bytes of catch-up that may wait unsent on one link.
@@ -43,15 +47,19 @@ extension NetworkNode {
                 link.connection.whenUnsent(below: Self.catchUpWindow / 2) { [self] in pumpCatchUp(id) }
                 return
             }
-            let count = Int(min(UInt64(Replicator.batchSize), range.through - range.next + 1))
-            let batch = (try? node.store.envelopes(from: range.author, startingAt: range.next, limit: count)) ?? []
+            let count = Int(min(UInt64(range.perRead), range.through - range.next + 1))
+            let read = (try? node.store.envelopes(from: range.author, startingAt: range.next, limit: count)) ?? []
+            // One batch message (at most `GossipMessage.batchBytes`) per turn, so the window holds.
+            let batch = GossipMessage.batches(read.map { CarriedEnvelope(hops: 0, envelope: $0) }).first ?? []
             // Done when the store has nothing more in the range (no `+ 1` past the last sequence there can be).
-            if let last = batch.last?.sequence, last < range.through {
+            if let last = batch.last?.envelope.sequence, last < range.through {
                 links[id]?.catchUp[0].next = last + 1
+                // Fewer next time if they did not all fit; more again once they do.
+                links[id]?.catchUp[0].perRead = batch.count < read.count ? max(1, batch.count) : min(Replicator.batchSize, range.perRead * 2)
             } else {
                 links[id]?.catchUp.removeFirst()
             }
-            if !batch.isEmpty { send(.envelopes(batch.map { CarriedEnvelope(hops: 0, envelope: $0) }), to: id) }
+            if !batch.isEmpty { send(.envelopes(batch), to: id) }
         }
     }
 }
