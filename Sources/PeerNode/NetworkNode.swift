@@ -415,6 +415,17 @@ final class NetworkNode: @unchecked Sendable {
         }
     }
 
+    /// At a clean exit, after the links closed: the WAL folded into the
+    /// database file (on the loop, which owns the store). Waits for it.
+    func finishStore() {
+        let finished = DispatchSemaphore(value: 0)
+        loop.execute { [self] in
+            node.store.checkpointForExit()
+            finished.signal()
+        }
+        _ = finished.wait(timeout: .now() + 10)
+    }
+
     /// Closes every link cleanly (1001).
     func closeAll() {
         for link in links.values { link.connection.close(code: .goingAway, reason: "node quitting") }

@@ -43,6 +43,7 @@ func runRelay(_ options: Options, environment: [String: String]) throws {
             network.loop.execute { network.stopAccepting() }
             // Close frames and what was queued before them go out; then exit 0.
             Thread.sleep(forTimeInterval: RelayTiming.closeGrace)
+            network.finishStore()
             log.info("stopped")
             done.signal()
         }

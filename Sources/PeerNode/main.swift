@@ -108,6 +108,7 @@ func run(_ command: Command) throws {
                 network.closeAll()
             }
             Thread.sleep(forTimeInterval: 0.3)
+            network.finishStore()
             terminal?.finish()
             done.signal()
         }

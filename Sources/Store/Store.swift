@@ -48,6 +48,16 @@ public final class Store: EnvelopeStorage {
 
     deinit { checkpointer?.stop() }
 
+    /// At a clean exit: stops the background checkpointer and folds the
+    /// whole WAL into the database file, so `peernode.db` alone holds
+    /// everything (a copy of it is a backup). Best effort: what is left in
+    /// the WAL is replayed at the next open anyway.
+    public func checkpointForExit() {
+        checkpointer?.stop()
+        checkpointer = nil
+        try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    }
+
     /// WAL frames the background checkpointer has copied into the database.
     public var framesCheckpointedInBackground: Int {
         checkpointer?.framesCheckpointed.load(ordering: .relaxed) ?? 0

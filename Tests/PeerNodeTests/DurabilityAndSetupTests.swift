@@ -35,6 +35,23 @@ struct DurabilityAndSetupTests {
             .filter { $0.contains("peernode.db-wal") }.count
     }
 
+    @Test("a clean exit folds the WAL into peernode.db: the WAL is empty, and a copy of the .db file alone holds every message")
+    func cleanExitCheckpoints() throws {
+        let dir = TemporaryDirectory()
+        let data = dir.file("data")
+        let r = try PeerNodeProcess.run(["--data-dir", data, "--no-discovery", "--listen", "127.0.0.1:0"], input: "one\ntwo\nthree\n")
+        #expect(r.status == 0, "\(r.stdout)")
+        let wal = (try? FileManager.default.attributesOfItem(atPath: data + "/peernode.db-wal")[.size] as? Int) ?? 0
+        #expect(wal == 0, "WAL left with \(wal) bytes")
+        try FileManager.default.createDirectory(atPath: dir.file("copy"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: data + "/peernode.db", toPath: dir.file("copy") + "/peernode.db")
+        let query = "SELECT count(*) FROM envelopes"
+        let (_, copied) = try runProgram("/usr/bin/sqlite3", [dir.file("copy") + "/peernode.db", query])
+        let (_, whole) = try runProgram("/usr/bin/sqlite3", [data + "/peernode.db", query])
+        let n = Int(copied.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        #expect(n >= 3 && copied == whole, "the copy holds \(copied), the database \(whole)")
+    }
+
     @Test("each own post is fsynced before the node goes on (strace counts the WAL syncs)")
     func ownPostsAreSynced() throws {
         let dir = TemporaryDirectory()
