@@ -110,15 +110,24 @@ final class Statement {
 
     deinit { sqlite3_finalize(handle) }
 
+    /// The first bind that failed since the last reset (SQLITE_OK if none):
+    /// `step` throws it instead of running with that parameter left NULL.
+    private var bindFailure = SQLITE_OK
+
+    private func noted(_ rc: Int32) -> Statement {
+        if rc != SQLITE_OK, bindFailure == SQLITE_OK { bindFailure = rc }
+        return self
+    }
+
     func reset() {
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
+        bindFailure = SQLITE_OK
     }
 
     @discardableResult
     func bind(_ index: Int32, _ value: Int64) -> Statement {
-        sqlite3_bind_int64(handle, index, value)
-        return self
+        noted(sqlite3_bind_int64(handle, index, value))
     }
 
     @discardableResult
@@ -127,36 +136,31 @@ final class Statement {
     @discardableResult
     func bind(_ index: Int32, _ value: some Collection<UInt8>) -> Statement {
         let bytes = Array(value)
-        if bytes.isEmpty {
-            // An empty blob, not SQL NULL.
-            sqlite3_bind_zeroblob(handle, index, 0)
-        } else {
-            bytes.withUnsafeBytes { b in
-                _ = peernode_sqlite3_bind_blob_transient(handle, index, b.baseAddress, Int32(b.count))
-            }
-        }
-        return self
+        // An empty blob, not SQL NULL.
+        guard !bytes.isEmpty else { return noted(sqlite3_bind_zeroblob(handle, index, 0)) }
+        guard let length = Int32(exactly: bytes.count) else { return noted(SQLITE_TOOBIG) }
+        return noted(bytes.withUnsafeBytes { b in peernode_sqlite3_bind_blob_transient(handle, index, b.baseAddress, length) })
     }
 
     @discardableResult
     func bind(_ index: Int32, _ value: String) -> Statement {
         var text = value
-        text.withUTF8 { b in
+        let rc = text.withUTF8 { b in
             b.withMemoryRebound(to: CChar.self) { c in
-                _ = peernode_sqlite3_bind_text_transient(handle, index, c.baseAddress, Int32(c.count))
+                Int32(exactly: c.count).map { peernode_sqlite3_bind_text_transient(handle, index, c.baseAddress, $0) } ?? SQLITE_TOOBIG
             }
         }
-        return self
+        return noted(rc)
     }
 
     @discardableResult
     func bindNull(_ index: Int32) -> Statement {
-        sqlite3_bind_null(handle, index)
-        return self
+        noted(sqlite3_bind_null(handle, index))
     }
 
     /// Advances; true when a row is available.
     func step() throws(SQLiteError) -> Bool {
+        guard bindFailure == SQLITE_OK else { throw connection.error(bindFailure, sql) }
         let rc = sqlite3_step(handle)
         switch rc {
         case SQLITE_ROW: return true
