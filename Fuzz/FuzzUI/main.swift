@@ -38,15 +38,15 @@ public func fuzzUI(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                 // What a key can add is next to the cursor (typed) or the whole
                 // line (completion, history): the cheap check for the first.
                 if case .character = key {
-                    invariant(editor.cursor == 0 || !isControl(editor.scalars[editor.cursor - 1]), "a control character was typed into the line")
+                    invariant(editor.cursor == 0 || !editor.scalars[editor.cursor - 1].isTerminalControl, "a control character was typed into the line")
                 } else {
                     checkLine(editor)
                 }
             case let .choices(options):
-                invariant(!options.joined().unicodeScalars.contains(where: isControl), "a completion choice carries a control character")
+                invariant(!options.joined().unicodeScalars.contains(where: \.isTerminalControl), "a completion choice carries a control character")
                 checkLine(editor)
             case let .submit(text):
-                invariant(!text.unicodeScalars.contains(where: isControl), "a submitted line carries a control character")
+                invariant(!text.unicodeScalars.contains(where: \.isTerminalControl), "a submitted line carries a control character")
                 checkParsed(text)
             default:
                 break
@@ -60,7 +60,7 @@ public func fuzzUI(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     // wrapped without losing a character or overflowing a row.
     let text = String(decoding: keystrokes, as: UTF8.self)
     let safe = TerminalText.sanitize(text)
-    invariant(!safe.unicodeScalars.contains { isControl($0) || TerminalText.isInvisibleOrControl($0) }, "sanitized text still holds a control or invisible character")
+    invariant(!safe.unicodeScalars.contains { $0.isTerminalControl || TerminalText.isInvisibleOrControl($0) }, "sanitized text still holds a control or invisible character")
     let rows = line.wrap(safe)
     for row in rows {
         invariant(row.unicodeScalars.reduce(0) { $0 + DisplayWidth.of($1) } <= columns, "a wrapped row is wider than the terminal")
@@ -75,10 +75,8 @@ public func fuzzUI(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     return 0
 }
 
-func isControl(_ s: Unicode.Scalar) -> Bool { s.value < 0x20 || (0x7F...0x9F).contains(s.value) }
-
 func checkLine(_ editor: LineEditor) {
-    invariant(!editor.scalars.contains(where: isControl), "a control character entered the line being typed")
+    invariant(!editor.scalars.contains(where: \.isTerminalControl), "a control character entered the line being typed")
 }
 
 /// A submitted line is a command unless it starts with `//` or not with `/`:

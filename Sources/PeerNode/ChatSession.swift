@@ -6,21 +6,19 @@ import Store
 /// yet, so everything shown is this node's own store.
 final class ChatSession {
     let node: Node
-    private(set) var room: RoomName {
-        didSet { roomLooksAlike = Confusables.roomWarning(room.value, known: node.knownRooms) != nil }
-    }
-    /// The current room looks like another known room, or mixes scripts: the prompt says so with ⚠.
-    private(set) var roomLooksAlike = false
+    private(set) var room: RoomName
 
     init(node: Node, room: RoomName) throws {
         self.node = node
         self.room = room
         _ = try node.join(room)
-        roomLooksAlike = Confusables.roomWarning(room.value, known: node.knownRooms) != nil
     }
 
+    /// Why `room` may be mistaken for another known room (or mixes scripts), if it may.
+    func lookAlikeWarning(_ room: RoomName) -> String? { Confusables.roomWarning(room.value, known: node.knownRooms) }
+
     /// The room as the prompt shows it: inert, with ⚠ when it looks like another.
-    var roomLabel: String { TerminalText.sanitize(room.value) + (roomLooksAlike ? "⚠" : "") }
+    var roomLabel: String { TerminalText.sanitize(room.value) + (lookAlikeWarning(room) == nil ? "" : "⚠") }
 
     var prompt: String { roomLabel + "> " }
 
@@ -56,7 +54,7 @@ final class ChatSession {
                 return ([try show(node.post(nick.value, kind: .nick, in: room))], true)
             case let .join(name):
                 let target = try RoomName(name)
-                let warning = Confusables.roomWarning(target.value, known: node.knownRooms)
+                let warning = lookAlikeWarning(target)
                 room = target
                 _ = try node.join(room)
                 return ((warning.map { ["-- ⚠ " + $0] } ?? []) + (try history(ChatInput.defaultHistory)), true)

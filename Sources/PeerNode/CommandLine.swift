@@ -153,12 +153,8 @@ enum CommandLineSpec {
                 words.append(arg)
             }
         }
-        if let value = options.maxPerAddress, Int(value).map({ (1...65_536).contains($0) }) != true {
-            throw UsageError(message: "--max-per-address takes a number from 1 to 65536, got \(value)")
-        }
-        if let value = options.pushRate, Int(value).map({ (1...1_000_000).contains($0) }) != true {
-            throw UsageError(message: "--push-rate takes a number from 1 to 1000000, got \(value)")
-        }
+        try expectNumber(options.maxPerAddress, for: "--max-per-address", in: maxPerAddressRange)
+        try expectNumber(options.pushRate, for: "--push-rate", in: pushRateRange)
         switch words.first {
         case nil:
             return .chat(options)
@@ -210,6 +206,17 @@ enum CommandLineSpec {
     private static func splitInline(_ arg: String) -> (String, String?) {
         guard let eq = arg.firstIndex(of: "=") else { return (arg, nil) }
         return (String(arg[..<eq]), String(arg[arg.index(after: eq)...]))
+    }
+
+    /// `--max-per-address N`: connections at once from one address.
+    static let maxPerAddressRange = 1...65_536
+    /// `--push-rate N`: new envelopes a link may push per second.
+    static let pushRateRange = 1...1_000_000
+
+    /// A whole number within `range`, when the option was given.
+    private static func expectNumber(_ value: String?, for name: String, in range: ClosedRange<Int>) throws(UsageError) {
+        guard let value, Int(value).map(range.contains) != true else { return }
+        throw UsageError(message: "\(name) takes a number from \(range.lowerBound) to \(range.upperBound), got \(value)")
     }
 
     private static func expectNoMore(_ words: [String], after count: Int) throws(UsageError) {

@@ -145,7 +145,8 @@ extension NetworkNode {
     /// without any of them arriving.
     static let ownClaimPatience = 30.0
 
-    /// Each linked peer's declared sequence for us.
+    /// Each linked peer's declared sequence for us (empty until a linked
+    /// peer has declared its clock).
     var ownClaims: [PublicKey: UInt64] {
         var out: [PublicKey: UInt64] = [:]
         for (id, remote) in linkedPeers {
@@ -171,14 +172,14 @@ extension NetworkNode {
     /// An identity that has posted before, on a database that holds none of
     /// it, waits for a linked peer's clock before its first post.
     func ensureOwnHistoryIsBack() throws {
-        let declared = linkedPeers.keys.compactMap { replicator.declaredClock(of: $0) }
-        guard !declared.isEmpty || node.ownHistoryIsKnown else {
+        let claims = ownClaims
+        guard !claims.isEmpty || node.ownHistoryIsKnown else {
             throw NodeError(description: "this identity has posted before, but this database holds none of its messages; "
                 + "posting waits until a peer says what you posted, so no sequence number is used twice (no peer is linked yet)")
         }
         let ours = replicator.clock[node.me]
         let now = monotonic()
-        let theirs = ownClaims.filter { ownClaimsWatch.believes($0.key, now: now, patience: Self.ownClaimPatience) }.values.max() ?? 0
+        let theirs = claims.filter { ownClaimsWatch.believes($0.key, now: now, patience: Self.ownClaimPatience) }.values.max() ?? 0
         guard theirs <= ours else {
             throw NodeError(description: "your earlier messages are still coming back from your peers (\(theirs - ours) to go); try again in a moment")
         }
@@ -188,16 +189,15 @@ extension NetworkNode {
     /// we do, this database knows our history: remembered, so a restart
     /// with nobody linked may post.
     func markOwnHistoryKnownIfSafe() {
-        guard !node.ownHistoryIsKnown, linkedPeers.keys.contains(where: { replicator.declaredClock(of: $0) != nil }),
-              (try? ensureOwnHistoryIsBack()) != nil else { return }
+        // Not known yet, so the check passes only once a linked peer has declared.
+        guard !node.ownHistoryIsKnown, (try? ensureOwnHistoryIsBack()) != nil else { return }
         do { try node.markOwnHistoryKnown() } catch { log.warning("saving that our history is known failed: \(error)") }
     }
 
     /// The deferred startup nick goes out once a linked peer has declared
     /// its clock and holds no more of our messages than we do.
     func postPendingNickIfSafe() {
-        guard pendingNick != nil, linkedPeers.keys.contains(where: { replicator.declaredClock(of: $0) != nil }),
-              (try? ensureOwnHistoryIsBack()) != nil else { return }
+        guard pendingNick != nil, !ownClaims.isEmpty, (try? ensureOwnHistoryIsBack()) != nil else { return }
         postPendingNick()
     }
 

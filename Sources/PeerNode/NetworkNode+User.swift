@@ -122,7 +122,7 @@ extension NetworkNode {
             return true
         case let .direct(who, text):
             do {
-                try ensureOwnHistoryIsBack()
+                // `node.postingGate` refuses it while our history may be elsewhere.
                 let peer = try node.resolve(who)
                 let e = try node.postDirect(text, to: peer)
                 perform(replicator.localPost(e))
@@ -147,6 +147,8 @@ extension NetworkNode {
 
     func post(_ text: String, kind: Kind) -> Bool {
         do {
+            // Checked here too (the gate would check the post), so a refusal
+            // keeps the pending nick instead of failing it on the way.
             try ensureOwnHistoryIsBack()
             postPendingNick()
             let e = try node.post(text, kind: kind, in: session.room)

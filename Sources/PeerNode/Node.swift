@@ -71,16 +71,23 @@ final class Node {
     /// posted. An old identity with none here (a lost or new database) may
     /// have posted before; its first post waits until a peer says.
     var ownHistoryIsKnown: Bool {
-        identityIsNew || ((try? store.head(of: me)) ?? nil) != nil || (try? store.setting(Self.ownHistorySetting)) == me.hex
+        // Once true it stays true (our messages and the setting are never
+        // removed), so the store is asked only until then.
+        if !ownHistoryKnown {
+            ownHistoryKnown = identityIsNew || ((try? store.head(of: me)) ?? nil) != nil
+                || (try? store.setting(Self.ownHistorySetting)) == me.hex
+        }
+        return ownHistoryKnown
     }
+    private var ownHistoryKnown = false
 
     /// The setting that records "this database knows all our own messages"
     /// (its value is our id, so a database moved under another key does not count).
     static let ownHistorySetting = "own_history_known"
 
     func markOwnHistoryKnown() throws {
-        guard (try? store.setting(Self.ownHistorySetting)) != me.hex else { return }
-        try store.setSetting(Self.ownHistorySetting, me.hex)
+        if (try? store.setting(Self.ownHistorySetting)) != me.hex { try store.setSetting(Self.ownHistorySetting, me.hex) }
+        ownHistoryKnown = true
     }
 
     /// Called before every new envelope of ours is signed: the network node

@@ -186,7 +186,7 @@ public struct Completer: Sendable {
 extension Unicode.Scalar {
     /// C0 and C1 controls and DEL (category Cc): what a terminal acts on
     /// instead of showing. The line being typed never holds one.
-    var isTerminalControl: Bool { value < 0x20 || (0x7F...0x9F).contains(value) }
+    public var isTerminalControl: Bool { value < 0x20 || (0x7F...0x9F).contains(value) }
 }
 
 extension String {

@@ -122,7 +122,6 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler {
 
     // MARK: public API (any thread)
 
-    /// Sends a message as one frame. Dropped if the connection is not open.
     /// Bytes queued and not yet taken by the socket. Loop thread only.
     public var unsentBytes: Int { writeBuffer.count - writeStart }
 
@@ -140,6 +139,7 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler {
         }
     }
 
+    /// Sends a message as one frame. Dropped if the connection is not open.
     public func send(_ message: WebSocketMessage) {
         // On the loop (an echo, a reply) this is a direct call, no closure to allocate.
         if loop.inLoop {

@@ -139,32 +139,28 @@ struct BlockInputTests {
         #expect(CommandLineSpec.parseSize("") == nil)
     }
 
-    @Test("--push-rate: 1 and 1000000 accepted, 0 and 1000001 and words refused")
-    func pushRate() throws {
-        for good in ["1", "1000000"] {
+    /// A numeric option: `good` values parse into `field`, `bad` ones give the range's usage error.
+    func checkNumericOption(_ name: String, _ field: WritableKeyPath<Options, String?>, good: [String], bad: [String], message: String) throws {
+        for value in good {
             var o = Options()
-            o.pushRate = good
-            #expect(try CommandLineSpec.parse(["relay", "--push-rate", good]) == .relay(o))
+            o[keyPath: field] = value
+            #expect(try CommandLineSpec.parse(["relay", name, value]) == .relay(o))
         }
-        for bad in ["0", "1000001", "many", "-5"] {
-            #expect(throws: UsageError(message: "--push-rate takes a number from 1 to 1000000, got \(bad)")) {
-                try CommandLineSpec.parse(["--push-rate", bad])
+        for value in bad {
+            #expect(throws: UsageError(message: "\(name) takes a number from \(message), got \(value)")) {
+                try CommandLineSpec.parse([name, value])
             }
         }
     }
 
+    @Test("--push-rate: 1 and 1000000 accepted, 0 and 1000001 and words refused")
+    func pushRate() throws {
+        try checkNumericOption("--push-rate", \.pushRate, good: ["1", "1000000"], bad: ["0", "1000001", "many", "-5"], message: "1 to 1000000")
+    }
+
     @Test("--max-per-address: 1 and 65536 accepted, 0 and 65537 and words refused")
     func maxPerAddress() throws {
-        for good in ["1", "65536"] {
-            var o = Options()
-            o.maxPerAddress = good
-            #expect(try CommandLineSpec.parse(["relay", "--max-per-address", good]) == .relay(o))
-        }
-        for bad in ["0", "65537", "lots", "-1"] {
-            #expect(throws: UsageError(message: "--max-per-address takes a number from 1 to 65536, got \(bad)")) {
-                try CommandLineSpec.parse(["--max-per-address", bad])
-            }
-        }
+        try checkNumericOption("--max-per-address", \.maxPerAddress, good: ["1", "65536"], bad: ["0", "65537", "lots", "-1"], message: "1 to 65536")
     }
 }
 

@@ -13,10 +13,7 @@ import WebSocket
 struct ForgedEnvelopeTests {
     @Test("a peer that sends more than Replicator.invalidLimit forged envelopes is disconnected; none is stored or shown; the refusals are counted")
     func forged() async throws {
-        let dir = TemporaryDirectory()
-        let node = try NodeProcess(dir: dir.path, ["--nick", "target"])
-        #expect(await started(node))
-        let port = try #require(node.url.split(separator: ":").last.flatMap { UInt16($0) })
+        let (dir, node, port) = try await target()
 
         let identity = try SigningKey.generate()
         let network = NetworkKey.derived(fromName: NetworkKey.defaultName)
@@ -42,15 +39,13 @@ struct ForgedEnvelopeTests {
         #expect((stats?["invalid_envelope"]).flatMap { Int($0) }.map { $0 > Replicator.invalidLimit } == true, "\(stats ?? [:])")
         #expect(!node.events.value.contains { $0["type"] == "message" && $0["author"] != node.id })
         node.quit()
+        withExtendedLifetime(dir) {}
     }
 
     @Test("a peer that pushes valid envelopes past the push budget (--push-rate 100: 500 at once, 100/s) is disconnected with 1008 and counted; what came within the budget is kept")
     func flood() async throws {
-        let dir = TemporaryDirectory()
         // A small budget, so the test does not depend on outrunning the default 10,000/s.
-        let node = try NodeProcess(dir: dir.path, ["--nick", "target", "--push-rate", "100"])
-        #expect(await started(node))
-        let port = try #require(node.url.split(separator: ":").last.flatMap { UInt16($0) })
+        let (dir, node, port) = try await target(["--push-rate", "100"])
         let network = NetworkKey.derived(fromName: NetworkKey.defaultName)
         let room = RoomID.publicRoom(.general, network: network)
         // One author's chain, valid, readable and signed: six times the burst, sent at once.
@@ -82,6 +77,7 @@ struct ForgedEnvelopeTests {
         while node.messages(from: author.publicKey.hex).count < 500, Date() < deadline { try await Task.sleep(nanoseconds: 50_000_000) }
         #expect(node.messages(from: author.publicKey.hex).count >= 500)
         node.quit()
+        withExtendedLifetime(dir) {}
     }
 }
 
@@ -89,10 +85,7 @@ struct ForgedEnvelopeTests {
 struct OwnHistoryLiarTests {
     @Test("a peer that declares a huge clock for us and sends nothing stops our posts for ownClaimPatience (30 s) at most; then posting goes on and the lie is counted")
     func liar() async throws {
-        let dir = TemporaryDirectory()
-        let node = try NodeProcess(dir: dir.path, ["--nick", "target"])
-        #expect(await started(node))
-        let port = try #require(node.url.split(separator: ":").last.flatMap { UInt16($0) })
+        let (dir, node, port) = try await target()
         let me = try PublicKey(hex: node.id)
         let network = NetworkKey.derived(fromName: NetworkKey.defaultName)
         let peer = try HostilePeer(identity: try SigningKey.generate(), network: network,
@@ -110,8 +103,19 @@ struct OwnHistoryLiarTests {
         let stats = await node.wait { $0["type"] == "stats" }
         #expect(stats?["own_history_claim_ignored"] == "1", "\(stats ?? [:])")
         node.quit()
+        withExtendedLifetime(dir) {}
         _ = try? await attack.value
     }
+}
+
+/// The node a hostile peer attacks: started, with its data directory (kept
+/// alive by the caller) and the port it listens on.
+func target(_ extra: [String] = []) async throws -> (TemporaryDirectory, NodeProcess, UInt16) {
+    let dir = TemporaryDirectory()
+    let node = try NodeProcess(dir: dir.path, ["--nick", "target"] + extra)
+    #expect(await started(node))
+    let port = try #require(node.url.split(separator: ":").last.flatMap { UInt16($0) })
+    return (dir, node, port)
 }
 
 /// A hostile peer: it completes the real handshake, then sends `messages`
