@@ -149,6 +149,22 @@ public struct Envelope: Hashable, Sendable {
             id: MessageID(unchecked: id), encoded: bytes)
     }
 
+    /// Sequence numbers above this are refused from the network (the
+    /// envelope's own and its dependencies'): 2^48, more than an author
+    /// posting a thousand a second for eight thousand years. Every sum over
+    /// sequences then stays far below 2^64 (docs/PROTOCOL.md §8).
+    public static let maximumSequence: UInt64 = 1 << 48
+
+    /// Refuses an envelope from the network whose sequence, or a
+    /// dependency's, is past `maximumSequence`. Not part of `decode`, so
+    /// what a store already holds stays readable.
+    public func checkSequenceBounds() throws(EnvelopeError) {
+        guard sequence <= Self.maximumSequence else { throw .sequenceTooLarge(sequence, limit: Self.maximumSequence) }
+        for d in dependencies where d.sequence > Self.maximumSequence {
+            throw .sequenceTooLarge(d.sequence, limit: Self.maximumSequence)
+        }
+    }
+
     /// Checks the signature of an envelope that was decoded structurally
     /// (`.trustedStorage`), without parsing it again.
     public func verifySignature() throws(EnvelopeError) {

@@ -20,6 +20,9 @@ public enum EnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
     case badLength(field: String, expected: Int, actual: Int)
     case badRoomName(String)
     case badNick(String)
+    /// A sequence number past `Envelope.maximumSequence`: no author can have
+    /// posted that many, so only a hostile peer sends it.
+    case sequenceTooLarge(UInt64, limit: UInt64)
 
     public var description: String {
         switch self {
@@ -37,6 +40,7 @@ public enum EnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .wrongPrevious(s): return "sequence \(s) does not link to the author's previous envelope"
         case let .badLength(f, e, a): return "\(f) must be \(e) bytes, got \(a)"
         case let .badRoomName(n): return "not a valid room name: \(n.debugDescription)"
+        case let .sequenceTooLarge(s, l): return "sequence \(s) exceeds \(l)"
         case let .badNick(n): return "not a valid nick (1 to \(Nick.maximumLength) bytes, no spaces or control characters): \(n.debugDescription)"
         }
     }

@@ -79,7 +79,7 @@ public enum GossipMessage: Equatable, Sendable {
             // Canonical: strictly ascending authors, no duplicates.
             if let last, !(last < author) { throw .dependenciesNotCanonical }
             last = author
-            entries.append(Dependency(author: author, sequence: try Varint.read(&r, "clock sequence")))
+            entries.append(Dependency(author: author, sequence: try sequence(&r, "clock sequence")))
         }
         return entries
     }
@@ -147,6 +147,7 @@ public enum GossipMessage: Equatable, Sendable {
                 let length = try Varint.read(&r, "envelope length")
                 guard length <= UInt64(Envelope.maximumSize) else { throw .tooLarge(size: Int(clamping: length), limit: Envelope.maximumSize) }
                 let e = try Envelope.decode(Array(try r.take(Int(length), "envelope")), verification: .trustedStorage)
+                try e.checkSequenceBounds()
                 batch.append(CarriedEnvelope(hops: hops, envelope: e))
             }
             message = .envelopes(batch)
@@ -156,12 +157,20 @@ public enum GossipMessage: Equatable, Sendable {
             var ranges: [GossipRequest] = []
             for _ in 0..<Int(count) {
                 let author = try key(r.take(32, "request author"))
-                ranges.append(GossipRequest(author: author, from: try Varint.read(&r, "request from"), count: try Varint.read(&r, "request count")))
+                ranges.append(GossipRequest(author: author, from: try sequence(&r, "request from"), count: try sequence(&r, "request count")))
             }
             message = .request(ranges)
         }
         guard r.remaining == 0 else { throw .trailingBytes(count: r.remaining) }
         return message
+    }
+
+    /// A sequence number (or a count of them), bounded where it is decoded:
+    /// every later sum over them stays far from overflow.
+    private static func sequence(_ r: inout ByteReader, _ field: String) throws(EnvelopeError) -> UInt64 {
+        let value = try Varint.read(&r, field)
+        guard value <= Envelope.maximumSequence else { throw .sequenceTooLarge(value, limit: Envelope.maximumSequence) }
+        return value
     }
 
     private static func key(_ bytes: ArraySlice<UInt8>) throws(EnvelopeError) -> PublicKey {

@@ -21,9 +21,13 @@ public struct VectorClock: Equatable, Sendable {
 
     /// How many envelopes this clock holds that `other` does not: the sum,
     /// over authors, of how far this clock is ahead.
+    /// Saturating: a clock a peer declared may name any sequence.
     public func count(beyond other: VectorClock) -> UInt64 {
-        entries.reduce(0) { $0 + ($1.value > other[$1.key] ? $1.value - other[$1.key] : 0) }
+        entries.reduce(0) { $0.saturatingAdd($1.value > other[$1.key] ? $1.value - other[$1.key] : 0) }
     }
+
+    /// How many envelopes this clock names in all (saturating).
+    public var total: UInt64 { entries.values.reduce(0) { $0.saturatingAdd($1) } }
 
     /// The entries of `self` that are ahead of `earlier`: what an author names
     /// as dependencies of its next envelope (what changed since the last one).
@@ -31,5 +35,14 @@ public struct VectorClock: Equatable, Sendable {
         entries.compactMap { key, seq in
             key != author && seq > earlier[key] ? Dependency(author: key, sequence: seq) : nil
         }.sorted { $0.author < $1.author }
+    }
+}
+
+extension UInt64 {
+    /// `self + other`, or `UInt64.max` where that would overflow: for sums
+    /// over numbers a peer chose (docs/PROTOCOL.md §8, "Numbers from the network").
+    public func saturatingAdd(_ other: UInt64) -> UInt64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? .max : sum
     }
 }

@@ -37,16 +37,19 @@ extension NetworkNode {
             .sorted { ($0.missing, $0.author) > ($1.missing, $1.author) }
     }
 
+    /// All the gaps together; saturating, since peers choose the numbers.
+    static func totalMissing(_ gaps: [Gap]) -> UInt64 { gaps.reduce(0) { $0.saturatingAdd($1.missing) } }
+
     /// `/sync`: one line when complete, else one line per author we lack messages of.
     func syncLines() -> [String] {
         let gaps = gaps()
         let renderer = Renderer(nicks: node.nicks)
-        let held = replicator.clock.entries.values.reduce(0, +)
+        let held = replicator.clock.total
         let peers = Set(linkedPeers.values).count
         guard !gaps.isEmpty else {
             return ["-- in sync: this node holds everything its peers have announced (\(held) messages from \(replicator.clock.entries.count) authors; \(peers) linked)"]
         }
-        let total = gaps.reduce(0) { $0 + $1.missing }
+        let total = Self.totalMissing(gaps)
         let now = Node.now()
         return ["-- missing \(total) messages (\(held) held)"] + gaps.prefix(20).map { gap in
             let when = gap.linked ? "linked now" : "last seen \(Self.duration(Double(now &- gap.seenAt) / 1000)) ago"
@@ -64,7 +67,7 @@ extension NetworkNode {
                 best[author] = max(best[author] ?? 0, seq)
             }
         }
-        return best.reduce(0) { $0 + ($1.value - ours[$1.key]) }
+        return best.reduce(0) { $0.saturatingAdd($1.value - ours[$1.key]) }
     }
 
     /// The prompt: the catch-up bar when there is one, the room, and where

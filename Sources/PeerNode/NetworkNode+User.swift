@@ -97,7 +97,7 @@ extension NetworkNode {
                 } else {
                     let gaps = gaps()
                     out.line(JSONEvents.line(["type": .string("sync"), "complete": .string(gaps.isEmpty ? "yes" : "no"),
-                                              "missing": .number(gaps.reduce(0) { $0 + $1.missing }), "authors": .number(UInt64(gaps.count))]))
+                                              "missing": .number(Self.totalMissing(gaps)), "authors": .number(UInt64(gaps.count))]))
                 }
             } else {
                 out.hold()

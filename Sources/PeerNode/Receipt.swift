@@ -39,6 +39,8 @@ struct Receipt: Equatable {
             let start = 2 + i * 40
             guard let author = try? PublicKey(bytes: bytes[start..<start + 32]) else { return nil }
             let sequence = bytes[start + 32..<start + 40].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            // Bounded like every sequence from the network (docs/PROTOCOL.md §8).
+            guard sequence <= Envelope.maximumSequence else { return nil }
             marks.append(Dependency(author: author, sequence: sequence))
         }
         return Receipt(state: state, marks: marks)

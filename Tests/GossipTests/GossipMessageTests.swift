@@ -10,7 +10,7 @@ struct GossipMessageTests {
         let keys = try (0..<5).map { _ in try SigningKey.generate().publicKey }
         let clock = GossipMessage.clock(entries: keys.enumerated().map { Dependency(author: $1, sequence: UInt64($0) * 1000 + 1) }.sorted { $0.author < $1.author }, full: true)
         #expect(try GossipMessage.decode(clock.encoded) == clock)
-        let delta = GossipMessage.clock(entries: [Dependency(author: keys[0], sequence: UInt64.max)], full: false)
+        let delta = GossipMessage.clock(entries: [Dependency(author: keys[0], sequence: Envelope.maximumSequence)], full: false)
         #expect(try GossipMessage.decode(delta.encoded) == delta)
         let batch = GossipMessage.envelopes([CarriedEnvelope(hops: 3, envelope: try a.envelope())])
         #expect(try GossipMessage.decode(batch.encoded) == batch)
@@ -62,6 +62,46 @@ struct GossipMessageTests {
         #expect(ours.count(beyond: theirs) == 6)
         #expect(theirs.count(beyond: ours) == 2 + 7)
         #expect(ours.count(beyond: ours) == 0 && ours.count(beyond: VectorClock()) == 13)
+    }
+
+    @Test("sums over clocks a peer declared saturate instead of trapping (issue 13, finding 1)")
+    func saturatingSums() throws {
+        let keys = try (0..<3).map { _ in try SigningKey.generate().publicKey }
+        let huge = VectorClock([keys[0]: 1 << 63, keys[1]: 1 << 63, keys[2]: .max])
+        #expect(huge.count(beyond: VectorClock()) == .max)
+        #expect(huge.total == .max)
+        #expect(VectorClock([keys[0]: 2, keys[1]: 3]).total == 5)
+        #expect(UInt64.max.saturatingAdd(1) == .max && UInt64(2).saturatingAdd(3) == 5)
+    }
+
+    @Test("sequence numbers from the network: Envelope.maximumSequence is taken, one past it is refused where it is decoded (clocks, requests, envelopes)")
+    func sequenceBound() throws {
+        let key = try SigningKey.generate()
+        let limit = Envelope.maximumSequence
+        for message in [GossipMessage.clock(entries: [Dependency(author: key.publicKey, sequence: limit)], full: true),
+                        .clockSince(base: ClockDigest(VectorClock()), entries: [Dependency(author: key.publicKey, sequence: limit)]),
+                        .stored([Dependency(author: key.publicKey, sequence: limit)]),
+                        .request([GossipRequest(author: key.publicKey, from: limit, count: limit)])] {
+            #expect(try GossipMessage.decode(message.encoded) == message)
+        }
+        for message in [GossipMessage.clock(entries: [Dependency(author: key.publicKey, sequence: limit + 1)], full: true),
+                        .clock(entries: [Dependency(author: key.publicKey, sequence: 1 << 63)], full: false),
+                        .stored([Dependency(author: key.publicKey, sequence: .max)]),
+                        .request([GossipRequest(author: key.publicKey, from: 1, count: limit + 1)])] {
+            #expect(throws: EnvelopeError.self) { try GossipMessage.decode(message.encoded) }
+        }
+        // An envelope at the limit is carried; one past it (its own sequence or a dependency's) is refused.
+        let room = RoomID.publicRoom(.general, network: NetworkKey.derived(fromName: "t"))
+        func carried(_ sequence: UInt64, dependency: UInt64? = nil) throws -> GossipMessage {
+            let other = try SigningKey.generate().publicKey
+            let e = try Envelope.sign(by: key, sequence: sequence, previous: try MessageID(bytes: [UInt8](repeating: 1, count: 32)),
+                                      dependencies: dependency.map { [Dependency(author: other, sequence: $0)] } ?? [],
+                                      timestamp: 1, room: room, kind: .text, body: [1])
+            return .envelopes([CarriedEnvelope(hops: 0, envelope: e)])
+        }
+        #expect(throws: Never.self) { try GossipMessage.decode(try carried(limit, dependency: limit).encoded) }
+        #expect(throws: EnvelopeError.sequenceTooLarge(limit + 1, limit: limit)) { try GossipMessage.decode(try carried(limit + 1).encoded) }
+        #expect(throws: EnvelopeError.sequenceTooLarge(1 << 63, limit: limit)) { try GossipMessage.decode(try carried(2, dependency: 1 << 63).encoded) }
     }
 
     @Test("clock digests: equal clocks, equal digests; any change, another digest")

@@ -124,12 +124,15 @@ final class HostilePeer: @unchecked Sendable {
     let lock = NSLock()
     var session: LinkSession
     let messages: [GossipMessage]
+    /// After the messages, the peer closes with this reason (nil: it stays).
+    let closeReason: String?
     var established = false
     var closed: CloseInfo?
 
-    init(identity: SigningKey, network: NetworkKey, messages: [GossipMessage]) throws {
+    init(identity: SigningKey, network: NetworkKey, messages: [GossipMessage], closeReason: String? = nil) throws {
         session = try LinkSession(initiator: true, identity: identity, networkKey: network, now: 0)
         self.messages = messages
+        self.closeReason = closeReason
     }
 
     /// Connects to a node on this host; returns once the link is closed (or after `timeout`).
@@ -162,5 +165,6 @@ final class HostilePeer: @unchecked Sendable {
         for message in messages {
             for chunk in GossipChunker.chunks(message.encoded) { run(session.send(chunk), on: c) }
         }
+        if let closeReason { c.close(code: .normal, reason: closeReason) }
     }
 }
