@@ -4,7 +4,8 @@ import PackageDescription
 // Dependencies point downwards only (docs/ARCHITECTURE in ../shared/DESIGN.md):
 // PeerNode → Store → Gossip → Crypto → CSodium; Store → CSQLite;
 // PeerNode → Discovery → Crypto; PeerNode → WebSocket → CEpoll;
-// PeerNode → TermUI, ChatText (both depend on nothing).
+// PeerNode → TermUI (depends on nothing), ChatText → NetworkText;
+// WebSocket → NetworkText (close reasons are peer text).
 let package = Package(
     name: "peernode",
     products: [
@@ -34,7 +35,10 @@ let package = Package(
         .systemLibrary(name: "CMalloc"),
         .target(name: "Crypto", dependencies: ["CSodium"]),
         // RFC 6455 over non-blocking sockets; knows nothing of chat.
-        .target(name: "WebSocket", dependencies: ["CEpoll"]),
+        .target(name: "WebSocket", dependencies: ["CEpoll", "NetworkText"]),
+        // Text from the network made inert for screens and logs (`PeerText`,
+        // `TerminalText`); depends on nothing.
+        .target(name: "NetworkText"),
         .target(name: "Gossip", dependencies: ["Crypto"]),
         .target(name: "Store", dependencies: ["Gossip", "Crypto", "CSQLite"]),
         // LAN discovery: signed, sealed UDP multicast announcements; knows nothing of links.
@@ -43,8 +47,8 @@ let package = Package(
         .target(name: "TermUI"),
         // Text at the terminal boundary: the command line the user types, and
         // network text made inert (control characters, look-alike nicks).
-        .target(name: "ChatText"),
-        .executableTarget(name: "PeerNode", dependencies: ["Store", "Gossip", "Crypto", "WebSocket", "Discovery", "TermUI", "ChatText", "CMalloc"]),
+        .target(name: "ChatText", dependencies: ["NetworkText"]),
+        .executableTarget(name: "PeerNode", dependencies: ["Store", "Gossip", "Crypto", "WebSocket", "Discovery", "TermUI", "ChatText", "NetworkText", "CMalloc"]),
         // The benchmark measures the machine's own ceilings, so it may call
         // libsodium and SQLite directly; no product code does.
         .executableTarget(

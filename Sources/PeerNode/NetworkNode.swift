@@ -3,6 +3,7 @@ import Crypto
 import Discovery
 import Foundation
 import Gossip
+import NetworkText
 import Store
 import WebSocket
 
@@ -219,7 +220,7 @@ final class NetworkNode: @unchecked Sendable {
             onHandshakeFailure: { [self] c, error in
                 count("websocket_handshake_failed")
                 log.warning("link to \(c.remoteAddress) failed: \(error)")
-                if let dialer { redialLater(dialer, after: "\(error)") }
+                if let dialer { redialLater(dialer) }
             })
     }
 
@@ -318,24 +319,24 @@ final class NetworkNode: @unchecked Sendable {
         perform(replicator.linkUp(id, now: monotonic(), memory: memory))
     }
 
-    func closed(_ c: WebSocketConnection, reason: String) {
+    func closed(_ c: WebSocketConnection, reason: PeerText) {
         guard let id = linkOf.removeValue(forKey: ObjectIdentifier(c)), let link = links.removeValue(forKey: id) else { return }
         if let remote = link.remote {
             replicator.linkDown(id)
-            if reason == Self.duplicateReason {
+            if reason.unsanitized == Self.duplicateReason {
                 // The peer kept our other link, which is still being set up here.
                 if !links.values.contains(where: { $0.remote == remote }) { pendingDown[remote] = monotonic() + Self.duplicateGrace }
             } else if !links.values.contains(where: { $0.remote == remote }) {
                 discovery?.setLinked(remote, false)
                 if relay {
-                    log.info("link down", ["peer": remote.hex, "reason": reason])
+                    log.info("link down", ["peer": remote.hex, "reason": reason.description])
                 } else if json { out.line(JSONEvents.line(["type": .string("peer_down"), "id": .string(remote.hex)])) } else { out.line("-- link to \(remote.shortFingerprint) closed: \(reason)") }
             }
         }
-        if let d = link.dialer { redialLater(d, after: reason) }
+        if let d = link.dialer { redialLater(d) }
     }
 
-    func redialLater(_ d: Int, after reason: String) {
+    func redialLater(_ d: Int) {
         dialers[d].connecting = false
         let delay = min(Self.backoffCap, Self.backoffBase * pow(2, Double(dialers[d].attempt)))
         dialers[d].attempt = min(dialers[d].attempt + 1, 16)
@@ -355,7 +356,7 @@ final class NetworkNode: @unchecked Sendable {
                                      limits: WebSocketLimits(maximumMessageSize: Self.maximumLinkMessage, maximumSendQueue: Self.linkSendQueue, acceptsText: false)),
                 callbacks: callbacks(dialer: d), loop: loop)
         } catch {
-            redialLater(d, after: "\(error)")
+            redialLater(d)
         }
     }
 

@@ -1,3 +1,4 @@
+import NetworkText
 import CEpoll
 
 /// A received WebSocket message.
@@ -62,13 +63,15 @@ public struct WebSocketTimeouts: Sendable, Equatable {
 /// Why a connection ended, as reported to the application.
 public struct CloseInfo: Equatable, Sendable {
     public let code: CloseCode
-    public let reason: String
+    /// The peer's words when it closed (any UTF-8 it chose): `PeerText`, so
+    /// printing it can never send its escapes to a screen or a log.
+    public let reason: PeerText
     /// True when the peer sent this close; false when we ended the link.
     public let byPeer: Bool
 
     public init(code: CloseCode, reason: String, byPeer: Bool) {
         self.code = code
-        self.reason = reason
+        self.reason = PeerText(reason)
         self.byPeer = byPeer
     }
 }
