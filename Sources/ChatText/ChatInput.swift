@@ -34,6 +34,11 @@ public enum ChatInput: Equatable, Sendable {
     case createPrivate(String)
     /// `/invite WHO #room`.
     case invite(who: String, room: String)
+    /// `/accept [#room]` and `/decline [#room]`: answer a waiting invite
+    /// (without a room: the only one waiting).
+    case answerInvite(room: String, accept: Bool)
+    /// `/invites`: the invites waiting for an answer.
+    case invites
     case help
     /// With a reason, it is posted (as an action) to the current room first.
     case quit(reason: String)
@@ -51,6 +56,8 @@ public enum ChatInput: Equatable, Sendable {
         (["part"], "/part", "leave the current room (back to #general)"),
         (["private"], "/private #room", "make a private room: only those you /invite can read it"),
         (["invite"], "/invite WHO #room", "let WHO into one of your private rooms (sent as a direct message)"),
+        (["invites"], "/invites", "invites to private rooms waiting for your answer"),
+        (["accept", "decline"], "/accept [#room]", "join the private room you were invited to (/decline [#room] refuses it); nothing joins you without this"),
         (["rooms"], "/rooms", "your rooms, most recent first, with unread counts and the last message"),
         (["switch"], "/switch ROOM|N", "go to a room by name or by its number in /rooms (also /1../9 and Alt-1..9)"),
         (["msg", "m"], "/msg WHO TEXT", "a direct message; WHO is a nick, nick·fp or a 64-hex id; /m for short"),
@@ -104,6 +111,9 @@ public enum ChatInput: Equatable, Sendable {
             let parts = argument.split(separator: " ").map(String.init)
             guard parts.count == 2 else { return .error("/invite needs someone and a room: /invite bob #team") }
             return .invite(who: parts[0], room: parts[1])
+        case "accept", "decline":
+            guard !argument.contains(" ") else { return .error("/\(name) takes at most one room: /\(name) #team") }
+            return .answerInvite(room: argument, accept: name == "accept")
         case "trust", "untrust":
             guard !argument.isEmpty, !argument.contains(" ") else { return .error("/\(name) needs one identity: /\(name) alice·k3fq") }
             return .trust(argument, name == "trust")
@@ -125,9 +135,9 @@ public enum ChatInput: Equatable, Sendable {
             let wanted = argument.hasPrefix("/") ? String(argument.dropFirst()) : argument
             guard let entry = commands.first(where: { $0.names.contains(wanted) }) else { return .error("no command /\(wanted) (try /help)") }
             return .helpOn(entry.usage + "  " + entry.help)
-        case "rooms", "who", "peers", "part", "sync":
+        case "rooms", "who", "peers", "part", "sync", "invites":
             guard argument.isEmpty else { return .error("/\(name) takes no argument") }
-            return ["rooms": .rooms, "who": .who, "peers": .peers, "part": .part, "sync": .sync][String(name)] ?? .empty
+            return ["rooms": .rooms, "who": .who, "peers": .peers, "part": .part, "sync": .sync, "invites": .invites][String(name)] ?? .empty
         case "set":
             let parts = argument.split(separator: " ").map(String.init)
             guard parts.count == 2, parts[0] == "receipts", parts[1] == "on" || parts[1] == "off" else {

@@ -25,8 +25,12 @@ final class ChatSession {
     /// What to print when the session starts.
     func greeting(history count: Int = ChatInput.defaultHistory) throws -> [String] {
         let who = node.nick.map { TerminalText.sanitize($0) + "·" } ?? ""
-        return ["peernode: \(who)\(node.me.shortFingerprint) (id \(node.me.hex)) on \(node.networkLabel)",
-                "type a message and press Enter; /help lists commands"] + (try history(count))
+        let invites = (try? node.pendingInvites().count) ?? 0
+        return ["peernode: \(who)\(node.me.shortFingerprint) (id \(node.me.hex)) on \(node.networkLabel)"]
+            + (node.openNetworkName.map { ["-- ⚠ " + Node.openNetworkWarning($0)] } ?? [])
+            + node.repairs.map { "-- ⚠ " + $0 }
+            + (invites > 0 ? ["-- \(invites) invite\(invites == 1 ? "" : "s") waiting: /invites lists them, /accept or /decline answers"] : [])
+            + ["type a message and press Enter; /help lists commands"] + (try history(count))
     }
 
     func history(_ count: Int) throws -> [String] {
@@ -108,7 +112,7 @@ final class ChatSession {
                 try node.createPrivateRoom(target)
                 room = target
                 return (["-- created the private room \(target.value): /invite WHO \(target.value) lets someone in"], true)
-            case .invite:
+            case .invite, .answerInvite, .invites:
                 return (["-- no links in this mode"], true)
             case let .trust(who, on):
                 let key = try node.resolve(who)

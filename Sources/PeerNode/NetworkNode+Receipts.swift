@@ -109,20 +109,3 @@ extension NetworkNode {
         return declared || acknowledgedAny || storedThrough >= sequence ? .stored : .local
     }
 }
-
-
-extension NetworkNode {
-    /// An invite to a private room arrived: join it and say so.
-    func invited(by peer: PublicKey, _ invite: Invite) {
-        do {
-            let name = try node.accept(invite)
-            if json {
-                out.line(JSONEvents.line(["type": .string("invite"), "by": .string(peer.hex), "room": .string(name.value)]))
-            } else {
-                out.line("-- \(Renderer(nicks: node.nicks).label(peer)) invited you to the private room \(name.value): /switch \(name.value)")
-            }
-        } catch {
-            log.warning("accepting an invite failed: \(error)")
-        }
-    }
-}

@@ -35,12 +35,17 @@ extension NetworkNode {
             }
             guard let roomName = node.roomName(e.room), let text = node.plaintext(of: e) else { continue }
             owe(e, room: e.room, current: roomName == session.room)
-            if json {
-                guard e.kind == .text || e.kind == .action else { continue }
-                out.line(JSONEvents.line(["type": .string("message"), "id": .string(e.id.hex), "author": .string(e.author.hex), "nick": .string(node.nicks[e.author] ?? ""), "seq": .number(e.sequence), "room": .string(roomName.value), "kind": .string(e.kind == .text ? "text" : "action"), "text": .string(text), "ts": .number(e.timestamp)]))
-            } else {
-                out.line(Renderer(nicks: node.nicks).line(e, room: roomName.value, text: text))
-            }
+            showRoomMessage(e, room: roomName, text: text)
+        }
+    }
+
+    /// One message of a room, as a line or a `message` event.
+    func showRoomMessage(_ e: Envelope, room roomName: RoomName, text: String) {
+        if json {
+            guard e.kind == .text || e.kind == .action else { return }
+            out.line(JSONEvents.line(["type": .string("message"), "id": .string(e.id.hex), "author": .string(e.author.hex), "nick": .string(node.nicks[e.author] ?? ""), "seq": .number(e.sequence), "room": .string(roomName.value), "kind": .string(e.kind == .text ? "text" : "action"), "text": .string(text), "ts": .number(e.timestamp)]))
+        } else {
+            out.line(Renderer(nicks: node.nicks).line(e, room: roomName.value, text: text))
         }
     }
 
@@ -77,6 +82,12 @@ extension NetworkNode {
             } catch {
                 out.line(json ? JSONEvents.line(["type": .string("error"), "error": .string("\(error)")]) : "error: \(error)")
             }
+            return true
+        case let .answerInvite(room, accept):
+            answerInvite(room, accept: accept)
+            return true
+        case .invites:
+            listInvites()
             return true
         case let .set(key, value):
             do {

@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
+import ChatText
 import Gossip
+import Store
 
 /// Private rooms: a random room id and key, known only to members. A member
 /// hands both to someone in an invite, a direct message of kind `invite`
@@ -23,11 +25,33 @@ struct Invite: Equatable {
     }
 }
 
+/// Why an invite is not even offered to the user: it names a room that
+/// cannot be a private room (docs/PROTOCOL.md §14).
+enum InviteRefusal: Equatable, CustomStringConvertible {
+    /// Its room id is a public room's (the one its name derives, or one we know).
+    case publicRoom
+    /// Its room id is a direct conversation's.
+    case directRoom
+    /// Its key is not a room key.
+    case badKey
+
+    var description: String {
+        switch self {
+        case .publicRoom: return "it names a public room's id (accepting it would have replaced that room's key)"
+        case .directRoom: return "it names a direct conversation's id (accepting it would have replaced that conversation's key)"
+        case .badKey: return "its key is not a room key"
+        }
+    }
+}
+
 extension Node {
     /// Creates a private room (random id and key) and joins it.
     func createPrivateRoom(_ name: RoomName) throws {
         guard !privateRooms.values.contains(where: { $0.name == name }) else {
             throw NodeError(description: "\(name.value) is already one of your private rooms")
+        }
+        guard name != .general, !knownRooms.contains(name.value) else {
+            throw NodeError(description: "\(name.value) is a public room you are in; choose another name for a private room")
         }
         let id = RoomID.random()
         let key = SymmetricKey.generate()
@@ -52,20 +76,122 @@ extension Node {
         return (peer, invite)
     }
 
-    /// Joins a private room we were invited to (under its name, or `name-2`… if that name is taken here).
-    func accept(_ invite: Invite) throws -> RoomName {
-        if let known = privateRooms[invite.room] { return known.name }
-        guard let key = try? SymmetricKey(bytes: invite.key) else { throw NodeError(description: "an invite with a bad key") }
-        var name = invite.name
-        var n = 2
-        while privateRooms.values.contains(where: { $0.name == name }) {
-            name = (try? RoomName("\(invite.name.value)-\(n)")) ?? name
-            n += 1
-            if n > 100 { break }
+    /// Whether `room` can be a private room's id: never a public room's
+    /// (derived from `name` or any room name we know) nor a direct
+    /// conversation's with `peer` or anyone we know. A genuine private room
+    /// id is random, so it never collides; one that does is forged.
+    func forgedPrivateRoom(_ room: RoomID, name: RoomName, peer: PublicKey?) -> InviteRefusal? {
+        if room == RoomID.publicRoom(name, network: network) || room == RoomID.publicRoom(.general, network: network) { return .publicRoom }
+        if let known = roomNames[room], privateRooms[room] == nil || RoomID.publicRoom(known, network: network) == room { return .publicRoom }
+        if dmPeers[room] != nil { return .directRoom }
+        if let peer, room == RoomID.direct(me, peer, network: network) { return .directRoom }
+        if directRoomsOfKnownAuthors.contains(room) { return .directRoom }
+        return nil
+    }
+
+    /// The direct-conversation room of every author this store knows.
+    private var directRoomsOfKnownAuthors: Set<RoomID> {
+        Set(((try? store.vectorClock().entries.keys).map(Array.init) ?? []).map { RoomID.direct(me, $0, network: network) })
+    }
+
+    /// An invite arrived from `peer`: kept until the user answers (nothing
+    /// changes the user's rooms without the user). Nil when it waits; the
+    /// refusal when it cannot be a private room at all. An invite to a room
+    /// we are already in changes nothing.
+    func receiveInvite(_ invite: Invite, from peer: PublicKey) throws -> InviteRefusal? {
+        if let refusal = forgedPrivateRoom(invite.room, name: invite.name, peer: peer) { return refusal }
+        guard (try? SymmetricKey(bytes: invite.key)) != nil else { return .badKey }
+        guard privateRooms[invite.room] == nil else { return nil }
+        let pending = Store.PendingInvite(room: invite.room, name: invite.name.value, key: invite.key, inviter: peer, receivedAt: Self.now())
+        try store.addPendingInvite(pending)
+        return nil
+    }
+
+    /// Invites waiting for `/accept` or `/decline`, oldest first.
+    func pendingInvites() throws -> [Store.PendingInvite] { try store.pendingInvites() }
+
+    /// The pending invite `/accept NAME` or `/decline NAME` means: by its room
+    /// name, or the only one when no name is given.
+    func pendingInvite(named name: String) throws -> Store.PendingInvite {
+        let pending = try pendingInvites()
+        if name.isEmpty {
+            guard pending.count == 1, let only = pending.first else {
+                throw NodeError(description: pending.isEmpty ? "no invite is waiting" : "\(pending.count) invites are waiting: name one (/invites lists them)")
+            }
+            return only
         }
-        try store.addPrivateRoom(invite.room, name: name.value, key: invite.key)
-        privateRooms[invite.room] = (name, key)
+        let wanted = (try? RoomName(name))?.value ?? name
+        let matching = pending.filter { $0.name == wanted }
+        guard let first = matching.first else { throw NodeError(description: "no invite to \(TerminalText.sanitize(name)) is waiting (/invites lists them)") }
+        // Two invites under one name: the newest (it is the one the user was told of last).
+        return matching.count == 1 ? first : matching.max { $0.receivedAt < $1.receivedAt } ?? first
+    }
+
+    /// `/accept`: joins the private room, under its name or, when the user
+    /// already has a room of that name (public or private), `name-2`, `name-3`….
+    func accept(_ pending: Store.PendingInvite) throws -> RoomName {
+        defer { try? store.removePendingInvite(pending.room) }
+        if let known = privateRooms[pending.room] { return known.name }
+        let asked = try RoomName(pending.name)
+        if let refusal = forgedPrivateRoom(pending.room, name: asked, peer: pending.inviter) {
+            throw NodeError(description: "this invite cannot be accepted: \(refusal)")
+        }
+        guard let key = try? SymmetricKey(bytes: pending.key) else { throw NodeError(description: "this invite cannot be accepted: \(InviteRefusal.badKey)") }
+        let name = freeRoomName(like: asked)
+        try store.addPrivateRoom(pending.room, name: name.value, key: pending.key)
+        privateRooms[pending.room] = (name, key)
         _ = try join(name)
         return name
+    }
+
+    func decline(_ pending: Store.PendingInvite) throws { try store.removePendingInvite(pending.room) }
+
+    /// `name`, or `name-2`, `name-3`… : the first that is none of the user's rooms.
+    func freeRoomName(like name: RoomName) -> RoomName {
+        let taken = Set(privateRooms.values.map(\.name.value) + knownRooms + [RoomName.general.value])
+        guard taken.contains(name.value) else { return name }
+        for n in 2...1_000 {
+            let suffix = "-\(n)"
+            // Room names are at most 64 bytes: shorten the base so the suffix always shows.
+            var base = name.value
+            while base.utf8.count + suffix.utf8.count > RoomName.maximumLength { base.removeLast() }
+            if let candidate = try? RoomName(base + suffix), !taken.contains(candidate.value) { return candidate }
+        }
+        return (try? RoomName("#private-\(RoomID.random().bytes.prefix(4).map { String(format: "%02x", $0) }.joined())")) ?? name
+    }
+
+    /// At start: a private room stored by an earlier version under a forged
+    /// id (a public room's or a direct conversation's, from an invite that
+    /// was accepted without asking) is dropped, so that room has its own
+    /// key again; one whose name shadows a public room the user is in is
+    /// renamed. Returns what was repaired, for a warning.
+    func repairPrivateRooms() throws -> [String] {
+        var repaired: [String] = []
+        for (id, room) in privateRooms {
+            if let refusal = forgedPrivateRoom(id, name: room.name, peer: nil) {
+                privateRooms[id] = nil
+                try store.removePrivateRoom(id)
+                // The id keeps the name its own public room has, or none.
+                if id == RoomID.publicRoom(.general, network: network) {
+                    roomNames[id] = .general
+                    try store.registerRoom(id, name: RoomName.general.value)
+                } else if id != RoomID.publicRoom(room.name, network: network) {
+                    roomNames[id] = nil
+                    try store.forgetRoomName(id)
+                }
+                repaired.append("dropped the key an invite gave \(TerminalText.sanitize(room.name.value)): \(refusal)")
+            }
+        }
+        // A private room may not take the name of #general or of a public room the user is in.
+        let publicNames = Set(roomNames.compactMap { id, name in id == RoomID.publicRoom(name, network: network) ? name.value : nil } + [RoomName.general.value])
+        for (id, room) in privateRooms where publicNames.contains(room.name.value) {
+            let renamed = freeRoomName(like: room.name)
+            privateRooms[id] = (renamed, room.key)
+            roomNames[id] = renamed
+            try store.registerRoom(id, name: renamed.value)
+            try store.addPrivateRoom(id, name: renamed.value, key: room.key.exportedBytes)
+            repaired.append("the private room named \(TerminalText.sanitize(room.name.value)) is now \(renamed.value): it had the name of a public room")
+        }
+        return repaired
     }
 }

@@ -25,12 +25,18 @@ final class Node {
     let identity: SigningKey
     let network: NetworkKey
     let networkLabel: String
+    /// The name of a network whose key comes from its name (nil for a key
+    /// file): anyone who knows the name can join it.
+    let openNetworkName: String?
+    /// What start-up repaired in the store (forged private rooms), for a warning.
+    private(set) var repairs: [String] = []
     let store: Store
     /// The identity key was made by this start (not found on disk).
     let identityIsNew: Bool
     private(set) var nicks: [PublicKey: String] = [:]
     private var confusables = ConfusableIndex<PublicKey>()
-    private var roomNames: [RoomID: RoomName] = [:]
+    /// Rooms this node shows, by id: public rooms joined, and private rooms.
+    var roomNames: [RoomID: RoomName] = [:]
 
     init(options: Options, environment: [String: String]) throws {
         guard let path = resolveDataDirectory(options, environment: environment) else {
@@ -44,10 +50,12 @@ final class Node {
         if let file = options.networkKeyFile {
             network = try KeyFile.loadNetworkKey(at: file)
             networkLabel = "private network (\(file))"
+            openNetworkName = nil
         } else {
             let name = options.networkName ?? NetworkKey.defaultName
             network = NetworkKey.derived(fromName: name)
             networkLabel = "network \(name)"
+            openNetworkName = name
         }
         store = try Store(directory: directory)
         try store.checkpointInBackground()
@@ -58,12 +66,19 @@ final class Node {
             if let room = try? RoomName(name), let secret = try? SymmetricKey(bytes: key) { privateRooms[id] = (room, secret) }
         }
         try loadNicks()
+        repairs = try repairPrivateRooms()
         Renderer.trusted = try store.trustedIdentities()
         // A key made with this database: nothing of ours can be elsewhere.
         if identityIsNew { try markOwnHistoryKnown() }
     }
 
     var me: PublicKey { identity.publicKey }
+
+    /// Said at start, in `--help` and in README (issue 13, finding 12).
+    static func openNetworkWarning(_ name: String) -> String {
+        "network \(name) is open: anyone on this LAN can join it, read its public rooms and see who is here. "
+            + "For a private network: peernode network new FILE, copy FILE to each machine, start each with --network-key-file FILE"
+    }
 
     /// Whether a post now is safe from reusing a sequence number that peers
     /// already hold: true for an identity made with this database, when this

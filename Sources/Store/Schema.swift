@@ -89,6 +89,18 @@ enum Schema {
         """
         CREATE TABLE private_rooms(room_id BLOB PRIMARY KEY, name TEXT NOT NULL, key BLOB NOT NULL);
         """,
+        // 8: invites waiting for the user's /accept or /decline (nothing changes
+        // a user's rooms without the user). Keyed by room: a second invite to the
+        // same room replaces the first.
+        """
+        CREATE TABLE pending_invites(
+            room_id BLOB PRIMARY KEY,
+            name TEXT NOT NULL,
+            key BLOB NOT NULL,
+            inviter BLOB NOT NULL,
+            received_at INTEGER NOT NULL
+        );
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

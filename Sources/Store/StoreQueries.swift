@@ -297,6 +297,49 @@ extension Store {
         try registerRoom(room, name: name)
     }
 
+    /// Forgets a private room's key (one whose id turned out to be forged).
+    public func removePrivateRoom(_ room: RoomID) throws {
+        try db.statement("DELETE FROM private_rooms WHERE room_id = ?1").bind(1, room.bytes).run()
+    }
+
+    /// An invite the user has not answered yet.
+    public struct PendingInvite: Equatable, Sendable {
+        public let room: RoomID
+        public let name: String
+        public let key: [UInt8]
+        public let inviter: PublicKey
+        public let receivedAt: UInt64
+
+        public init(room: RoomID, name: String, key: [UInt8], inviter: PublicKey, receivedAt: UInt64) {
+            self.room = room
+            self.name = name
+            self.key = key
+            self.inviter = inviter
+            self.receivedAt = receivedAt
+        }
+    }
+
+    /// Invites waiting for an answer, oldest first.
+    public func pendingInvites() throws -> [PendingInvite] {
+        let s = try db.statement("SELECT room_id, name, key, inviter, received_at FROM pending_invites ORDER BY received_at, rowid")
+        var out: [PendingInvite] = []
+        while try s.step() {
+            guard let room = try? RoomID(bytes: s.blob(0)), let name = s.text(1), let inviter = try? PublicKey(bytes: s.blob(3)) else { continue }
+            out.append(PendingInvite(room: room, name: name, key: s.blob(2), inviter: inviter, receivedAt: UInt64(max(0, s.int64(4)))))
+        }
+        return out
+    }
+
+    public func addPendingInvite(_ invite: PendingInvite) throws {
+        try db.statement("INSERT OR REPLACE INTO pending_invites(room_id, name, key, inviter, received_at) VALUES (?1, ?2, ?3, ?4, ?5)")
+            .bind(1, invite.room.bytes).bind(2, invite.name).bind(3, invite.key).bind(4, invite.inviter.bytes)
+            .bind(5, Int64(clamping: invite.receivedAt)).run()
+    }
+
+    public func removePendingInvite(_ room: RoomID) throws {
+        try db.statement("DELETE FROM pending_invites WHERE room_id = ?1").bind(1, room.bytes).run()
+    }
+
     public func trustedIdentities() throws -> Set<PublicKey> {
         let s = try db.statement("SELECT key FROM trusted")
         var out: Set<PublicKey> = []

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Glibc
+import ChatText
 import Gossip
 @testable import PeerNode
 import Store
@@ -131,4 +132,127 @@ final class TextNodeProcess: @unchecked Sendable {
     }
 
     deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+}
+
+/// Finding 2: invites wait for the user, and can never replace a public or direct room.
+@Suite("Hostile invites", .serialized)
+struct HostileInviteTests {
+    static let network = HostileMemberTests.network
+
+    /// An invite from `attacker` to `victim`, as its first envelope, ready to push.
+    static func invite(from attacker: SigningKey, to victim: PublicKey, room: RoomID, name: String, key: [UInt8] = SymmetricKey.generate().exportedBytes) throws -> GossipMessage {
+        let plain = Invite(room: room, key: key, name: try RoomName(name)).encoded
+        let body = try DirectKey(own: attacker, peer: victim).seal(plain)
+        let e = try Envelope.sign(by: attacker, sequence: 1, previous: .zero, dependencies: [], timestamp: Node.now(),
+                                  room: RoomID.direct(attacker.publicKey, victim, network: network), kind: .invite, body: body)
+        return .envelopes([CarriedEnvelope(hops: 0, envelope: e)])
+    }
+
+    /// Alice is attacked with `message`; then she posts in #general and Bob must read it.
+    func attackAlice(_ make: (SigningKey, PublicKey) throws -> GossipMessage, check: (NodeProcess) async throws -> Void) async throws {
+        let (dirs, a, b) = try await aliceAndBob()
+        let port = try #require(a.url.split(separator: ":").last.flatMap { UInt16($0) })
+        let attacker = try SigningKey.generate()
+        let peer = try HostilePeer(identity: attacker, network: Self.network, messages: [try make(attacker, try PublicKey(hex: a.id))])
+        let attack = Task { try await peer.attack(port: port, timeout: 3) }
+        try await check(a)
+        a.send("still in the public #general")
+        #expect(await b.wait { $0["type"] == "message" && $0["text"] == "still in the public #general" } != nil,
+                "Alice's #general must keep the public key: Bob reads her post")
+        b.send("bob in #general")
+        #expect(await a.wait { $0["type"] == "message" && $0["text"] == "bob in #general" } != nil)
+        _ = try? await attack.value
+        a.quit(); b.quit()
+        withExtendedLifetime(dirs) {}
+    }
+
+    @Test("an invite whose room id is the public #general id, named #general, is refused and counted; #general keeps its key")
+    func publicRoomTakeover() async throws {
+        try await attackAlice({ attacker, victim in
+            try Self.invite(from: attacker, to: victim, room: RoomID.publicRoom(.general, network: Self.network), name: "#general")
+        }, check: { a in
+            let refused = await a.wait { $0["type"] == "invite_refused" }
+            #expect(refused?["reason"]?.contains("public room") == true, "\(refused ?? [:])")
+            #expect(!a.events.value.contains { $0["type"] == "invite" })
+        })
+    }
+
+    @Test("an invite whose room id is the pair's direct-conversation id is refused")
+    func directRoomTakeover() async throws {
+        try await attackAlice({ attacker, victim in
+            try Self.invite(from: attacker, to: victim, room: RoomID.direct(attacker.publicKey, victim, network: Self.network), name: "#chat")
+        }, check: { a in
+            let refused = await a.wait { $0["type"] == "invite_refused" }
+            #expect(refused?["reason"]?.contains("direct conversation") == true, "\(refused ?? [:])")
+        })
+    }
+
+    @Test("an invite to a random room named #general waits for /accept; accepted, it becomes #general-2 and #general stays public")
+    func nameTakeover() async throws {
+        try await attackAlice({ attacker, victim in
+            try Self.invite(from: attacker, to: victim, room: RoomID.random(), name: "#general")
+        }, check: { a in
+            let invite = await a.wait { $0["type"] == "invite" }
+            #expect(invite?["room"] == "#general" && invite?["state"] == "pending", "\(invite ?? [:])")
+            // Nothing changed yet; /accept names it apart from the public room.
+            a.send("/accept #general")
+            let accepted = await a.wait { $0["type"] == "invite_accepted" }
+            #expect(accepted?["room"] == "#general-2", "\(accepted ?? [:])")
+            a.send("/accept")
+            #expect(await a.wait { $0["type"] == "error" && $0["error"]?.contains("no invite is waiting") == true } != nil)
+        })
+    }
+
+    @Test("an invite changes nothing until answered: /invites lists it, /decline drops it, and it is kept across a restart")
+    func waitsForTheUser() async throws {
+        let (dir, node, port) = try await target()
+        let attacker = try SigningKey.generate()
+        let room = RoomID.random()
+        let peer = try HostilePeer(identity: attacker, network: Self.network,
+                                   messages: [try Self.invite(from: attacker, to: try PublicKey(hex: node.id), room: room, name: "#team")])
+        let attack = Task { try await peer.attack(port: port, timeout: 4) }
+        #expect(await node.wait { $0["type"] == "invite" && $0["room"] == "#team" } != nil)
+        _ = try? await attack.value
+        node.quit()
+        // After a restart the invite is still waiting, and nothing was joined.
+        let again = try NodeProcess(dir: dir.path, [])
+        #expect(await started(again))
+        again.send("/invites")
+        #expect(await again.wait { $0["type"] == "invite" && $0["room"] == "#team" && $0["by"] == attacker.publicKey.hex } != nil)
+        again.send("/decline #team")
+        #expect(await again.wait { $0["type"] == "invite_declined" && $0["room"] == "#team" } != nil)
+        again.send("/accept #team")
+        #expect(await again.wait { $0["type"] == "error" && $0["error"]?.contains("no invite to #team") == true } != nil)
+        again.quit()
+        let text = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/rooms\n")
+        #expect(!text.stdout.contains("#team"), "\(text.stdout)")
+    }
+}
+
+extension HostileInviteTests {
+    @Test("a database an earlier version let an invite take over (#general under the attacker's key, a private room named #general) is repaired at start, with a warning")
+    func repairsEarlierTakeover() async throws {
+        let dir = TemporaryDirectory()
+        do {
+            let store = try Store(directory: try DataDirectory(path: dir.path))
+            try store.addPrivateRoom(RoomID.publicRoom(.general, network: Self.network), name: "#general", key: SymmetricKey.generate().exportedBytes)
+            try store.addPrivateRoom(RoomID.random(), name: "#general", key: SymmetricKey.generate().exportedBytes)
+        }
+        let text = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/rooms\n")
+        #expect(text.stdout.contains("-- ⚠ dropped the key an invite gave #general: it names a public room's id"), "\(text.stdout)")
+        #expect(text.stdout.contains("-- ⚠ the private room named #general is now #general-2"), "\(text.stdout)")
+        let store = try Store(directory: try DataDirectory(path: dir.path))
+        #expect(try store.privateRooms().map(\.name) == ["#general-2"])
+    }
+
+    @Test("parsing /accept, /decline and /invites; /private refuses the name of a public room")
+    func commands() throws {
+        #expect(ChatInput.parse("/accept") == .answerInvite(room: "", accept: true))
+        #expect(ChatInput.parse("/accept #team") == .answerInvite(room: "#team", accept: true))
+        #expect(ChatInput.parse("/decline #team") == .answerInvite(room: "#team", accept: false))
+        #expect(ChatInput.parse("/invites") == .invites)
+        if case .error = ChatInput.parse("/accept #a #b") {} else { Issue.record("two rooms must be an error") }
+        let text = try PeerNodeProcess.run(["--data-dir", TemporaryDirectory().path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/private #general\n")
+        #expect(text.stdout.contains("error: #general is a public room you are in"), "\(text.stdout)")
+    }
 }

@@ -293,6 +293,8 @@ struct NetworkTests {
         a.send("the plan")
         let invite = await c.wait { $0["type"] == "invite" }
         #expect(invite?["by"] == a.id && invite?["room"] == "#team")
+        // Nothing is joined until C says so; then the room's history shows.
+        c.send("/accept #team")
         let message = await c.wait { $0["text"] == "the plan" }
         #expect(message?["room"] == "#team")
         c.send("/join #team")
