@@ -41,7 +41,7 @@ public enum EnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .badLength(f, e, a): return "\(f) must be \(e) bytes, got \(a)"
         case let .badRoomName(n): return "not a valid room name: \(n.debugDescription)"
         case let .sequenceTooLarge(s, l): return "sequence \(s) exceeds \(l)"
-        case let .badNick(n): return "not a valid nick (1 to \(Nick.maximumLength) bytes, no spaces or control characters): \(n.debugDescription)"
+        case let .badNick(n): return "not a valid nick (1 to \(Nick.maximumLength) bytes, no spaces, control characters or ·): \(n.debugDescription)"
         }
     }
 }

@@ -85,9 +85,14 @@ public struct Nick: Hashable, Sendable, CustomStringConvertible {
     public static let maximumLength = 32
     public let value: String
 
+    /// The dot between a nick and its fingerprint (`alice·k3fq`), and the
+    /// dots that look like it: none may be in a nick, or a nick could carry
+    /// a fingerprint of its own.
+    public static let separatorLookAlikes: Set<Unicode.Scalar> = ["\u{B7}", "\u{2027}", "\u{2219}", "\u{2022}", "\u{22C5}", "\u{30FB}", "\u{FF65}", "\u{1427}", "\u{0387}", "\u{2E31}", "\u{18FB}"]
+
     public init(_ text: String) throws(EnvelopeError) {
         guard !text.isEmpty, text.utf8.count <= Self.maximumLength else { throw .badNick(text) }
-        guard isNameText(text) else { throw .badNick(text) }
+        guard isNameText(text), !text.unicodeScalars.contains(where: Self.separatorLookAlikes.contains) else { throw .badNick(text) }
         value = text
     }
 

@@ -175,7 +175,8 @@ extension NetworkNode {
     /// `/stats`: one line (JSON or plain), counters sorted by name.
     func showStats() {
         var pairs: [(String, JSONEvents.Value)] = [("type", .string("stats")), ("links", .number(UInt64(links.values.filter { $0.remote != nil }.count)))]
-        let all = counters.merging(discovery?.counters ?? [:]) { a, _ in a }
+        var all = counters.merging(discovery?.counters ?? [:]) { a, _ in a }
+        if node.refusedNicks > 0 { all["bad_nick"] = node.refusedNicks }
         pairs += all.sorted { $0.key < $1.key }.map { ($0.key, .number(UInt64(max(0, $0.value)))) }
         if json {
             out.line(JSONEvents.line(pairs: pairs))

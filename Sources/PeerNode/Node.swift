@@ -252,6 +252,9 @@ final class Node {
         return envelope
     }
 
+    /// Nick messages refused by `setNick` (counted as `bad_nick`).
+    private(set) var refusedNicks = 0
+
     /// Our current nick, if we ever set one.
     var nick: String? { nicks[me] }
 
@@ -310,7 +313,15 @@ final class Node {
         if envelope.kind == .nick, let text = plaintext(of: envelope) { setNick(text, of: envelope.author) }
     }
 
+    /// A nick from a message is held to the same rules as `/nick` (and as
+    /// the handshake's): one that breaks them is not shown, and the
+    /// author keeps the nick it had.
     private func setNick(_ text: String, of author: PublicKey) {
+        guard let valid = try? Nick(text) else {
+            refusedNicks &+= 1
+            return
+        }
+        let text = valid.value
         nicks[author] = text
         confusables.set(author, nick: text)
         Renderer.confusable = confusables.suspicious

@@ -1,4 +1,5 @@
 import Crypto
+import Glibc
 import Gossip
 
 /// The node's SQLite database (WAL): the envelope log, authors and their
@@ -30,6 +31,18 @@ public final class Store: EnvelopeStorage {
     var authors: [PublicKey: AuthorState] = [:]
     var roomRows: [RoomID: Int64] = [:]
     var lastDelivery: Int64 = 0
+
+    /// How far ahead of this node's clock an author's timestamp may be when
+    /// it orders a room: later is read as now + this. A timestamp near 2^63
+    /// would otherwise place the message after everything posted since,
+    /// for ever (docs/PROTOCOL.md §6).
+    public static let maximumFutureSkew: UInt64 = 60_000
+    /// Milliseconds since the epoch (tests set it).
+    public var wallClock: @Sendable () -> UInt64 = {
+        var t = timespec()
+        clock_gettime(CLOCK_REALTIME, &t)
+        return UInt64(max(0, t.tv_sec)) * 1000 + UInt64(max(0, t.tv_nsec)) / 1_000_000
+    }
     private var dirtyAuthors: Set<PublicKey> = []
 
     private var checkpointer: Checkpointer?
@@ -258,7 +271,7 @@ public final class Store: EnvelopeStorage {
     /// dependency + 1), or nil while a dependency is not delivered. Every node
     /// computes the same value, so room order is the same everywhere.
     private func causalTime(of e: Envelope, after st: AuthorState) throws -> Int64? {
-        var causal = Int64(clamping: e.timestamp)
+        var causal = Int64(clamping: min(e.timestamp, wallClock().saturatingAdd(Self.maximumFutureSkew)))
         if e.sequence > 1 { causal = max(causal, st.lastCausalTime &+ 1) }
         for d in e.dependencies {
             guard let other = authors[d.author], other.delivered >= d.sequence else { return nil }

@@ -129,8 +129,8 @@ final class HostilePeer: @unchecked Sendable {
     var established = false
     var closed: CloseInfo?
 
-    init(identity: SigningKey, network: NetworkKey, messages: [GossipMessage], closeReason: String? = nil) throws {
-        session = try LinkSession(initiator: true, identity: identity, networkKey: network, now: 0)
+    init(identity: SigningKey, network: NetworkKey, messages: [GossipMessage], closeReason: String? = nil, nick: String? = nil) throws {
+        session = try LinkSession(initiator: true, identity: identity, networkKey: network, now: 0, nick: nick)
         self.messages = messages
         self.closeReason = closeReason
     }

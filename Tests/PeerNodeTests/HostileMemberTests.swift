@@ -256,3 +256,63 @@ extension HostileInviteTests {
         #expect(text.stdout.contains("error: #general is a public room you are in"), "\(text.stdout)")
     }
 }
+
+extension HostileMemberTests {
+    /// `texts` as one author's chain in #general (kind and timestamp each), pushed in one batch.
+    static func chain(by author: SigningKey, _ items: [(Kind, String, UInt64)]) throws -> GossipMessage {
+        let room = RoomID.publicRoom(.general, network: network)
+        let key = network.publicRoomKey(roomName: RoomName.general.value)
+        var previous = MessageID.zero
+        var out: [CarriedEnvelope] = []
+        for (i, (kind, text, timestamp)) in items.enumerated() {
+            let body = try BodyCipher.seal(Array(text.utf8), key: key, author: author.publicKey, room: room, kind: kind)
+            let e = try Envelope.sign(by: author, sequence: UInt64(i + 1), previous: previous, dependencies: [], timestamp: timestamp,
+                                      room: room, kind: kind, body: body)
+            previous = e.id
+            out.append(CarriedEnvelope(hops: 0, envelope: e))
+        }
+        return .envelopes(out)
+    }
+
+    @Test("finding 9: a nick message is held to /nick's rules (no ·, no spaces): 'alice·k3fq (verified, trust me)' is not shown as a nick, in the handshake or in a message, and is counted")
+    func fakeFingerprintNick() async throws {
+        let (dir, node, port) = try await target()
+        let attacker = try SigningKey.generate()
+        let fake = "alice·k3fq (verified, trust me)"
+        let peer = try HostilePeer(identity: attacker, network: Self.network,
+                                   messages: [try Self.chain(by: attacker, [(.nick, fake, Node.now()), (.text, "hello", Node.now())])], nick: "alice·k3fq")
+        let attack = Task { try await peer.attack(port: port, timeout: 3) }
+        let up = await node.wait { $0["type"] == "peer_up" }
+        #expect(up?["nick"] == "", "\(up ?? [:])")
+        let message = await node.wait { $0["type"] == "message" && $0["text"] == "hello" }
+        #expect(message?["nick"] == "", "\(message ?? [:])")
+        node.send("/stats")
+        #expect(await node.wait { $0["type"] == "stats" }?["bad_nick"] == "1")
+        _ = try? await attack.value
+        node.quit()
+        #expect(throws: EnvelopeError.self) { try Nick("alice·k3fq") }
+        #expect(throws: EnvelopeError.self) { try Nick("alice∙k3fq") }
+        #expect(try Nick("alice").value == "alice")
+        withExtendedLifetime(dir) {}
+    }
+
+    @Test("finding 10: a timestamp of 2^63-1 does not pin a message as the newest line of the room: it is ordered as at most now + Store.maximumFutureSkew")
+    func farFutureTimestamp() async throws {
+        let (dir, node, port) = try await target()
+        let attacker = try SigningKey.generate()
+        let peer = try HostilePeer(identity: attacker, network: Self.network,
+                                   messages: [try Self.chain(by: attacker, [(.text, "pinned for ever", UInt64(Int64.max))])])
+        let attack = Task { try await peer.attack(port: port, timeout: 3) }
+        #expect(await node.wait { $0["type"] == "message" && $0["text"] == "pinned for ever" } != nil)
+        _ = try? await attack.value
+        for i in 1...5 { node.send("later \(i)") }
+        #expect(await node.wait { $0["type"] == "message" && $0["text"] == "later 5" } != nil)
+        node.quit()
+        // In the room's order, the far-future line comes before what was posted after it (before,
+        // every later line shared its causal time, 2^63-1, and was ordered by id: at random).
+        let history = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/history 6\n")
+        let lines = history.stdout.split(separator: "\n").filter { $0.contains("pinned for ever") || $0.contains("> later ") }
+        #expect(lines.suffix(6).map { $0.contains("pinned") ? "pinned" : String($0.suffix(7)) } == ["pinned"] + (1...5).map { "later \($0)" },
+                "\(history.stdout)")
+    }
+}
