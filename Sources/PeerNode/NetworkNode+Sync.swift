@@ -100,47 +100,57 @@ struct SyncProgress {
     }
 }
 
-/// Linked peers that say they hold more of our messages than we do: since
-/// when (kept across a peer's reconnects), and when our own chain last grew.
-/// A claim that brings nothing for `NetworkNode.ownClaimPatience` is not
-/// believed any more: a hostile peer declaring a huge clock for us would
-/// otherwise stop us posting for as long as it is linked.
+/// Claims by linked peers to hold more of our own messages than we do. One
+/// patience window for the whole node, not one per claimant: identities
+/// are free, so a window per identity let a peer with many of them hold
+/// our posts for ever. While claims go unproven (none of our messages
+/// arrives) for `NetworkNode.ownClaimPatience`, no claim is believed; our
+/// chain growing is the proof that restarts the window. The window is
+/// forgotten only after as long again with no claim at all, so leaving and
+/// coming back does not buy a new one.
 struct OwnHistoryClaims {
-    private(set) var since: [PublicKey: Double] = [:]
-    private var ours: UInt64 = 0
-    private var progressAt = 0.0
-    /// Peers whose claim is not believed, each reported once.
+    /// When the current unproven period began (nil: no claim outstanding).
+    private(set) var since: Double?
+    /// Our own clock entry at the last update (nil before the first: where we start is no progress).
+    private var ours: UInt64?
+    private var progressAt = -Double.infinity
+    /// The highest sequence we signed ourselves: our chain growing up to it proves nothing.
+    private var signedUpTo: UInt64 = 0
+    /// When a claim above ours was last seen.
+    private var lastClaimAt = 0.0
+    /// Peers told they are not believed, each reported once (at most `limit`).
     private(set) var disbelieved: Set<PublicKey> = []
-    /// Peers remembered at most (the oldest claim is forgotten first).
     static let limit = 4_096
 
     /// Called on every tick with each linked peer's claim and our own clock.
-    mutating func update(claims: [PublicKey: UInt64], ours: UInt64, now: Double) {
-        if ours != self.ours {
-            self.ours = ours
-            progressAt = now
-        }
-        for (peer, claimed) in claims {
-            if claimed > ours {
-                if since[peer] == nil { since[peer] = now }
-            } else {
-                since[peer] = nil
-                disbelieved.remove(peer)
-            }
-        }
-        while since.count > Self.limit, let oldest = since.min(by: { $0.value < $1.value })?.key {
-            since[oldest] = nil
-            disbelieved.remove(oldest)
+    mutating func update(claims: [PublicKey: UInt64], ours: UInt64, now: Double, patience: Double) {
+        if let before = self.ours, ours != before, ours > signedUpTo { progressAt = now }
+        self.ours = ours
+        if claims.values.contains(where: { $0 > ours }) {
+            lastClaimAt = now
+            if since == nil { since = now }
+        } else if let since, progressAt >= since || now - max(lastClaimAt, since) >= patience {
+            // Claims came true, or none for a whole window: a later one gets a fresh window.
+            self.since = nil
+            disbelieved = []
+        } else if since == nil {
+            disbelieved = []
         }
     }
 
-    /// Whether `peer`'s claim still stands: none of ours arrived for `patience` seconds since it was made.
-    func believes(_ peer: PublicKey, now: Double, patience: Double) -> Bool {
-        guard let first = since[peer] else { return true }
-        return now - max(first, progressAt) < patience
+    /// We are about to sign our envelope `sequence`.
+    mutating func signing(_ sequence: UInt64) { signedUpTo = max(signedUpTo, sequence) }
+
+    /// Whether claims still stand: none unproven for `patience` seconds.
+    func believes(now: Double, patience: Double) -> Bool {
+        guard let since else { return true }
+        return now - max(since, progressAt) < patience
     }
 
-    mutating func disbelieve(_ peer: PublicKey) -> Bool { disbelieved.insert(peer).inserted }
+    mutating func disbelieve(_ peer: PublicKey) -> Bool {
+        guard disbelieved.count < Self.limit else { return false }
+        return disbelieved.insert(peer).inserted
+    }
 }
 
 extension NetworkNode {
@@ -161,10 +171,11 @@ extension NetworkNode {
     /// On each tick: is each claim about our history coming true?
     func watchOwnClaims(now: Double) {
         let claims = ownClaims
-        ownClaimsWatch.update(claims: claims, ours: replicator.clock[node.me], now: now)
-        for (peer, claimed) in claims where !ownClaimsWatch.believes(peer, now: now, patience: Self.ownClaimPatience) && ownClaimsWatch.disbelieve(peer) {
+        let ours = replicator.clock[node.me]
+        ownClaimsWatch.update(claims: claims, ours: ours, now: now, patience: Self.ownClaimPatience)
+        guard !ownClaimsWatch.believes(now: now, patience: Self.ownClaimPatience) else { return }
+        for (peer, claimed) in claims where claimed > ours && ownClaimsWatch.disbelieve(peer) {
             count("own_history_claim_ignored")
-            let ours = replicator.clock[node.me]
             log.warning("\(peer.shortFingerprint) says it holds \(claimed > ours ? claimed - ours : 0) more of your messages but sent none in \(Int(Self.ownClaimPatience)) s; posting goes on without them")
         }
     }
@@ -182,7 +193,7 @@ extension NetworkNode {
         }
         let ours = replicator.clock[node.me]
         let now = monotonic()
-        let theirs = claims.filter { ownClaimsWatch.believes($0.key, now: now, patience: Self.ownClaimPatience) }.values.max() ?? 0
+        let theirs = ownClaimsWatch.believes(now: now, patience: Self.ownClaimPatience) ? claims.values.max() ?? 0 : 0
         guard theirs <= ours else {
             throw NodeError(description: "your earlier messages are still coming back from your peers (\(theirs - ours) to go); try again in a moment")
         }

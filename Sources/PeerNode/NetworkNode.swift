@@ -143,7 +143,12 @@ final class NetworkNode: @unchecked Sendable {
         replicator = Replicator(me: node.me, clock: try node.store.vectorClock(), random: SystemRandomNumberGenerator())
         lastShown = node.store.lastDeliveryNumber
         blocked.set(try node.store.blockedIdentities())
-        node.postingGate = { [weak self] in try self?.ensureOwnHistoryIsBack() }
+        node.postingGate = { [weak self] in
+            guard let self else { return }
+            try ensureOwnHistoryIsBack()
+            // What we sign ourselves is no proof of anyone's claim.
+            ownClaimsWatch.signing(replicator.clock[node.me] + 1)
+        }
     }
 
     // MARK: start

@@ -83,28 +83,39 @@ struct ForgedEnvelopeTests {
 
 @Suite("A peer that lies about our own history")
 struct OwnHistoryLiarTests {
-    @Test("a peer that declares a huge clock for us and sends nothing stops our posts for ownClaimPatience (30 s) at most; then posting goes on and the lie is counted")
+    @Test("peers that declare a huge clock for us and send nothing stop our posts for ownClaimPatience (30 s) at most, however many identities they use: a second identity claiming 20 s later buys no more time; the lies are counted")
     func liar() async throws {
         let (dir, node, port) = try await target()
         let me = try PublicKey(hex: node.id)
         let network = NetworkKey.derived(fromName: NetworkKey.defaultName)
-        let peer = try HostilePeer(identity: try SigningKey.generate(), network: network,
-                                   messages: [.clock(entries: [Dependency(author: me, sequence: 1_000_000)], full: true)])
-        let attack = Task { try await peer.attack(port: port, timeout: 45) }
+        func liar(_ sequence: UInt64) throws -> HostilePeer {
+            try HostilePeer(identity: try SigningKey.generate(), network: network,
+                            messages: [.clock(entries: [Dependency(author: me, sequence: sequence)], full: true)])
+        }
+        let first = try liar(1_000_000)
+        let attack = Task { try await first.attack(port: port, timeout: 45) }
         #expect(await node.wait { $0["type"] == "peer_up" } != nil)
         try await Task.sleep(nanoseconds: 500_000_000)
         node.send("first try")
         #expect(await node.wait(timeout: 10) { $0["type"] == "error" && $0["error"]?.contains("coming back") == true } != nil)
-        // Past the patience, with nothing of ours arriving, the claim is not believed.
-        try await Task.sleep(nanoseconds: UInt64((NetworkNode.ownClaimPatience + 2) * 1e9))
+        // A second identity makes the same claim 20 s on (with a window per identity it held posts for 50 s).
+        try await Task.sleep(nanoseconds: 20_000_000_000)
+        let second = try liar(2_000_000)
+        let attack2 = Task { try await second.attack(port: port, timeout: 25) }
+        // Past the patience from the first claim, with nothing of ours arriving, no claim is believed.
+        try await Task.sleep(nanoseconds: UInt64((NetworkNode.ownClaimPatience - 20 + 2) * 1e9))
         node.send("second try")
         #expect(await node.wait(timeout: 10) { $0["type"] == "message" && $0["text"] == "second try" } != nil)
+        // Our own post proves nothing: the next one goes too.
+        node.send("third try")
+        #expect(await node.wait(timeout: 10) { $0["type"] == "message" && $0["text"] == "third try" } != nil)
         node.send("/stats")
         let stats = await node.wait { $0["type"] == "stats" }
-        #expect(stats?["own_history_claim_ignored"] == "1", "\(stats ?? [:])")
+        #expect(stats?["own_history_claim_ignored"] == "2", "\(stats ?? [:])")
         node.quit()
         withExtendedLifetime(dir) {}
         _ = try? await attack.value
+        _ = try? await attack2.value
     }
 }
 

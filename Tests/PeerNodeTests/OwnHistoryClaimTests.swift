@@ -15,41 +15,52 @@ struct OwnHistoryClaimTests {
         honest = try SigningKey.generate().publicKey
     }
 
-    @Test("a claim is believed while it brings something; after ownClaimPatience with nothing, not; a satisfied claim is forgotten")
+    @Test("claims are believed while they bring something; after ownClaimPatience with nothing, none is; a satisfied claim is forgotten")
     func patience() {
         var w = OwnHistoryClaims()
         let p = NetworkNode.ownClaimPatience
-        w.update(claims: [liar: 1_000_000], ours: 3, now: 100)
-        #expect(w.believes(liar, now: 100 + p - 1, patience: p))
-        #expect(!w.believes(liar, now: 100 + p, patience: p), "at the limit: no longer believed")
+        w.update(claims: [liar: 1_000_000], ours: 3, now: 100, patience: p)
+        #expect(w.believes(now: 100 + p - 1, patience: p))
+        #expect(!w.believes(now: 100 + p, patience: p), "at the limit: no longer believed")
         #expect(w.disbelieve(liar) && !w.disbelieve(liar), "reported once")
         // Our chain growing (from any peer) is the claim coming true: the wait starts again.
         var v = OwnHistoryClaims()
-        v.update(claims: [honest: 50], ours: 3, now: 100)
-        v.update(claims: [honest: 50], ours: 20, now: 100 + p - 1)
-        #expect(v.believes(honest, now: 100 + 2 * p - 2, patience: p))
-        v.update(claims: [honest: 50], ours: 50, now: 100 + 2 * p - 2)
-        #expect(v.since[honest] == nil, "satisfied: forgotten")
+        v.update(claims: [honest: 50], ours: 3, now: 100, patience: p)
+        v.update(claims: [honest: 50], ours: 20, now: 100 + p - 1, patience: p)
+        #expect(v.believes(now: 100 + 2 * p - 2, patience: p))
+        v.update(claims: [honest: 50], ours: 50, now: 100 + 2 * p - 2, patience: p)
+        #expect(v.since == nil, "satisfied: forgotten")
     }
 
-    @Test("each peer is judged on its own claim, and a reconnect does not reset it")
-    func perPeer() {
+    @Test("one window for the node: new identities claiming later, or the same one leaving and coming back, buy no more time (issue 13, finding 5)")
+    func nodeWide() throws {
         var w = OwnHistoryClaims()
         let p = NetworkNode.ownClaimPatience
-        w.update(claims: [liar: 1_000_000], ours: 3, now: 0)
-        w.update(claims: [:], ours: 3, now: 10)  // the liar's link drops
-        w.update(claims: [liar: 2_000_000, honest: 9], ours: 3, now: p - 5)  // it is back with a new number; an honest peer links
-        #expect(!w.believes(liar, now: p, patience: p), "the liar's first claim still counts")
-        #expect(w.believes(honest, now: p, patience: p), "the honest peer has its own time")
+        let liars = try (0..<3).map { _ in try SigningKey.generate().publicKey }
+        w.update(claims: [liars[0]: 1_000_000], ours: 3, now: 0, patience: p)
+        w.update(claims: [liars[1]: 2_000_000], ours: 3, now: p - 5, patience: p)  // the first left; a second identity claims
+        #expect(!w.believes(now: p, patience: p), "the window began with the first claim")
+        w.update(claims: [:], ours: 3, now: p + 1, patience: p)  // all gone for a moment
+        w.update(claims: [liars[2]: 9_000], ours: 3, now: p + 2, patience: p)
+        #expect(!w.believes(now: p + 3, patience: p), "coming back does not reset the window")
+        // A whole window with no claim at all: a later claim is believed again (a real restore may come later).
+        w.update(claims: [:], ours: 3, now: p + 3, patience: p)
+        w.update(claims: [:], ours: 3, now: 2 * p + 3, patience: p)
+        w.update(claims: [honest: 9], ours: 3, now: 2 * p + 4, patience: p)
+        #expect(w.believes(now: 2 * p + 5, patience: p))
     }
 
-    @Test("at most OwnHistoryClaims.limit peers are remembered; the oldest claim goes first")
-    func limit() throws {
+    @Test("our own new posts are no proof of a claim: after the window they do not make it believed again")
+    func ownPostsProveNothing() {
         var w = OwnHistoryClaims()
-        for i in 0...OwnHistoryClaims.limit {
-            w.update(claims: [try SigningKey.generate().publicKey: 10], ours: 1, now: Double(i))
-        }
-        #expect(w.since.count == OwnHistoryClaims.limit)
-        #expect(!w.since.values.contains(0))
+        let p = NetworkNode.ownClaimPatience
+        w.update(claims: [liar: 1_000_000], ours: 3, now: 0, patience: p)
+        #expect(!w.believes(now: p, patience: p))
+        w.signing(4)
+        w.update(claims: [liar: 1_000_000], ours: 4, now: p + 1, patience: p)
+        #expect(!w.believes(now: p + 2, patience: p))
+        // One of ours arriving from a peer is progress.
+        w.update(claims: [liar: 1_000_000], ours: 5, now: p + 3, patience: p)
+        #expect(w.believes(now: p + 4, patience: p))
     }
 }
