@@ -97,9 +97,23 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             case let .disconnect(link, _), let .pushesLimited(link, _):
                 up.remove(link)
                 replicator.linkDown(link)
-            case .remember:
+            case .remember, .clockEntriesIgnored:
                 break
             }
+        }
+        // What a hostile link declares flows through every summary of it (what
+        // /sync, /peers, the prompt and /stats compute): none may trap, and the
+        // authors it may declare that we hold nothing of stay bounded.
+        for link in up {
+            let declared = replicator.declaredClock(of: link) ?? VectorClock()
+            let known = replicator.knownClock(of: link) ?? VectorClock()
+            _ = declared.count(beyond: replicator.clock)
+            _ = replicator.clock.count(beyond: known)
+            _ = known.count(beyond: replicator.clock)
+            _ = declared.total
+            _ = declared.entries.values.reduce(UInt64(0)) { $0.saturatingAdd($1) }
+            let unknown = declared.entries.keys.filter { replicator.clock[$0] == 0 }.count
+            invariant(unknown <= Replicator.maximumUnknownAuthors, "a link declared more unknown authors than the cap")
         }
         for (author, sequence) in replicator.clock.entries {
             invariant(sequence == held.contiguous(author), "the clock is not what the store holds")

@@ -38,7 +38,18 @@ public struct Replicator {
         /// what it pushed over the budget was not taken. Nothing is lost: a
         /// new link starts with a clock exchange that brings it all again.
         case pushesLimited(LinkID, Int)
+        /// `link` declared more authors we hold nothing of than
+        /// `maximumUnknownAuthors`: this many entries were not taken.
+        case clockEntriesIgnored(LinkID, Int)
     }
+
+    /// Clock entries a link may declare for authors this node holds nothing
+    /// of. Made-up authors cost memory, a bigger saved clock and work on
+    /// every exchange; a real author's envelopes still come (catch-up is
+    /// sent from the peer's side), and once one is held its entry counts as
+    /// known, so a peer with more authors than this is caught up over
+    /// several exchanges.
+    public static let maximumUnknownAuthors = 4_096
 
     /// Live pushes (envelopes beyond the clock a link declared: catch-up is
     /// sender-driven and bounded by that clock) a link may send at once…
@@ -132,19 +143,40 @@ public struct Replicator {
 
     public mutating func clockReceived(_ link: LinkID, entries: [Dependency], full: Bool) -> [Action] {
         guard var l = links[link] else { return [] }
+        let admitted: [Dependency]
         if full {
             // A full clock is the truth about the peer, even if it went back.
-            l.known = VectorClock(Dictionary(entries.map { ($0.author, $0.sequence) }, uniquingKeysWith: max))
+            admitted = admit(entries, over: VectorClock())
+            l.known = VectorClock(Dictionary(admitted.map { ($0.author, $0.sequence) }, uniquingKeysWith: max))
             l.declared = l.known
         } else {
             // What the peer reports replaces what we assumed (a push may have been lost).
-            for e in entries {
+            admitted = admit(entries, over: l.declared ?? l.known)
+            for e in admitted {
                 l.known[e.author] = e.sequence
                 l.declared?[e.author] = e.sequence
             }
         }
         links[link] = l
-        return catchUp(link) + [remember(link)]
+        return ignored(link, entries.count - admitted.count) + catchUp(link) + [remember(link)]
+    }
+
+    /// The entries of a clock message that are taken on top of `base` (what
+    /// the link declared before): every entry for an author we hold or it
+    /// already declared, and entries for other authors while the link has
+    /// fewer than `maximumUnknownAuthors` of them.
+    private func admit(_ entries: [Dependency], over base: VectorClock) -> [Dependency] {
+        var unknown = base.entries.keys.reduce(0) { $0 + (clock[$1] == 0 ? 1 : 0) }
+        return entries.filter { e in
+            if clock[e.author] > 0 || base[e.author] > 0 || e.sequence == 0 { return true }
+            guard unknown < Self.maximumUnknownAuthors else { return false }
+            unknown += 1
+            return true
+        }
+    }
+
+    private func ignored(_ link: LinkID, _ count: Int) -> [Action] {
+        count > 0 ? [.clockEntriesIgnored(link, count)] : []
     }
 
     /// A clock named as changes to a base clock: rebuilt when the base is the
@@ -154,24 +186,26 @@ public struct Replicator {
         guard var rebuilt = l.declared, ClockDigest(rebuilt) == base else {
             return [.send(link, .fullClockWanted)]
         }
-        for e in entries { rebuilt[e.author] = e.sequence }
+        let admitted = admit(entries, over: rebuilt)
+        for e in admitted { rebuilt[e.author] = e.sequence }
         l.declared = rebuilt
         // As good as a full clock: the truth about the peer.
         l.known = rebuilt
         links[link] = l
-        return catchUp(link) + [remember(link)]
+        return ignored(link, entries.count - admitted.count) + catchUp(link) + [remember(link)]
     }
 
     /// The peer stored what we sent: what we know of its clock moves up (never
     /// down: a push on its way stays counted), and so does what it declared.
     public mutating func storedReceived(_ link: LinkID, entries: [Dependency]) -> [Action] {
         guard var l = links[link] else { return [] }
-        for e in entries {
+        let admitted = admit(entries, over: l.declared ?? l.known)
+        for e in admitted {
             l.known[e.author] = max(l.known[e.author], e.sequence)
             l.declared?[e.author] = e.sequence
         }
         links[link] = l
-        return []
+        return ignored(link, entries.count - admitted.count)
     }
 
     /// The peer could not rebuild our clock: send it whole.

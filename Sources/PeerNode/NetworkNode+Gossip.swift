@@ -66,11 +66,36 @@ extension NetworkNode {
                 self.count("push_rate_limited", by: count)
                 self.count("disconnected_flood")
                 links[id]?.connection.close(code: .policyViolation, reason: "pushing faster than \(Int(replicator.pushBudget.perSecond)) envelopes/s")
+            case let .clockEntriesIgnored(_, count):
+                self.count("clock_entries_ignored", by: count)
             case let .remember(id, clocks):
+                // Saved with the others at most every `peerClockSaveInterval`.
                 guard let remote = links[id]?.remote else { continue }
-                do { try node.store.savePeerClocks(clocks, of: remote, at: Node.now()) } catch {
-                    log.warning("saving the clock of \(remote.shortFingerprint) failed: \(error)")
-                }
+                unsavedPeerClocks[remote] = clocks
+            }
+        }
+    }
+
+    /// Seconds between writes of the per-peer clocks: a peer sending clock
+    /// messages as fast as it can costs one write per peer per interval,
+    /// not one per message. A crash loses at most this much of a hint.
+    static let peerClockSaveInterval = 5.0
+
+    /// What we remember of `remote`: the unsaved clocks, else the saved ones.
+    func peerClocks(of remote: PublicKey) -> PeerClocks? {
+        unsavedPeerClocks[remote] ?? ((try? node.store.peerClocks(of: remote)) ?? nil)
+    }
+
+    /// Writes the per-peer clocks that changed (on a tick once the interval
+    /// passed, and at exit).
+    func savePeerClocks(now: Double, force: Bool = false) {
+        guard !unsavedPeerClocks.isEmpty, force || now - lastPeerClockSave >= Self.peerClockSaveInterval else { return }
+        lastPeerClockSave = now
+        let saving = unsavedPeerClocks
+        unsavedPeerClocks = [:]
+        for (remote, clocks) in saving {
+            do { try node.store.savePeerClocks(clocks, of: remote, at: Node.now()) } catch {
+                log.warning("saving the clock of \(remote.shortFingerprint) failed: \(error)")
             }
         }
     }

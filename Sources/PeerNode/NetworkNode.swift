@@ -119,6 +119,9 @@ final class NetworkNode: @unchecked Sendable {
     /// Whether peers' claims to hold more of our messages than we do are
     /// borne out (`NetworkNode+Sync.swift`).
     var ownClaimsWatch = OwnHistoryClaims()
+    /// Per-peer clocks not written yet, and when they last were (`savePeerClocks`).
+    var unsavedPeerClocks: [PublicKey: PeerClocks] = [:]
+    var lastPeerClockSave = 0.0
     /// Told the prompt when it changes on a tick (the terminal session).
     var promptChanged: (@Sendable (String) -> Void)?
     private var lastPrompt = ""
@@ -320,8 +323,7 @@ final class NetworkNode: @unchecked Sendable {
             }
         }
         // What we remember of this peer makes the clock exchange cost what changed.
-        let memory = (try? node.store.peerClocks(of: remote)) ?? nil
-        perform(replicator.linkUp(id, now: monotonic(), memory: memory))
+        perform(replicator.linkUp(id, now: monotonic(), memory: peerClocks(of: remote)))
     }
 
     func closed(_ c: WebSocketConnection, reason: PeerText) {
@@ -406,6 +408,7 @@ final class NetworkNode: @unchecked Sendable {
             }
         }
         perform(replicator.tick(now: now))
+        savePeerClocks(now: now)
         watchOwnClaims(now: now)
         markOwnHistoryKnownIfSafe()
         postPendingNickIfSafe()
@@ -426,6 +429,7 @@ final class NetworkNode: @unchecked Sendable {
     func finishStore() {
         let finished = DispatchSemaphore(value: 0)
         loop.execute { [self] in
+            savePeerClocks(now: monotonic(), force: true)
             node.store.checkpointForExit()
             finished.signal()
         }

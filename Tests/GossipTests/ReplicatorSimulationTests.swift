@@ -160,6 +160,8 @@ final class Simulation {
             case let .pushesLimited(link, count):
                 pushesLimited += count
                 bringDown(node, link)
+            case .clockEntriesIgnored:
+                break
             }
         }
     }

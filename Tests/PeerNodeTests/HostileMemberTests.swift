@@ -316,3 +316,33 @@ extension HostileMemberTests {
                 "\(history.stdout)")
     }
 }
+
+extension HostileMemberTests {
+    @Test("finding 4: three clock messages of 4,096 made-up authors each: past Replicator.maximumUnknownAuthors they are refused and counted, the saved clock stays at the cap, and the node answers at once")
+    func manyMadeUpAuthors() async throws {
+        let (dir, node, port) = try await target()
+        let attacker = try SigningKey.generate()
+        let size = GossipMessage.maximumClockEntries
+        let messages = try (0..<3).map { i -> GossipMessage in
+            let entries = try (0..<size).map { _ in Dependency(author: try SigningKey.generate().publicKey, sequence: 1_000) }.sorted { $0.author < $1.author }
+            return .clock(entries: entries, full: i == 0)
+        }
+        let peer = try HostilePeer(identity: attacker, network: Self.network, messages: messages)
+        let attack = Task { try await peer.attack(port: port, timeout: 3) }
+        let expected = 3 * size - Replicator.maximumUnknownAuthors
+        let deadline = Date().addingTimeInterval(20)
+        var stats: [String: String]?
+        while Date() < deadline {
+            node.send("/stats")
+            stats = await node.wait(timeout: 2) { $0["type"] == "stats" && $0["clock_entries_ignored"] == "\(expected)" }
+            if stats != nil { break }
+        }
+        #expect(stats != nil, "\(node.events.value.last { $0["type"] == "stats" } ?? [:])")
+        node.send("/sync")
+        #expect(await node.wait(timeout: 5) { $0["type"] == "sync" }?["authors"] == "\(Replicator.maximumUnknownAuthors)")
+        _ = try? await attack.value
+        node.quit()
+        let store = try Store(directory: try DataDirectory(path: dir.path))
+        #expect(try store.peerClocks(of: attacker.publicKey)?.declared?.entries.count == Replicator.maximumUnknownAuthors)
+    }
+}
