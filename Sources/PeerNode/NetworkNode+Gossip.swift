@@ -132,7 +132,9 @@ extension NetworkNode {
             for (c, o) in zip(valid, outcomes) {
                 switch o {
                 case .inserted: inserted.append(c)
-                case .fork, .brokenChain: count("fork")
+                case let .fork(kept), let .brokenChain(kept):
+                    count("fork")
+                    forkFound(c.envelope, kept: kept)
                 case .duplicate: break
                 }
             }
@@ -143,6 +145,19 @@ extension NetworkNode {
         }
         perform(replicator.stored(from: id, checked: batch, inserted: inserted, invalid: batch.count - valid.count, newClock: clock))
         showDeliveries()
+    }
+
+    /// An author signed two different envelopes at one sequence (or broke its
+    /// own chain): shown once per author, and marked on its label from then on.
+    func forkFound(_ e: Envelope, kept: MessageID) {
+        guard Renderer.forked.insert(e.author).inserted, !relay else { return }
+        if json {
+            out.line(JSONEvents.line(["type": .string("fork"), "author": .string(e.author.hex), "seq": .number(e.sequence),
+                                      "kept": .string(kept.hex), "fork": .string(e.id.hex)]))
+        } else {
+            out.line("-- ⚠ \(Renderer(nicks: node.nicks).label(e.author)) signed two different messages as number \(e.sequence); the first held is kept. "
+                + "Its key may be in two places (copied, or restored from a backup): /sync lists forks")
+        }
     }
 
     /// The envelopes whose signatures verify, in order. Large batches are

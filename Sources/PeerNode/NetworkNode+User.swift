@@ -108,7 +108,8 @@ extension NetworkNode {
                 } else {
                     let gaps = gaps()
                     out.line(JSONEvents.line(["type": .string("sync"), "complete": .string(gaps.isEmpty ? "yes" : "no"),
-                                              "missing": .number(Self.totalMissing(gaps)), "authors": .number(UInt64(gaps.count))]))
+                                              "missing": .number(Self.totalMissing(gaps)), "authors": .number(UInt64(gaps.count)),
+                                              "forks": .number(UInt64(Set(((try? node.store.forks()) ?? []).map(\.author)).count))]))
                 }
             } else {
                 out.hold()

@@ -68,6 +68,7 @@ final class Node {
         try loadNicks()
         repairs = try repairPrivateRooms()
         Renderer.trusted = try store.trustedIdentities()
+        Renderer.forked = Set(try store.forks().map(\.author))
         // A key made with this database: nothing of ours can be elsewhere.
         if identityIsNew { try markOwnHistoryKnown() }
     }

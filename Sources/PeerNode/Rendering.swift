@@ -29,8 +29,12 @@ struct Renderer {
     /// Set on the loop thread when nicks change, read there.
     nonisolated(unsafe) static var confusable: Set<PublicKey> = []
 
+    /// Authors who signed two different envelopes at one sequence (a copied
+    /// key or a restored backup): shown with "(forked)". Set on the loop thread.
+    nonisolated(unsafe) static var forked: Set<PublicKey> = []
+
     func label(_ author: PublicKey) -> String {
-        let fingerprint = author.shortFingerprint + (Self.trusted.contains(author) ? "✔" : "")
+        let fingerprint = author.shortFingerprint + (Self.trusted.contains(author) ? "✔" : "") + (Self.forked.contains(author) ? "(forked)" : "")
         let warning = Self.confusable.contains(author) ? "⚠" : ""
         let plain = nicks[author].map { TerminalText.sanitize($0) + warning + "·" + fingerprint } ?? fingerprint
         guard case .terminal(colors: true, _) = Self.style else { return plain }

@@ -333,7 +333,13 @@ public final class Store: EnvelopeStorage {
         try storedBytes(author, Int64(clamping: sequence)).map { try Envelope.decode($0, verification: .trustedStorage) }
     }
 
+    /// Forks kept per author: each is a whole envelope the author signed, and
+    /// an author can sign as many as it likes; one is proof enough.
+    public static let maximumForksPerAuthor: Int64 = 16
+
     private func recordFork(_ e: Envelope, author: Int64, kept: MessageID, reason: String, at time: UInt64) throws {
+        let held = try db.statement("SELECT count(*) FROM forks WHERE author = ?1").bind(1, author).single { $0.int64(0) } ?? 0
+        guard held < Self.maximumForksPerAuthor else { return }
         try db.statement(
             """
             INSERT OR IGNORE INTO forks(author, sequence, kept_id, fork_id, reason, detected_at, bytes)

@@ -346,3 +346,38 @@ extension HostileMemberTests {
         #expect(try store.peerClocks(of: attacker.publicKey)?.declared?.entries.count == Replicator.maximumUnknownAuthors)
     }
 }
+
+extension HostileMemberTests {
+    @Test("finding 13: a fork is shown (a fork event, the author's label, /sync at the terminal and in --json), and at most Store.maximumForksPerAuthor are kept per author")
+    func forksShown() async throws {
+        let (dir, node, port) = try await target()
+        let attacker = try SigningKey.generate()
+        let room = RoomID.publicRoom(.general, network: Self.network)
+        let key = Self.network.publicRoomKey(roomName: RoomName.general.value)
+        func envelope(_ sequence: UInt64, previous: MessageID, text: String) throws -> Envelope {
+            try Envelope.sign(by: attacker, sequence: sequence, previous: previous, dependencies: [], timestamp: Node.now(), room: room, kind: .text,
+                              body: try BodyCipher.seal(Array(text.utf8), key: key, author: attacker.publicKey, room: room, kind: .text))
+        }
+        let first = try envelope(1, previous: .zero, text: "one")
+        // Twenty second messages, none linking to the first: each is a fork (a broken chain).
+        let forks = try (0..<20).map { i in try envelope(2, previous: try MessageID(bytes: [UInt8](repeating: UInt8(i + 1), count: 32)), text: "fork \(i)") }
+        let messages = [GossipMessage.envelopes([CarriedEnvelope(hops: 0, envelope: first)])]
+            + forks.map { GossipMessage.envelopes([CarriedEnvelope(hops: 0, envelope: $0)]) }
+        let peer = try HostilePeer(identity: attacker, network: Self.network, messages: messages)
+        let attack = Task { try await peer.attack(port: port, timeout: 3) }
+        let fork = await node.wait { $0["type"] == "fork" }
+        #expect(fork?["author"] == attacker.publicKey.hex && fork?["seq"] == "2", "\(fork ?? [:])")
+        _ = try? await attack.value
+        node.send("/sync")
+        #expect(await node.wait { $0["type"] == "sync" }?["forks"] == "1")
+        #expect(node.events.value.filter { $0["type"] == "fork" }.count == 1, "one event per author")
+        node.quit()
+        do {
+            let store = try Store(directory: try DataDirectory(path: dir.path))
+            #expect(try store.forks().count == Int(Store.maximumForksPerAuthor))
+        }
+        let text = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/sync\n/history 3\n")
+        #expect(text.stdout.contains("1 author signed two different messages at one number"), "\(text.stdout)")
+        #expect(text.stdout.contains("\(attacker.publicKey.shortFingerprint)(forked)> one"), "\(text.stdout)")
+    }
+}
