@@ -26,6 +26,10 @@ struct Options: Equatable {
     var maxPerAddress: String?
     /// New envelopes a link may push per second (default `Replicator.pushRate`).
     var pushRate: String?
+    /// Relay: HOST:PORT for `/healthz` and `/metrics` (default loopback, `NetworkNode.defaultMetricsListen`).
+    var metricsListen: String?
+    /// Relay: label `/metrics` samples with peer ids (off: who is linked is nobody's business but the operator's).
+    var metricsPeerLabels = false
 }
 
 enum Command: Equatable {
@@ -81,6 +85,9 @@ enum CommandLineSpec {
         OptionSpec(name: "--max-store", argument: "SIZE",
                    help: "relay: stop taking envelopes from others when the database reaches SIZE (e.g. 500M, 2G)",
                    apply: { $0.maxStore = $1 }),
+        OptionSpec(name: "--metrics-listen", argument: "HOST:PORT",
+                   help: "relay: serve /healthz and /metrics here, not on the link port (default 127.0.0.1:7734: this machine only)",
+                   apply: { $0.metricsListen = $1 }),
         OptionSpec(name: "--max-per-address", argument: "N",
                    help: "accept at most N connections at once from one IP address (default 64; 1 to 65536)",
                    apply: { $0.maxPerAddress = $1 }),
@@ -93,11 +100,12 @@ enum CommandLineSpec {
     static let flags: [(name: String, help: String, apply: @Sendable (inout Options) -> Void)] = [
         ("--json", "one JSON object per line on stdout (events for scripts and bots)", { $0.json = true }),
         ("--no-discovery", "do not look for peers on the LAN by multicast (links come from --peer only)", { $0.discovery = false }),
+        ("--metrics-peer-labels", "relay: label /metrics samples with linked peers' ids (off by default)", { $0.metricsPeerLabels = true }),
     ]
 
     static let commands: [(usage: String, help: String)] = [
         ("peernode [OPTIONS]", "start a node and chat from standard input"),
-        ("peernode relay [OPTIONS]", "run a headless relay: store and forward everything, /healthz and /metrics on the link port"),
+        ("peernode relay [OPTIONS]", "run a headless relay: store and forward everything, /healthz and /metrics on --metrics-listen"),
         ("peernode id [--data-dir DIR]", "print this node's id (64 hex characters) and its short fingerprint"),
         ("peernode network new FILE", "write a new random network key to FILE (mode 0600, never overwrites)"),
         ("peernode help", "show this help (also --help, -h)"),

@@ -3,9 +3,33 @@ import Foundation
 import Gossip
 import WebSocket
 
-/// What a relay adds: `GET /healthz` and `GET /metrics` on the link port,
-/// the store-size limit, and a clean stop. All of it runs on the loop.
+/// What a relay adds: `GET /healthz` and `GET /metrics` on their own
+/// address (`--metrics-listen`, loopback by default: the link port answers
+/// anyone on the LAN), the store-size limit, and a clean stop. All of it
+/// runs on the loop.
 extension NetworkNode {
+    /// Where `/healthz` and `/metrics` are served unless `--metrics-listen` says.
+    static let defaultMetricsListen = "127.0.0.1:7734"
+
+    /// Serves `/healthz` and `/metrics` on `wanted` (HOST:PORT); returns the
+    /// address bound. A WebSocket upgrade there is refused (no path is served).
+    func startMetrics(listen wanted: String?) throws -> String? {
+        let address = wanted ?? Self.defaultMetricsListen
+        guard let (host, port) = Self.split(hostPort: address) else { throw NodeError(description: "--metrics-listen needs HOST:PORT, got \(address)") }
+        let server = WebSocketServer(loop: loop, configuration: WebSocketServer.Configuration(paths: []),
+                                     callbacks: WebSocketCallbacks(), httpHandler: { @Sendable [self] request in self.http(request) })
+        do {
+            let bound = try server.listen(host: host, port: port)
+            metricsServer = server
+            return "\(host):\(bound)"
+        } catch {
+            // The default port taken (a second relay on this machine) is not fatal.
+            if wanted != nil { throw NodeError(description: "cannot serve metrics on \(address): \(error)") }
+            log.warning("not serving /healthz and /metrics (\(address): \(error))")
+            return nil
+        }
+    }
+
     /// `/healthz` (JSON) and `/metrics` (Prometheus text format 0.0.4).
     func http(_ request: HTTPRequest) -> HTTPResponse? {
         switch request.path {
@@ -58,11 +82,17 @@ extension NetworkNode {
         // Sync lag: envelopes we hold that a linked peer is not known to hold.
         let clock = replicator.clock
         var lag: [(labels: String, value: Int)] = []
-        for (id, remote) in peers.sorted(by: { $0.value < $1.value }) {
-            let missing = clock.count(beyond: replicator.knownClock(of: id) ?? VectorClock())
-            lag.append((labels: "{peer=\"\(remote.hex)\"}", value: Int(clamping: missing)))
+        if metricsPeerLabels {
+            for (id, remote) in peers.sorted(by: { $0.value < $1.value }) {
+                let missing = clock.count(beyond: replicator.knownClock(of: id) ?? VectorClock())
+                lag.append((labels: "{peer=\"\(remote.hex)\"}", value: Int(clamping: missing)))
+            }
+        } else {
+            // Without peer labels: the largest lag of any linked peer.
+            let worst = peers.keys.map { clock.count(beyond: replicator.knownClock(of: $0) ?? VectorClock()) }.max() ?? 0
+            lag.append((labels: "", value: Int(clamping: worst)))
         }
-        metric("sync_lag_envelopes", "gauge", "Envelopes this node holds that the peer is not known to hold.", lag)
+        metric("sync_lag_envelopes", "gauge", "Envelopes this node holds that a linked peer is not known to hold (the largest, or per peer with --metrics-peer-labels).", lag)
         metric("uptime_seconds", "gauge", "Seconds since start.", [("", Int(max(0, monotonic() - started)))])
         return lines.joined(separator: "\n") + "\n"
     }
@@ -87,6 +117,8 @@ extension NetworkNode {
     func stopAccepting() {
         server?.stop()
         server = nil
+        metricsServer?.stop()
+        metricsServer = nil
         stopDiscovery()
         closeAll()
     }

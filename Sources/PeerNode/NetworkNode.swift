@@ -121,6 +121,9 @@ final class NetworkNode: @unchecked Sendable {
     var ownClaimsWatch = OwnHistoryClaims()
     /// Per-peer clocks not written yet, and when they last were (`savePeerClocks`).
     var unsavedPeerClocks: [PublicKey: PeerClocks] = [:]
+    /// Relay: the server of `/healthz` and `/metrics`, and whether its samples name peers.
+    var metricsServer: WebSocketServer?
+    var metricsPeerLabels = false
     var lastPeerClockSave = 0.0
     /// Told the prompt when it changes on a tick (the terminal session).
     var promptChanged: (@Sendable (String) -> Void)?
@@ -168,10 +171,6 @@ final class NetworkNode: @unchecked Sendable {
     func start(listen: String?, peers: [String], discovery: DiscoveryService.Configuration? = nil) throws {
         let wanted = listen ?? Self.defaultListen
         guard let (host, port) = Self.split(hostPort: wanted) else { throw NodeError(description: "--listen needs HOST:PORT, got \(wanted)") }
-        var handler: (@Sendable (HTTPRequest) -> HTTPResponse?)?
-        if relay {
-            handler = { @Sendable [self] request in self.http(request) }
-        }
         var configuration = WebSocketServer.Configuration(
             paths: ["/peernode/1"], subprotocols: ["peernode.1"], requireSubprotocol: true,
             limits: WebSocketLimits(maximumMessageSize: Self.maximumLinkMessage, maximumSendQueue: Self.linkSendQueue, acceptsText: false))
@@ -181,8 +180,7 @@ final class NetworkNode: @unchecked Sendable {
         let server = WebSocketServer(
             loop: loop,
             configuration: configuration,
-            callbacks: callbacks(dialer: nil),
-            httpHandler: handler)
+            callbacks: callbacks(dialer: nil))
         do {
             let bound = try server.listen(host: host, port: port)
             listenAddress = "\(host):\(bound)"

@@ -5,7 +5,8 @@ import Gossip
 
 /// `peernode relay`: a node with no UI that stores and forwards everything
 /// on its network (ciphertext it cannot read included), serves `/healthz`
-/// and `/metrics` on its link port, and logs instead of printing.
+/// and `/metrics` on `--metrics-listen` (loopback by default), and logs
+/// instead of printing.
 /// SIGTERM/SIGINT stop it cleanly (exit 0); SIGHUP reopens the log file.
 func runRelay(_ options: Options, environment: [String: String]) throws {
     let log = try Logger(format: options.logFormat == "json" ? .json : .plain, path: options.logFile)
@@ -19,8 +20,10 @@ func runRelay(_ options: Options, environment: [String: String]) throws {
     let network = try NetworkNode(node: node, room: .general, json: false, out: Output(), log: log, relay: true)
     network.maximumStore = options.maxStore.flatMap(CommandLineSpec.parseSize)
     network.applyLimits(options)
+    network.metricsPeerLabels = options.metricsPeerLabels
     try network.start(listen: options.listen, peers: options.peers, discovery: try discoveryConfiguration(options))
-    log.info("relay ready", ["id": node.me.hex, "listen": network.listenAddress, "data_dir": node.directory.path,
+    let metrics = try network.startMetrics(listen: options.metricsListen)
+    log.info("relay ready", ["id": node.me.hex, "listen": network.listenAddress, "metrics": metrics ?? "", "data_dir": node.directory.path,
                              "max_store": options.maxStore ?? "none"])
 
     let queue = DispatchQueue(label: "peernode.signals")

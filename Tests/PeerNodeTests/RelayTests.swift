@@ -9,7 +9,8 @@ final class RelayProcess: @unchecked Sendable {
     let log = Locked<[[String: String]]>([])
 
     convenience init(dir: String, _ arguments: [String] = []) throws {
-        try self.init(commandLine: ["relay", "--data-dir", dir, "--listen", "127.0.0.1:0", "--no-discovery", "--log-format", "json"] + arguments)
+        try self.init(commandLine: ["relay", "--data-dir", dir, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--no-discovery",
+                                    "--log-format", "json"] + arguments)
     }
 
     /// The relay with exactly these arguments (its log must be JSON to be read).
@@ -107,22 +108,29 @@ struct RelayTests {
         // The two nodes never linked to each other.
         #expect(!a.events.value.contains { $0["type"] == "peer_up" && $0["id"] == c.id })
 
-        let health = try #require(httpGet(listen, "/healthz"))
+        // The link port answers no plain GET (issue 13, finding 8): only the metrics address does.
+        #expect(httpGet(listen, "/healthz")?.status != 200)
+        #expect(httpGet(listen, "/metrics")?.status != 200)
+        let metricsAddress = try #require(ready["metrics"])
+        #expect(metricsAddress.hasPrefix("127.0.0.1:"))
+        let health = try #require(httpGet(metricsAddress, "/healthz"))
         #expect(health.status == 200)
         let status = try #require(try JSONSerialization.jsonObject(with: Data(health.body.utf8)) as? [String: Any])
         #expect(status["status"] as? String == "ok" && status["links"] as? Int == 2)
         let stored = try #require(status["envelopes"] as? Int)
         #expect(stored >= 23, "20 posts, a DM and two nicks")
-        let metricsResponse = try #require(httpGet(listen, "/metrics"))
+        let metricsResponse = try #require(httpGet(metricsAddress, "/metrics"))
         #expect(metricsResponse.status == 200)
         let metrics = try #require(parseMetrics(metricsResponse.body), "\(metricsResponse.body)")
         #expect(metrics["peernode_links"] == 2)
         #expect(metrics["peernode_envelopes_stored"] == stored)
         #expect((metrics["peernode_envelopes_relayed_total"] ?? 0) >= 21)
         #expect((metrics["peernode_bytes_received_total"] ?? 0) > 0 && (metrics["peernode_bytes_sent_total"] ?? 0) > 0)
-        #expect(metrics["peernode_sync_lag_envelopes{peer=\"\(c.id)\"}"] != nil)
+        // Peer ids stay out of the labels unless --metrics-peer-labels asks (see maxStore).
+        #expect(metrics["peernode_sync_lag_envelopes"] != nil)
+        #expect(!metricsResponse.body.contains("peer=") && !metricsResponse.body.contains(c.id))
         #expect(metrics["peernode_drops_total{reason=\"invalid_envelope\"}"] == 0)
-        #expect(httpGet(listen, "/nothing-here")?.status == 404)
+        #expect(httpGet(metricsAddress, "/nothing-here")?.status == 404)
 
         // SIGTERM: exit 0, links closed (the nodes see peer_down), nothing lost.
         #expect(relay.terminate() == 0)
@@ -130,8 +138,8 @@ struct RelayTests {
         #expect(relay.log.value.contains { $0["msg"] == "stopped" })
         relay = try RelayProcess(dir: dirs[0].path)
         let again = try #require(await relay.ready())
-        let listen2 = try #require(again["listen"])
-        let health2 = try #require(httpGet(listen2, "/healthz"))
+        let metrics2 = try #require(again["metrics"])
+        let health2 = try #require(httpGet(metrics2, "/healthz"))
         let status2 = try #require(try JSONSerialization.jsonObject(with: Data(health2.body.utf8)) as? [String: Any])
         #expect(status2["envelopes"] as? Int == stored)
         _ = relay.terminate()
@@ -141,21 +149,23 @@ struct RelayTests {
     @Test("a relay at its --max-store refuses envelopes from others with a counted, logged reason, and keeps what it has")
     func maxStore() async throws {
         let dirs = (0..<2).map { _ in TemporaryDirectory() }
-        let relay = try RelayProcess(dir: dirs[0].path, ["--max-store", "1K"])
+        let relay = try RelayProcess(dir: dirs[0].path, ["--max-store", "1K", "--metrics-peer-labels"])
         let ready = try #require(await relay.ready())
         let listen = try #require(ready["listen"])
+        let metricsAddress = try #require(ready["metrics"])
         let a = try NodeProcess(dir: dirs[1].path, ["--peer", "ws://" + listen])
         #expect(await started(a))
         #expect(await a.wait { $0["type"] == "peer_up" } != nil)
         for i in 1...5 { a.send("too much \(i)") }
         #expect(await eventuallyValue { relay.log.value.first { $0["msg"]?.hasPrefix("store full") == true } } != nil)
         let metrics = await eventuallyValue { () -> [String: Int]? in
-            guard let m = httpGet(listen, "/metrics").flatMap({ parseMetrics($0.body) }),
+            guard let m = httpGet(metricsAddress, "/metrics").flatMap({ parseMetrics($0.body) }),
                   (m["peernode_drops_total{reason=\"store_full\"}"] ?? 0) > 0 else { return nil }
             return m
         }
         #expect(metrics != nil, "store_full drops counted")
-        let health = httpGet(listen, "/healthz")
+        #expect(metrics?["peernode_sync_lag_envelopes{peer=\"\(a.id)\"}"] != nil, "--metrics-peer-labels names the peers")
+        let health = httpGet(metricsAddress, "/healthz")
         #expect(health?.body.contains("\"status\":\"store_full\"") == true)
         #expect(relay.terminate() == 0)
         a.quit()

@@ -29,7 +29,7 @@ struct ServiceUnitTests {
         let execStart = try #require(text.split(separator: "\n").first { $0.hasPrefix("ExecStart=") })
         var arguments = execStart.dropFirst("ExecStart=".count).split(separator: " ").dropFirst().map(String.init)
         #expect(arguments.first == "relay")
-        for (option, value) in [("--data-dir", work.path + "/state"), ("--listen", "127.0.0.1:0")] {
+        for (option, value) in [("--data-dir", work.path + "/state"), ("--listen", "127.0.0.1:0"), ("--metrics-listen", "127.0.0.1:0")] {
             let at = try #require(arguments.firstIndex(of: option), "the unit's ExecStart has no \(option)")
             arguments[at + 1] = value
         }
@@ -37,6 +37,7 @@ struct ServiceUnitTests {
         let relay = try RelayProcess(commandLine: arguments + ["--no-discovery", "--log-format", "json"])
         let ready = await relay.ready()
         #expect(ready?["listen"]?.hasPrefix("127.0.0.1:") == true, "\(relay.log.value)")
+        #expect(ready?["metrics"]?.hasPrefix("127.0.0.1:") == true, "metrics on loopback: \(relay.log.value)")
         #expect(text.contains("KillSignal=SIGTERM"))
         #expect(relay.terminate() == 0)
     }
