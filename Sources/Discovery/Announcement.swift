@@ -75,6 +75,8 @@ public struct Announcement: Equatable, Sendable {
         case own
         case rateLimited = "rate_limited"
         case tableFull = "table_full"
+        /// The source address already has `DiscoveryCore.maximumPeersPerSource` entries.
+        case sourceFull = "source_full"
     }
 
     /// Opens and checks a datagram: size, magic, version, tag, layout and

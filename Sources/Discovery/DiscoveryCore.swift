@@ -42,8 +42,14 @@ public struct DiscoveryCore {
     public static let answerDelay: UInt64 = 100
     /// At most one answer per this many milliseconds, however many queries come.
     public static let answerSpacing: UInt64 = 250
-    /// Most peers in the table; datagrams from further new nodes are dropped.
+    /// Most peers in the table. When it is full, a new node takes the place of
+    /// the unlinked peer heard least recently (linked peers are never pushed
+    /// out), so made-up identities cannot keep real nodes undiscovered.
     public static let maximumPeers = 256
+    /// Most peers in the table from one source address (nodes on one host
+    /// share an address; more than this from one is made up). Further new
+    /// nodes from it are dropped (`source_full`).
+    public static let maximumPeersPerSource = 16
     /// Datagrams that pass the tag check, per source address per second;
     /// more are dropped. Generous, since nodes on one host share an address.
     public static let perSourceLimit = 64
@@ -122,7 +128,15 @@ public struct DiscoveryCore {
             peers[announcement.node] = peer
             if moved { actions.append(.found(announcement.node, host: host, port: announcement.port)) }
         } else {
-            guard peers.count < Self.maximumPeers else { return drop(.tableFull) }
+            guard peers.values.filter({ $0.host == host }).count < Self.maximumPeersPerSource else { return drop(.sourceFull) }
+            if peers.count >= Self.maximumPeers {
+                // Full: the unlinked peer heard least recently goes, if it is older than this one's news.
+                guard let (oldest, peer) = peers.filter({ !$0.value.linked }).min(by: { ($0.value.lastSeen, $0.key) < ($1.value.lastSeen, $1.key) }),
+                      peer.lastSeen < now else { return drop(.tableFull) }
+                peers[oldest] = nil
+                drops[.tableFull, default: 0] += 1
+                actions.append(.expired(oldest))
+            }
             peers[announcement.node] = Peer(host: host, port: announcement.port, lastSeen: now, lastTimestamp: announcement.timestamp)
             actions.append(.found(announcement.node, host: host, port: announcement.port))
         }

@@ -148,4 +148,37 @@ struct DiscoveryCoreTests {
         #expect(listener.peers.count == DiscoveryCore.maximumPeers)
         #expect(listener.drops[.tableFull] == 1)
     }
+
+    @Test("issue 13, finding 11: a table full of made-up identities still takes a real node (the unlinked peer heard least recently goes); linked peers are never pushed out")
+    func fullTableTakesNews() throws {
+        var listener = core(try SigningKey.generate())
+        let key = try #require(Announcement.key(for: labNetwork))
+        var made: [PublicKey] = []
+        for i in 0..<DiscoveryCore.maximumPeers {
+            let s = try SigningKey.generate()
+            made.append(s.publicKey)
+            let d = try Announcement(kind: .announce, node: s.publicKey, port: 1, timestamp: t0 + UInt64(i)).sealed(by: s, key: key)
+            _ = listener.received(d, from: "10.1.\(i / 250).\(i % 250)", now: t0 + UInt64(i))
+        }
+        // The first made-up one is linked (a real node after all): never pushed out.
+        listener.setLinked(made[0], true, now: t0 + 300)
+        let real = try SigningKey.generate()
+        let news = try Announcement(kind: .announce, node: real.publicKey, port: 7, timestamp: t0 + 1_000).sealed(by: real, key: key)
+        let actions = listener.received(news, from: "10.9.0.1", now: t0 + 1_000)
+        #expect(actions == [.expired(made[1]), .found(real.publicKey, host: "10.9.0.1", port: 7)])
+        #expect(listener.peers.count == DiscoveryCore.maximumPeers && listener.peers[made[0]] != nil)
+    }
+
+    @Test("issue 13, finding 11: at most maximumPeersPerSource entries from one source address; one more is dropped as source_full")
+    func perSourceCap() throws {
+        var listener = core(try SigningKey.generate())
+        let key = try #require(Announcement.key(for: labNetwork))
+        for i in 0...DiscoveryCore.maximumPeersPerSource {
+            let s = try SigningKey.generate()
+            let d = try Announcement(kind: .announce, node: s.publicKey, port: 1, timestamp: t0).sealed(by: s, key: key)
+            _ = listener.received(d, from: "10.4.0.1", now: t0 + UInt64(i))
+        }
+        #expect(listener.peers.count == DiscoveryCore.maximumPeersPerSource)
+        #expect(listener.drops[.sourceFull] == 1)
+    }
 }
