@@ -72,6 +72,9 @@ try:
     a.post(f"/private {canaries['private room']}")
     a.post(f"/invite {b_id} {canaries['private room']}")
     pump(nodes, lambda: any(e.get("type") == "invite" for e in b.events), 30)
+    # An invite waits for the user's answer (docs/PROTOCOL.md §14).
+    b.post(f"/accept {canaries['private room']}")
+    pump(nodes, lambda: any(e.get("type") == "invite_accepted" for e in b.events), 30)
     a.post(canaries["private message"])
     for text in ("message", "direct", "private message"):
         pump(nodes, lambda: any(e.get("text") == canaries[text] for e in b.events), 30)
