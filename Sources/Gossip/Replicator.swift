@@ -166,9 +166,12 @@ public struct Replicator {
     /// already declared, and entries for other authors while the link has
     /// fewer than `maximumUnknownAuthors` of them.
     private func admit(_ entries: [Dependency], over base: VectorClock) -> [Dependency] {
+        let isNew = { (e: Dependency) in self.clock[e.author] == 0 && base[e.author] == 0 && e.sequence > 0 }
+        // The common case (a `stored` answer, a delta about authors we hold) costs no count.
+        guard entries.contains(where: isNew) else { return entries }
         var unknown = base.entries.keys.reduce(0) { $0 + (clock[$1] == 0 ? 1 : 0) }
         return entries.filter { e in
-            if clock[e.author] > 0 || base[e.author] > 0 || e.sequence == 0 { return true }
+            guard isNew(e) else { return true }
             guard unknown < Self.maximumUnknownAuthors else { return false }
             unknown += 1
             return true

@@ -4,11 +4,10 @@
 /// it (`"\(reason)"`) gives the sanitized form; the bytes as sent are
 /// reachable only by the explicitly named `unsanitized`, for comparisons
 /// and for encoders that escape on their own (JSON, RFC 8259 §7).
-public struct PeerText: Equatable, Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible, ExpressibleByStringLiteral {
+public struct PeerText: Equatable, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     private let raw: String
 
     public init(_ raw: String) { self.raw = raw }
-    public init(stringLiteral value: String) { raw = value }
 
     /// Safe for a terminal or a log line.
     public var description: String { TerminalText.sanitize(raw) }
@@ -16,6 +15,4 @@ public struct PeerText: Equatable, Hashable, Sendable, CustomStringConvertible, 
 
     /// The text exactly as the peer sent it: never print this.
     public var unsanitized: String { raw }
-
-    public var isEmpty: Bool { raw.isEmpty }
 }

@@ -30,8 +30,12 @@ extension NetworkNode {
             if let declared = replicator.declaredClock(of: id) { consider(declared, via: remote, linked: true, seenAt: now) }
         }
         let online = Set(linkedPeers.values)
-        for saved in (try? node.store.allPeerClocks()) ?? [] where !online.contains(saved.peer) {
-            if let declared = saved.clocks.declared { consider(declared, via: saved.peer, linked: false, seenAt: saved.savedAt) }
+        // Peers seen before: their saved clocks, or the newer ones not written yet.
+        var offline: [PublicKey: (clocks: PeerClocks, seenAt: UInt64)] = [:]
+        for saved in (try? node.store.allPeerClocks()) ?? [] { offline[saved.peer] = (saved.clocks, saved.savedAt) }
+        for (peer, clocks) in unsavedPeerClocks { offline[peer] = (clocks, now) }
+        for (peer, saved) in offline.sorted(by: { $0.key < $1.key }) where !online.contains(peer) {
+            if let declared = saved.clocks.declared { consider(declared, via: peer, linked: false, seenAt: saved.seenAt) }
         }
         return best.map { Gap(author: $0.key, missing: $0.value.seq - ours[$0.key], via: $0.value.via, linked: $0.value.linked, seenAt: $0.value.seenAt) }
             .sorted { ($0.missing, $0.author) > ($1.missing, $1.author) }
@@ -145,8 +149,6 @@ struct OwnHistoryClaims {
         } else if let since, progressAt >= since || now - max(lastClaimAt, since) >= patience {
             // Claims came true, or none for a whole window: a later one gets a fresh window.
             self.since = nil
-            disbelieved = []
-        } else if since == nil {
             disbelieved = []
         }
     }

@@ -83,15 +83,10 @@ extension Node {
     func forgedPrivateRoom(_ room: RoomID, name: RoomName, peer: PublicKey?) -> InviteRefusal? {
         if room == RoomID.publicRoom(name, network: network) || room == RoomID.publicRoom(.general, network: network) { return .publicRoom }
         if let known = roomNames[room], privateRooms[room] == nil || RoomID.publicRoom(known, network: network) == room { return .publicRoom }
-        if dmPeers[room] != nil { return .directRoom }
         if let peer, room == RoomID.direct(me, peer, network: network) { return .directRoom }
-        if directRoomsOfKnownAuthors.contains(room) { return .directRoom }
-        return nil
-    }
-
-    /// The direct-conversation room of every author this store knows.
-    private var directRoomsOfKnownAuthors: Set<RoomID> {
-        Set(((try? store.vectorClock().entries.keys).map(Array.init) ?? []).map { RoomID.direct(me, $0, network: network) })
+        // Any author's conversation with us (mapped once when it is not yet known).
+        if dmPeers[room] == nil { learnDirectRoomsOfKnownAuthors() }
+        return dmPeers[room] != nil ? .directRoom : nil
     }
 
     /// An invite arrived from `peer`: kept until the user answers (nothing
@@ -121,10 +116,11 @@ extension Node {
             return only
         }
         let wanted = (try? RoomName(name))?.value ?? name
-        let matching = pending.filter { $0.name == wanted }
-        guard let first = matching.first else { throw NodeError(description: "no invite to \(TerminalText.sanitize(name)) is waiting (/invites lists them)") }
         // Two invites under one name: the newest (it is the one the user was told of last).
-        return matching.count == 1 ? first : matching.max { $0.receivedAt < $1.receivedAt } ?? first
+        guard let newest = pending.filter({ $0.name == wanted }).max(by: { $0.receivedAt < $1.receivedAt }) else {
+            throw NodeError(description: "no invite to \(TerminalText.sanitize(name)) is waiting (/invites lists them)")
+        }
+        return newest
     }
 
     /// `/accept`: joins the private room, under its name or, when the user
@@ -188,7 +184,6 @@ extension Node {
             let renamed = freeRoomName(like: room.name)
             privateRooms[id] = (renamed, room.key)
             roomNames[id] = renamed
-            try store.registerRoom(id, name: renamed.value)
             try store.addPrivateRoom(id, name: renamed.value, key: room.key.exportedBytes)
             repaired.append("the private room named \(TerminalText.sanitize(room.name.value)) is now \(renamed.value): it had the name of a public room")
         }

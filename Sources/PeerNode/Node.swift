@@ -198,6 +198,17 @@ final class Node {
     /// DM room → the other party, for every author this node knows.
     private(set) var dmPeers: [RoomID: PublicKey] = [:]
 
+    /// Maps the direct-conversation room of every author this store knows
+    /// (one hash each; again only once more authors are known).
+    func learnDirectRoomsOfKnownAuthors() {
+        guard let authors = try? store.vectorClock().entries.keys, authors.count != directRoomsMapped else { return }
+        directRoomsMapped = authors.count
+        for author in authors where author != me {
+            dmPeers[RoomID.direct(me, author, network: network)] = author
+        }
+    }
+    private var directRoomsMapped = 0
+
     /// If `envelope` is a direct message this node can read: the other party and the text.
     func direct(_ envelope: Envelope) -> (peer: PublicKey, text: String)? {
         guard envelope.kind == .text || envelope.kind == .action, let (peer, plain) = directBytes(envelope) else { return nil }
@@ -214,9 +225,7 @@ final class Node {
                 dmPeers[room] = envelope.author
             } else {
                 // Our own, from before this run: find the other party among the authors we know.
-                for author in (try? store.vectorClock().entries.keys).map(Array.init) ?? [] where author != me {
-                    dmPeers[RoomID.direct(me, author, network: network)] = author
-                }
+                learnDirectRoomsOfKnownAuthors()
             }
         }
         guard let peer = dmPeers[envelope.room], envelope.author == me || envelope.author == peer,

@@ -135,16 +135,25 @@ struct DiscoveryCoreTests {
         #expect(listener.drops[.rateLimited] == 1)
     }
 
+    /// New nodes, each announcing once to `listener`: node `i` from `source(i)` at `time(i)`; their keys.
+    @discardableResult
+    static func announce(_ count: Int, to listener: inout DiscoveryCore, from source: (Int) -> String, at time: (Int) -> UInt64) throws -> [PublicKey] {
+        let key = try #require(Announcement.key(for: labNetwork))
+        return try (0..<count).map { i in
+            let s = try SigningKey.generate()
+            let d = try Announcement(kind: .announce, node: s.publicKey, port: 1, timestamp: time(i)).sealed(by: s, key: key)
+            _ = listener.received(d, from: source(i), now: time(i))
+            return s.publicKey
+        }
+    }
+
+    /// One source address per sender, so the per-source limit is not what stops them.
+    static func ownAddress(_ i: Int) -> String { "10.1.\(i / 250).\(i % 250)" }
+
     @Test("the peer table holds maximumPeers; one more new node is dropped as table_full")
     func tableFull() throws {
         var listener = core(try SigningKey.generate())
-        let key = try #require(Announcement.key(for: labNetwork))
-        for i in 0...DiscoveryCore.maximumPeers {
-            let s = try SigningKey.generate()
-            let d = try Announcement(kind: .announce, node: s.publicKey, port: 1, timestamp: t0).sealed(by: s, key: key)
-            // One source address per sender, so the per-source limit is not what stops them.
-            _ = listener.received(d, from: "10.1.\(i / 250).\(i % 250)", now: t0)
-        }
+        try Self.announce(DiscoveryCore.maximumPeers + 1, to: &listener, from: Self.ownAddress, at: { _ in t0 })
         #expect(listener.peers.count == DiscoveryCore.maximumPeers)
         #expect(listener.drops[.tableFull] == 1)
     }
@@ -152,17 +161,11 @@ struct DiscoveryCoreTests {
     @Test("issue 13, finding 11: a table full of made-up identities still takes a real node (the unlinked peer heard least recently goes); linked peers are never pushed out")
     func fullTableTakesNews() throws {
         var listener = core(try SigningKey.generate())
-        let key = try #require(Announcement.key(for: labNetwork))
-        var made: [PublicKey] = []
-        for i in 0..<DiscoveryCore.maximumPeers {
-            let s = try SigningKey.generate()
-            made.append(s.publicKey)
-            let d = try Announcement(kind: .announce, node: s.publicKey, port: 1, timestamp: t0 + UInt64(i)).sealed(by: s, key: key)
-            _ = listener.received(d, from: "10.1.\(i / 250).\(i % 250)", now: t0 + UInt64(i))
-        }
+        let made = try Self.announce(DiscoveryCore.maximumPeers, to: &listener, from: Self.ownAddress, at: { t0 + UInt64($0) })
         // The first made-up one is linked (a real node after all): never pushed out.
         listener.setLinked(made[0], true, now: t0 + 300)
         let real = try SigningKey.generate()
+        let key = try #require(Announcement.key(for: labNetwork))
         let news = try Announcement(kind: .announce, node: real.publicKey, port: 7, timestamp: t0 + 1_000).sealed(by: real, key: key)
         let actions = listener.received(news, from: "10.9.0.1", now: t0 + 1_000)
         #expect(actions == [.expired(made[1]), .found(real.publicKey, host: "10.9.0.1", port: 7)])
@@ -172,12 +175,7 @@ struct DiscoveryCoreTests {
     @Test("issue 13, finding 11: at most maximumPeersPerSource entries from one source address; one more is dropped as source_full")
     func perSourceCap() throws {
         var listener = core(try SigningKey.generate())
-        let key = try #require(Announcement.key(for: labNetwork))
-        for i in 0...DiscoveryCore.maximumPeersPerSource {
-            let s = try SigningKey.generate()
-            let d = try Announcement(kind: .announce, node: s.publicKey, port: 1, timestamp: t0).sealed(by: s, key: key)
-            _ = listener.received(d, from: "10.4.0.1", now: t0 + UInt64(i))
-        }
+        try Self.announce(DiscoveryCore.maximumPeersPerSource + 1, to: &listener, from: { _ in "10.4.0.1" }, at: { t0 + UInt64($0) })
         #expect(listener.peers.count == DiscoveryCore.maximumPeersPerSource)
         #expect(listener.drops[.sourceFull] == 1)
     }
