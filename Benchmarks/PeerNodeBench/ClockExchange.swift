@@ -34,6 +34,8 @@ func exchangeClocks(_ a: inout Replicator, _ b: inout Replicator, memoryA: PeerC
         for action in actions {
             switch action {
             case let .send(_, m):
+                // Asking for catch-up is not part of the clock exchange's cost.
+                if case .request = m { continue }
                 let size = m.encoded.count
                 costs[side].gossipBytes += size
                 costs[side].wireBytes += wireBytes(gossip: size, dialler: side == 0)
@@ -54,8 +56,8 @@ func exchangeClocks(_ a: inout Replicator, _ b: inout Replicator, memoryA: PeerC
         let to = 1 - from
         func deliver(_ r: inout Replicator) -> [Replicator.Action] {
             switch m {
-            case let .clock(entries, full): return r.clockReceived(1, entries: entries, full: full)
-            case let .clockSince(base, entries): return r.clockSinceReceived(1, base: base, entries: entries)
+            case let .clock(entries, full): return r.clockReceived(1, entries: entries, full: full, now: 0)
+            case let .clockSince(base, entries): return r.clockSinceReceived(1, base: base, entries: entries, now: 0)
             case .fullClockWanted: return r.fullClockWanted(1)
             case .envelopes, .request, .stored: return []
             }

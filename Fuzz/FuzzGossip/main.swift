@@ -60,7 +60,8 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         case 3:
             let link = body.first.map { Int($0) % 3 } ?? 0
             replicator.linkDown(link)
-            queue += replicator.linkUp(link, now: now)
+            // Either version: the peer asks for its catch-up (2) or is sent it (1).
+            queue += replicator.linkUp(link, now: now, version: body.count > 1 && body[1] & 1 == 1 ? .v1 : .v2)
             up.insert(link)
         case 4:
             now += 3
@@ -68,12 +69,12 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         default:
             guard up.contains(selector), let message = try? GossipMessage.decode(body) else { continue }
             switch message {
-            case let .clock(entries, full): queue += replicator.clockReceived(selector, entries: entries, full: full)
+            case let .clock(entries, full): queue += replicator.clockReceived(selector, entries: entries, full: full, now: now)
             case let .envelopes(batch): queue += replicator.envelopesReceived(selector, batch, now: now)
             case let .request(ranges): queue += replicator.requestReceived(selector, ranges: ranges)
-            case let .clockSince(base, entries): queue += replicator.clockSinceReceived(selector, base: base, entries: entries)
+            case let .clockSince(base, entries): queue += replicator.clockSinceReceived(selector, base: base, entries: entries, now: now)
             case .fullClockWanted: queue += replicator.fullClockWanted(selector)
-            case let .stored(entries): queue += replicator.storedReceived(selector, entries: entries)
+            case let .stored(entries): queue += replicator.storedReceived(selector, entries: entries, now: now)
             }
         }
         // The shell's side: perform every action, as the node does.
@@ -93,7 +94,7 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                 let authors = Set(batch.map(\.envelope.author))
                 let newClock = authors.map { Dependency(author: $0, sequence: held.contiguous($0)) }
                 queue += replicator.stored(from: up.contains(link) ? link : nil, checked: batch, inserted: inserted, invalid: 0,
-                                           newClock: newClock)
+                                           newClock: newClock, now: now)
             case let .disconnect(link, _), let .pushesLimited(link, _):
                 up.remove(link)
                 replicator.linkDown(link)

@@ -81,10 +81,11 @@ public struct LinkSession {
     public init(
         initiator: Bool, identity: SigningKey, networkKey: NetworkKey, now: Double,
         handshakeTimeout: Double = LinkSession.defaultHandshakeTimeout, expectedRemote: PublicKey? = nil,
-        isBlocked: @escaping @Sendable (PublicKey) -> Bool = { _ in false }, nick: String? = nil
+        isBlocked: @escaping @Sendable (PublicKey) -> Bool = { _ in false }, nick: String? = nil,
+        version: LinkProtocol = .newest
     ) throws(CryptoError) {
         handshake = try NoiseHandshake(role: initiator ? .initiator : .responder, identity: identity, networkKey: networkKey,
-                                       nickClaim: Array((nick ?? "").utf8))
+                                       prologue: version.prologue, nickClaim: Array((nick ?? "").utf8))
         me = identity.publicKey
         expected = expectedRemote
         self.isBlocked = isBlocked

@@ -7,8 +7,12 @@ public typealias LinkID = Int
 /// no sockets, timers or database inside (STYLE.md §1). The shell feeds it
 /// events and performs the actions it returns; time and randomness come in.
 ///
-/// - On link-up each side sends its full clock; each then sends, per author in
-///   sequence order, what the other's clock lacks (`.sendStored`).
+/// - On link-up each side sends its full clock. Each then asks the other, in
+///   paced windows, for what it lacks (`request`, `Replicator+Pull.swift`):
+///   envelopes that were asked for are free, and everything else a link
+///   sends is a live push and spends its budget, whatever the link declared.
+///   A peer on a version-1 link does not ask: it is sent, per author in
+///   sequence order, what its clock lacks (`.sendStored`).
 /// - New envelopes (own or received) are pushed to every link whose known
 ///   clock lacks them. Duplicates are dropped by (author, sequence) against
 ///   the local clock and what is already being verified, before any
@@ -51,19 +55,21 @@ public struct Replicator {
     /// several exchanges.
     public static let maximumUnknownAuthors = 4_096
 
-    /// Live pushes (envelopes beyond the clock a link declared: catch-up is
-    /// sender-driven and bounded by that clock) a link may send at once…
+    /// Live pushes (envelopes a link sends that we did not ask it for) a link
+    /// may send at once…
     public static let pushBurst = 50_000.0
     /// …and per second after that. Far above live chat and the relay
     /// benchmark's 20,000-message burst; a peer that floods past it is
     /// disconnected (and backs off before it redials).
     public static let pushRate = 10_000.0
-    /// A link whose clock is not known yet (it has not sent one we could
-    /// rebuild: after a lost database, the catch-up can come before the
-    /// whole clock) spends no budget for this long after it came up.
-    public static let undeclaredGrace = 60.0
-    /// The budget in use (tests lower it).
+    /// The budget in use (tests lower it; so does `--push-rate`).
     public var pushBudget = (burst: Replicator.pushBurst, perSecond: Replicator.pushRate)
+    /// The pace of catch-up we ask one link for (`pullWindow`, `pull(_:now:)`):
+    /// envelopes we may ask for at once, and per second after that. The
+    /// node sets it with the push budget (`--push-rate` bounds all a link
+    /// brings); it is its own bucket, so catch-up never spends a link's
+    /// push budget.
+    public var pullBudget = (burst: Replicator.pushBurst, perSecond: Replicator.pushRate)
 
     /// Seconds between clock exchanges on a link (with up to 25% jitter).
     public static let exchangeInterval = 15.0
@@ -86,7 +92,13 @@ public struct Replicator {
         /// Live pushes this link may still send now, and when that was worked out.
         var pushTokens: Double
         var refilledAt: Double
-        let upAt: Double
+        /// The peer asks for its catch-up (version 2): we do not send it unasked.
+        let peerAsks: Bool
+        /// What we asked this link for and it has not sent yet, per author.
+        var asked: [PublicKey: AskedRange] = [:]
+        /// Envelopes we may still ask for now (the pull budget), and when that was worked out.
+        var pullTokens: Double
+        var pullRefilledAt: Double
     }
 
     /// Every this many periodic exchanges, the whole clock goes instead of a
@@ -97,7 +109,7 @@ public struct Replicator {
     public let me: PublicKey
     /// Author → highest contiguous sequence held here.
     public private(set) var clock: VectorClock
-    private var links: [LinkID: Link] = [:]
+    var links: [LinkID: Link] = [:]
     /// (author, sequence) handed out for verification and not yet answered.
     private var pending: Set<Dependency> = []
     private var random: any RandomNumberGenerator
@@ -123,10 +135,11 @@ public struct Replicator {
     // MARK: events
 
     /// A link is up. `memory` is what was saved about this peer from an
-    /// earlier link, if anything.
-    public mutating func linkUp(_ link: LinkID, now: Double, memory: PeerClocks? = nil) -> [Action] {
+    /// earlier link, if anything; `version` is what the link speaks.
+    public mutating func linkUp(_ link: LinkID, now: Double, memory: PeerClocks? = nil, version: LinkProtocol = .newest) -> [Action] {
         links[link] = Link(known: VectorClock(), lastSent: clock, declared: memory?.declared, nextExchange: jittered(now),
-                           pushTokens: pushBudget.burst, refilledAt: now, upAt: now)
+                           pushTokens: pushBudget.burst, refilledAt: now, peerAsks: version.peerAsksForCatchUp,
+                           pullTokens: pullBudget.burst, pullRefilledAt: now)
         var actions: [Action]
         if let sent = memory?.sent {
             actions = messages(since: sent).map { .send(link, $0) }
@@ -141,7 +154,7 @@ public struct Replicator {
         links[link] = nil
     }
 
-    public mutating func clockReceived(_ link: LinkID, entries: [Dependency], full: Bool) -> [Action] {
+    public mutating func clockReceived(_ link: LinkID, entries: [Dependency], full: Bool, now: Double) -> [Action] {
         guard var l = links[link] else { return [] }
         let admitted: [Dependency]
         if full {
@@ -158,7 +171,7 @@ public struct Replicator {
             }
         }
         links[link] = l
-        return ignored(link, entries.count - admitted.count) + catchUp(link) + [remember(link)]
+        return ignored(link, entries.count - admitted.count) + catchUp(link) + pull(link, now: now) + [remember(link)]
     }
 
     /// The entries of a clock message that are taken on top of `base` (what
@@ -184,7 +197,7 @@ public struct Replicator {
 
     /// A clock named as changes to a base clock: rebuilt when the base is the
     /// clock this peer last declared here; otherwise the whole clock is asked for.
-    public mutating func clockSinceReceived(_ link: LinkID, base: ClockDigest, entries: [Dependency]) -> [Action] {
+    public mutating func clockSinceReceived(_ link: LinkID, base: ClockDigest, entries: [Dependency], now: Double) -> [Action] {
         guard var l = links[link] else { return [] }
         guard var rebuilt = l.declared, ClockDigest(rebuilt) == base else {
             return [.send(link, .fullClockWanted)]
@@ -195,12 +208,12 @@ public struct Replicator {
         // As good as a full clock: the truth about the peer.
         l.known = rebuilt
         links[link] = l
-        return ignored(link, entries.count - admitted.count) + catchUp(link) + [remember(link)]
+        return ignored(link, entries.count - admitted.count) + catchUp(link) + pull(link, now: now) + [remember(link)]
     }
 
     /// The peer stored what we sent: what we know of its clock moves up (never
     /// down: a push on its way stays counted), and so does what it declared.
-    public mutating func storedReceived(_ link: LinkID, entries: [Dependency]) -> [Action] {
+    public mutating func storedReceived(_ link: LinkID, entries: [Dependency], now: Double) -> [Action] {
         guard var l = links[link] else { return [] }
         let admitted = admit(entries, over: l.declared ?? l.known)
         for e in admitted {
@@ -208,7 +221,7 @@ public struct Replicator {
             l.declared?[e.author] = e.sequence
         }
         links[link] = l
-        return ignored(link, entries.count - admitted.count)
+        return ignored(link, entries.count - admitted.count) + pull(link, now: now)
     }
 
     /// The peer could not rebuild our clock: send it whole.
@@ -219,9 +232,10 @@ public struct Replicator {
         return fullClock().map { .send(link, $0) } + [remember(link)]
     }
 
-    /// `sendStored` for everything the peer's known clock lacks.
+    /// `sendStored` for everything the peer's known clock lacks, on a link
+    /// whose peer does not ask for it (version 1).
     private mutating func catchUp(_ link: LinkID) -> [Action] {
-        guard var l = links[link] else { return [] }
+        guard var l = links[link], !l.peerAsks else { return [] }
         var actions: [Action] = []
         for (author, ours) in clock.entries.sorted(by: { $0.key < $1.key }) where ours > l.known[author] {
             actions.append(.sendStored(link, author: author, from: l.known[author] + 1, through: ours))
@@ -232,12 +246,16 @@ public struct Replicator {
     }
 
     public mutating func requestReceived(_ link: LinkID, ranges: [GossipRequest]) -> [Action] {
-        guard links[link] != nil else { return [] }
-        return ranges.compactMap { r in
+        guard var l = links[link] else { return [] }
+        let actions: [Action] = ranges.compactMap { r in
             let last = min(clock[r.author], r.from &+ max(r.count, 1) &- 1)
             guard r.from >= 1, r.from <= last else { return nil }
+            // On its way: not pushed again.
+            l.known[r.author] = max(l.known[r.author], last)
             return .sendStored(link, author: r.author, from: r.from, through: last)
         }
+        links[link] = l
+        return actions
     }
 
     /// Envelopes from a link: the ones already held or already being checked
@@ -246,14 +264,17 @@ public struct Replicator {
         guard var l = links[link] else { return [] }
         var fresh: [CarriedEnvelope] = []
         var limited = 0
+        var answered = false
         l.pushTokens = min(pushBudget.burst, l.pushTokens + max(0, now - l.refilledAt) * pushBudget.perSecond)
         l.refilledAt = now
-        let budgeted = l.declared != nil || now - l.upAt >= Self.undeclaredGrace
         for c in batch {
             let e = c.envelope
-            // Beyond what the link declared: a live push, which spends budget.
-            // Over budget it is not taken, and the link is dropped below.
-            if budgeted, e.sequence > (l.declared?[e.author] ?? 0) {
+            // Not asked for: a live push, which spends budget, whatever the
+            // link declared. Over budget it is not taken, and the link is
+            // dropped below.
+            if l.asked[e.author]?.answer(e.sequence, now: now) == true {
+                answered = true
+            } else {
                 guard l.pushTokens >= 1 else {
                     limited += 1
                     continue
@@ -274,13 +295,13 @@ public struct Replicator {
             return (fresh.isEmpty ? [] : [.verifyAndStore(link, fresh)]) + [.pushesLimited(link, limited)]
         }
         links[link] = l
-        return fresh.isEmpty ? [] : [.verifyAndStore(link, fresh)]
+        return (fresh.isEmpty ? [] : [.verifyAndStore(link, fresh)]) + (answered ? pullWhenHalfAnswered(link, now: now) : [])
     }
 
     /// The shell's answer to `verifyAndStore`: what was stored, how the
     /// clock moved, and how many failed verification.
     public mutating func stored(from link: LinkID?, checked: [CarriedEnvelope], inserted: [CarriedEnvelope], invalid: Int,
-                                newClock: [Dependency]) -> [Action] {
+                                newClock: [Dependency], now: Double) -> [Action] {
         for c in checked { pending.remove(Dependency(author: c.envelope.author, sequence: c.envelope.sequence)) }
         for d in newClock { clock[d.author] = max(clock[d.author], d.sequence) }
         var actions: [Action] = []
@@ -301,14 +322,9 @@ public struct Replicator {
                 links[link] = nil
                 actions.append(.disconnect(link, reason: "\(l.invalid) envelopes failed verification"))
             } else {
-                // Held past a gap: ask the same link for what is missing.
-                var ranges: [GossipRequest] = []
-                var maxSeen: [PublicKey: UInt64] = [:]
-                for c in inserted { maxSeen[c.envelope.author] = max(maxSeen[c.envelope.author] ?? 0, c.envelope.sequence) }
-                for (author, seen) in maxSeen.sorted(by: { $0.key < $1.key }) where seen > clock[author] + 1 {
-                    ranges.append(GossipRequest(author: author, from: clock[author] + 1, count: seen - clock[author] - 1))
-                }
-                if !ranges.isEmpty { actions.append(.send(link, .request(ranges))) }
+                // Held past a gap: the link holds what is missing (it sent
+                // more), and is asked for it within the pull window.
+                actions += pull(link, now: now)
             }
         }
         actions += push(inserted.map { CarriedEnvelope(hops: $0.hops &+ 1, envelope: $0.envelope) }, except: link)
@@ -321,9 +337,11 @@ public struct Replicator {
         return push([CarriedEnvelope(hops: 0, envelope: envelope)], except: nil)
     }
 
-    /// Time passes: clock deltas to links whose exchange is due.
+    /// Time passes: clock deltas to links whose exchange is due, and asks
+    /// for catch-up as the pull budget refills.
     public mutating func tick(now: Double) -> [Action] {
         var actions: [Action] = []
+        for id in links.keys.sorted() { actions += pull(id, now: now) }
         for id in links.keys.sorted() {
             guard var l = links[id], now >= l.nextExchange else { continue }
             l.exchanges += 1

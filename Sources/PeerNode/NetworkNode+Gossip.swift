@@ -10,15 +10,15 @@ extension NetworkNode {
 
     func gossip(_ message: GossipMessage, from id: LinkID) {
         switch message {
-        case let .clock(entries, full): perform(replicator.clockReceived(id, entries: entries, full: full))
+        case let .clock(entries, full): perform(replicator.clockReceived(id, entries: entries, full: full, now: monotonic()))
         case let .envelopes(batch): perform(replicator.envelopesReceived(id, batch, now: monotonic()))
         case let .request(ranges): perform(replicator.requestReceived(id, ranges: ranges))
-        case let .clockSince(base, entries): perform(replicator.clockSinceReceived(id, base: base, entries: entries))
+        case let .clockSince(base, entries): perform(replicator.clockSinceReceived(id, base: base, entries: entries, now: monotonic()))
         case .fullClockWanted:
             count("full_clock_wanted_received")
             perform(replicator.fullClockWanted(id))
         case let .stored(entries):
-            perform(replicator.storedReceived(id, entries: entries))
+            perform(replicator.storedReceived(id, entries: entries, now: monotonic()))
             if let remote = links[id]?.remote, let mine = entries.first(where: { $0.author == node.me }) {
                 storedArrived(mine.sequence, by: remote)
             }
@@ -105,7 +105,7 @@ extension NetworkNode {
         if storeFull {
             // Refused, not lost: the clock exchange offers them again once there is room.
             count("store_full", by: batch.count)
-            perform(replicator.stored(from: id, checked: batch, inserted: [], invalid: 0, newClock: []))
+            perform(replicator.stored(from: id, checked: batch, inserted: [], invalid: 0, newClock: [], now: monotonic()))
             return
         }
         if batchesVerifying == 0, batch.count <= Self.inlineVerifyLimit {
@@ -143,7 +143,7 @@ extension NetworkNode {
         } catch {
             log.warning("storing failed: \(error)")
         }
-        perform(replicator.stored(from: id, checked: batch, inserted: inserted, invalid: batch.count - valid.count, newClock: clock))
+        perform(replicator.stored(from: id, checked: batch, inserted: inserted, invalid: batch.count - valid.count, newClock: clock, now: monotonic()))
         showDeliveries()
     }
 

@@ -15,6 +15,8 @@ final class NetworkNode: @unchecked Sendable {
     struct Link {
         let connection: WebSocketConnection
         var session: LinkSession
+        /// The version agreed in the WebSocket handshake.
+        let version: LinkProtocol
         var chunker = GossipChunker()
         var remote: PublicKey?
         let dialed: Bool
@@ -165,6 +167,8 @@ final class NetworkNode: @unchecked Sendable {
         if let rate = options.pushRate.flatMap({ Double($0) }) {
             // The burst stays the same number of seconds of the rate as by default.
             replicator.pushBudget = (burst: rate * Replicator.pushBurst / Replicator.pushRate, perSecond: rate)
+            // What a link brings when asked goes no faster: one rate for all it brings.
+            replicator.pullBudget = replicator.pushBudget
         }
     }
 
@@ -172,7 +176,7 @@ final class NetworkNode: @unchecked Sendable {
         let wanted = listen ?? Self.defaultListen
         guard let (host, port) = Self.split(hostPort: wanted) else { throw NodeError(description: "--listen needs HOST:PORT, got \(wanted)") }
         var configuration = WebSocketServer.Configuration(
-            paths: ["/peernode/1"], subprotocols: ["peernode.1"], requireSubprotocol: true,
+            paths: ["/peernode/1"], subprotocols: LinkProtocol.subprotocols, requireSubprotocol: true,
             limits: WebSocketLimits(maximumMessageSize: Self.maximumLinkMessage, maximumSendQueue: Self.linkSendQueue, acceptsText: false))
         // Runs on the loop, as everything here does.
         configuration.maximumConnectionsPerAddress = maximumConnectionsPerAddress
@@ -233,15 +237,20 @@ final class NetworkNode: @unchecked Sendable {
     func opened(_ c: WebSocketConnection, dialer: Int?) {
         let expected = dialer.flatMap { dialers[$0].remote }
         let blocked = self.blocked
+        // Both ends required a subprotocol we offered, so this only fails on a bug.
+        guard let version = LinkProtocol(subprotocol: c.subprotocol) else {
+            c.close(code: .protocolError, reason: "no link version agreed")
+            return
+        }
         guard let session = try? LinkSession(
             initiator: dialer != nil, identity: node.identity, networkKey: node.network, now: monotonic(),
-            expectedRemote: expected, isBlocked: { blocked.contains($0) }, nick: node.nick ?? pendingNick) else {
+            expectedRemote: expected, isBlocked: { blocked.contains($0) }, nick: node.nick ?? pendingNick, version: version) else {
             c.close(code: .internalError, reason: "cannot start the link handshake")
             return
         }
         let id = nextLink
         nextLink += 1
-        links[id] = Link(connection: c, session: session, remote: nil, dialed: dialer != nil, dialer: dialer)
+        links[id] = Link(connection: c, session: session, version: version, remote: nil, dialed: dialer != nil, dialer: dialer)
         linkOf[ObjectIdentifier(c)] = id
         if dialer != nil { apply(links[id]?.session.start() ?? [], on: id) }
     }
@@ -321,7 +330,7 @@ final class NetworkNode: @unchecked Sendable {
             }
         }
         // What we remember of this peer makes the clock exchange cost what changed.
-        perform(replicator.linkUp(id, now: monotonic(), memory: peerClocks(of: remote)))
+        perform(replicator.linkUp(id, now: monotonic(), memory: peerClocks(of: remote), version: link.version))
     }
 
     func closed(_ c: WebSocketConnection, reason: PeerText) {
@@ -357,7 +366,7 @@ final class NetworkNode: @unchecked Sendable {
         do {
             _ = try WebSocketClient.connect(
                 host: dialers[d].host, port: dialers[d].port, path: "/peernode/1",
-                configuration: .init(subprotocols: ["peernode.1"], requireSubprotocol: true,
+                configuration: .init(subprotocols: LinkProtocol.subprotocols, requireSubprotocol: true,
                                      limits: WebSocketLimits(maximumMessageSize: Self.maximumLinkMessage, maximumSendQueue: Self.linkSendQueue, acceptsText: false)),
                 callbacks: callbacks(dialer: d), loop: loop)
         } catch {

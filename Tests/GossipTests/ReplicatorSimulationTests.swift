@@ -151,7 +151,7 @@ final class Simulation {
                 let insertedIDs = Set(inserted.map(\.id))
                 let result = nodes[node].replicator.stored(
                     from: link, checked: batch, inserted: valid.filter { insertedIDs.contains($0.envelope.id) },
-                    invalid: batch.count - valid.count, newClock: clock)
+                    invalid: batch.count - valid.count, newClock: clock, now: now)
                 perform(node, result)
             case let .disconnect(link, _):
                 bringDown(node, link)
@@ -171,12 +171,12 @@ final class Simulation {
         case let .message(from, to, message):
             guard nodes[to].up.contains(from) else { return }
             switch message {
-            case let .clock(entries, full): perform(to, nodes[to].replicator.clockReceived(from, entries: entries, full: full))
+            case let .clock(entries, full): perform(to, nodes[to].replicator.clockReceived(from, entries: entries, full: full, now: now))
             case let .envelopes(batch): perform(to, nodes[to].replicator.envelopesReceived(from, batch, now: now))
             case let .request(ranges): perform(to, nodes[to].replicator.requestReceived(from, ranges: ranges))
-            case let .clockSince(base, entries): perform(to, nodes[to].replicator.clockSinceReceived(from, base: base, entries: entries))
+            case let .clockSince(base, entries): perform(to, nodes[to].replicator.clockSinceReceived(from, base: base, entries: entries, now: now))
             case .fullClockWanted: perform(to, nodes[to].replicator.fullClockWanted(from))
-            case let .stored(entries): perform(to, nodes[to].replicator.storedReceived(from, entries: entries))
+            case let .stored(entries): perform(to, nodes[to].replicator.storedReceived(from, entries: entries, now: now))
             }
             clockBytes += message.isClock ? message.encoded.count : 0
         case let .tick(n):

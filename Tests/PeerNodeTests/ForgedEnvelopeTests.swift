@@ -47,22 +47,11 @@ struct ForgedEnvelopeTests {
         // A small budget, so the test does not depend on outrunning the default 10,000/s.
         let (dir, node, port) = try await target(["--push-rate", "100"])
         let network = NetworkKey.derived(fromName: NetworkKey.defaultName)
-        let room = RoomID.publicRoom(.general, network: network)
         // One author's chain, valid, readable and signed: six times the burst, sent at once.
         let author = try SigningKey.generate()
-        let key = network.publicRoomKey(roomName: RoomName.general.value)
-        var previous = MessageID.zero
-        var chain: [CarriedEnvelope] = []
-        for sequence in 1...UInt64(3_000) {
-            let body = try BodyCipher.seal(Array("flood \(sequence)".utf8), key: key, author: author.publicKey, room: room, kind: .text)
-            let e = try Envelope.sign(by: author, sequence: sequence, previous: previous, dependencies: [], timestamp: 1_000 + sequence,
-                                      room: room, kind: .text, body: body)
-            previous = e.id
-            chain.append(CarriedEnvelope(hops: 0, envelope: e))
-        }
+        let chain = try generalChain(by: author, count: 3_000, network: network)
         // A declared (empty) clock first, so every envelope is a live push.
-        let messages = [GossipMessage.clock(entries: [], full: true)]
-            + stride(from: 0, to: chain.count, by: 250).map { GossipMessage.envelopes(Array(chain[$0..<min($0 + 250, chain.count)])) }
+        let messages = [GossipMessage.clock(entries: [], full: true)] + batches(chain)
         let peer = try HostilePeer(identity: try SigningKey.generate(), network: network, messages: messages)
         try await peer.attack(port: port, timeout: 30)
         let closed = peer.lock.withLock { peer.closed }
@@ -140,6 +129,27 @@ func claimArrived(_ node: NodeProcess) async -> Bool {
 
 /// The node a hostile peer attacks: started, with its data directory (kept
 /// alive by the caller) and the port it listens on.
+/// `count` valid, readable envelopes in #general by `author`, sequences 1…count.
+func generalChain(by author: SigningKey, count: Int, network: NetworkKey) throws -> [CarriedEnvelope] {
+    let room = RoomID.publicRoom(.general, network: network)
+    let key = network.publicRoomKey(roomName: RoomName.general.value)
+    var previous = MessageID.zero
+    var chain: [CarriedEnvelope] = []
+    for sequence in 1...UInt64(count) {
+        let body = try BodyCipher.seal(Array("flood \(sequence)".utf8), key: key, author: author.publicKey, room: room, kind: .text)
+        let e = try Envelope.sign(by: author, sequence: sequence, previous: previous, dependencies: [], timestamp: 1_000 + sequence,
+                                  room: room, kind: .text, body: body)
+        previous = e.id
+        chain.append(CarriedEnvelope(hops: 0, envelope: e))
+    }
+    return chain
+}
+
+/// Envelope messages of 250 each.
+func batches(_ chain: [CarriedEnvelope]) -> [GossipMessage] {
+    stride(from: 0, to: chain.count, by: 250).map { GossipMessage.envelopes(Array(chain[$0..<min($0 + 250, chain.count)])) }
+}
+
 func target(_ extra: [String] = []) async throws -> (TemporaryDirectory, NodeProcess, UInt16) {
     let dir = TemporaryDirectory()
     let node = try NodeProcess(dir: dir.path, ["--nick", "target"] + extra)
@@ -159,8 +169,13 @@ final class HostilePeer: @unchecked Sendable {
     var established = false
     var closed: CloseInfo?
 
-    init(identity: SigningKey, network: NetworkKey, messages: [GossipMessage], closeReason: String? = nil, nick: String? = nil) throws {
-        session = try LinkSession(initiator: true, identity: identity, networkKey: network, now: 0, nick: nick)
+    /// The link version it offers (and speaks).
+    let version: LinkProtocol
+
+    init(identity: SigningKey, network: NetworkKey, messages: [GossipMessage], closeReason: String? = nil, nick: String? = nil,
+         version: LinkProtocol = .newest) throws {
+        session = try LinkSession(initiator: true, identity: identity, networkKey: network, now: 0, nick: nick, version: version)
+        self.version = version
         self.messages = messages
         self.closeReason = closeReason
     }
@@ -175,7 +190,7 @@ final class HostilePeer: @unchecked Sendable {
             onMessage: { [self] c, m in if case let .binary(bytes) = m { received(bytes, on: c) } },
             onClose: { [self] _, info in lock.withLock { closed = info } })
         _ = try WebSocketClient.connect(host: "127.0.0.1", port: port, path: "/peernode/1",
-                                        configuration: .init(subprotocols: ["peernode.1"], limits: WebSocketLimits(maximumSendQueue: 1 << 30)),
+                                        configuration: .init(subprotocols: [version.subprotocol], limits: WebSocketLimits(maximumSendQueue: 1 << 30)),
                                         callbacks: callbacks, loop: loop)
         let deadline = Date().addingTimeInterval(timeout)
         while lock.withLock({ closed == nil }) && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }

@@ -1,0 +1,39 @@
+/// The version a link speaks. The dialler offers every version it knows as
+/// WebSocket subprotocols (RFC 6455 §1.9), newest first; the listener picks
+/// the newest it also knows. The version is then mixed into the Noise
+/// prologue, so two ends that came away believing different versions fail
+/// the handshake instead of misreading each other.
+public enum LinkProtocol: Int, Sendable, CaseIterable, Comparable, CustomStringConvertible {
+    /// Catch-up is sent by the side that has it: on a peer's clock, a node
+    /// sends what that clock lacks.
+    case v1 = 1
+    /// Catch-up is asked for by the side that lacks it, in paced windows
+    /// (`Replicator.pullWindow`); a node sends stored envelopes only when asked.
+    case v2 = 2
+
+    public static func < (a: LinkProtocol, b: LinkProtocol) -> Bool { a.rawValue < b.rawValue }
+
+    /// The newest version this build speaks.
+    public static let newest = LinkProtocol.v2
+
+    /// The WebSocket subprotocol that names it: `peernode.N`.
+    public var subprotocol: String { "peernode.\(rawValue)" }
+
+    /// The Noise prologue of a link of this version: `peernode/N`.
+    public var prologue: [UInt8] { Array("peernode/\(rawValue)".utf8) }
+
+    /// The version a subprotocol names (nil: none we speak).
+    public init?(subprotocol: String?) {
+        guard let subprotocol, let version = Self.allCases.first(where: { $0.subprotocol == subprotocol.lowercased() }) else { return nil }
+        self = version
+    }
+
+    /// Subprotocols to offer and to prefer, newest first.
+    public static let subprotocols = allCases.sorted(by: >).map(\.subprotocol)
+
+    /// Whether a peer on a link of this version asks for its catch-up (so we
+    /// send stored envelopes only when asked).
+    public var peerAsksForCatchUp: Bool { self >= .v2 }
+
+    public var description: String { "\(rawValue)" }
+}

@@ -1,0 +1,92 @@
+import Crypto
+import Gossip
+import Testing
+
+/// Catch-up that the receiver asks for (link version 2, issue 13 finding 3).
+@Suite("Catch-up asked for by the side that lacks it: windowed, paced, asked again when it stalls")
+struct PullTests {
+    static func requested(_ actions: [Replicator.Action]) -> [GossipRequest] { PushBudgetTests.requests(actions) }
+
+    static func sendsStored(_ actions: [Replicator.Action]) -> Bool {
+        actions.contains { if case .sendStored = $0 { true } else { false } }
+    }
+
+    @Test("a peer on a version-2 link is sent nothing it did not ask for; a version-1 peer is sent what its clock lacks")
+    func versions() throws {
+        let author = try SigningKey.generate().publicKey
+        var r = Replicator(me: try SigningKey.generate().publicKey, clock: VectorClock([author: 10]), random: SystemRandomNumberGenerator())
+        _ = r.linkUp(1, now: 0, version: .v2)
+        _ = r.linkUp(2, now: 0, version: .v1)
+        #expect(!Self.sendsStored(r.clockReceived(1, entries: [], full: true, now: 0)))
+        #expect(Self.sendsStored(r.clockReceived(2, entries: [], full: true, now: 0)))
+        // Asked, it answers; what it sends is then not pushed again.
+        #expect(r.requestReceived(1, ranges: [GossipRequest(author: author, from: 3, count: 5)])
+            == [.sendStored(1, author: author, from: 3, through: 7)])
+        #expect(r.knownClock(of: 1)?[author] == 7)
+    }
+
+    @Test("at most pullWindow envelopes are asked for at once; more once half have come; none faster than the pull budget")
+    func window() throws {
+        let a = try Author()
+        var r = Replicator(me: try SigningKey.generate().publicKey, clock: VectorClock(), random: SystemRandomNumberGenerator())
+        r.pushBudget = (burst: 0, perSecond: 0)
+        _ = r.linkUp(1, now: 0)
+        let declared = UInt64(Replicator.pullWindow) * 3
+        var asked = Self.requested(r.clockReceived(1, entries: [Dependency(author: a.key.publicKey, sequence: declared)], full: true, now: 0))
+        #expect(asked == [GossipRequest(author: a.key.publicKey, from: 1, count: UInt64(Replicator.pullWindow))])
+        // Nothing more while the window is full, however long it waits (short of the timeout).
+        #expect(Self.requested(r.tick(now: 1)).isEmpty)
+        // Half the window answered (free: the push budget is zero): the next part is asked for.
+        let half = Replicator.pullWindow / 2
+        let envelopes = try PushBudgetTests.pushes(a, 1...UInt64(half))
+        let actions = r.envelopesReceived(1, envelopes, now: 2)
+        #expect(!actions.contains { if case .pushesLimited = $0 { true } else { false } }, "answers are free")
+        asked = Self.requested(actions)
+        #expect(asked == [GossipRequest(author: a.key.publicKey, from: UInt64(Replicator.pullWindow) + 1, count: UInt64(half))])
+
+        // A pull budget of 10 at once and 10/s: 10 asked now, 5 more after half a second.
+        var slow = Replicator(me: try SigningKey.generate().publicKey, clock: VectorClock(), random: SystemRandomNumberGenerator())
+        slow.pullBudget = (burst: 10, perSecond: 10)
+        _ = slow.linkUp(1, now: 0)
+        asked = Self.requested(slow.clockReceived(1, entries: [Dependency(author: a.key.publicKey, sequence: 100)], full: true, now: 0))
+        #expect(asked.map(\.count) == [10])
+        asked = Self.requested(slow.tick(now: 0.5))
+        #expect(asked == [GossipRequest(author: a.key.publicKey, from: 11, count: 5)])
+    }
+
+    @Test("as many envelopes as were asked for are free (in any order, even repeated); one more is charged; a range that stalls for pullTimeout is asked again from our clock")
+    func strayAndStalled() throws {
+        let a = try Author()
+        var r = Replicator(me: try SigningKey.generate().publicKey, clock: VectorClock(), random: SystemRandomNumberGenerator())
+        r.pushBudget = (burst: 1, perSecond: 0)
+        r.pullBudget = (burst: 4, perSecond: 1_000)
+        _ = r.linkUp(1, now: 0)
+        _ = r.clockReceived(1, entries: [Dependency(author: a.key.publicKey, sequence: 4)], full: true, now: 0)
+        let e = try PushBudgetTests.pushes(a, 1...5)
+        // Four asked: four free, whatever they are within the range.
+        for _ in 0..<4 { #expect(!r.envelopesReceived(1, [e[0]], now: 0).contains(.pushesLimited(1, 1))) }
+        // The fifth copy spends the one token; the next envelope drops the link.
+        #expect(!r.envelopesReceived(1, [e[0]], now: 0).contains(.pushesLimited(1, 1)))
+        #expect(r.envelopesReceived(1, [e[1]], now: 0) == [.pushesLimited(1, 1)])
+
+        // Stalled: the peer declared 4 and sends none. After the timeout they are asked again.
+        _ = r.linkUp(2, now: 100)
+        let first = Self.requested(r.clockReceived(2, entries: [Dependency(author: a.key.publicKey, sequence: 4)], full: true, now: 100))
+        #expect(first == [GossipRequest(author: a.key.publicKey, from: 1, count: 4)])
+        #expect(Self.requested(r.tick(now: 100 + Replicator.pullTimeout - 1)).isEmpty)
+        #expect(Self.requested(r.tick(now: 100 + Replicator.pullTimeout)) == first)
+    }
+
+    @Test("an envelope past a gap makes its sender asked for the gap, within the window")
+    func gap() throws {
+        let a = try Author()
+        var r = Replicator(me: try SigningKey.generate().publicKey, clock: VectorClock(), random: SystemRandomNumberGenerator())
+        _ = r.linkUp(1, now: 0)
+        _ = r.clockReceived(1, entries: [], full: true, now: 0)
+        let e = try PushBudgetTests.pushes(a, 1...UInt64(Replicator.pullWindow + 10))
+        let last = try #require(e.last)
+        _ = r.envelopesReceived(1, [last], now: 1)
+        let asked = Self.requested(r.stored(from: 1, checked: [last], inserted: [last], invalid: 0, newClock: [], now: 1))
+        #expect(asked == [GossipRequest(author: a.key.publicKey, from: 1, count: UInt64(Replicator.pullWindow))])
+    }
+}
