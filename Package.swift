@@ -40,6 +40,8 @@ let package = Package(
         // `TerminalText`); depends on nothing.
         .target(name: "NetworkText"),
         .target(name: "Gossip", dependencies: ["Crypto"]),
+        // The node's pure parts (summaries of what peers declared, claims about our history): no I/O.
+        .target(name: "NodeCore", dependencies: ["Gossip", "Crypto"]),
         .target(name: "Store", dependencies: ["Gossip", "Crypto", "CSQLite"]),
         // LAN discovery: signed, sealed UDP multicast announcements; knows nothing of links.
         .target(name: "Discovery", dependencies: ["Crypto"]),
@@ -48,7 +50,7 @@ let package = Package(
         // Text at the terminal boundary: the command line the user types, and
         // network text made inert (control characters, look-alike nicks).
         .target(name: "ChatText", dependencies: ["NetworkText"]),
-        .executableTarget(name: "PeerNode", dependencies: ["Store", "Gossip", "Crypto", "WebSocket", "Discovery", "TermUI", "ChatText", "NetworkText", "CMalloc"]),
+        .executableTarget(name: "PeerNode", dependencies: ["Store", "Gossip", "NodeCore", "Crypto", "WebSocket", "Discovery", "TermUI", "ChatText", "NetworkText", "CMalloc"]),
         // The benchmark measures the machine's own ceilings, so it may call
         // libsodium and SQLite directly; no product code does.
         .executableTarget(
@@ -62,7 +64,7 @@ let package = Package(
         .executableTarget(name: "FuzzEnvelope", dependencies: ["Gossip", "FuzzSupport"], path: "Fuzz/FuzzEnvelope"),
         .executableTarget(name: "FuzzAnnouncement", dependencies: ["Discovery", "Crypto", "FuzzSupport"], path: "Fuzz/FuzzAnnouncement"),
         .executableTarget(name: "FuzzLink", dependencies: ["Gossip", "Crypto", "FuzzSupport"], path: "Fuzz/FuzzLink"),
-        .executableTarget(name: "FuzzGossip", dependencies: ["Gossip", "Crypto", "FuzzSupport"], path: "Fuzz/FuzzGossip"),
+        .executableTarget(name: "FuzzGossip", dependencies: ["Gossip", "NodeCore", "Crypto", "FuzzSupport"], path: "Fuzz/FuzzGossip"),
         .executableTarget(name: "FuzzUI", dependencies: ["TermUI", "ChatText", "FuzzSupport"], path: "Fuzz/FuzzUI"),
         // What every fuzz target shares: a broken invariant aborts, so libFuzzer keeps the input.
         .target(name: "FuzzSupport", path: "Fuzz/FuzzSupport"),
@@ -74,7 +76,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "Gossip", "Crypto", "TestSupport"]),
         .testTarget(name: "TermUITests", dependencies: ["TermUI"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "Crypto", "TestSupport"]),
-        .testTarget(name: "PeerNodeTests", dependencies: ["PeerNode", "Store", "Gossip", "Crypto", "WebSocket", "ChatText", "TestSupport"], exclude: ["Peers"]),
+        .testTarget(name: "PeerNodeTests", dependencies: ["PeerNode", "NodeCore", "Store", "Gossip", "Crypto", "WebSocket", "ChatText", "TestSupport"], exclude: ["Peers"]),
     ],
     swiftLanguageModes: [.v6]
 )

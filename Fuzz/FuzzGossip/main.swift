@@ -1,11 +1,13 @@
 import Crypto
 import FuzzSupport
 import Gossip
+import NodeCore
 
 // libFuzzer entry: the replicator fed gossip messages by hostile peers. The
 // input is records: one byte picks the link (0–2; 3 takes the link down and
-// up again, 4 lets 3 seconds pass), two bytes give a length, then a gossip
-// message. Envelopes are stored as if their signatures held (a fuzzer cannot
+// up again, 4 lets 3 seconds pass, 5 is a peer clock saved by an earlier
+// version: 33-byte records of author byte ‖ 8-byte sequence, any value),
+// two bytes give a length, then a gossip message. Envelopes are stored as if their signatures held (a fuzzer cannot
 // sign), so the replicator's state moves as it would under a peer that lies
 // only in its clocks, requests and sequence numbers. Properties: the clock
 // only moves forward and never past what is stored; we only send what we hold,
@@ -46,13 +48,19 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var up: Set<LinkID> = []
     var now = 0.0
     var queue: [Replicator.Action] = []
+    // What the node keeps beside the replicator: per-peer clocks remembered
+    // (and saved), the prompt's progress, the claims about our own history.
+    var remembered: [LinkID: PeerClocks] = [:]
+    var savedByEarlierVersion = VectorClock()
+    var progress = SyncProgress()
+    var claims = OwnHistoryClaims()
     for link in 0..<3 {
         up.insert(link)
         queue += replicator.linkUp(link, now: now)
     }
     var rest = bytes[...]
     while rest.count >= 3 {
-        let selector = Int(rest[rest.startIndex]) % 5
+        let selector = Int(rest[rest.startIndex]) % 6
         let length = Int(rest[rest.startIndex + 1]) << 8 | Int(rest[rest.startIndex + 2])
         let body = Array(rest.dropFirst(3).prefix(length))
         rest = rest.dropFirst(3 + length)
@@ -66,6 +74,11 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         case 4:
             now += 3
             queue += replicator.tick(now: now)
+        case 5:
+            for start in stride(from: 0, to: body.count - 8, by: 9) {
+                guard let author = try? PublicKey(bytes: [UInt8](repeating: body[start], count: 32)) else { continue }
+                savedByEarlierVersion[author] = body[(start + 1)...(start + 8)].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            }
         default:
             guard up.contains(selector), let message = try? GossipMessage.decode(body) else { continue }
             switch message {
@@ -98,7 +111,9 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             case let .disconnect(link, _), let .pushesLimited(link, _):
                 up.remove(link)
                 replicator.linkDown(link)
-            case .remember, .clockEntriesIgnored:
+            case let .remember(link, clocks):
+                remembered[link] = clocks
+            case .clockEntriesIgnored:
                 break
             }
         }
@@ -116,6 +131,34 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             let unknown = declared.entries.keys.filter { replicator.clock[$0] == 0 }.count
             invariant(unknown <= Replicator.maximumUnknownAuthors, "a link declared more unknown authors than the cap")
         }
+        // /sync and --json's sync event: linked peers' clocks, then the ones
+        // remembered and one saved by an earlier version (any 64-bit value).
+        let peerOf = { (link: LinkID) -> PublicKey? in try? PublicKey(bytes: [UInt8](repeating: UInt8(0x40 + link), count: 32)) }
+        var linkedDeclarations: [Backlog.Declaration] = []
+        for link in up.sorted() {
+            if let declared = replicator.declaredClock(of: link), let peer = peerOf(link) {
+                linkedDeclarations.append(.init(peer: peer, clock: declared, linked: true, seenAt: 0))
+            }
+        }
+        var offline: [Backlog.Declaration] = []
+        for (link, clocks) in remembered.sorted(by: { $0.key < $1.key }) where !up.contains(link) {
+            if let declared = clocks.declared, let peer = peerOf(link) { offline.append(.init(peer: peer, clock: declared, linked: false, seenAt: 1)) }
+        }
+        if let old = peerOf(9) { offline.append(.init(peer: old, clock: savedByEarlierVersion, linked: false, seenAt: 2)) }
+        let gaps = Backlog.gaps(ours: replicator.clock, declarations: linkedDeclarations + offline)
+        let total = Backlog.total(gaps)
+        invariant(gaps.allSatisfy { $0.missing > 0 } && total >= (gaps.map(\.missing).max() ?? 0), "a gap of nothing, or a total below a gap")
+        // The prompt's bar is the linked part of the same sum.
+        let linkedMissing = Backlog.missing(ours: replicator.clock, declared: linkedDeclarations.map(\.clock))
+        invariant(linkedMissing == Backlog.total(Backlog.gaps(ours: replicator.clock, declarations: linkedDeclarations)),
+                  "the prompt's backlog and /sync's disagree")
+        _ = progress.tag(missing: linkedMissing)
+        _ = progress.tag(missing: total)
+        // The gate on our own posts reads every linked peer's claim about us.
+        var ownClaims: [PublicKey: UInt64] = [:]
+        for d in linkedDeclarations { ownClaims[d.peer] = d.clock[me] }
+        claims.update(claims: ownClaims, ours: replicator.clock[me], now: now, patience: 30)
+        _ = claims.believes(now: now, patience: 30)
         for (author, sequence) in replicator.clock.entries {
             invariant(sequence == held.contiguous(author), "the clock is not what the store holds")
         }

@@ -1,33 +1,20 @@
 import Crypto
 import Foundation
 import Gossip
+import NodeCore
 
 /// History completeness: does this node hold everything its peers have
 /// announced? Linked peers' stated clocks count now; peers seen before count
 /// with the clock they stated last time (and when that was).
 extension NetworkNode {
-    struct Gap {
-        let author: PublicKey
-        let missing: UInt64
-        /// The peer that announced the most of it, whether it is linked, and when it was last heard.
-        let via: PublicKey
-        let linked: Bool
-        let seenAt: UInt64
-    }
+    typealias Gap = Backlog.Gap
 
-    /// What we lack, per author, and who announced it.
+    /// What we lack, per author, and who declared it.
     func gaps() -> [Gap] {
-        let ours = replicator.clock
-        var best: [PublicKey: (seq: UInt64, via: PublicKey, linked: Bool, seenAt: UInt64)] = [:]
-        func consider(_ clock: VectorClock, via peer: PublicKey, linked: Bool, seenAt: UInt64) {
-            for (author, seq) in clock.entries where seq > ours[author] && !blocked.contains(author) {
-                if let current = best[author], current.seq >= seq && (current.linked || !linked) { continue }
-                best[author] = (seq, peer, linked, seenAt)
-            }
-        }
         let now = Node.now()
+        var declarations: [Backlog.Declaration] = []
         for (id, remote) in linkedPeers {
-            if let declared = replicator.declaredClock(of: id) { consider(declared, via: remote, linked: true, seenAt: now) }
+            if let declared = replicator.declaredClock(of: id) { declarations.append(.init(peer: remote, clock: declared, linked: true, seenAt: now)) }
         }
         let online = Set(linkedPeers.values)
         // Peers seen before: their saved clocks, or the newer ones not written yet.
@@ -35,14 +22,13 @@ extension NetworkNode {
         for saved in (try? node.store.allPeerClocks()) ?? [] { offline[saved.peer] = (saved.clocks, saved.savedAt) }
         for (peer, clocks) in unsavedPeerClocks { offline[peer] = (clocks, now) }
         for (peer, saved) in offline.sorted(by: { $0.key < $1.key }) where !online.contains(peer) {
-            if let declared = saved.clocks.declared { consider(declared, via: peer, linked: false, seenAt: saved.seenAt) }
+            if let declared = saved.clocks.declared { declarations.append(.init(peer: peer, clock: declared, linked: false, seenAt: saved.seenAt)) }
         }
-        return best.map { Gap(author: $0.key, missing: $0.value.seq - ours[$0.key], via: $0.value.via, linked: $0.value.linked, seenAt: $0.value.seenAt) }
-            .sorted { ($0.missing, $0.author) > ($1.missing, $1.author) }
+        return Backlog.gaps(ours: replicator.clock, declarations: declarations, excluding: blocked.snapshot)
     }
 
     /// All the gaps together; saturating, since peers choose the numbers.
-    static func totalMissing(_ gaps: [Gap]) -> UInt64 { gaps.reduce(0) { $0.saturatingAdd($1.missing) } }
+    static func totalMissing(_ gaps: [Gap]) -> UInt64 { Backlog.total(gaps) }
 
     /// `/sync`: one line when complete, else one line per author we lack messages of.
     func syncLines() -> [String] {
@@ -77,14 +63,7 @@ extension NetworkNode {
     /// Linked peers' announced messages we lack (the catch-up still to do);
     /// cheap enough for every tick (no database).
     var missingFromLinked: UInt64 {
-        let ours = replicator.clock
-        var best: [PublicKey: UInt64] = [:]
-        for id in linkedPeers.keys {
-            for (author, seq) in (replicator.declaredClock(of: id) ?? VectorClock()).entries where seq > ours[author] {
-                best[author] = max(best[author] ?? 0, seq)
-            }
-        }
-        return best.reduce(0) { $0.saturatingAdd($1.value - ours[$1.key]) }
+        Backlog.missing(ours: replicator.clock, declared: linkedPeers.keys.compactMap { replicator.declaredClock(of: $0) })
     }
 
     /// The prompt: the catch-up bar when there is one, the room, and where
@@ -92,79 +71,6 @@ extension NetworkNode {
     func prompt() -> String {
         let mark = ownMessageState(in: session.room).map { " " + $0.rawValue } ?? ""
         return syncProgress.tag(missing: missingFromLinked) + session.roomLabel + mark + "> "
-    }
-}
-
-/// The progress of a catch-up, for the prompt: `[sync ▓▓▓▓░░░░ 45%]`.
-struct SyncProgress {
-    /// The largest backlog seen since the catch-up began.
-    private(set) var start: UInt64 = 0
-    static let barWidth = 8
-    /// Below this many missing messages no bar is shown (a live message in flight is no catch-up).
-    static let threshold: UInt64 = 50
-
-    /// The prompt tag for `missing` still to fetch, or "" when there is none worth showing.
-    mutating func tag(missing: UInt64) -> String {
-        guard missing >= Self.threshold else {
-            start = 0
-            return ""
-        }
-        start = max(start, missing)
-        let done = Double(start - missing) / Double(start)
-        let filled = Int((done * Double(Self.barWidth)).rounded(.down))
-        return "[sync " + String(repeating: "▓", count: filled) + String(repeating: "░", count: Self.barWidth - filled)
-            + " \(Int(done * 100))%] "
-    }
-}
-
-/// Claims by linked peers to hold more of our own messages than we do. One
-/// patience window for the whole node, not one per claimant: identities
-/// are free, so a window per identity let a peer with many of them hold
-/// our posts for ever. While claims go unproven (none of our messages
-/// arrives) for `NetworkNode.ownClaimPatience`, no claim is believed; our
-/// chain growing is the proof that restarts the window. The window is
-/// forgotten only after as long again with no claim at all, so leaving and
-/// coming back does not buy a new one.
-struct OwnHistoryClaims {
-    /// When the current unproven period began (nil: no claim outstanding).
-    private(set) var since: Double?
-    /// Our own clock entry at the last update (nil before the first: where we start is no progress).
-    private var ours: UInt64?
-    private var progressAt = -Double.infinity
-    /// The highest sequence we signed ourselves: our chain growing up to it proves nothing.
-    private var signedUpTo: UInt64 = 0
-    /// When a claim above ours was last seen.
-    private var lastClaimAt = 0.0
-    /// Peers told they are not believed, each reported once (at most `limit`).
-    private(set) var disbelieved: Set<PublicKey> = []
-    static let limit = 4_096
-
-    /// Called on every tick with each linked peer's claim and our own clock.
-    mutating func update(claims: [PublicKey: UInt64], ours: UInt64, now: Double, patience: Double) {
-        if let before = self.ours, ours != before, ours > signedUpTo { progressAt = now }
-        self.ours = ours
-        if claims.values.contains(where: { $0 > ours }) {
-            lastClaimAt = now
-            if since == nil { since = now }
-        } else if let since, progressAt >= since || now - max(lastClaimAt, since) >= patience {
-            // Claims came true, or none for a whole window: a later one gets a fresh window.
-            self.since = nil
-            disbelieved = []
-        }
-    }
-
-    /// We are about to sign our envelope `sequence`.
-    mutating func signing(_ sequence: UInt64) { signedUpTo = max(signedUpTo, sequence) }
-
-    /// Whether claims still stand: none unproven for `patience` seconds.
-    func believes(now: Double, patience: Double) -> Bool {
-        guard let since else { return true }
-        return now - max(since, progressAt) < patience
-    }
-
-    mutating func disbelieve(_ peer: PublicKey) -> Bool {
-        guard disbelieved.count < Self.limit else { return false }
-        return disbelieved.insert(peer).inserted
     }
 }
 

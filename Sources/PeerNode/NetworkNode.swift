@@ -3,6 +3,7 @@ import Crypto
 import Discovery
 import Foundation
 import Gossip
+import NodeCore
 import NetworkText
 import Store
 import WebSocket

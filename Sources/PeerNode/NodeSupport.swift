@@ -58,6 +58,12 @@ final class BlockList: @unchecked Sendable {
         defer { lock.unlock() }
         return keys.contains(key)
     }
+
+    var snapshot: Set<PublicKey> {
+        lock.lock()
+        defer { lock.unlock() }
+        return keys
+    }
 }
 
 extension NetworkNode {

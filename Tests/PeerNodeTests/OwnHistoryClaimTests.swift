@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Gossip
+import NodeCore
 @testable import PeerNode
 import TestSupport
 import Testing

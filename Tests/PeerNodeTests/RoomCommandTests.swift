@@ -1,6 +1,7 @@
 import ChatText
 @testable import PeerNode
 import Gossip
+import NodeCore
 import Foundation
 import TestSupport
 import Testing
