@@ -101,6 +101,26 @@ enum Schema {
             received_at INTEGER NOT NULL
         );
         """,
+        // 9: per-peer clocks as rows, one per (peer, side, author), so a save
+        // writes only the entries that changed (a blob was rewritten whole:
+        // 36 MB per clock message under attack, issue 13 finding 4). The old
+        // blobs are dropped, not converted: they are only a hint, and a peer
+        // without one costs one full clock exchange.
+        """
+        DROP TABLE peer_clocks;
+        CREATE TABLE peer_clocks(
+            peer BLOB PRIMARY KEY,
+            declared_known INTEGER NOT NULL,         -- 0: the peer's clock could not be rebuilt
+            updated_at INTEGER NOT NULL
+        );
+        CREATE TABLE peer_clock_entries(
+            peer BLOB NOT NULL,
+            side INTEGER NOT NULL,                   -- 0: we declared it to the peer; 1: the peer declared it
+            author BLOB NOT NULL,
+            sequence INTEGER NOT NULL,               -- the 64 bits as a signed integer
+            PRIMARY KEY(peer, side, author)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -364,48 +364,6 @@ extension Store {
         }
     }
 
-    // MARK: what we remember of peers
-
-    /// The clocks saved for `peer` by `savePeerClocks`, or nil. A row that
-    /// does not parse is treated as absent (it is only a hint).
-    public func peerClocks(of peer: PublicKey) throws -> PeerClocks? {
-        let s = try db.statement("SELECT sent, declared FROM peer_clocks WHERE peer = ?1").bind(1, peer.bytes)
-        guard try s.step() else { return nil }
-        guard let sent = Self.clock(from: s.blob(0)) else { return nil }
-        let declared = s.isNull(1) ? nil : Self.clock(from: s.blob(1))
-        return PeerClocks(sent: sent, declared: declared)
-    }
-
-    public func savePeerClocks(_ clocks: PeerClocks, of peer: PublicKey, at time: UInt64) throws {
-        let s = try db.statement("INSERT OR REPLACE INTO peer_clocks(peer, sent, declared, updated_at) VALUES (?1, ?2, ?3, ?4)")
-            .bind(1, peer.bytes).bind(2, Self.bytes(of: clocks.sent)).bind(4, Int64(clamping: time))
-        if let declared = clocks.declared { s.bind(3, Self.bytes(of: declared)) } else { s.bindNull(3) }
-        try s.run()
-    }
-
-    static func bytes(of clock: VectorClock) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(clock.entries.count * 40)
-        for (author, seq) in clock.entries.sorted(by: { $0.key < $1.key }) {
-            out += author.bytes
-            withUnsafeBytes(of: seq.bigEndian) { out += $0 }
-        }
-        return out
-    }
-
-    static func clock(from bytes: [UInt8]) -> VectorClock? {
-        guard bytes.count % 40 == 0 else { return nil }
-        var clock = VectorClock()
-        var i = 0
-        while i < bytes.count {
-            guard let author = try? PublicKey(bytes: bytes[i..<i + 32]) else { return nil }
-            let seq = bytes[i + 32..<i + 40].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            clock[author] = seq
-            i += 40
-        }
-        return clock
-    }
-
     // MARK: size
 
     public func envelopeCount() throws -> Int {
@@ -466,18 +424,6 @@ extension Store {
 
     public func setSetting(_ key: String, _ value: String) throws {
         try db.statement("INSERT OR REPLACE INTO settings(key, value) VALUES (?1, ?2)").bind(1, "user." + key).bind(2, value).run()
-    }
-
-    /// Every peer's saved clocks, with when they were saved (ms since 1970).
-    public func allPeerClocks() throws -> [(peer: PublicKey, clocks: PeerClocks, savedAt: UInt64)] {
-        let s = try db.statement("SELECT peer, sent, declared, updated_at FROM peer_clocks")
-        var out: [(peer: PublicKey, clocks: PeerClocks, savedAt: UInt64)] = []
-        while try s.step() {
-            guard let peer = try? PublicKey(bytes: s.blob(0)), let sent = Self.clock(from: s.blob(1)) else { continue }
-            let declared = s.isNull(2) ? nil : Self.clock(from: s.blob(2))
-            out.append((peer, PeerClocks(sent: sent, declared: declared), UInt64(max(0, s.int64(3)))))
-        }
-        return out
     }
 }
 
