@@ -76,7 +76,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "Gossip", "Crypto", "TestSupport"]),
         .testTarget(name: "TermUITests", dependencies: ["TermUI"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "Crypto", "TestSupport"]),
-        .testTarget(name: "PeerNodeTests", dependencies: ["PeerNode", "NodeCore", "Store", "Gossip", "Crypto", "WebSocket", "ChatText", "TestSupport"], exclude: ["Peers"]),
+        .testTarget(name: "PeerNodeTests", dependencies: ["PeerNode", "NodeCore", "Discovery", "Store", "Gossip", "Crypto", "WebSocket", "ChatText", "TestSupport"], exclude: ["Peers"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -60,3 +60,42 @@ extension NetworkNode {
         }
     }
 }
+
+/// A member can announce its own identity from a spoofed source address (or
+/// with another machine's port), and every node would then dial that third
+/// party once per backoff, for as long as the member kept announcing. A dial
+/// for a discovered peer that reaches another identity therefore holds the
+/// address: for `misdirectedHold` nobody but the identity that answered
+/// there is dialled at it, however many identities are announced there.
+/// The one that answered still is, so a member cannot keep a node from
+/// dialling a real peer by naming its address.
+extension NetworkNode {
+    /// Seconds an address stays held after a misdirected dial.
+    static let misdirectedHold = 600.0
+    /// Held addresses remembered at once (the one held longest ago goes first).
+    static let maximumMisdirected = 1_024
+
+    func misdirectedDial(_ d: Int, answered: PublicKey, now: Double) {
+        guard dialers.indices.contains(d), dialers[d].discovered else { return }
+        let address = "\(dialers[d].host):\(dialers[d].port)"
+        if misdirected[address] == nil, misdirected.count >= Self.maximumMisdirected,
+           let oldest = misdirected.min(by: { $0.value.until < $1.value.until })?.key {
+            misdirected[oldest] = nil
+        }
+        misdirected[address] = (now + Self.misdirectedHold, answered)
+        count("discovery_misdirected")
+        log.warning("\(address) was announced for \(dialers[d].remote?.shortFingerprint ?? "?") but \(answered.shortFingerprint) answered; not dialled there for \(Int(Self.misdirectedHold)) s")
+    }
+
+    /// When a discovered dialler's address is held for it (nil: it may dial).
+    func heldUntil(_ d: Int, now: Double) -> Double? {
+        guard dialers[d].discovered else { return nil }
+        let address = "\(dialers[d].host):\(dialers[d].port)"
+        guard let hold = misdirected[address] else { return nil }
+        guard hold.until > now else {
+            misdirected[address] = nil
+            return nil
+        }
+        return dialers[d].remote == hold.answered ? nil : hold.until
+    }
+}

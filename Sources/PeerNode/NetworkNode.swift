@@ -122,6 +122,9 @@ final class NetworkNode: @unchecked Sendable {
     /// Whether peers' claims to hold more of our messages than we do are
     /// borne out (`NetworkNode+Sync.swift`).
     var ownClaimsWatch = OwnHistoryClaims()
+    /// Addresses where a dial for a discovered peer reached another
+    /// identity: until when, and who answered (`NetworkNode+Discovery.swift`).
+    var misdirected: [String: (until: Double, answered: PublicKey)] = [:]
     /// Per-peer clocks not written yet, and when they last were (`savePeerClocks`).
     var unsavedPeerClocks: [PublicKey: PeerClocks] = [:]
     /// Relay: the server of `/healthz` and `/metrics`, and whether its samples name peers.
@@ -286,6 +289,7 @@ final class NetworkNode: @unchecked Sendable {
                 }
             case let .close(failure):
                 count(failure.counterName)
+                if case let .unexpectedIdentity(_, got) = failure, let d = link.dialer { misdirectedDial(d, answered: got, now: monotonic()) }
                 log.warning("link from \(link.connection.remoteAddress) refused: \(failure)", ["reason": failure.counterName])
                 link.connection.close(code: .policyViolation, reason: failure.description)
             }
@@ -361,6 +365,10 @@ final class NetworkNode: @unchecked Sendable {
     func dial(_ d: Int) {
         if let remote = dialers[d].remote, links.values.contains(where: { $0.remote == remote }) {
             dialers[d].nextTry = monotonic() + Self.backoffCap
+            return
+        }
+        if let until = heldUntil(d, now: monotonic()) {
+            dialers[d].nextTry = until
             return
         }
         dialers[d].connecting = true

@@ -105,13 +105,15 @@ struct OwnHistoryLiarTests {
 }
 
 /// Asks `node` for /stats until `counter` reads `value` (false after `timeout`).
-func counterReaches(_ node: NodeProcess, _ counter: String, _ value: String, timeout: Double = 20) async -> Bool {
+/// Whether `node`'s counter reaches `value` within `timeout` (an issue is
+/// recorded if not, unless `expected` is false: then not reaching it is the point).
+func counterReaches(_ node: NodeProcess, _ counter: String, _ value: String, timeout: Double = 20, expected: Bool = true) async -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
         node.send("/stats")
         if await node.wait(timeout: 1, { $0["type"] == "stats" && $0[counter] == value }) != nil { return true }
     }
-    Issue.record("\(counter) never reached \(value): \(node.events.value.last { $0["type"] == "stats" } ?? [:])")
+    if expected { Issue.record("\(counter) never reached \(value): \(node.events.value.last { $0["type"] == "stats" } ?? [:])") }
     return false
 }
 
@@ -127,8 +129,6 @@ func claimArrived(_ node: NodeProcess) async -> Bool {
     return false
 }
 
-/// The node a hostile peer attacks: started, with its data directory (kept
-/// alive by the caller) and the port it listens on.
 /// `count` valid, readable envelopes in #general by `author`, sequences 1…count.
 func generalChain(by author: SigningKey, count: Int, network: NetworkKey) throws -> [CarriedEnvelope] {
     let room = RoomID.publicRoom(.general, network: network)
@@ -150,6 +150,8 @@ func batches(_ chain: [CarriedEnvelope]) -> [GossipMessage] {
     stride(from: 0, to: chain.count, by: 250).map { GossipMessage.envelopes(Array(chain[$0..<min($0 + 250, chain.count)])) }
 }
 
+/// The node a hostile peer attacks: started, with its data directory (kept
+/// alive by the caller) and the port it listens on.
 func target(_ extra: [String] = []) async throws -> (TemporaryDirectory, NodeProcess, UInt16) {
     let dir = TemporaryDirectory()
     let node = try NodeProcess(dir: dir.path, ["--nick", "target"] + extra)
