@@ -54,10 +54,16 @@ extension Replicator {
         }
         var room = min(UInt64(Self.pullWindow).saturatingSubtract(outstanding(l)), UInt64(max(0, l.pullTokens.rounded(.down))))
         var ranges: [GossipRequest] = []
-        for (author, theirs) in l.known.entries.sorted(by: { $0.key < $1.key }) where room > 0 && ranges.count < GossipMessage.maximumRequests {
-            // From past what we hold, or past what is on its way or being stored.
-            let from = max(clock[author], l.asked[author]?.through ?? 0) &+ 1
-            guard theirs >= from else { continue }
+        guard room > 0 else {
+            links[link] = l
+            return []
+        }
+        // From past what we hold, or past what is on its way or being stored.
+        let (held, asked) = (clock, l.asked)
+        let start = { (author: PublicKey) in max(held[author], asked[author]?.through ?? 0) &+ 1 }
+        let wanted = l.known.entries.filter { $0.value >= start($0.key) }.sorted { $0.key < $1.key }
+        for (author, theirs) in wanted where room > 0 && ranges.count < GossipMessage.maximumRequests {
+            let from = start(author)
             let count = min(theirs - from + 1, room)
             ranges.append(GossipRequest(author: author, from: from, count: count))
             var asked = l.asked[author] ?? AskedRange(from: from, through: from, remaining: 0, since: now)

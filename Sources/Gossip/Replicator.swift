@@ -65,11 +65,15 @@ public struct Replicator {
     /// The budget in use (tests lower it; so does `--push-rate`).
     public var pushBudget = (burst: Replicator.pushBurst, perSecond: Replicator.pushRate)
     /// The pace of catch-up we ask one link for (`pullWindow`, `pull(_:now:)`):
-    /// envelopes we may ask for at once, and per second after that. The
-    /// node sets it with the push budget (`--push-rate` bounds all a link
-    /// brings); it is its own bucket, so catch-up never spends a link's
-    /// push budget.
-    public var pullBudget = (burst: Replicator.pushBurst, perSecond: Replicator.pushRate)
+    /// envelopes we may ask for at once, and per second after that. By
+    /// default above what the machine verifies; `--push-rate` sets it with
+    /// the push budget (then that rate bounds all a link brings). Its own
+    /// bucket, so catch-up never spends a link's push budget.
+    public var pullBudget = (burst: Replicator.pullBurst, perSecond: Replicator.pullRate)
+    /// The default pull budget: above what two cores verify, so catch-up
+    /// goes as fast as the machine, unless `--push-rate` slows it.
+    public static let pullBurst = 50_000.0
+    public static let pullRate = 40_000.0
 
     /// Seconds between clock exchanges on a link (with up to 25% jitter).
     public static let exchangeInterval = 15.0
@@ -321,7 +325,7 @@ public struct Replicator {
             if l.invalid > Self.invalidLimit {
                 links[link] = nil
                 actions.append(.disconnect(link, reason: "\(l.invalid) envelopes failed verification"))
-            } else {
+            } else if inserted.contains(where: { $0.envelope.sequence > clock[$0.envelope.author] + 1 }) {
                 // Held past a gap: the link holds what is missing (it sent
                 // more), and is asked for it within the pull window.
                 actions += pull(link, now: now)

@@ -92,7 +92,7 @@ enum CommandLineSpec {
                    help: "accept at most N connections at once from one IP address (default 64; 1 to 65536)",
                    apply: { $0.maxPerAddress = $1 }),
         OptionSpec(name: "--push-rate", argument: "N",
-                   help: "close a link that sends envelopes we did not ask for faster than N a second, past a burst of 5 s of it; catch-up is asked for no faster (default 10000; 1 to 1000000)",
+                   help: "close a link that sends envelopes we did not ask for faster than N a second, past a burst of 5 s of it, and ask for catch-up no faster (default 10000, catch-up 40000; 1 to 1000000)",
                    apply: { $0.pushRate = $1 }),
     ]
 
