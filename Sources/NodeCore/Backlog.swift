@@ -44,18 +44,15 @@ public enum Backlog {
     /// one seen earlier); authors in `excluding` (blocked) are left out.
     /// Largest first.
     public static func gaps(ours: VectorClock, declarations: [Declaration], excluding: Set<PublicKey> = []) -> [Gap] {
-        var best: [PublicKey: Declaration] = [:]
-        var bestSequence: [PublicKey: UInt64] = [:]
+        var best: [PublicKey: (sequence: UInt64, from: Declaration)] = [:]
         for d in declarations {
             for (author, seq) in d.clock.entries where seq > ours[author] && !excluding.contains(author) {
-                if let current = best[author], let held = bestSequence[author], held >= seq && (current.linked || !d.linked) { continue }
-                best[author] = d
-                bestSequence[author] = seq
+                if let current = best[author], current.sequence >= seq && (current.from.linked || !d.linked) { continue }
+                best[author] = (seq, d)
             }
         }
-        return best.compactMap { author, d in
-            guard let seq = bestSequence[author] else { return nil }
-            return Gap(author: author, missing: seq - ours[author], via: d.peer, linked: d.linked, seenAt: d.seenAt)
+        return best.map { author, b in
+            Gap(author: author, missing: b.sequence - ours[author], via: b.from.peer, linked: b.from.linked, seenAt: b.from.seenAt)
         }
         .sorted { ($0.missing, $0.author) > ($1.missing, $1.author) }
     }
@@ -94,7 +91,7 @@ public struct SyncProgress: Sendable {
         }
         start = max(start, missing)
         let done = Double(start - missing) / Double(start)
-        let filled = min(Self.barWidth, max(0, Int((done * Double(Self.barWidth)).rounded(.down))))
+        let filled = Int((done * Double(Self.barWidth)).rounded(.down))
         return "[sync " + String(repeating: "▓", count: filled) + String(repeating: "░", count: Self.barWidth - filled)
             + " \(Int(done * 100))%] "
     }

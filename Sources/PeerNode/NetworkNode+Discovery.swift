@@ -75,9 +75,12 @@ extension NetworkNode {
     /// Held addresses remembered at once (the one held longest ago goes first).
     static let maximumMisdirected = 1_024
 
+    /// What a hold is keyed by: host and port.
+    private func address(of d: Int) -> String { "\(dialers[d].host):\(dialers[d].port)" }
+
     func misdirectedDial(_ d: Int, answered: PublicKey, now: Double) {
         guard dialers.indices.contains(d), dialers[d].discovered else { return }
-        let address = "\(dialers[d].host):\(dialers[d].port)"
+        let address = address(of: d)
         if misdirected[address] == nil, misdirected.count >= Self.maximumMisdirected,
            let oldest = misdirected.min(by: { $0.value.until < $1.value.until })?.key {
             misdirected[oldest] = nil
@@ -90,7 +93,7 @@ extension NetworkNode {
     /// When a discovered dialler's address is held for it (nil: it may dial).
     func heldUntil(_ d: Int, now: Double) -> Double? {
         guard dialers[d].discovered else { return nil }
-        let address = "\(dialers[d].host):\(dialers[d].port)"
+        let address = address(of: d)
         guard let hold = misdirected[address] else { return nil }
         guard hold.until > now else {
             misdirected[address] = nil

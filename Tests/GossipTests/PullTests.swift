@@ -2,11 +2,17 @@ import Crypto
 import Gossip
 import Testing
 
+/// The ranges of the `request` messages among `actions`.
+func requests(_ actions: [Replicator.Action]) -> [GossipRequest] {
+    actions.flatMap { action -> [GossipRequest] in
+        if case let .send(_, .request(ranges)) = action { return ranges }
+        return []
+    }
+}
+
 /// Catch-up that the receiver asks for (link version 2, issue 13 finding 3).
 @Suite("Catch-up asked for by the side that lacks it: windowed, paced, asked again when it stalls")
 struct PullTests {
-    static func requested(_ actions: [Replicator.Action]) -> [GossipRequest] { PushBudgetTests.requests(actions) }
-
     static func sendsStored(_ actions: [Replicator.Action]) -> Bool {
         actions.contains { if case .sendStored = $0 { true } else { false } }
     }
@@ -32,25 +38,25 @@ struct PullTests {
         r.pushBudget = (burst: 0, perSecond: 0)
         _ = r.linkUp(1, now: 0)
         let declared = UInt64(Replicator.pullWindow) * 3
-        var asked = Self.requested(r.clockReceived(1, entries: [Dependency(author: a.key.publicKey, sequence: declared)], full: true, now: 0))
+        var asked = requests(r.clockReceived(1, entries: [Dependency(author: a.key.publicKey, sequence: declared)], full: true, now: 0))
         #expect(asked == [GossipRequest(author: a.key.publicKey, from: 1, count: UInt64(Replicator.pullWindow))])
         // Nothing more while the window is full, however long it waits (short of the timeout).
-        #expect(Self.requested(r.tick(now: 1)).isEmpty)
+        #expect(requests(r.tick(now: 1)).isEmpty)
         // Half the window answered (free: the push budget is zero): the next part is asked for.
         let half = Replicator.pullWindow / 2
         let envelopes = try PushBudgetTests.pushes(a, 1...UInt64(half))
         let actions = r.envelopesReceived(1, envelopes, now: 2)
         #expect(!actions.contains { if case .pushesLimited = $0 { true } else { false } }, "answers are free")
-        asked = Self.requested(actions)
+        asked = requests(actions)
         #expect(asked == [GossipRequest(author: a.key.publicKey, from: UInt64(Replicator.pullWindow) + 1, count: UInt64(half))])
 
         // A pull budget of 10 at once and 10/s: 10 asked now, 5 more after half a second.
         var slow = Replicator(me: try SigningKey.generate().publicKey, clock: VectorClock(), random: SystemRandomNumberGenerator())
         slow.pullBudget = (burst: 10, perSecond: 10)
         _ = slow.linkUp(1, now: 0)
-        asked = Self.requested(slow.clockReceived(1, entries: [Dependency(author: a.key.publicKey, sequence: 100)], full: true, now: 0))
+        asked = requests(slow.clockReceived(1, entries: [Dependency(author: a.key.publicKey, sequence: 100)], full: true, now: 0))
         #expect(asked.map(\.count) == [10])
-        asked = Self.requested(slow.tick(now: 0.5))
+        asked = requests(slow.tick(now: 0.5))
         #expect(asked == [GossipRequest(author: a.key.publicKey, from: 11, count: 5)])
     }
 
@@ -71,10 +77,10 @@ struct PullTests {
 
         // Stalled: the peer declared 4 and sends none. After the timeout they are asked again.
         _ = r.linkUp(2, now: 100)
-        let first = Self.requested(r.clockReceived(2, entries: [Dependency(author: a.key.publicKey, sequence: 4)], full: true, now: 100))
+        let first = requests(r.clockReceived(2, entries: [Dependency(author: a.key.publicKey, sequence: 4)], full: true, now: 100))
         #expect(first == [GossipRequest(author: a.key.publicKey, from: 1, count: 4)])
-        #expect(Self.requested(r.tick(now: 100 + Replicator.pullTimeout - 1)).isEmpty)
-        #expect(Self.requested(r.tick(now: 100 + Replicator.pullTimeout)) == first)
+        #expect(requests(r.tick(now: 100 + Replicator.pullTimeout - 1)).isEmpty)
+        #expect(requests(r.tick(now: 100 + Replicator.pullTimeout)) == first)
     }
 
     @Test("an envelope past a gap makes its sender asked for the gap, within the window")
@@ -86,7 +92,7 @@ struct PullTests {
         let e = try PushBudgetTests.pushes(a, 1...UInt64(Replicator.pullWindow + 10))
         let last = try #require(e.last)
         _ = r.envelopesReceived(1, [last], now: 1)
-        let asked = Self.requested(r.stored(from: 1, checked: [last], inserted: [last], invalid: 0, newClock: [], now: 1))
+        let asked = requests(r.stored(from: 1, checked: [last], inserted: [last], invalid: 0, newClock: [], now: 1))
         #expect(asked == [GossipRequest(author: a.key.publicKey, from: 1, count: UInt64(Replicator.pullWindow))])
     }
 }

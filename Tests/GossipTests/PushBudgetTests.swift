@@ -13,13 +13,6 @@ struct PushBudgetTests {
         }
     }
 
-    static func requests(_ actions: [Replicator.Action]) -> [GossipRequest] {
-        actions.flatMap { action -> [GossipRequest] in
-            if case let .send(_, .request(ranges)) = action { return ranges }
-            return []
-        }
-    }
-
     @Test("envelopes asked for are free; the rest spend the budget: at the burst taken, one past drops the link; it refills over time")
     func budget() throws {
         let me = try SigningKey.generate().publicKey
@@ -30,7 +23,7 @@ struct PushBudgetTests {
         _ = r.linkUp(1, now: 0)
         // The peer declares 2 of a's: we ask for them, so those two are free.
         let asked = r.clockReceived(1, entries: [Dependency(author: a.key.publicKey, sequence: 2)], full: true, now: 0)
-        #expect(Self.requests(asked) == [GossipRequest(author: a.key.publicKey, from: 1, count: 2)])
+        #expect(requests(asked) == [GossipRequest(author: a.key.publicKey, from: 1, count: 2)])
         let all = try Self.pushes(a, 1...8)
         var actions = r.envelopesReceived(1, Array(all[0..<5]), now: 0)  // 2 asked + 3 pushes: at the burst
         #expect(actions.first == .verifyAndStore(1, Array(all[0..<5])))
@@ -60,7 +53,7 @@ struct PushBudgetTests {
         _ = r.linkUp(1, now: 0)
         // It declares 3,000 of its own; we ask for the first three only (the pull budget).
         let asked = r.clockReceived(1, entries: [Dependency(author: a.key.publicKey, sequence: 3_000)], full: true, now: 0)
-        #expect(Self.requests(asked) == [GossipRequest(author: a.key.publicKey, from: 1, count: 3)])
+        #expect(requests(asked) == [GossipRequest(author: a.key.publicKey, from: 1, count: 3)])
         let all = try Self.pushes(a, 1...10)
         // 3 asked + 3 pushes (the burst) are taken; the seventh drops the link.
         let actions = r.envelopesReceived(1, Array(all[0..<7]), now: 0)
