@@ -61,7 +61,7 @@ let package = Package(
         .executableTarget(name: "WSEcho", dependencies: ["WebSocket"], path: "Benchmarks/WSEcho"),
         .executableTarget(name: "FuzzFrames", dependencies: ["WebSocket", "FuzzSupport"], path: "Fuzz/FuzzFrames"),
         .executableTarget(name: "FuzzHandshake", dependencies: ["WebSocket", "FuzzSupport"], path: "Fuzz/FuzzHandshake"),
-        .executableTarget(name: "FuzzEnvelope", dependencies: ["Gossip", "FuzzSupport"], path: "Fuzz/FuzzEnvelope"),
+        .executableTarget(name: "FuzzEnvelope", dependencies: ["Gossip", "Crypto", "FuzzSupport"], path: "Fuzz/FuzzEnvelope"),
         .executableTarget(name: "FuzzAnnouncement", dependencies: ["Discovery", "Crypto", "FuzzSupport"], path: "Fuzz/FuzzAnnouncement"),
         .executableTarget(name: "FuzzLink", dependencies: ["Gossip", "Crypto", "FuzzSupport"], path: "Fuzz/FuzzLink"),
         .executableTarget(name: "FuzzGossip", dependencies: ["Gossip", "NodeCore", "Crypto", "FuzzSupport"], path: "Fuzz/FuzzGossip"),

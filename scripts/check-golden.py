@@ -4,9 +4,14 @@
 Written from the document alone, with Python's hashlib and the
 `cryptography` package (Debian's python3-cryptography): parses each envelope
 field by field, re-derives the network key, room ids and message id, and
-verifies the Ed25519 signature over the envelope context. Exits non-zero
-with the reason on the first mismatch.
+verifies the Ed25519 signature over the envelope context. For version 2
+(kind sealed, bodies padded) it also derives the direct conversation's room
+and key from the pair's X25519 shared key and opens every body, calling
+libsodium through ctypes for the primitives `cryptography` lacks
+(XChaCha20-Poly1305, the Ed25519-to-X25519 conversion). Exits non-zero with
+the reason on the first mismatch.
 """
+import ctypes
 import hashlib
 import json
 import struct
@@ -18,6 +23,9 @@ from cryptography.hazmat.primitives import serialization
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-envelopes.json"
+SEALED_FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-envelopes-2.json"
+# Padded plaintext sizes of version-2 bodies (PROTOCOL.md §5).
+BUCKETS = [256 << i for i in range(9)] + [65538]
 KINDS = {1: "text", 2: "action", 3: "nick", 4: "join", 5: "leave", 6: "receipt", 7: "invite", 8: "tombstone"}
 
 
@@ -56,7 +64,7 @@ def parse(data):
     f["dependencies"] = [(take(32), struct.unpack(">Q", take(8))[0]) for _ in range(count)]
     f["timestamp"] = struct.unpack(">Q", take(8))[0]
     f["room"] = take(32)
-    f["kind"] = take(1)[0]
+    f["kind"] = take(1)[0] if f["version"] == 1 else None
     body_length = struct.unpack(">I", take(4))[0]
     f["body"] = take(body_length)
     signed = o
@@ -64,6 +72,27 @@ def parse(data):
     if o != len(data):
         fail("trailing bytes")
     return f, signed
+
+
+def check_header(version, item, f, data, signed, names, ids):
+    """The fields every version shares; records the item's id in `ids`."""
+    name = item["name"]
+    if f["version"] != version:
+        fail(f"{name}: version {f['version']}")
+    if f["author"] != public_key(item["author_seed"]):
+        fail(f"{name}: author")
+    if f["sequence"] != item["sequence"] or f["timestamp"] != item["timestamp"]:
+        fail(f"{name}: sequence or timestamp")
+    deps = [(names[a], s) for a, s in item["dependencies"]]
+    if f["dependencies"] != deps or deps != sorted(deps):
+        fail(f"{name}: dependencies")
+    message_id = hashlib.blake2b(data[:signed], digest_size=32).digest()
+    if message_id.hex() != item["id"]:
+        fail(f"{name}: id")
+    ids[name] = message_id
+    previous = bytes(32) if item["previous"] == "00" * 32 else ids[item["previous"]]
+    if f["previous"] != previous:
+        fail(f"{name}: previous")
 
 
 def main():
@@ -76,24 +105,9 @@ def main():
         data = bytes.fromhex(item["bytes"])
         f, signed = parse(data)
         name = item["name"]
-        if f["version"] != 1:
-            fail(f"{name}: version {f['version']}")
-        if f["author"] != public_key(item["author_seed"]):
-            fail(f"{name}: author")
-        if f["sequence"] != item["sequence"] or f["timestamp"] != item["timestamp"]:
-            fail(f"{name}: sequence or timestamp")
+        check_header(1, item, f, data, signed, names, ids)
         if KINDS.get(f["kind"]) != item["kind"]:
             fail(f"{name}: kind")
-        deps = [(names[a], s) for a, s in item["dependencies"]]
-        if f["dependencies"] != deps or deps != sorted(deps):
-            fail(f"{name}: dependencies")
-        message_id = hashlib.blake2b(data[:signed], digest_size=32).digest()
-        if message_id.hex() != item["id"]:
-            fail(f"{name}: id")
-        ids[name] = message_id
-        previous = bytes(32) if item["previous"] == "00" * 32 else ids[item["previous"]]
-        if f["previous"] != previous:
-            fail(f"{name}: previous")
         if item["room"].startswith("#"):
             room = derive(net, "peernode/1 room-id", item["room"].encode())
         else:
@@ -105,7 +119,82 @@ def main():
             fail(f"{name}: body length")
         Ed25519PublicKey.from_public_bytes(f["author"]).verify(
             f["signature"], b"peernode/1 envelope\x00" + data[:signed])
-    print(f"check-golden: {len(ids)} envelopes ok")
+    sealed = check_sealed(net, alice, bob)
+    print(f"check-golden: {len(ids)} envelopes of version 1 and {sealed} of version 2 ok")
+
+
+def sodium():
+    lib = ctypes.CDLL("libsodium.so.23")
+    if lib.sodium_init() < 0:
+        fail("sodium_init failed")
+    return lib
+
+
+def conversation(lib, own_seed_hex, peer_public):
+    """The pair's shared key (X25519 of the converted keys, then
+    crypto_box_curve25519xchacha20poly1305_beforenm), and from it the
+    version-2 conversation seed and key (PROTOCOL.md §2)."""
+    seed = bytes.fromhex(own_seed_hex)
+    own_secret = seed + public_key(own_seed_hex)
+    curve_secret, curve_peer, shared = (ctypes.create_string_buffer(32) for _ in range(3))
+    if lib.crypto_sign_ed25519_sk_to_curve25519(curve_secret, own_secret) != 0 or \
+            lib.crypto_sign_ed25519_pk_to_curve25519(curve_peer, peer_public) != 0:
+        fail("key conversion failed")
+    if lib.crypto_box_curve25519xchacha20poly1305_beforenm(shared, curve_peer, curve_secret) != 0:
+        fail("beforenm failed")
+    k = shared.raw
+    room_seed = hashlib.blake2b(b"peernode/2 dm-room\x00", digest_size=32, key=k).digest()
+    key = hashlib.blake2b(b"peernode/2 dm-key\x00", digest_size=32, key=k).digest()
+    return room_seed, key
+
+
+def open_sealed(lib, key, author, room, body):
+    """XChaCha20-Poly1305 IETF with associated data "peernode/2 body" ‖ 0 ‖
+    author ‖ room; then the padding taken off. Returns (kind, content)."""
+    if len(body) - 40 not in BUCKETS:
+        fail(f"body of {len(body)} bytes is not a padded size")
+    nonce, sealed = body[:24], body[24:]
+    ad = b"peernode/2 body\x00" + author + room
+    plain = ctypes.create_string_buffer(len(sealed))
+    length = ctypes.c_ulonglong()
+    if lib.crypto_aead_xchacha20poly1305_ietf_decrypt(
+            plain, ctypes.byref(length), None, sealed, ctypes.c_ulonglong(len(sealed)),
+            ad, ctypes.c_ulonglong(len(ad)), nonce, key) != 0:
+        fail("body does not open")
+    padded = plain.raw[:length.value]
+    unpadded = padded.rstrip(b"\x00")
+    if not unpadded.endswith(b"\x80") or len(unpadded) < 2:
+        fail("bad padding")
+    return unpadded[0], unpadded[1:-1]
+
+
+def check_sealed(net, alice, bob):
+    golden = json.loads(SEALED_FIXTURE.read_text())
+    lib = sodium()
+    names = {"alice": alice, "bob": bob}
+    room_seed, dm_key = conversation(lib, "11" * 32, bob)
+    if conversation(lib, "22" * 32, alice) != (room_seed, dm_key):
+        fail("the two parties derive different conversations")
+    ids = {}
+    for item in golden["envelopes"]:
+        data = bytes.fromhex(item["bytes"])
+        f, signed = parse(data)
+        name = item["name"]
+        check_header(2, item, f, data, signed, names, ids)
+        if item["room"].startswith("#"):
+            room = derive(net, "peernode/1 room-id", item["room"].encode())
+            key = derive(net, "peernode/1 room-key", item["room"].encode())
+        else:
+            room = derive(net, "peernode/2 dm-room", room_seed)
+            key = dm_key
+        if f["room"] != room or room.hex() != item["room_id"]:
+            fail(f"{name}: room id")
+        kind, content = open_sealed(lib, key, f["author"], f["room"], f["body"])
+        if KINDS.get(kind) != item["kind"] or content != item["plaintext"].encode():
+            fail(f"{name}: kind or content")
+        Ed25519PublicKey.from_public_bytes(f["author"]).verify(
+            f["signature"], b"peernode/1 envelope\x00" + data[:signed])
+    return len(ids)
 
 
 if __name__ == "__main__":

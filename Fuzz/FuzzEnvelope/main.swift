@@ -1,8 +1,9 @@
+import Crypto
 import FuzzSupport
 import Gossip
 
-// libFuzzer entry: envelope, carried-envelope and gossip-message decoding,
-// and chunk reassembly. Must never crash.
+// libFuzzer entry: envelope (both versions), carried-envelope and
+// gossip-message decoding, body padding, and chunk reassembly. Must never crash.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzEnvelope(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
@@ -10,6 +11,10 @@ public func fuzzEnvelope(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         invariant(e.encoded == bytes, "a decoded envelope re-encodes to other bytes")
     }
     _ = try? Envelope.decode(bytes)
+    // Version-2 padding: whatever unpads pads back to the same bytes.
+    if let inner = Padding.unpad(bytes) {
+        invariant(Padding.pad(inner, to: bytes.count) == bytes, "unpadded bytes do not pad back to the input")
+    }
     _ = try? CarriedEnvelope.decode(bytes)
     if let m = try? GossipMessage.decode(bytes) {
         invariant((try? GossipMessage.decode(m.encoded)) == m, "a gossip message does not survive encode and decode")

@@ -42,6 +42,21 @@ public struct DirectKey: Sendable {
         self.peer = peer
     }
 
+    /// A value only the two parties can compute: BLAKE2b-256 keyed with the
+    /// shared key, of `label ‖ 0x00` (docs/PROTOCOL.md §2).
+    public func derive(label: String) -> [UInt8] {
+        let message = Array(label.utf8) + [0]
+        return shared.withUnsafeBytes { k in
+            BLAKE2b.hash(message, outputLength: 32, keyPointer: k.baseAddress!.assumingMemoryBound(to: UInt8.self), keyLength: k.count)
+        }
+    }
+
+    /// The key that seals version-2 bodies between the two parties:
+    /// `derive("peernode/2 dm-key")`, used like a room key.
+    public var conversationKey: SymmetricKey {
+        SymmetricKey(secret: SecretBytes(copying: derive(label: "peernode/2 dm-key")))
+    }
+
     /// `nonce ‖ mac ‖ ciphertext`; random nonce unless given (test vectors only).
     public func seal(_ plaintext: [UInt8], nonce: [UInt8]? = nil) throws(CryptoError) -> [UInt8] {
         let n = nonce ?? Sodium.randomBytes(Self.nonceByteCount)

@@ -1,6 +1,7 @@
 import Crypto
 
-/// Encrypts and decrypts envelope bodies.
+/// Encrypts and decrypts version-1 envelope bodies (version 2:
+/// `SealedBody`).
 ///
 /// Room bodies: XChaCha20-Poly1305 under the room key, with associated data
 /// "peernode/1 body" ‖ 0 ‖ author ‖ room id ‖ kind, so a body cannot be lifted
@@ -20,8 +21,16 @@ public enum BodyCipher {
         return try key.seal(plaintext, associatedData: associatedData(author: author, room: room, kind: kind), nonce: nonce)
     }
 
-    public static func open(_ envelope: Envelope, key: SymmetricKey) throws(CryptoError) -> [UInt8] {
-        try key.open(envelope.body, associatedData: associatedData(author: envelope.author, room: envelope.room, kind: envelope.kind))
+    /// Opens a version-1 room body (its kind is in clear).
+    public static func open(_ envelope: Envelope, key: SymmetricKey) throws -> [UInt8] {
+        guard let kind = envelope.clearKind else { throw EnvelopeError.unknownVersion(envelope.version) }
+        return try key.open(envelope.body, associatedData: associatedData(author: envelope.author, room: envelope.room, kind: kind))
+    }
+
+    /// Opens a room body of either version under the room's key.
+    public static func openAny(_ envelope: Envelope, key: SymmetricKey) throws -> OpenedBody {
+        if let kind = envelope.clearKind { return OpenedBody(kind: kind, content: try open(envelope, key: key)) }
+        return try SealedBody.open(envelope, key: key)
     }
 }
 

@@ -26,23 +26,34 @@ public struct Dependency: Hashable, Sendable {
 /// A signed message: the unit of storage and gossip. Layout in
 /// docs/PROTOCOL.md ("Envelope"). Immutable; built by `sign` or `decode`,
 /// both of which enforce every limit.
+///
+/// Version 1 carries its kind in clear and its body at its own length.
+/// Version 2 (what this build signs) carries neither: the kind is sealed
+/// with the body, and the body is padded to a few sizes (`SealedBody`), so
+/// a node that cannot open it learns only author, room and time.
 public struct Envelope: Hashable, Sendable {
-    public static let version: UInt8 = 1
+    /// The version this build signs.
+    public static let newestVersion: UInt8 = 2
+    /// The versions this build reads (and serves, whoever signed them).
+    public static let versions: ClosedRange<UInt8> = 1...2
 
     /// Largest plaintext body (64 KiB).
     public static let maximumPlaintextBody = 65_536
-    /// Largest encrypted body: plaintext plus the sealing overhead (nonce and tag).
-    public static let maximumBody = maximumPlaintextBody + max(SymmetricKey.overhead, DirectKey.overhead)
+    /// Largest encrypted body: a version-2 body of the largest padded size,
+    /// which is above any version-1 body (plaintext plus nonce and tag).
+    public static let maximumBody = SealedBody.largestBucket + SymmetricKey.overhead
     /// Most causal dependencies one envelope may name.
     public static let maximumDependencies = 256
     /// Bytes before the dependency list: version, author, sequence, previous, count.
     static let headerSize = 1 + 32 + 8 + 32 + 2
     static let dependencySize = 32 + 8
-    /// Bytes after the dependency list, body excluded: timestamp, room, kind, body length, signature.
+    /// Bytes after the dependency list, body excluded: timestamp, room, kind
+    /// (version 1 only), body length, signature.
     static let trailerSize = 8 + 32 + 1 + 4 + Signature.byteCount
     /// The largest encoded envelope; longer input is refused before parsing.
     public static let maximumSize = headerSize + maximumDependencies * dependencySize + trailerSize + maximumBody
 
+    public let version: UInt8
     public let author: PublicKey
     public let sequence: UInt64
     public let previous: MessageID
@@ -50,7 +61,9 @@ public struct Envelope: Hashable, Sendable {
     /// Milliseconds since the Unix epoch, as the author's clock said.
     public let timestamp: UInt64
     public let room: RoomID
-    public let kind: Kind
+    /// The kind, where it travels in clear (version 1). A version-2
+    /// envelope's kind is inside its body (`SealedBody.open`).
+    public let clearKind: Kind?
     /// The encrypted body (room key or direct key).
     public let body: [UInt8]
     public let signature: [UInt8]
@@ -61,10 +74,30 @@ public struct Envelope: Hashable, Sendable {
 
     public var signedBytes: ArraySlice<UInt8> { encoded[0..<(encoded.count - Signature.byteCount)] }
 
-    /// Builds, checks and signs an envelope.
+    /// Builds, checks and signs a version-2 envelope: `body` is a sealed body
+    /// (`SealedBody.seal`), kind inside, of a padded size.
+    public static func sign(
+        by key: SigningKey, sequence: UInt64, previous: MessageID, dependencies: [Dependency],
+        timestamp: UInt64, room: RoomID, body: [UInt8]
+    ) throws(EnvelopeError) -> Envelope {
+        guard SealedBody.isSealedSize(body.count) else { throw .bodyNotPadded(size: body.count) }
+        return try sign(version: 2, by: key, sequence: sequence, previous: previous, dependencies: dependencies,
+                        timestamp: timestamp, room: room, kind: nil, body: body)
+    }
+
+    /// Builds, checks and signs a version-1 envelope (kind in clear). Nodes
+    /// no longer sign these; tests and golden vectors do, as older nodes did.
     public static func sign(
         by key: SigningKey, sequence: UInt64, previous: MessageID, dependencies: [Dependency],
         timestamp: UInt64, room: RoomID, kind: Kind, body: [UInt8]
+    ) throws(EnvelopeError) -> Envelope {
+        try sign(version: 1, by: key, sequence: sequence, previous: previous, dependencies: dependencies,
+                 timestamp: timestamp, room: room, kind: kind, body: body)
+    }
+
+    private static func sign(
+        version: UInt8, by key: SigningKey, sequence: UInt64, previous: MessageID, dependencies: [Dependency],
+        timestamp: UInt64, room: RoomID, kind: Kind?, body: [UInt8]
     ) throws(EnvelopeError) -> Envelope {
         let deps = dependencies.sorted { $0.author < $1.author }
         try checkFields(author: key.publicKey, sequence: sequence, previous: previous, dependencies: deps, bodySize: body.count)
@@ -80,14 +113,14 @@ public struct Envelope: Hashable, Sendable {
         }
         w.u64(timestamp)
         w.raw(room.bytes)
-        w.u8(kind.rawValue)
+        if let kind { w.u8(kind.rawValue) }
         w.u32(UInt32(body.count))
         w.raw(body)
         let signed = w.bytes
         let signature = key.sign(signed, context: .envelope)
         return Envelope(
-            author: key.publicKey, sequence: sequence, previous: previous, dependencies: deps,
-            timestamp: timestamp, room: room, kind: kind, body: body, signature: signature,
+            version: version, author: key.publicKey, sequence: sequence, previous: previous, dependencies: deps,
+            timestamp: timestamp, room: room, clearKind: kind, body: body, signature: signature,
             id: MessageID(unchecked: BLAKE2b.hash(signed)), encoded: signed + signature)
     }
 
@@ -107,7 +140,7 @@ public struct Envelope: Hashable, Sendable {
         guard bytes.count <= maximumSize else { throw .tooLarge(size: bytes.count, limit: maximumSize) }
         var r = ByteReader(bytes)
         let version = try r.u8("version")
-        guard version == Self.version else { throw .unknownVersion(version) }
+        guard versions.contains(version) else { throw .unknownVersion(version) }
         let author = try publicKey(r.take(32, "author"))
         let sequence = try r.u64("sequence")
         let previous = MessageID(unchecked: Array(try r.take(32, "previous")))
@@ -121,11 +154,16 @@ public struct Envelope: Hashable, Sendable {
         }
         let timestamp = try r.u64("timestamp")
         let room = RoomID(unchecked: Array(try r.take(32, "room")))
-        let kindByte = try r.u8("kind")
-        guard let kind = Kind(rawValue: kindByte) else { throw .unknownKind(kindByte) }
+        var kind: Kind?
+        if version == 1 {
+            let kindByte = try r.u8("kind")
+            guard let known = Kind(rawValue: kindByte) else { throw .unknownKind(kindByte) }
+            kind = known
+        }
         let bodyLength = Int(try r.u32("body length"))
         // Checked before the body is read (or even known to be there).
         guard bodyLength <= maximumBody else { throw .bodyTooLarge(size: bodyLength, limit: maximumBody) }
+        guard version == 1 || SealedBody.isSealedSize(bodyLength) else { throw .bodyNotPadded(size: bodyLength) }
         let body = Array(try r.take(bodyLength, "body"))
         let signedCount = r.offset
         let signature = Array(try r.take(Signature.byteCount, "signature"))
@@ -144,8 +182,8 @@ public struct Envelope: Hashable, Sendable {
             guard verified else { throw .badSignature }
         }
         return Envelope(
-            author: author, sequence: sequence, previous: previous, dependencies: deps,
-            timestamp: timestamp, room: room, kind: kind, body: body, signature: signature,
+            version: version, author: author, sequence: sequence, previous: previous, dependencies: deps,
+            timestamp: timestamp, room: room, clearKind: kind, body: body, signature: signature,
             id: MessageID(unchecked: id), encoded: bytes)
     }
 

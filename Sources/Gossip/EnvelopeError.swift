@@ -23,6 +23,9 @@ public enum EnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A sequence number past `Envelope.maximumSequence`: no author can have
     /// posted that many, so only a hostile peer sends it.
     case sequenceTooLarge(UInt64, limit: UInt64)
+    /// A version-2 body whose length is not a padded size
+    /// (`SealedBody.isSealedSize`): it would tell its length to everyone.
+    case bodyNotPadded(size: Int)
 
     public var description: String {
         switch self {
@@ -41,6 +44,7 @@ public enum EnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .badLength(f, e, a): return "\(f) must be \(e) bytes, got \(a)"
         case let .badRoomName(n): return "not a valid room name: \(n.debugDescription)"
         case let .sequenceTooLarge(s, l): return "sequence \(s) exceeds \(l)"
+        case let .bodyNotPadded(size): return "a version-2 body of \(size) bytes is not one of the padded sizes"
         case let .badNick(n): return "not a valid nick (1 to \(Nick.maximumLength) bytes, no spaces, control characters or ·): \(n.debugDescription)"
         }
     }

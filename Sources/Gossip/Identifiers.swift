@@ -22,8 +22,8 @@ public struct MessageID: Hashable, Comparable, Sendable, CustomStringConvertible
 }
 
 /// A room id: 32 bytes. Public rooms derive it from the network key and the
-/// room name; direct conversations from the two identities; private rooms
-/// pick it at random.
+/// room name; direct conversations from the pair's shared key; private
+/// rooms pick it at random.
 public struct RoomID: Hashable, Sendable, CustomStringConvertible {
     public static let byteCount = 32
     public let bytes: [UInt8]
@@ -40,8 +40,19 @@ public struct RoomID: Hashable, Sendable, CustomStringConvertible {
         RoomID(unchecked: network.derive(label: "peernode/1 room-id", Array(name.value.utf8)))
     }
 
-    /// derive("peernode/1 dm-room", lower key ‖ higher key): the same for both parties.
-    public static func direct(_ a: PublicKey, _ b: PublicKey, network: NetworkKey) -> RoomID {
+    /// A direct conversation's room since envelope version 2:
+    /// derive("peernode/2 dm-room", key.derive("peernode/2 dm-room")), from
+    /// the pair's X25519 shared key, so only the two parties can compute it
+    /// (and tell whose conversation a room is).
+    public static func direct(_ key: DirectKey, network: NetworkKey) -> RoomID {
+        RoomID(unchecked: network.derive(label: "peernode/2 dm-room", key.derive(label: "peernode/2 dm-room")))
+    }
+
+    /// A direct conversation's room in version-1 envelopes:
+    /// derive("peernode/1 dm-room", lower key ‖ higher key). Anyone on the
+    /// network can compute it, which is why version 2 does not use it; kept
+    /// to read what older nodes stored.
+    public static func directVersion1(_ a: PublicKey, _ b: PublicKey, network: NetworkKey) -> RoomID {
         let (low, high) = a < b ? (a, b) : (b, a)
         return RoomID(unchecked: network.derive(label: "peernode/1 dm-room", low.bytes + high.bytes))
     }

@@ -10,11 +10,14 @@ public enum LinkProtocol: Int, Sendable, CaseIterable, Comparable, CustomStringC
     /// Catch-up is asked for by the side that lacks it, in paced windows
     /// (`Replicator.pullWindow`); a node sends stored envelopes only when asked.
     case v2 = 2
+    /// As version 2, and envelopes of version 2 (kind sealed, bodies padded)
+    /// travel on it. Older links carry only version-1 envelopes.
+    case v3 = 3
 
     public static func < (a: LinkProtocol, b: LinkProtocol) -> Bool { a.rawValue < b.rawValue }
 
     /// The newest version this build speaks.
-    public static let newest = LinkProtocol.v2
+    public static let newest = LinkProtocol.v3
 
     /// The WebSocket subprotocol that names it: `peernode.N`.
     public var subprotocol: String { "peernode.\(rawValue)" }
@@ -34,6 +37,10 @@ public enum LinkProtocol: Int, Sendable, CaseIterable, Comparable, CustomStringC
     /// Whether a peer on a link of this version asks for its catch-up (so we
     /// send stored envelopes only when asked).
     public var peerAsksForCatchUp: Bool { self >= .v2 }
+
+    /// The newest envelope version the peer on a link of this version reads:
+    /// a node sends it nothing newer (docs/PROTOCOL.md §10).
+    public var envelopeVersion: UInt8 { self >= .v3 ? 2 : 1 }
 
     public var description: String { "\(rawValue)" }
 }

@@ -36,10 +36,14 @@ final class ChatSession {
     func history(_ count: Int) throws -> [String] {
         let id = node.roomID(room)
         let entries = try node.store.history(of: id, limit: count)
-        for e in entries { node.observe(e.envelope) }
+        let opened = entries.map { node.open($0.envelope) }
+        for (e, o) in zip(entries, opened) { if let o { node.observe(e.envelope, o) } }
         try node.store.markRead(id)
         let renderer = Renderer(nicks: node.nicks)
-        let lines = entries.map { renderer.line($0.envelope, room: room.value, text: node.plaintext(of: $0.envelope)) }
+        let lines = zip(entries, opened).compactMap { e, o -> String? in
+            // A receipt sealed in version 2 is only known as one once opened.
+            o?.kind == .receipt ? nil : renderer.line(e.envelope, room: room.value, opened: o)
+        }
         return ["--- \(room.value): \(lines.isEmpty ? "no messages yet" : "last \(lines.count) message\(lines.count == 1 ? "" : "s")") ---"] + lines
     }
 
@@ -72,8 +76,8 @@ final class ChatSession {
                 let renderer = Renderer(nicks: node.nicks)
                 let lines = found.reversed().map { stored -> String in
                     let e = stored.envelope
-                    if let name = node.roomName(e.room) { return renderer.line(e, room: name.value, text: node.plaintext(of: e)) }
-                    guard let (peer, text) = node.direct(e) else { return renderer.line(e, room: "?", text: nil) }
+                    if let name = node.roomName(e.room) { return renderer.line(e, room: name.value, opened: node.open(e)) }
+                    guard let (peer, text) = node.direct(e) else { return renderer.line(e, room: "?", opened: nil) }
                     let to = e.author == node.me ? peer : node.me
                     return "[\(Renderer.clock(e.timestamp))] *\(renderer.label(e.author)) → \(renderer.label(to))* \(TerminalText.sanitize(text))"
                 }
@@ -161,6 +165,6 @@ final class ChatSession {
     }
 
     private func show(_ envelope: Envelope) -> String {
-        Renderer(nicks: node.nicks).line(envelope, room: room.value, text: node.plaintext(of: envelope))
+        Renderer(nicks: node.nicks).line(envelope, room: room.value, opened: node.open(envelope))
     }
 }

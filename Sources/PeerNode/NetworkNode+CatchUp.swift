@@ -50,9 +50,15 @@ extension NetworkNode {
             let count = Int(min(UInt64(range.perRead), range.through - range.next + 1))
             let read = (try? node.store.envelopes(from: range.author, startingAt: range.next, limit: count)) ?? []
             // One batch message (at most `GossipMessage.batchBytes`) per turn, so the window holds.
-            let batch = GossipMessage.batches(read.map { CarriedEnvelope(hops: 0, envelope: $0) }).first ?? []
+            var batch = GossipMessage.batches(read.map { CarriedEnvelope(hops: 0, envelope: $0) }).first ?? []
+            // A peer on an older link reads no newer envelope: the author's
+            // chain ends for it at the first one (the rest could never be
+            // delivered there), and the range is done.
+            let newest = link.version.envelopeVersion
+            let cut = batch.firstIndex { $0.envelope.version > newest }
+            if let cut { batch.removeSubrange(cut...) }
             // Done when the store has nothing more in the range (no `+ 1` past the last sequence there can be).
-            if let last = batch.last?.envelope.sequence, last < range.through {
+            if cut == nil, let last = batch.last?.envelope.sequence, last < range.through {
                 links[id]?.catchUp[0].next = last + 1
                 // Fewer next time if they did not all fit; more again once they do.
                 links[id]?.catchUp[0].perRead = batch.count < read.count ? max(1, batch.count) : min(Replicator.batchSize, range.perRead * 2)

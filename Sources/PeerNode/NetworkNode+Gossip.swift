@@ -26,6 +26,14 @@ extension NetworkNode {
     }
 
     func send(_ message: GossipMessage, to id: LinkID) {
+        // A peer on an older link reads no newer envelope than its version's.
+        if case let .envelopes(batch) = message, let newest = links[id]?.version.envelopeVersion,
+           batch.contains(where: { $0.envelope.version > newest }) {
+            let readable = batch.filter { $0.envelope.version <= newest }
+            count("envelopes_too_new_for_link", by: batch.count - readable.count)
+            if !readable.isEmpty { send(.envelopes(readable), to: id) }
+            return
+        }
         // A batch goes out in messages of at most `batchBytes` (large bodies add up).
         if case let .envelopes(batch) = message, batch.count > 1 {
             let parts = GossipMessage.batches(batch)

@@ -54,7 +54,7 @@ extension NetworkNode {
                 let earlier = (try? node.store.history(of: pending.room, limit: ChatInput.maximumHistory)) ?? []
                 out.hold()
                 for stored in earlier where !blocked.contains(stored.envelope.author) {
-                    if let text = node.plaintext(of: stored.envelope) { showRoomMessage(stored.envelope, room: name, text: text) }
+                    if let opened = node.open(stored.envelope) { showRoomMessage(stored.envelope, room: name, opened: opened) }
                 }
                 out.release()
             } else {

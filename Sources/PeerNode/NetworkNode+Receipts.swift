@@ -15,8 +15,8 @@ extension NetworkNode {
 
     /// A message from someone else was shown (in the room the person has
     /// open when `current`): owe them a receipt.
-    func owe(_ e: Envelope, room: RoomID, current: Bool) {
-        guard !relay, e.author != node.me, e.kind == .text || e.kind == .action else { return }
+    func owe(_ e: Envelope, kind: Kind, room: RoomID, current: Bool) {
+        guard !relay, e.author != node.me, kind == .text || kind == .action else { return }
         var owed = receiptsOwed[room, default: [:]]
         owed[.delivered, default: [:]][e.author] = max(owed[.delivered]?[e.author] ?? 0, e.sequence)
         if sendsReadReceipts, current {
@@ -58,7 +58,7 @@ extension NetworkNode {
         guard json else { return }
         let count = Int(min(UInt64(Self.receiptEventLimit), sequence - before))
         for e in (try? node.store.envelopes(from: node.me, startingAt: before + 1, limit: count)) ?? []
-        where e.kind == .text || e.kind == .action {
+        where node.open(e)?.isMessage == true {
             out.line(JSONEvents.line(["type": .string("receipt"), "id": .string(e.id.hex), "by": .string(peer.hex), "state": .string("stored")]))
         }
     }
@@ -73,7 +73,7 @@ extension NetworkNode {
         guard json else { return }
         let count = Int(min(UInt64(Self.receiptEventLimit), mark.sequence - before))
         let ours = (try? node.store.envelopes(from: node.me, startingAt: before + 1, limit: count)) ?? []
-        for e in ours where e.room == room && (e.kind == .text || e.kind == .action) {
+        for e in ours where e.room == room && node.open(e)?.isMessage == true {
             out.line(JSONEvents.line(["type": .string("receipt"), "id": .string(e.id.hex), "by": .string(peer.hex), "state": .string(receipt.state.name)]))
         }
     }

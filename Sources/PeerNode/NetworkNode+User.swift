@@ -18,40 +18,45 @@ extension NetworkNode {
         for stored in fresh {
             lastShown = stored.delivery
             let e = stored.envelope
-            node.observe(e)
+            // What this node cannot open (others' conversations, rooms it is not in) is not shown.
+            guard let opened = node.open(e) else { continue }
+            node.observe(e, opened)
             // A blocked identity's messages are kept (and relayed) but not shown.
             if blocked.contains(e.author) { continue }
-            if node.roomName(e.room) == nil, let (peer, text) = node.direct(e) {
-                showDirect(e, peer: peer, text: text)
+            switch opened.kind {
+            case .receipt:
+                if e.author != node.me, let receipt = Receipt.decode(opened.content) { receiptArrived(receipt, from: e.author, room: e.room) }
+                continue
+            case .invite:
+                // An invite comes in a conversation, never in a room.
+                if e.author != node.me, let peer = opened.peer, let invite = Invite.decode(opened.content) { invited(by: peer, invite) }
+                continue
+            default:
+                break
+            }
+            if let peer = opened.peer {
+                if opened.isMessage { showDirect(e, peer: peer, text: opened.text) }
                 continue
             }
-            if e.kind == .receipt {
-                if e.author != node.me, let receipt = node.receipt(in: e) { receiptArrived(receipt, from: e.author, room: e.room) }
-                continue
-            }
-            if e.kind == .invite {
-                if e.author != node.me, let (peer, invite) = node.invite(in: e) { invited(by: peer, invite) }
-                continue
-            }
-            guard let roomName = node.roomName(e.room), let text = node.plaintext(of: e) else { continue }
-            owe(e, room: e.room, current: roomName == session.room)
-            showRoomMessage(e, room: roomName, text: text)
+            guard let roomName = node.roomName(e.room) else { continue }
+            owe(e, kind: opened.kind, room: e.room, current: roomName == session.room)
+            showRoomMessage(e, room: roomName, opened: opened)
         }
     }
 
     /// One message of a room, as a line or a `message` event.
-    func showRoomMessage(_ e: Envelope, room roomName: RoomName, text: String) {
+    func showRoomMessage(_ e: Envelope, room roomName: RoomName, opened: OpenedEnvelope) {
         if json {
-            guard e.kind == .text || e.kind == .action else { return }
-            out.line(JSONEvents.line(["type": .string("message"), "id": .string(e.id.hex), "author": .string(e.author.hex), "nick": .string(node.nicks[e.author] ?? ""), "seq": .number(e.sequence), "room": .string(roomName.value), "kind": .string(e.kind == .text ? "text" : "action"), "text": .string(text), "ts": .number(e.timestamp)]))
+            guard opened.isMessage else { return }
+            out.line(JSONEvents.line(["type": .string("message"), "id": .string(e.id.hex), "author": .string(e.author.hex), "nick": .string(node.nicks[e.author] ?? ""), "seq": .number(e.sequence), "room": .string(roomName.value), "kind": .string(opened.kind == .text ? "text" : "action"), "text": .string(opened.text), "ts": .number(e.timestamp)]))
         } else {
-            out.line(Renderer(nicks: node.nicks).line(e, room: roomName.value, text: text))
+            out.line(Renderer(nicks: node.nicks).line(e, room: roomName.value, opened: opened))
         }
     }
 
     func showDirect(_ e: Envelope, peer: PublicKey, text: String) {
         // A direct message is shown wherever the person is: it counts as read there.
-        owe(e, room: e.room, current: true)
+        owe(e, kind: .text, room: e.room, current: true)
         let to = e.author == node.me ? peer : node.me
         if json {
             out.line(JSONEvents.line(["type": .string("message"), "id": .string(e.id.hex), "author": .string(e.author.hex), "nick": .string(node.nicks[e.author] ?? ""), "seq": .number(e.sequence), "kind": .string("dm"), "to": .string(to.hex), "text": .string(text), "ts": .number(e.timestamp)]))

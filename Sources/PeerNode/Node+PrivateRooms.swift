@@ -65,15 +65,7 @@ extension Node {
         guard let (id, room) = privateRooms.first(where: { $0.value.name == name }) else {
             throw NodeError(description: "\(name.value) is not a private room of yours (public rooms need no invite; /private \(name.value) makes one)")
         }
-        let plain = Invite(room: id, key: room.key.exportedBytes, name: name).encoded
-        let dm = RoomID.direct(me, peer, network: network)
-        return try appendOwn(room: dm, kind: .invite, body: try DirectKey(own: identity, peer: peer).seal(plain))
-    }
-
-    /// The invite in a direct message, if this node can read it.
-    func invite(in envelope: Envelope) -> (peer: PublicKey, invite: Invite)? {
-        guard envelope.kind == .invite, let (peer, plain) = directBytes(envelope), let invite = Invite.decode(plain) else { return nil }
-        return (peer, invite)
+        return try postDirect(Invite(room: id, key: room.key.exportedBytes, name: name).encoded, kind: .invite, to: peer)
     }
 
     /// Whether `room` can be a private room's id: never a public room's
@@ -83,7 +75,7 @@ extension Node {
     func forgedPrivateRoom(_ room: RoomID, name: RoomName, peer: PublicKey?) -> InviteRefusal? {
         if room == RoomID.publicRoom(name, network: network) || room == RoomID.publicRoom(.general, network: network) { return .publicRoom }
         if let known = roomNames[room], privateRooms[room] == nil || RoomID.publicRoom(known, network: network) == room { return .publicRoom }
-        if let peer, room == RoomID.direct(me, peer, network: network) { return .directRoom }
+        if let peer, let c = conversation(with: peer), room == c.room || room == c.roomVersion1 { return .directRoom }
         // Any author's conversation with us (mapped once when it is not yet known).
         if dmPeers[room] == nil { learnDirectRoomsOfKnownAuthors() }
         return dmPeers[room] != nil ? .directRoom : nil

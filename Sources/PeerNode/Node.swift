@@ -65,6 +65,8 @@ final class Node {
         for (id, name, key) in try store.privateRooms() {
             if let room = try? RoomName(name), let secret = try? SymmetricKey(bytes: key) { privateRooms[id] = (room, secret) }
         }
+        // Rows hold each envelope's kind where this node can open it.
+        store.kindOf = { [unowned self] in open($0)?.kind }
         try loadNicks()
         repairs = try repairPrivateRooms()
         Renderer.trusted = try store.trustedIdentities()
@@ -132,6 +134,13 @@ final class Node {
         return roomNames[id].map { network.publicRoomKey(roomName: $0.value) }
     }
 
+    /// Conversation room (either version) → the other party, for every peer mapped so far.
+    var dmPeers: [RoomID: PublicKey] = [:]
+    /// Each peer's conversation with us (`Node+Direct.swift`).
+    var conversations: [PublicKey: Conversation] = [:]
+    /// How many known authors `learnDirectRoomsOfKnownAuthors` mapped.
+    var directRoomsMapped = 0
+
     /// Private rooms we are in: id → name and key.
     var privateRooms: [RoomID: (name: RoomName, key: SymmetricKey)] = [:]
 
@@ -142,6 +151,8 @@ final class Node {
         if roomNames[id] == nil {
             roomNames[id] = name
             try store.registerRoom(id, name: name.value)
+            // What was stored before we could read it is filed under its kinds now.
+            try store.fileSealed(in: id)
         }
         return id
     }
@@ -152,85 +163,25 @@ final class Node {
     @discardableResult
     func post(_ text: String, kind: Kind, in room: RoomName) throws -> Envelope {
         let id = try join(room)
-        let plain = Array(text.utf8)
         guard let key = roomKey(id) else { throw NodeError(description: "no key for \(room.value)") }
-        let body = try BodyCipher.seal(plain, key: key, author: me, room: id, kind: kind)
-        let envelope = try appendOwn(room: id, kind: kind, body: body)
+        let envelope = try appendOwn(room: id, kind: kind, content: Array(text.utf8), key: key)
         if kind == .nick { setNick(text, of: me) }
         return envelope
     }
 
     /// Signs and durably stores a receipt in a room (sealed with its key) or
-    /// a direct-message room (sealed to the other party).
+    /// a direct conversation (with the other party's conversation key).
     @discardableResult
     func postReceipt(_ receipt: Receipt, in room: RoomID) throws -> Envelope {
-        if let key = roomKey(room) {
-            let body = try BodyCipher.seal(receipt.encoded, key: key, author: me, room: room, kind: .receipt)
-            return try appendOwn(room: room, kind: .receipt, body: body)
-        }
+        if let key = roomKey(room) { return try appendOwn(room: room, kind: .receipt, content: receipt.encoded, key: key) }
         guard let peer = dmPeers[room] else { throw NodeError(description: "a receipt for a room this node cannot write to") }
-        return try appendOwn(room: room, kind: .receipt, body: try DirectKey(own: identity, peer: peer).seal(receipt.encoded))
+        return try postDirect(receipt.encoded, kind: .receipt, to: peer)
     }
 
-    /// The receipt in `envelope`, if it is one this node can read.
-    func receipt(in envelope: Envelope) -> Receipt? {
-        guard envelope.kind == .receipt else { return nil }
-        if let key = roomKey(envelope.room) {
-            return (try? BodyCipher.open(envelope, key: key)).flatMap(Receipt.decode)
-        }
-        return directBytes(envelope).flatMap { Receipt.decode($0.plain) }
-    }
-
-    /// Signs and durably stores a direct message to `peer`: the room is the
-    /// pair's DM room, the body sealed to the peer's X25519 key.
+    /// Signs and durably stores a direct message to `peer`.
     @discardableResult
     func postDirect(_ text: String, to peer: PublicKey) throws -> Envelope {
-        let room = RoomID.direct(me, peer, network: network)
-        dmPeers[room] = peer
-        let plain = Array(text.utf8)
-        guard plain.count <= Envelope.maximumPlaintextBody else {
-            throw EnvelopeError.bodyTooLarge(size: plain.count, limit: Envelope.maximumPlaintextBody)
-        }
-        let body = try DirectKey(own: identity, peer: peer).seal(plain)
-        return try appendOwn(room: room, kind: .text, body: body)
-    }
-
-    /// DM room → the other party, for every author this node knows.
-    private(set) var dmPeers: [RoomID: PublicKey] = [:]
-
-    /// Maps the direct-conversation room of every author this store knows
-    /// (one hash each; again only once more authors are known).
-    func learnDirectRoomsOfKnownAuthors() {
-        guard let authors = try? store.vectorClock().entries.keys, authors.count != directRoomsMapped else { return }
-        directRoomsMapped = authors.count
-        for author in authors where author != me {
-            dmPeers[RoomID.direct(me, author, network: network)] = author
-        }
-    }
-    private var directRoomsMapped = 0
-
-    /// If `envelope` is a direct message this node can read: the other party and the text.
-    func direct(_ envelope: Envelope) -> (peer: PublicKey, text: String)? {
-        guard envelope.kind == .text || envelope.kind == .action, let (peer, plain) = directBytes(envelope) else { return nil }
-        return (peer, String(decoding: plain, as: UTF8.self))
-    }
-
-    /// A direct message's other party and its plaintext bytes, if this node can read it.
-    func directBytes(_ envelope: Envelope) -> (peer: PublicKey, plain: [UInt8])? {
-        if dmPeers[envelope.room] == nil {
-            if envelope.author != me {
-                // Someone else's: only their DM room with us can be ours (one hash, not a scan).
-                let room = RoomID.direct(me, envelope.author, network: network)
-                guard room == envelope.room else { return nil }
-                dmPeers[room] = envelope.author
-            } else {
-                // Our own, from before this run: find the other party among the authors we know.
-                learnDirectRoomsOfKnownAuthors()
-            }
-        }
-        guard let peer = dmPeers[envelope.room], envelope.author == me || envelope.author == peer,
-              let plain = try? DirectKey(own: identity, peer: peer).open(envelope.body) else { return nil }
-        return (peer, plain)
+        try postDirect(Array(text.utf8), kind: .text, to: peer)
     }
 
     /// Finds who `/msg` means: a 64-hex id, `nick·fp`, or a nick that only one known author uses.
@@ -250,14 +201,16 @@ final class Node {
     }
 
     /// The next envelope of our own chain (sequence, previous hash and
-    /// dependencies from the store), signed and durably stored.
-    func appendOwn(room: RoomID, kind: Kind, body: [UInt8]) throws -> Envelope {
+    /// dependencies from the store), `content` of `kind` sealed under `key`
+    /// (version 2: kind inside, padded), signed and durably stored.
+    func appendOwn(room: RoomID, kind: Kind, content: [UInt8], key: SymmetricKey) throws -> Envelope {
         try postingGate?()
+        let body = try SealedBody.seal(kind: kind, content: content, key: key, author: me, room: room)
         let head = try store.head(of: me)
         let envelope = try Envelope.sign(
             by: identity, sequence: (head?.sequence ?? 0) + 1, previous: head?.id ?? .zero,
             dependencies: try store.dependenciesForNextPost(by: me),
-            timestamp: Self.now(), room: room, kind: kind, body: body)
+            timestamp: Self.now(), room: room, body: body)
         _ = try store.insertOwn(envelope, at: Self.now())
         return envelope
     }
@@ -272,17 +225,14 @@ final class Node {
 
     // MARK: reading
 
-    /// The plaintext of an envelope, or nil when this node has no key for its room.
-    func plaintext(of envelope: Envelope) -> String? {
-        guard let key = roomKey(envelope.room), let plain = try? BodyCipher.open(envelope, key: key) else { return nil }
-        return String(decoding: plain, as: UTF8.self)
-    }
+    /// The text of an envelope in a room this node has the key of, or nil.
+    func plaintext(of envelope: Envelope) -> String? { open(envelope)?.text }
 
     func roomName(_ id: RoomID) -> RoomName? { roomNames[id] }
 
     private func loadNicks() throws {
         for stored in try store.latestNicks() {
-            if let text = plaintext(of: stored.envelope) { setNick(text, of: stored.envelope.author) }
+            if let opened = open(stored.envelope), opened.kind == .nick { setNick(opened.text, of: stored.envelope.author) }
         }
     }
 
@@ -303,8 +253,7 @@ final class Node {
         var texts: [(author: PublicKey, sequence: UInt64, text: String)] = []
         for stored in fresh {
             let e = stored.envelope
-            guard e.kind == .text || e.kind == .action else { continue }
-            if let text = plaintext(of: e) ?? direct(e)?.text { texts.append((e.author, e.sequence, text)) }
+            if let opened = open(e), opened.isMessage { texts.append((e.author, e.sequence, opened.text)) }
         }
         try store.index(texts, through: last.delivery)
         return fresh.count
@@ -318,9 +267,10 @@ final class Node {
         return try store.search(query, limit: limit).filter { !blocked.contains($0.envelope.author) }
     }
 
-    /// Notes a nick change seen in history or live.
-    func observe(_ envelope: Envelope) {
-        if envelope.kind == .nick, let text = plaintext(of: envelope) { setNick(text, of: envelope.author) }
+    /// Notes a nick change seen in history or live (in a room: a nick is
+    /// said to everyone, never in a conversation).
+    func observe(_ envelope: Envelope, _ opened: OpenedEnvelope) {
+        if opened.kind == .nick, opened.peer == nil { setNick(opened.text, of: envelope.author) }
     }
 
     /// A nick from a message is held to the same rules as `/nick` (and as

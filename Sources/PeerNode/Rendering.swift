@@ -56,20 +56,21 @@ struct Renderer {
         return (colors ? "\u{1B}[1m" + line + "\u{1B}[0m" : line) + "\u{07}"
     }
 
-    func line(_ envelope: Envelope, room: String, text: String?) -> String {
+    func line(_ envelope: Envelope, room: String, opened: OpenedEnvelope?) -> String {
         let time = Self.clock(envelope.timestamp)
         let roomLabel = TerminalText.sanitize(room)
         let who = label(envelope.author)
-        guard let text else { return "[\(time)] \(roomLabel) <\(who)> [cannot decrypt]" }
+        guard let opened else { return "[\(time)] \(roomLabel) <\(who)> [cannot decrypt]" }
+        let text = opened.text
         let body = TerminalText.sanitize(text)
         let mention = mentionsMe(text, author: envelope.author)
-        switch envelope.kind {
+        switch opened.kind {
         case .text: return highlighted("[\(time)] \(roomLabel) <\(who)> \(body)", mention)
         case .action: return highlighted("[\(time)] \(roomLabel) * \(who) \(body)", mention)
         case .nick: return "[\(time)] \(roomLabel) -- \(envelope.author.shortFingerprint) is now known as \(body)"
         case .join: return "[\(time)] \(roomLabel) --> \(who) joined"
         case .leave: return "[\(time)] \(roomLabel) <-- \(who) left"
-        case .receipt, .invite, .tombstone: return "[\(time)] \(roomLabel) -- \(who) \(envelope.kind)"
+        case .receipt, .invite, .tombstone: return "[\(time)] \(roomLabel) -- \(who) \(opened.kind)"
         }
     }
 

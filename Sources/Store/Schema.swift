@@ -121,6 +121,12 @@ enum Schema {
             PRIMARY KEY(peer, side, author)
         ) WITHOUT ROWID;
         """,
+        // 10: envelopes whose kind this node could not open (version 2 seals
+        // it: kind 0 in the row), by room, so joining a room or accepting an
+        // invite files that room's history under its kinds at once.
+        """
+        CREATE INDEX IF NOT EXISTS envelopes_sealed ON envelopes(room) WHERE kind = 0;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

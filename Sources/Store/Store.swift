@@ -45,6 +45,14 @@ public final class Store: EnvelopeStorage {
     }
     private var dirtyAuthors: Set<PublicKey> = []
 
+    /// The kind a row holds for an envelope whose kind this node cannot read
+    /// (version 2 seals it with the body): not one of `Kind`'s values.
+    public static let sealedKind: Int64 = 0
+    /// Opens a version-2 envelope's kind where this node holds the key
+    /// (the node sets it; a relay holds few keys). Called as envelopes are
+    /// inserted and by `fileSealed(in:)`; nil: `sealedKind`.
+    public var kindOf: ((Envelope) -> Kind?)?
+
     private var checkpointer: Checkpointer?
 
     /// Runs WAL checkpoints on a background connection every `interval`
@@ -199,7 +207,7 @@ public final class Store: EnvelopeStorage {
             """
         )
         .bind(1, st.rowid).bind(2, sequence).bind(3, e.id.bytes).bind(4, try roomRow(e.room))
-        .bind(5, Int64(e.kind.rawValue)).bind(6, Int64(clamping: e.timestamp))
+        .bind(5, kindColumn(e)).bind(6, Int64(clamping: e.timestamp))
         .bind(7, Int64(clamping: receivedAt)).bind(8, e.encoded)
         if let causal {
             lastDelivery += 1

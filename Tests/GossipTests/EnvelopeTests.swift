@@ -46,9 +46,11 @@ struct EnvelopeTests {
     func framing() throws {
         let e = try Author().envelope()
         #expect(throws: EnvelopeError.trailingBytes(count: 1)) { try Envelope.decode(e.encoded + [0]) }
-        var v = e.encoded
-        v[0] = 2
-        #expect(throws: EnvelopeError.unknownVersion(2)) { try Envelope.decode(v) }
+        for version: UInt8 in [0, 3, 255] {
+            var v = e.encoded
+            v[0] = version
+            #expect(throws: EnvelopeError.unknownVersion(version)) { try Envelope.decode(v) }
+        }
         let kindOffset = 1 + 32 + 8 + 32 + 2 + 8 + 32
         for bad: UInt8 in [0, 9, 255] {
             var k = e.encoded

@@ -168,6 +168,9 @@ final class HostilePeer: @unchecked Sendable {
     let closeReason: String?
     var established = false
     var closed: CloseInfo?
+    /// Every gossip message the node sent it (under `lock`).
+    var heard: [GossipMessage] = []
+    private var joiner = GossipChunker()
 
     /// The link version it offers (and speaks).
     let version: LinkProtocol
@@ -202,8 +205,20 @@ final class HostilePeer: @unchecked Sendable {
 
     func opened(_ c: WebSocketConnection) { run(session.start(), on: c) }
 
+    /// The envelopes the node sent it, in order.
+    var envelopesHeard: [Envelope] {
+        lock.withLock { heard }.flatMap { message -> [Envelope] in
+            if case let .envelopes(batch) = message { return batch.map(\.envelope) }
+            return []
+        }
+    }
+
     func received(_ bytes: [UInt8], on c: WebSocketConnection) {
-        run(session.receive(bytes), on: c)
+        let actions = session.receive(bytes)
+        run(actions, on: c)
+        for case let .deliver(chunk) in actions {
+            if let whole = try? joiner.add(chunk), let message = try? GossipMessage.decode(whole) { lock.withLock { heard.append(message) } }
+        }
         guard session.isEstablished, !lock.withLock({ established }) else { return }
         lock.withLock { established = true }
         // Handshake done: everything at once.

@@ -141,11 +141,20 @@ struct HostileInviteTests {
     static let network = HostileMemberTests.network
 
     /// An invite from `attacker` to `victim`, as its first envelope, ready to push.
-    static func invite(from attacker: SigningKey, to victim: PublicKey, room: RoomID, name: String, key: [UInt8] = SymmetricKey.generate().exportedBytes) throws -> GossipMessage {
+    /// `version` 2 seals it as this build does; 1 as earlier builds did.
+    static func invite(from attacker: SigningKey, to victim: PublicKey, room: RoomID, name: String, key: [UInt8] = SymmetricKey.generate().exportedBytes,
+                       version: UInt8 = Envelope.newestVersion) throws -> GossipMessage {
         let plain = Invite(room: room, key: key, name: try RoomName(name)).encoded
-        let body = try DirectKey(own: attacker, peer: victim).seal(plain)
-        let e = try Envelope.sign(by: attacker, sequence: 1, previous: .zero, dependencies: [], timestamp: Node.now(),
-                                  room: RoomID.direct(attacker.publicKey, victim, network: network), kind: .invite, body: body)
+        let direct = try DirectKey(own: attacker, peer: victim)
+        let e: Envelope
+        if version == 1 {
+            e = try Envelope.sign(by: attacker, sequence: 1, previous: .zero, dependencies: [], timestamp: Node.now(),
+                                  room: RoomID.directVersion1(attacker.publicKey, victim, network: network), kind: .invite, body: try direct.seal(plain))
+        } else {
+            let dm = RoomID.direct(direct, network: network)
+            let body = try SealedBody.seal(kind: .invite, content: plain, key: direct.conversationKey, author: attacker.publicKey, room: dm)
+            e = try Envelope.sign(by: attacker, sequence: 1, previous: .zero, dependencies: [], timestamp: Node.now(), room: dm, body: body)
+        }
         return .envelopes([CarriedEnvelope(hops: 0, envelope: e)])
     }
 
@@ -178,10 +187,12 @@ struct HostileInviteTests {
         })
     }
 
-    @Test("an invite whose room id is the pair's direct-conversation id is refused")
-    func directRoomTakeover() async throws {
+    @Test("an invite whose room id is the pair's direct-conversation id (either envelope version's) is refused", arguments: [UInt8(1), 2])
+    func directRoomTakeover(version: UInt8) async throws {
         try await attackAlice({ attacker, victim in
-            try Self.invite(from: attacker, to: victim, room: RoomID.direct(attacker.publicKey, victim, network: Self.network), name: "#chat")
+            let dm = version == 1 ? RoomID.directVersion1(attacker.publicKey, victim, network: Self.network)
+                : RoomID.direct(try DirectKey(own: attacker, peer: victim), network: Self.network)
+            return try Self.invite(from: attacker, to: victim, room: dm, name: "#chat", version: version)
         }, check: { a in
             let refused = await a.wait { $0["type"] == "invite_refused" }
             #expect(refused?["reason"]?.contains("direct conversation") == true, "\(refused ?? [:])")

@@ -57,7 +57,7 @@ final class ChainAuthor {
         let original = chain[sequence - 1]
         return try Envelope.sign(
             by: key, sequence: original.sequence, previous: original.previous, dependencies: original.dependencies,
-            timestamp: original.timestamp + 1, room: original.room, kind: original.kind, body: Array("forked".utf8))
+            timestamp: original.timestamp + 1, room: original.room, kind: original.clearKind ?? .text, body: Array("forked".utf8))
     }
 }
 

@@ -1,0 +1,94 @@
+import Crypto
+import Gossip
+
+/// What an envelope holds, once this node opened it.
+struct OpenedEnvelope {
+    let kind: Kind
+    let content: [UInt8]
+    /// The other party, when the envelope is in a direct conversation of ours.
+    let peer: PublicKey?
+
+    var text: String { String(decoding: content, as: UTF8.self) }
+    /// A message a person wrote: text or `/me`.
+    var isMessage: Bool { kind == .text || kind == .action }
+}
+
+/// Direct conversations. Since envelope version 2 a conversation's room id
+/// and key come from the pair's X25519 shared key (`RoomID.direct`,
+/// `DirectKey.conversationKey`), so nobody else can tell whose conversation
+/// a room is; version-1 rooms (derived from the two public keys) are still
+/// read, for what older nodes stored.
+extension Node {
+    /// One peer's conversation with us.
+    struct Conversation {
+        let key: DirectKey
+        /// The room id of version 2, and the one version-1 envelopes used.
+        let room: RoomID
+        let roomVersion1: RoomID
+    }
+
+    /// The conversation with `peer` (one X25519 per peer, then cached); nil
+    /// when `peer` is not a usable key.
+    func conversation(with peer: PublicKey) -> Conversation? {
+        if let known = conversations[peer] { return known }
+        guard peer != me, let key = try? DirectKey(own: identity, peer: peer) else { return nil }
+        let c = Conversation(key: key, room: RoomID.direct(key, network: network),
+                             roomVersion1: RoomID.directVersion1(me, peer, network: network))
+        conversations[peer] = c
+        dmPeers[c.room] = peer
+        dmPeers[c.roomVersion1] = peer
+        return c
+    }
+
+    /// Signs and durably stores `content` of `kind` in the conversation with `peer`.
+    @discardableResult
+    func postDirect(_ content: [UInt8], kind: Kind, to peer: PublicKey) throws -> Envelope {
+        guard let c = conversation(with: peer) else { throw NodeError(description: "\(peer.shortFingerprint) is not a key a message can be sealed to") }
+        guard content.count <= Envelope.maximumPlaintextBody else {
+            throw EnvelopeError.bodyTooLarge(size: content.count, limit: Envelope.maximumPlaintextBody)
+        }
+        return try appendOwn(room: c.room, kind: kind, content: content, key: c.key.conversationKey)
+    }
+
+    /// Maps the conversations of every author this store knows (one X25519
+    /// each, once; again only when more authors are known).
+    func learnDirectRoomsOfKnownAuthors() {
+        guard let authors = try? store.vectorClock().entries.keys, authors.count != directRoomsMapped else { return }
+        directRoomsMapped = authors.count
+        for author in authors { _ = conversation(with: author) }
+    }
+
+    /// The envelope's kind and content, if this node can open it: in a room
+    /// it has the key of, or in a conversation of its own.
+    func open(_ envelope: Envelope) -> OpenedEnvelope? {
+        if let key = roomKey(envelope.room) {
+            guard let body = try? BodyCipher.openAny(envelope, key: key) else { return nil }
+            return OpenedEnvelope(kind: body.kind, content: body.content, peer: nil)
+        }
+        guard let peer = directPeer(of: envelope), let c = conversation(with: peer) else { return nil }
+        if let kind = envelope.clearKind {
+            guard let plain = try? c.key.open(envelope.body) else { return nil }
+            return OpenedEnvelope(kind: kind, content: plain, peer: peer)
+        }
+        guard let body = try? SealedBody.open(envelope, key: c.key.conversationKey) else { return nil }
+        return OpenedEnvelope(kind: body.kind, content: body.content, peer: peer)
+    }
+
+    /// The other party of a conversation of ours that `envelope` is in.
+    private func directPeer(of envelope: Envelope) -> PublicKey? {
+        if envelope.author != me {
+            // Someone else's: only their conversation with us can be ours (cached, not a scan).
+            guard let c = conversation(with: envelope.author), envelope.room == c.room || envelope.room == c.roomVersion1 else { return nil }
+            return envelope.author
+        }
+        // Our own, from before this run: find the other party among the authors we know.
+        if dmPeers[envelope.room] == nil { learnDirectRoomsOfKnownAuthors() }
+        return dmPeers[envelope.room]
+    }
+
+    /// If `envelope` is a direct message this node can read: the other party and the text.
+    func direct(_ envelope: Envelope) -> (peer: PublicKey, text: String)? {
+        guard let opened = open(envelope), opened.isMessage, let peer = opened.peer else { return nil }
+        return (peer, opened.text)
+    }
+}

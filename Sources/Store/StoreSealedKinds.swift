@@ -1,0 +1,41 @@
+import Gossip
+
+/// Version-2 envelopes carry their kind inside the encrypted body. The
+/// queries that pick texts, receipts or nicks (history, unread counts, the
+/// last line, nicks at start-up) filter on the `kind` column, so a row holds
+/// the kind the node read when it stored the envelope, or `sealedKind`
+/// until it can: when it joins the room or accepts an invite, `fileSealed`
+/// reads that room's sealed rows again.
+extension Store {
+    /// The `kind` column for `e`: in clear (version 1), opened by `kindOf`, or sealed.
+    func kindColumn(_ e: Envelope) -> Int64 {
+        guard let kind = e.clearKind ?? kindOf?(e) else { return Self.sealedKind }
+        return Int64(kind.rawValue)
+    }
+
+    /// Files the envelopes of `room` stored with a sealed kind under the
+    /// kinds `kindOf` can now read, in one transaction. Returns how many
+    /// it filed (the others stay sealed).
+    @discardableResult
+    public func fileSealed(in room: RoomID) throws -> Int {
+        guard kindOf != nil, let row = roomRows[room] else { return 0 }
+        return try writeTransaction {
+            let rows = try db.statement("SELECT rowid, bytes FROM envelopes WHERE room = ?1 AND kind = \(Self.sealedKind)").bind(1, row)
+            var found: [(Int64, Int64)] = []
+            while try rows.step() {
+                guard let e = try? Envelope.decode(rows.blob(1), verification: .trustedStorage) else { continue }
+                let kind = kindColumn(e)
+                if kind != Self.sealedKind { found.append((rows.int64(0), kind)) }
+            }
+            for (rowid, kind) in found {
+                try db.statement("UPDATE envelopes SET kind = ?1 WHERE rowid = ?2").bind(1, kind).bind(2, rowid).run()
+            }
+            return found.count
+        }
+    }
+
+    /// How many envelopes are stored with a sealed kind (for `/stats` and tests).
+    public func sealedCount() throws -> Int {
+        Int(try db.integer("SELECT count(*) FROM envelopes WHERE kind = \(Self.sealedKind)"))
+    }
+}

@@ -1,0 +1,78 @@
+import Crypto
+import Foundation
+import Gossip
+import Store
+import TestSupport
+import Testing
+@testable import PeerNode
+
+/// Finding 7: who talks to whom, and what they send, is not visible to
+/// another member of the network (envelope version 2, docs/PROTOCOL.md §4–5).
+@Suite("Hostile members: what a member sees of others' conversations", .serialized)
+struct DirectMetadataTests {
+    static let network = NetworkKey.derived(fromName: NetworkKey.defaultName)
+
+    @Test("a member linked to Alice sees her DM, invite and receipt to Bob in a room it cannot name, with no kind and one size; Bob reads them")
+    func observer() async throws {
+        let (dirs, a, b) = try await aliceAndBob()
+        let alice = try PublicKey(hex: a.id), bob = try PublicKey(hex: b.id)
+        let port = try #require(a.url.split(separator: ":").last.flatMap { UInt16($0) })
+        let eveKey = try SigningKey.generate()
+        let eve = try HostilePeer(identity: eveKey, network: Self.network, messages: [.clock(entries: [], full: true)], nick: "eve")
+        let listening = Task { try await eve.attack(port: port, timeout: 90) }
+        #expect(await a.wait { $0["type"] == "peer_up" && $0["id"] == eveKey.publicKey.hex } != nil)
+
+        // A public line, a DM, an invite; Bob's DM makes Alice owe him a receipt.
+        a.send("hello everyone")
+        a.send("/msg bob meet at noon")
+        a.send("/private #plans")
+        a.send("/invite bob #plans")
+        #expect(await b.wait { $0["type"] == "message" && $0["kind"] == "dm" && $0["text"] == "meet at noon" } != nil, "Bob reads Alice's DM")
+        #expect(await b.wait { $0["type"] == "invite" && $0["room"] == "#plans" } != nil, "Bob is offered the invite")
+        b.send("/msg alice ok")
+        #expect(await a.wait { $0["type"] == "message" && $0["kind"] == "dm" && $0["text"] == "ok" } != nil)
+
+        // Eve waits for Alice's public line and the three that are only Bob's business.
+        let general = RoomID.publicRoom(.general, network: Self.network)
+        let heard = await eventuallyValue(30) { () -> [Envelope]? in
+            let mine = eve.envelopesHeard.filter { $0.author == alice }
+            return mine.contains { $0.room == general } && mine.filter({ $0.room != general }).count >= 3 ? mine : nil
+        }
+        let fromAlice = try #require(heard, "Eve heard \(eve.envelopesHeard.count) envelopes")
+        let conversation = fromAlice.filter { $0.room != general }
+
+        // No kind in clear, on anything.
+        #expect(fromAlice.allSatisfy { $0.version == 2 && $0.clearKind == nil })
+        // The room is not one a member can compute: not version 1's derivation
+        // from the two public keys, nor Eve's own conversations.
+        let nameable = [RoomID.directVersion1(alice, bob, network: Self.network), RoomID.directVersion1(alice, eveKey.publicKey, network: Self.network),
+                        RoomID.direct(try DirectKey(own: eveKey, peer: alice), network: Self.network),
+                        RoomID.direct(try DirectKey(own: eveKey, peer: bob), network: Self.network)]
+        #expect(conversation.allSatisfy { !nameable.contains($0.room) })
+        // One size for all of them (the DM, the invite with its key and name, a receipt, the public line).
+        #expect(Set(fromAlice.map(\.body.count)) == [SealedBody.smallestBucket + SymmetricKey.overhead], "\(fromAlice.map(\.body.count))")
+        // Eve reads the public line, as any member may, and nothing else.
+        let publicKey = Self.network.publicRoomKey(roomName: RoomName.general.value)
+        #expect(fromAlice.filter { $0.room == general }.allSatisfy { (try? SealedBody.open($0, key: publicKey)) != nil })
+        #expect(conversation.allSatisfy { (try? SealedBody.open($0, key: publicKey)) == nil })
+
+        a.quit(); b.quit()
+        _ = try? await listening.value
+        withExtendedLifetime(dirs) {}
+    }
+
+    @Test("a peer on an older link (version 2, envelope version 1 only) is sent no version-2 envelope; the node counts what it held back")
+    func olderLink() async throws {
+        let (dir, node, port) = try await target()
+        let old = try HostilePeer(identity: try SigningKey.generate(), network: Self.network, messages: [.clock(entries: [], full: true)], version: .v2)
+        let listening = Task { try await old.attack(port: port, timeout: 60) }
+        #expect(await node.wait { $0["type"] == "peer_up" } != nil)
+        node.send("a post the old peer cannot read")
+        #expect(await counterReaches(node, "envelopes_too_new_for_link", "1"))
+        #expect(old.envelopesHeard.allSatisfy { $0.version == 1 })
+        #expect(old.lock.withLock { old.closed } == nil, "the link stays up")
+        node.quit()
+        _ = try? await listening.value
+        withExtendedLifetime(dir) {}
+    }
+}
