@@ -79,7 +79,7 @@ final class ChatSession {
                     if let name = node.roomName(e.room) { return renderer.line(e, room: name.value, opened: node.open(e)) }
                     guard let (peer, text) = node.direct(e) else { return renderer.line(e, room: "?", opened: nil) }
                     let to = e.author == node.me ? peer : node.me
-                    return "[\(Renderer.clock(e.timestamp))] *\(renderer.label(e.author)) → \(renderer.label(to))* \(TerminalText.sanitize(text))"
+                    return "[\(Renderer.clock(e.timestamp))] *\(renderer.label(e.author)) → \(renderer.label(to))* \(text)"
                 }
                 let header = "-- \(found.count) \(found.count == 1 ? "message" : "messages") with \"\(TerminalText.sanitize(query))\"\(found.count == ChatSession.searchLimit ? " (the newest \(ChatSession.searchLimit))" : "")"
                 return ([header] + lines, true)
@@ -156,9 +156,9 @@ final class ChatSession {
             let marker = summary.name == room.value ? "*" : " "
             let unread = summary.unread > 0 ? " (\(summary.unread) unread)" : ""
             var preview = ""
-            if let last = summary.last, let text = node.plaintext(of: last.envelope) {
+            if let last = summary.last, let text = node.plaintext(of: last.envelope)?.description {
                 let short = text.count > 40 ? String(text.prefix(39)) + "…" : text
-                preview = "  [\(Renderer.clock(last.envelope.timestamp))] <\(renderer.label(last.envelope.author))> \(TerminalText.sanitize(short))"
+                preview = "  [\(Renderer.clock(last.envelope.timestamp))] <\(renderer.label(last.envelope.author))> \(short)"
             }
             return "\(marker)\(index + 1). \(name)\(unread)\(preview)"
         }

@@ -6,6 +6,9 @@ enum JSONEvents {
     enum Value {
         case string(String)
         case number(UInt64)
+        /// Text from the network: escaped here like any string (RFC 8259 §7,
+        /// and invisible characters too), the one place it is written out whole.
+        case text(PeerText)
     }
 
     /// `{"k":v,...}` with the keys in the order given.
@@ -23,6 +26,7 @@ enum JSONEvents {
             out += quoted(key) + ":"
             switch value {
             case let .string(s): out += quoted(s)
+            case let .text(t): out += quoted(t.unsanitized)
             case let .number(n): out += String(n)
             }
         }

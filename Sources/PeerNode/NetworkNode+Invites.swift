@@ -30,7 +30,7 @@ extension NetworkNode {
         }
         guard node.privateRooms[invite.room] == nil else { return }
         if json {
-            out.line(JSONEvents.line(["type": .string("invite"), "by": .string(peer.hex), "nick": .string(node.nicks[peer] ?? ""),
+            out.line(JSONEvents.line(["type": .string("invite"), "by": .string(peer.hex), "nick": .text(node.nicks[peer] ?? PeerText("")),
                                       "room": .string(invite.name.value), "state": .string("pending")]))
         } else {
             let name = TerminalText.sanitize(invite.name.value)
@@ -76,7 +76,7 @@ extension NetworkNode {
         let renderer = Renderer(nicks: node.nicks)
         if json {
             for p in pending {
-                out.line(JSONEvents.line(["type": .string("invite"), "by": .string(p.inviter.hex), "nick": .string(node.nicks[p.inviter] ?? ""),
+                out.line(JSONEvents.line(["type": .string("invite"), "by": .string(p.inviter.hex), "nick": .text(node.nicks[p.inviter] ?? PeerText("")),
                                           "room": .string(p.name), "state": .string("pending")]))
             }
             return

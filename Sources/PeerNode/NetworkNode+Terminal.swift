@@ -10,7 +10,7 @@ extension NetworkNode {
     /// since completing it would echo it raw into the line being typed.
     func completer() -> Completer {
         Completer(commands: ChatInput.commandNames, rooms: node.knownRooms.filter(TerminalText.isInert),
-                  nicks: Array(Set(node.nicks.values)).filter(TerminalText.isInert).sorted())
+                  nicks: Array(Set(node.nicks.values.map(\.unsanitized))).filter(TerminalText.isInert).sorted())
     }
 }
 
@@ -83,7 +83,7 @@ extension NetworkNode {
         return [JSONEvents.line(["type": .string("peers"), "linked": .number(UInt64(Set(linkedPeers.values).count)), "rows": .number(UInt64(rows.count))])]
             + rows.map { row in
                 var pairs: [(String, JSONEvents.Value)] = [("type", .string("peer")), ("id", .string(row.id?.hex ?? "")),
-                                                          ("nick", .string(row.id.flatMap { node.nicks[$0] } ?? "")), ("addr", .string(row.address)),
+                                                          ("nick", .text(row.id.flatMap { node.nicks[$0] } ?? PeerText(""))), ("addr", .string(row.address)),
                                                           ("state", .string(row.linkedFor == nil ? "not linked" : "linked"))]
                 if let linkedFor = row.linkedFor { pairs.append(("linked_s", .number(UInt64(max(0, linkedFor))))) }
                 if let rtt = row.roundTrip { pairs.append(("rtt_us", .number(UInt64(max(0, rtt * 1_000_000))))) }
@@ -97,7 +97,7 @@ extension NetworkNode {
         let authors = (try? node.store.authors(in: node.roomID(session.room))) ?? []
         let online = Set(linkedPeers.values)
         return authors.map { author in
-            JSONEvents.line(["type": .string("member"), "room": .string(session.room.value), "id": .string(author.hex), "nick": .string(node.nicks[author] ?? ""),
+            JSONEvents.line(["type": .string("member"), "room": .string(session.room.value), "id": .string(author.hex), "nick": .text(node.nicks[author] ?? PeerText("")),
                              "state": .string(author == node.me ? "you" : online.contains(author) ? "linked" : "not linked")])
         }
     }

@@ -48,21 +48,21 @@ extension NetworkNode {
     func showRoomMessage(_ e: Envelope, room roomName: RoomName, opened: OpenedEnvelope) {
         if json {
             guard opened.isMessage else { return }
-            out.line(JSONEvents.line(["type": .string("message"), "id": .string(e.id.hex), "author": .string(e.author.hex), "nick": .string(node.nicks[e.author] ?? ""), "seq": .number(e.sequence), "room": .string(roomName.value), "kind": .string(opened.kind == .text ? "text" : "action"), "text": .string(opened.text), "ts": .number(e.timestamp)]))
+            out.line(JSONEvents.line(["type": .string("message"), "id": .string(e.id.hex), "author": .string(e.author.hex), "nick": .text(node.nicks[e.author] ?? PeerText("")), "seq": .number(e.sequence), "room": .string(roomName.value), "kind": .string(opened.kind == .text ? "text" : "action"), "text": .text(opened.text), "ts": .number(e.timestamp)]))
         } else {
             out.line(Renderer(nicks: node.nicks).line(e, room: roomName.value, opened: opened))
         }
     }
 
-    func showDirect(_ e: Envelope, peer: PublicKey, text: String) {
+    func showDirect(_ e: Envelope, peer: PublicKey, text: PeerText) {
         // A direct message is shown wherever the person is: it counts as read there.
         owe(e, kind: .text, room: e.room, current: true)
         let to = e.author == node.me ? peer : node.me
         if json {
-            out.line(JSONEvents.line(["type": .string("message"), "id": .string(e.id.hex), "author": .string(e.author.hex), "nick": .string(node.nicks[e.author] ?? ""), "seq": .number(e.sequence), "kind": .string("dm"), "to": .string(to.hex), "text": .string(text), "ts": .number(e.timestamp)]))
+            out.line(JSONEvents.line(["type": .string("message"), "id": .string(e.id.hex), "author": .string(e.author.hex), "nick": .text(node.nicks[e.author] ?? PeerText("")), "seq": .number(e.sequence), "kind": .string("dm"), "to": .string(to.hex), "text": .text(text), "ts": .number(e.timestamp)]))
         } else {
             let renderer = Renderer(nicks: node.nicks)
-            out.line("[\(Renderer.clock(e.timestamp))] *\(renderer.label(e.author)) → \(renderer.label(to))* \(TerminalText.sanitize(text))")
+            out.line("[\(Renderer.clock(e.timestamp))] *\(renderer.label(e.author)) → \(renderer.label(to))* \(text)")
         }
     }
 

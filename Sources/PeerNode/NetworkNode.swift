@@ -327,9 +327,9 @@ final class NetworkNode: @unchecked Sendable {
         } else {
             // The nick from its messages if we have them, else the one it claimed in the handshake.
             var nicks = node.nicks
-            if nicks[remote] == nil, let claimed = link.session.remoteNick { nicks[remote] = claimed }
+            if nicks[remote] == nil, let claimed = link.session.remoteNick { nicks[remote] = PeerText(claimed) }
             if json {
-                out.line(JSONEvents.line(["type": .string("peer_up"), "id": .string(remote.hex), "nick": .string(nicks[remote] ?? ""), "addr": .string(link.connection.remoteAddress)]))
+                out.line(JSONEvents.line(["type": .string("peer_up"), "id": .string(remote.hex), "nick": .text(nicks[remote] ?? PeerText("")), "addr": .string(link.connection.remoteAddress)]))
             } else {
                 out.line("-- linked to \(Renderer(nicks: nicks).label(remote)) at \(link.connection.remoteAddress)")
             }

@@ -1,3 +1,4 @@
+import NetworkText
 import Crypto
 import Gossip
 
@@ -8,7 +9,8 @@ struct OpenedEnvelope {
     /// The other party, when the envelope is in a direct conversation of ours.
     let peer: PublicKey?
 
-    var text: String { String(decoding: content, as: UTF8.self) }
+    /// The content as text: it came from the network, so it prints only sanitized.
+    var text: PeerText { PeerText(String(decoding: content, as: UTF8.self)) }
     /// A message a person wrote: text or `/me`.
     var isMessage: Bool { kind == .text || kind == .action }
 }
@@ -87,7 +89,7 @@ extension Node {
     }
 
     /// If `envelope` is a direct message this node can read: the other party and the text.
-    func direct(_ envelope: Envelope) -> (peer: PublicKey, text: String)? {
+    func direct(_ envelope: Envelope) -> (peer: PublicKey, text: PeerText)? {
         guard let opened = open(envelope), opened.isMessage, let peer = opened.peer else { return nil }
         return (peer, opened.text)
     }

@@ -33,7 +33,8 @@ final class Node {
     let store: Store
     /// The identity key was made by this start (not found on disk).
     let identityIsNew: Bool
-    private(set) var nicks: [PublicKey: String] = [:]
+    /// Each author's nick: text from the network, printable only sanitized.
+    private(set) var nicks: [PublicKey: PeerText] = [:]
     private var confusables = ConfusableIndex<PublicKey>()
     /// Rooms this node shows, by id: public rooms joined, and private rooms.
     var roomNames: [RoomID: RoomName] = [:]
@@ -165,7 +166,7 @@ final class Node {
         let id = try join(room)
         guard let key = roomKey(id) else { throw NodeError(description: "no key for \(room.value)") }
         let envelope = try appendOwn(room: id, kind: kind, content: Array(text.utf8), key: key)
-        if kind == .nick { setNick(text, of: me) }
+        if kind == .nick { setNick(PeerText(text), of: me) }
         return envelope
     }
 
@@ -187,10 +188,10 @@ final class Node {
     /// Finds who `/msg` means: a 64-hex id, `nick·fp`, or a nick that only one known author uses.
     func resolve(_ who: String) throws -> PublicKey {
         if who.count == 64, let key = try? PublicKey(hex: who) { return key }
-        var candidates = Array(Set(nicks.compactMap { $0.value == who ? $0.key : nil }))
+        var candidates = Array(Set(nicks.compactMap { $0.value.unsanitized == who ? $0.key : nil }))
         if candidates.isEmpty, let dot = who.firstIndex(of: "·") {
             let nick = String(who[..<dot]), fp = String(who[who.index(after: dot)...])
-            candidates = nicks.compactMap { $0.value == nick && $0.key.shortFingerprint == fp ? $0.key : nil }
+            candidates = nicks.compactMap { $0.value.unsanitized == nick && $0.key.shortFingerprint == fp ? $0.key : nil }
         }
         guard candidates.count == 1, let key = candidates.first else {
             throw NodeError(description: candidates.isEmpty
@@ -219,14 +220,14 @@ final class Node {
     private(set) var refusedNicks = 0
 
     /// Our current nick, if we ever set one.
-    var nick: String? { nicks[me] }
+    var nick: String? { nicks[me]?.unsanitized }
 
     static func now() -> UInt64 { UInt64(max(0, Date().timeIntervalSince1970 * 1000)) }
 
     // MARK: reading
 
     /// The text of an envelope in a room this node has the key of, or nil.
-    func plaintext(of envelope: Envelope) -> String? { open(envelope)?.text }
+    func plaintext(of envelope: Envelope) -> PeerText? { open(envelope)?.text }
 
     func roomName(_ id: RoomID) -> RoomName? { roomNames[id] }
 
@@ -253,7 +254,7 @@ final class Node {
         var texts: [(author: PublicKey, sequence: UInt64, text: String)] = []
         for stored in fresh {
             let e = stored.envelope
-            if let opened = open(e), opened.isMessage { texts.append((e.author, e.sequence, opened.text)) }
+            if let opened = open(e), opened.isMessage { texts.append((e.author, e.sequence, opened.text.unsanitized)) }
         }
         try store.index(texts, through: last.delivery)
         return fresh.count
@@ -276,14 +277,13 @@ final class Node {
     /// A nick from a message is held to the same rules as `/nick` (and as
     /// the handshake's): one that breaks them is not shown, and the
     /// author keeps the nick it had.
-    private func setNick(_ text: String, of author: PublicKey) {
-        guard let valid = try? Nick(text) else {
+    private func setNick(_ text: PeerText, of author: PublicKey) {
+        guard let valid = try? Nick(text.unsanitized) else {
             refusedNicks &+= 1
             return
         }
-        let text = valid.value
-        nicks[author] = text
-        confusables.set(author, nick: text)
+        nicks[author] = PeerText(valid.value)
+        confusables.set(author, nick: valid.value)
         Renderer.confusable = confusables.suspicious
     }
 }

@@ -20,7 +20,7 @@ struct Renderer {
     nonisolated(unsafe) static var style = Style.plain
 
     /// Nick of each author as known when rendering.
-    let nicks: [PublicKey: String]
+    let nicks: [PublicKey: PeerText]
 
     /// Identities the user marked as verified (`/trust`): shown with ✔. Set on the loop thread, read there.
     nonisolated(unsafe) static var trusted: Set<PublicKey> = []
@@ -36,7 +36,7 @@ struct Renderer {
     func label(_ author: PublicKey) -> String {
         let fingerprint = author.shortFingerprint + (Self.trusted.contains(author) ? "✔" : "") + (Self.forked.contains(author) ? "(forked)" : "")
         let warning = Self.confusable.contains(author) ? "⚠" : ""
-        let plain = nicks[author].map { TerminalText.sanitize($0) + warning + "·" + fingerprint } ?? fingerprint
+        let plain = nicks[author].map { "\($0)" + warning + "·" + fingerprint } ?? fingerprint
         guard case .terminal(colors: true, _) = Self.style else { return plain }
         // One of six colours, from the key, so a nick keeps its colour everywhere.
         let colour = 31 + Int(author.bytes[0] % 6)
@@ -45,7 +45,7 @@ struct Renderer {
 
     /// Whether `text` mentions our nick (a whole word, any case), in terminal style.
     func mentionsMe(_ text: String, author: PublicKey) -> Bool {
-        guard case let .terminal(_, me) = Self.style, author != me, let nick = nicks[me]?.lowercased(), !nick.isEmpty else { return false }
+        guard case let .terminal(_, me) = Self.style, author != me, let nick = nicks[me]?.unsanitized.lowercased(), !nick.isEmpty else { return false }
         let words = text.lowercased().split { !$0.isLetter && !$0.isNumber && $0 != "_" && $0 != "-" }
         return words.contains { $0 == nick }
     }
@@ -61,9 +61,8 @@ struct Renderer {
         let roomLabel = TerminalText.sanitize(room)
         let who = label(envelope.author)
         guard let opened else { return "[\(time)] \(roomLabel) <\(who)> [cannot decrypt]" }
-        let text = opened.text
-        let body = TerminalText.sanitize(text)
-        let mention = mentionsMe(text, author: envelope.author)
+        let body = opened.text.description
+        let mention = mentionsMe(opened.text.unsanitized, author: envelope.author)
         switch opened.kind {
         case .text: return highlighted("[\(time)] \(roomLabel) <\(who)> \(body)", mention)
         case .action: return highlighted("[\(time)] \(roomLabel) * \(who) \(body)", mention)

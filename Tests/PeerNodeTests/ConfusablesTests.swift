@@ -40,7 +40,7 @@ struct ConfusablesTests {
         Renderer.style = .plain
         Renderer.confusable = index.suspicious
         defer { Renderer.confusable = [] }
-        let r = Renderer(nicks: [keys[2]: "bob", keys[0]: "alice"])
+        let r = Renderer(nicks: [keys[2]: PeerText("bob"), keys[0]: PeerText("alice")])
         #expect(r.label(keys[2]) == "bob⚠·" + keys[2].shortFingerprint)
         #expect(r.label(keys[0]) == "alice·" + keys[0].shortFingerprint)
     }

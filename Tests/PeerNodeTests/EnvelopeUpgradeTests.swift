@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Gossip
+import NetworkText
 @testable import PeerNode
 import Store
 import TestSupport
@@ -48,17 +49,17 @@ struct EnvelopeUpgradeTests {
             _ = try node.store.insert(older, receivedAt: 2_000)
         }
         let node = try Node(options: options, environment: [:])
-        #expect(node.nicks[bob.publicKey] == "bob", "nicks at start read the clear kind")
+        #expect(node.nicks[bob.publicKey] == PeerText("bob"), "nicks at start read the clear kind")
         let history = try node.store.history(of: RoomID.publicRoom(.general, network: node.network), limit: 10)
-        #expect(history.compactMap { node.open($0.envelope) }.contains { $0.kind == .text && $0.text == "hello general" })
+        #expect(history.compactMap { node.open($0.envelope) }.contains { $0.kind == .text && $0.text.unsanitized == "hello general" })
         let dm = try #require(node.direct(older[2]))
-        #expect(dm.peer == bob.publicKey && dm.text == "hello alice")
+        #expect(dm.peer == bob.publicKey && dm.text.unsanitized == "hello alice")
         #expect(Set(try node.search("hello", limit: 10).map(\.envelope.id)) == [older[1].id, older[2].id])
         // A receipt for the old conversation and a reply both go to the version-2 room.
         let reply = try node.postDirect("hi bob", to: bob.publicKey)
         let conversation = RoomID.direct(try DirectKey(own: bob, peer: node.me), network: node.network)
         #expect(reply.version == 2 && reply.room == conversation)
-        #expect(node.direct(reply)?.text == "hi bob")
+        #expect(node.direct(reply)?.text.unsanitized == "hi bob")
         #expect(try node.store.sealedCount() == 0, "everything here is readable, so every row has its kind")
     }
 
@@ -80,6 +81,6 @@ struct EnvelopeUpgradeTests {
         #expect(try node.store.sealedCount() == 0)
         let summary = try #require(try node.store.roomSummaries(me: node.me).first { $0.name == name.value })
         #expect(summary.unread == 1)
-        #expect(node.open(e)?.text == "before you came")
+        #expect(node.open(e)?.text.unsanitized == "before you came")
     }
 }

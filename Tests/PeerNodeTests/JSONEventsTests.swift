@@ -8,11 +8,16 @@ struct JSONEventsTests {
     @Test("hostile text is escaped: the line stays one valid JSON object with no raw control characters")
     func escaping() throws {
         for (input, _) in TerminalTextTests.corpus {
-            let line = JSONEvents.line(["type": .string("message"), "text": .string(input), "seq": .number(7)])
-            #expect(!line.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || TerminalText.isInvisibleOrControl($0) })
-            let parsed = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-            #expect(parsed?["text"] as? String == input)
-            #expect(parsed?["seq"] as? Int == 7)
+            // Text from the network (`.text`, a PeerText) is escaped like any string, and comes back whole.
+            for value in [JSONEvents.Value.string(input), .text(PeerText(input))] {
+                let line = JSONEvents.line(["type": .string("message"), "text": value, "seq": .number(7)])
+                #expect(!line.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || TerminalText.isInvisibleOrControl($0) })
+                let parsed = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                #expect(parsed?["text"] as? String == input)
+                #expect(parsed?["seq"] as? Int == 7)
+            }
+            // Printed, it is sanitized: no control or invisible character acts on a terminal.
+            #expect(!"\(PeerText(input))".unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || TerminalText.isInvisibleOrControl($0) })
         }
         #expect(JSONEvents.line(["a": .string("\"\\")]) == #"{"a":"\"\\"}"#)
         // A format character above U+FFFF (a tag character) becomes a surrogate pair.
