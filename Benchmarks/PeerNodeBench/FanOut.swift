@@ -31,13 +31,13 @@ final class LeanLink: @unchecked Sendable {
 
     init(identity: SigningKey) throws {
         session = try LinkSession(initiator: true, identity: identity, networkKey: NetworkKey.derived(fromName: NetworkKey.defaultName),
-                                  now: ProcessInfo.processInfo.systemUptime)
+                                  now: ProcessInfo.processInfo.systemUptime, version: .newest)
     }
 
     func connect(host: String, port: UInt16, loop: EventLoop) throws {
         connection = try WebSocketClient.connect(
             host: host, port: port, path: "/peernode/1",
-            configuration: .init(subprotocols: ["peernode.1"], requireSubprotocol: true,
+            configuration: .init(subprotocols: [LinkProtocol.newest.subprotocol], requireSubprotocol: true,
                                  limits: WebSocketLimits(maximumMessageSize: 65_535, acceptsText: false)),
             callbacks: WebSocketCallbacks(
                 onOpen: { [self] _ in apply(session.start()) },
@@ -166,9 +166,9 @@ func runFanOutSender(target: String, count: Int, rate: Double? = nil) throws {
         var batch: [CarriedEnvelope] = []
         for _ in 0..<min(perMessage, count - sent) {
             sequence += 1
-            let sealed = try BodyCipher.seal(body, key: key, author: identity.publicKey, room: general, kind: .text)
+            let sealed = try SealedBody.seal(kind: .text, content: body, key: key, author: identity.publicKey, room: general)
             let e = try Envelope.sign(by: identity, sequence: sequence, previous: previous, dependencies: [], timestamp: wallMilliseconds(),
-                                      room: general, kind: .text, body: sealed)
+                                      room: general, body: sealed)
             previous = e.id
             batch.append(CarriedEnvelope(hops: 0, envelope: e))
         }

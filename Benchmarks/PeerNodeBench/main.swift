@@ -43,7 +43,7 @@ let network = NetworkKey.derived(fromName: "bench")
 let room = RoomID.publicRoom(.general, network: network)
 let roomKey = network.publicRoomKey(roomName: "#general")
 let authors = try (0..<20).map { _ in try SigningKey.generate() }
-let body = try BodyCipher.seal([UInt8](repeating: 0x61, count: 200), key: roomKey, author: authors[0].publicKey, room: room, kind: .text)
+let body = try SealedBody.seal(kind: .text, content: [UInt8](repeating: 0x61, count: 200), key: roomKey, author: authors[0].publicKey, room: room)
 
 /// `count` envelopes: 20 authors in turn, each naming the previous author's latest as a dependency.
 func makeEnvelopes(_ count: Int) throws -> [Envelope] {
@@ -57,7 +57,7 @@ func makeEnvelopes(_ count: Int) throws -> [Envelope] {
         sequences[a] += 1
         let deps = sequences[p] > 0 ? [Dependency(author: authors[p].publicKey, sequence: sequences[p])] : []
         let e = try Envelope.sign(by: authors[a], sequence: sequences[a], previous: heads[a], dependencies: deps,
-                                  timestamp: 1_764_000_000_000 + UInt64(i), room: room, kind: .text, body: body)
+                                  timestamp: 1_764_000_000_000 + UInt64(i), room: room, body: body)
         heads[a] = e.id
         out.append(e)
     }
@@ -79,9 +79,9 @@ if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "make-store", l
     for i in 0..<count {
         let w = i % writers.count
         let text = Array("catch-up \(i)".utf8)
-        let sealed = try BodyCipher.seal(text, key: key, author: writers[w].publicKey, room: general, kind: .text)
+        let sealed = try SealedBody.seal(kind: .text, content: text, key: key, author: writers[w].publicKey, room: general)
         let e = try Envelope.sign(by: writers[w], sequence: UInt64(i / writers.count + 1), previous: heads[w], dependencies: [],
-                                  timestamp: 1_764_000_000_000 + UInt64(i), room: general, kind: .text, body: sealed)
+                                  timestamp: 1_764_000_000_000 + UInt64(i), room: general, body: sealed)
         heads[w] = e.id
         batch.append(e)
         if batch.count == 1000 {
@@ -228,7 +228,7 @@ let signRate = try rate {
         signIndex += 1
         _ = try Envelope.sign(by: authors[0], sequence: signIndex + 1, previous: sample[0].id,
                               dependencies: [Dependency(author: authors[1].publicKey, sequence: signIndex)],
-                              timestamp: signIndex, room: room, kind: .text, body: body).encoded
+                              timestamp: signIndex, room: room, body: body).encoded
     }
     return 100
 }
