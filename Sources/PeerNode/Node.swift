@@ -67,7 +67,7 @@ final class Node {
             if let room = try? RoomName(name), let secret = try? SymmetricKey(bytes: key) { privateRooms[id] = (room, secret) }
         }
         // Rows hold each envelope's kind where this node can open it.
-        store.kindOf = { [unowned self] in open($0)?.kind }
+        store.kindOf = { [weak self] in self?.open($0)?.kind }
         try loadNicks()
         repairs = try repairPrivateRooms()
         Renderer.trusted = try store.trustedIdentities()
