@@ -45,12 +45,15 @@ public struct Replicator {
         /// `link` declared more authors we hold nothing of than
         /// `maximumUnknownAuthors`: this many entries were not taken.
         case clockEntriesIgnored(LinkID, Int)
+        /// This many envelopes were not pushed on `link`: their version is
+        /// newer than its peer reads (`LinkProtocol.envelopeVersion`).
+        case heldBack(LinkID, Int)
     }
 
     /// Clock entries a link may declare for authors this node holds nothing
     /// of. Made-up authors cost memory, a bigger saved clock and work on
-    /// every exchange; a real author's envelopes still come (catch-up is
-    /// sent from the peer's side), and once one is held its entry counts as
+    /// every exchange. A real author past the cap is asked for once a later
+    /// full clock admits it: once an author is held its entry counts as
     /// known, so a peer with more authors than this is caught up over
     /// several exchanges.
     public static let maximumUnknownAuthors = 4_096
@@ -98,6 +101,8 @@ public struct Replicator {
         var refilledAt: Double
         /// The peer asks for its catch-up (version 2): we do not send it unasked.
         let peerAsks: Bool
+        /// The newest envelope version the peer reads: nothing newer is pushed to it.
+        let envelopeVersion: UInt8
         /// What we asked this link for and it has not sent yet, per author.
         var asked: [PublicKey: AskedRange] = [:]
         /// Envelopes we may still ask for now (the pull budget), and when that was worked out.
@@ -142,7 +147,7 @@ public struct Replicator {
     /// earlier link, if anything; `version` is what the link speaks.
     public mutating func linkUp(_ link: LinkID, now: Double, memory: PeerClocks? = nil, version: LinkProtocol = .newest) -> [Action] {
         links[link] = Link(known: VectorClock(), lastSent: clock, declared: memory?.declared, nextExchange: jittered(now),
-                           pushTokens: pushBudget.burst, refilledAt: now, peerAsks: version.peerAsksForCatchUp,
+                           pushTokens: pushBudget.burst, refilledAt: now, peerAsks: version.peerAsksForCatchUp, envelopeVersion: version.envelopeVersion,
                            pullTokens: pullBudget.burst, pullRefilledAt: now)
         var actions: [Action]
         if let sent = memory?.sent {
@@ -370,7 +375,10 @@ public struct Replicator {
         var actions: [Action] = []
         for id in links.keys.sorted() where id != except {
             guard var l = links[id] else { continue }
-            let lacking = batch.filter { $0.envelope.sequence > l.known[$0.envelope.author] && $0.hops < CarriedEnvelope.maximumHops }
+            // Too new for the peer: not sent, and not counted as known to it.
+            let readable = batch.filter { $0.envelope.version <= l.envelopeVersion }
+            if readable.count < batch.count { actions.append(.heldBack(id, batch.count - readable.count)) }
+            let lacking = readable.filter { $0.envelope.sequence > l.known[$0.envelope.author] && $0.hops < CarriedEnvelope.maximumHops }
             guard !lacking.isEmpty else { continue }
             for c in lacking { l.known[c.envelope.author] = max(l.known[c.envelope.author], c.envelope.sequence) }
             links[id] = l

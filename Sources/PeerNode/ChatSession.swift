@@ -78,8 +78,7 @@ final class ChatSession {
                     let e = stored.envelope
                     if let name = node.roomName(e.room) { return renderer.line(e, room: name.value, opened: node.open(e)) }
                     guard let (peer, text) = node.direct(e) else { return renderer.line(e, room: "?", opened: nil) }
-                    let to = e.author == node.me ? peer : node.me
-                    return "[\(Renderer.clock(e.timestamp))] *\(renderer.label(e.author)) → \(renderer.label(to))* \(text)"
+                    return renderer.directLine(e, to: e.author == node.me ? peer : node.me, text: text)
                 }
                 let header = "-- \(found.count) \(found.count == 1 ? "message" : "messages") with \"\(TerminalText.sanitize(query))\"\(found.count == ChatSession.searchLimit ? " (the newest \(ChatSession.searchLimit))" : "")"
                 return ([header] + lines, true)

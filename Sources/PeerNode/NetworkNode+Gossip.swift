@@ -26,14 +26,6 @@ extension NetworkNode {
     }
 
     func send(_ message: GossipMessage, to id: LinkID) {
-        // A peer on an older link reads no newer envelope than its version's.
-        if case let .envelopes(batch) = message, let newest = links[id]?.version.envelopeVersion,
-           batch.contains(where: { $0.envelope.version > newest }) {
-            let readable = batch.filter { $0.envelope.version <= newest }
-            count("envelopes_too_new_for_link", by: batch.count - readable.count)
-            if !readable.isEmpty { send(.envelopes(readable), to: id) }
-            return
-        }
         // A batch goes out in messages of at most `batchBytes` (large bodies add up).
         if case let .envelopes(batch) = message, batch.count > 1 {
             let parts = GossipMessage.batches(batch)
@@ -76,6 +68,8 @@ extension NetworkNode {
                 links[id]?.connection.close(code: .policyViolation, reason: "pushing faster than \(Int(replicator.pushBudget.perSecond)) envelopes/s")
             case let .clockEntriesIgnored(_, count):
                 self.count("clock_entries_ignored", by: count)
+            case let .heldBack(_, count):
+                self.count("envelopes_too_new_for_link", by: count)
             case let .remember(id, clocks):
                 // Saved with the others at most every `peerClockSaveInterval`.
                 guard let remote = links[id]?.remote else { continue }

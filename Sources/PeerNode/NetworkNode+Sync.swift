@@ -27,9 +27,6 @@ extension NetworkNode {
         return Backlog.gaps(ours: replicator.clock, declarations: declarations, excluding: blocked.snapshot)
     }
 
-    /// All the gaps together; saturating, since peers choose the numbers.
-    static func totalMissing(_ gaps: [Gap]) -> UInt64 { Backlog.total(gaps) }
-
     /// `/sync`: one line when complete, else one line per author we lack messages of.
     func syncLines() -> [String] {
         let gaps = gaps()
@@ -40,7 +37,7 @@ extension NetworkNode {
         guard !gaps.isEmpty else {
             return ["-- in sync: this node holds everything its peers have announced (\(held) messages from \(replicator.clock.entries.count) authors; \(peers) linked)"] + forks
         }
-        let total = Self.totalMissing(gaps)
+        let total = Backlog.total(gaps)
         let now = Node.now()
         return ["-- missing \(total) messages (\(held) held)"] + gaps.prefix(20).map { gap in
             let when = gap.linked ? "linked now" : "last seen \(Self.duration(Double(now &- gap.seenAt) / 1000)) ago"
@@ -97,7 +94,7 @@ extension NetworkNode {
         guard !ownClaimsWatch.believes(now: now, patience: Self.ownClaimPatience) else { return }
         for (peer, claimed) in claims where claimed > ours && ownClaimsWatch.disbelieve(peer) {
             count("own_history_claim_ignored")
-            log.warning("\(peer.shortFingerprint) says it holds \(claimed > ours ? claimed - ours : 0) more of your messages but sent none in \(Int(Self.ownClaimPatience)) s; posting goes on without them")
+            log.warning("\(peer.shortFingerprint) says it holds \(claimed - ours) more of your messages but sent none in \(Int(Self.ownClaimPatience)) s; posting goes on without them")
         }
     }
 

@@ -2,6 +2,7 @@ import ChatText
 import Crypto
 import Foundation
 import Gossip
+import NodeCore
 import Store
 
 /// What the person (or script) sees and types: deliveries shown in causal
@@ -61,8 +62,7 @@ extension NetworkNode {
         if json {
             out.line(JSONEvents.line(["type": .string("message"), "id": .string(e.id.hex), "author": .string(e.author.hex), "nick": .text(node.nicks[e.author] ?? PeerText("")), "seq": .number(e.sequence), "kind": .string("dm"), "to": .string(to.hex), "text": .text(text), "ts": .number(e.timestamp)]))
         } else {
-            let renderer = Renderer(nicks: node.nicks)
-            out.line("[\(Renderer.clock(e.timestamp))] *\(renderer.label(e.author)) → \(renderer.label(to))* \(text)")
+            out.line(Renderer(nicks: node.nicks).directLine(e, to: to, text: text))
         }
     }
 
@@ -113,7 +113,7 @@ extension NetworkNode {
                 } else {
                     let gaps = gaps()
                     out.line(JSONEvents.line(["type": .string("sync"), "complete": .string(gaps.isEmpty ? "yes" : "no"),
-                                              "missing": .number(Self.totalMissing(gaps)), "authors": .number(UInt64(gaps.count)),
+                                              "missing": .number(Backlog.total(gaps)), "authors": .number(UInt64(gaps.count)),
                                               "forks": .number(UInt64(Set(((try? node.store.forks()) ?? []).map(\.author)).count))]))
                 }
             } else {

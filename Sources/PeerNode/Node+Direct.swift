@@ -46,17 +46,26 @@ extension Node {
     @discardableResult
     func postDirect(_ content: [UInt8], kind: Kind, to peer: PublicKey) throws -> Envelope {
         guard let c = conversation(with: peer) else { throw NodeError(description: "\(peer.shortFingerprint) is not a key a message can be sealed to") }
-        guard content.count <= Envelope.maximumPlaintextBody else {
-            throw EnvelopeError.bodyTooLarge(size: content.count, limit: Envelope.maximumPlaintextBody)
-        }
         return try appendOwn(room: c.room, kind: kind, content: content, key: c.key.conversationKey)
     }
 
-    /// Maps the conversations of every author this store knows (one X25519
-    /// each, once; again only when more authors are known).
-    func learnDirectRoomsOfKnownAuthors() {
-        guard let authors = try? store.vectorClock().entries.keys, authors.count != directRoomsMapped else { return }
-        directRoomsMapped = authors.count
+    /// Maps the version-1 conversation room of every author this store
+    /// knows (one hash each; again only once more authors are known). Enough
+    /// to recognise an invite that names a conversation: a version-2 id can
+    /// be computed only by its two parties, and the inviter's is checked
+    /// directly (`forgedPrivateRoom`).
+    func learnVersion1RoomsOfKnownAuthors() {
+        guard let authors = try? store.vectorClock().entries.keys, authors.count != version1RoomsMapped else { return }
+        version1RoomsMapped = authors.count
+        for author in authors where author != me { dmPeers[RoomID.directVersion1(me, author, network: network)] = author }
+    }
+
+    /// Maps the conversations of every author this store knows, both
+    /// versions (one X25519 each, cached; again only once more authors are
+    /// known): for our own envelopes from before this run.
+    private func learnConversationsOfKnownAuthors() {
+        guard let authors = try? store.vectorClock().entries.keys, authors.count != conversationsMapped else { return }
+        conversationsMapped = authors.count
         for author in authors { _ = conversation(with: author) }
     }
 
@@ -83,8 +92,10 @@ extension Node {
             guard let c = conversation(with: envelope.author), envelope.room == c.room || envelope.room == c.roomVersion1 else { return nil }
             return envelope.author
         }
-        // Our own, from before this run: find the other party among the authors we know.
-        if dmPeers[envelope.room] == nil { learnDirectRoomsOfKnownAuthors() }
+        // Our own, from before this run: find the other party among the
+        // authors we know, by a hash each (version 1) before an X25519 each.
+        if dmPeers[envelope.room] == nil { learnVersion1RoomsOfKnownAuthors() }
+        if dmPeers[envelope.room] == nil { learnConversationsOfKnownAuthors() }
         return dmPeers[envelope.room]
     }
 

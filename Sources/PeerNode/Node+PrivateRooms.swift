@@ -76,8 +76,8 @@ extension Node {
         if room == RoomID.publicRoom(name, network: network) || room == RoomID.publicRoom(.general, network: network) { return .publicRoom }
         if let known = roomNames[room], privateRooms[room] == nil || RoomID.publicRoom(known, network: network) == room { return .publicRoom }
         if let peer, let c = conversation(with: peer), room == c.room || room == c.roomVersion1 { return .directRoom }
-        // Any author's conversation with us (mapped once when it is not yet known).
-        if dmPeers[room] == nil { learnDirectRoomsOfKnownAuthors() }
+        // Any author's version-1 conversation with us (a hash per author, once).
+        if dmPeers[room] == nil { learnVersion1RoomsOfKnownAuthors() }
         return dmPeers[room] != nil ? .directRoom : nil
     }
 
@@ -145,7 +145,7 @@ extension Node {
             while base.utf8.count + suffix.utf8.count > RoomName.maximumLength { base.removeLast() }
             if let candidate = try? RoomName(base + suffix), !taken.contains(candidate.value) { return candidate }
         }
-        return (try? RoomName("#private-\(RoomID.random().bytes.prefix(4).map { String(format: "%02x", $0) }.joined())")) ?? name
+        return (try? RoomName("#private-" + Hex.encode(RoomID.random().bytes.prefix(4)))) ?? name
     }
 
     /// At start: a private room stored by an earlier version under a forged

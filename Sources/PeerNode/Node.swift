@@ -139,8 +139,10 @@ final class Node {
     var dmPeers: [RoomID: PublicKey] = [:]
     /// Each peer's conversation with us (`Node+Direct.swift`).
     var conversations: [PublicKey: Conversation] = [:]
-    /// How many known authors `learnDirectRoomsOfKnownAuthors` mapped.
-    var directRoomsMapped = 0
+    /// How many known authors were mapped by a hash (version-1 rooms) and by
+    /// an X25519 (conversations) (`Node+Direct.swift`).
+    var version1RoomsMapped = 0
+    var conversationsMapped = 0
 
     /// Private rooms we are in: id → name and key.
     var privateRooms: [RoomID: (name: RoomName, key: SymmetricKey)] = [:]
@@ -205,8 +207,9 @@ final class Node {
     /// dependencies from the store), `content` of `kind` sealed under `key`
     /// (version 2: kind inside, padded), signed and durably stored.
     func appendOwn(room: RoomID, kind: Kind, content: [UInt8], key: SymmetricKey) throws -> Envelope {
-        try postingGate?()
+        // Sealed first: content over the limit is refused before the gate counts a post.
         let body = try SealedBody.seal(kind: kind, content: content, key: key, author: me, room: room)
+        try postingGate?()
         let head = try store.head(of: me)
         let envelope = try Envelope.sign(
             by: identity, sequence: (head?.sequence ?? 0) + 1, previous: head?.id ?? .zero,

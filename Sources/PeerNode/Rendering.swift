@@ -73,6 +73,11 @@ struct Renderer {
         }
     }
 
+    /// A direct message between its author and `to`.
+    func directLine(_ envelope: Envelope, to: PublicKey, text: PeerText) -> String {
+        "[\(Self.clock(envelope.timestamp))] *\(label(envelope.author)) → \(label(to))* \(text)"
+    }
+
     /// Local wall-clock time of a millisecond timestamp, as HH:MM.
     static func clock(_ milliseconds: UInt64) -> String {
         var seconds = time_t(clamping: milliseconds / 1000)

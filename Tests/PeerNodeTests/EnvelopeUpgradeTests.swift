@@ -14,6 +14,14 @@ import Testing
 struct EnvelopeUpgradeTests {
     let bob = try! SigningKey.generate()  // test input
 
+    /// A node in `dir`, without discovery.
+    static func options(_ dir: TemporaryDirectory) -> Options {
+        var options = Options()
+        options.dataDirectory = dir.path
+        options.discovery = false
+        return options
+    }
+
     /// Bob's version-1 envelopes to Alice, as an earlier build signed them.
     func olderEnvelopes(to alice: PublicKey, network: NetworkKey) throws -> [Envelope] {
         let general = RoomID.publicRoom(.general, network: network)
@@ -38,9 +46,7 @@ struct EnvelopeUpgradeTests {
     @Test("version-1 nick, room message and DM are read after a restart: nick, history, search, and a reply goes to the version-2 conversation")
     func olderStore() throws {
         let dir = TemporaryDirectory()
-        var options = Options()
-        options.dataDirectory = dir.path
-        options.discovery = false
+        let options = Self.options(dir)
         let older: [Envelope]
         do {
             let node = try Node(options: options, environment: [:])
@@ -66,10 +72,7 @@ struct EnvelopeUpgradeTests {
     @Test("a room's sealed rows are filed under their kinds when the room is joined, and then count as unread")
     func filedOnJoin() throws {
         let dir = TemporaryDirectory()
-        var options = Options()
-        options.dataDirectory = dir.path
-        options.discovery = false
-        let node = try Node(options: options, environment: [:])
+        let node = try Node(options: Self.options(dir), environment: [:])
         let name = try RoomName("#later")
         let room = RoomID.publicRoom(name, network: node.network)
         let key = node.network.publicRoomKey(roomName: name.value)

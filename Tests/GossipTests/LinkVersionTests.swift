@@ -1,0 +1,29 @@
+import Crypto
+import Gossip
+import Testing
+
+@Suite("Link versions: a peer is pushed no envelope newer than its link carries")
+struct LinkVersionTests {
+    @Test("a version-2 envelope goes to a version-3 link and is held back from a version-2 link, which is not believed to hold it; a version-1 envelope goes to both")
+    func heldBack() throws {
+        let author = try SigningKey.generate()
+        let room = RoomID.random()
+        let key = SymmetricKey.generate()
+        var r = Replicator(me: author.publicKey, clock: VectorClock(), random: SystemRandomNumberGenerator())
+        _ = r.linkUp(1, now: 0, version: .v2)
+        _ = r.linkUp(2, now: 0, version: .v3)
+        let first = try Envelope.sign(by: author, sequence: 1, previous: .zero, dependencies: [], timestamp: 1, room: room, kind: .text, body: [1])
+        let sealed = try SealedBody.seal(kind: .text, content: [2], key: key, author: author.publicKey, room: room)
+        let second = try Envelope.sign(by: author, sequence: 2, previous: first.id, dependencies: [], timestamp: 2, room: room, body: sealed)
+
+        let old = r.localPost(first)
+        #expect(old.contains(.send(1, .envelopes([CarriedEnvelope(hops: 0, envelope: first)]))))
+        #expect(old.contains(.send(2, .envelopes([CarriedEnvelope(hops: 0, envelope: first)]))))
+        #expect(!old.contains { if case .heldBack = $0 { true } else { false } })
+
+        let new = r.localPost(second)
+        #expect(new == [.heldBack(1, 1), .send(2, .envelopes([CarriedEnvelope(hops: 0, envelope: second)]))])
+        #expect(r.knownClock(of: 1)?[author.publicKey] == 1, "the older link is not believed to hold what it was not sent")
+        #expect(r.knownClock(of: 2)?[author.publicKey] == 2)
+    }
+}
