@@ -41,7 +41,7 @@ let package = Package(
         .target(name: "NetworkText"),
         .target(name: "Gossip", dependencies: ["Crypto"]),
         // The node's pure parts (summaries of what peers declared, claims about our history): no I/O.
-        .target(name: "NodeCore", dependencies: ["Gossip", "Crypto"]),
+        .target(name: "NodeCore", dependencies: ["Gossip", "Crypto", "NetworkText"]),
         .target(name: "Store", dependencies: ["Gossip", "Crypto", "CSQLite"]),
         // LAN discovery: signed, sealed UDP multicast announcements; knows nothing of links.
         .target(name: "Discovery", dependencies: ["Crypto"]),
@@ -75,6 +75,8 @@ let package = Package(
         .testTarget(name: "GossipTests", dependencies: ["Gossip", "Crypto", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Gossip", "Crypto", "TestSupport"]),
         .testTarget(name: "TermUITests", dependencies: ["TermUI"]),
+        // The node core's tests: event lists and a fake clock, no processes, no sleeps.
+        .testTarget(name: "NodeCoreTests", dependencies: ["NodeCore", "Gossip", "Crypto", "NetworkText", "TestSupport"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "Crypto", "TestSupport"]),
         .testTarget(name: "PeerNodeTests", dependencies: ["PeerNode", "NodeCore", "Discovery", "Store", "Gossip", "Crypto", "WebSocket", "ChatText", "TestSupport"], exclude: ["Peers"]),
     ],

@@ -39,7 +39,7 @@ final class ChatSession {
         let opened = entries.map { node.open($0.envelope) }
         for (e, o) in zip(entries, opened) { if let o { node.observe(e.envelope, o) } }
         try node.store.markRead(id)
-        let renderer = Renderer(nicks: node.nicks)
+        let renderer = Renderer(people: node.people)
         let lines = zip(entries, opened).compactMap { e, o -> String? in
             // A receipt sealed in version 2 is only known as one once opened.
             o?.kind == .receipt ? nil : renderer.line(e.envelope, room: room.value, opened: o)
@@ -73,7 +73,7 @@ final class ChatSession {
                 return (["-- no links in this mode"], true)
             case let .search(query):
                 let found = try node.search(query, limit: ChatSession.searchLimit)
-                let renderer = Renderer(nicks: node.nicks)
+                let renderer = Renderer(people: node.people)
                 let lines = found.reversed().map { stored -> String in
                     let e = stored.envelope
                     if let name = node.roomName(e.room) { return renderer.line(e, room: name.value, opened: node.open(e)) }
@@ -119,17 +119,16 @@ final class ChatSession {
                 return (["-- no links in this mode"], true)
             case let .trust(who, on):
                 let key = try node.resolve(who)
-                try node.store.setTrusted(key, on, at: Node.now())
-                Renderer.trusted = try node.store.trustedIdentities()
-                return (["-- \(on ? "trusted" : "no longer trusted"): \(Renderer(nicks: node.nicks).label(key)) (id \(key.hex))"], true)
+                try node.setTrusted(key, on)
+                return (["-- \(on ? "trusted" : "no longer trusted"): \(Renderer(people: node.people).label(key)) (id \(key.hex))"], true)
             case let .block(who, on):
                 let key = try node.resolve(who)
                 try node.store.setBlocked(key, on, at: Node.now())
-                return (["-- \(on ? "blocked" : "unblocked") \(Renderer(nicks: node.nicks).label(key))"], true)
+                return (["-- \(on ? "blocked" : "unblocked") \(Renderer(people: node.people).label(key))"], true)
             case let .direct(who, text):
                 let peer = try node.resolve(who)
                 let e = try node.postDirect(text, to: peer)
-                return (["[\(Renderer.clock(e.timestamp))] *→ \(Renderer(nicks: node.nicks).label(peer))* \(TerminalText.sanitize(text))"], true)
+                return (["[\(Renderer.clock(e.timestamp))] *→ \(Renderer(people: node.people).label(peer))* \(TerminalText.sanitize(text))"], true)
             case let .error(message):
                 return (["error: \(message)"], true)
             }
@@ -149,7 +148,7 @@ final class ChatSession {
     private func roomList() throws -> [String] {
         let summaries = try node.store.roomSummaries(me: node.me).filter { $0.name != nil }
         guard !summaries.isEmpty else { return ["-- no rooms yet: /join #room"] }
-        let renderer = Renderer(nicks: node.nicks)
+        let renderer = Renderer(people: node.people)
         return ["-- rooms (most recent first):"] + summaries.enumerated().map { index, summary in
             let name = TerminalText.sanitize(summary.name ?? "")
             let marker = summary.name == room.value ? "*" : " "
@@ -164,6 +163,6 @@ final class ChatSession {
     }
 
     private func show(_ envelope: Envelope) -> String {
-        Renderer(nicks: node.nicks).line(envelope, room: room.value, opened: node.open(envelope))
+        Renderer(people: node.people).line(envelope, room: room.value, opened: node.open(envelope))
     }
 }

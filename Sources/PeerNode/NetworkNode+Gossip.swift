@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Gossip
+import NodeCore
 import Store
 
 /// Replication on the links: gossip messages in and out, and received
@@ -15,11 +16,11 @@ extension NetworkNode {
         case let .request(ranges): perform(replicator.requestReceived(id, ranges: ranges))
         case let .clockSince(base, entries): perform(replicator.clockSinceReceived(id, base: base, entries: entries, now: monotonic()))
         case .fullClockWanted:
-            count("full_clock_wanted_received")
+            count(.fullClockWantedReceived)
             perform(replicator.fullClockWanted(id))
         case let .stored(entries):
             perform(replicator.storedReceived(id, entries: entries, now: monotonic()))
-            if let remote = links[id]?.remote, let mine = entries.first(where: { $0.author == node.me }) {
+            if let remote = table.links[id]?.remote, let mine = entries.first(where: { $0.author == node.me }) {
                 storedArrived(mine.sequence, by: remote)
             }
         }
@@ -36,10 +37,10 @@ extension NetworkNode {
         }
         let encoded = message.encoded
         switch message {
-        case let .clock(_, full): countClock(full ? "clock_full_sent" : "clock_delta_sent", bytes: encoded.count)
-        case .clockSince: countClock("clock_since_sent", bytes: encoded.count)
-        case .fullClockWanted: countClock("full_clock_wanted_sent", bytes: encoded.count)
-        case let .envelopes(batch): count("envelopes_sent", by: batch.count)
+        case let .clock(_, full): countClock(full ? .clockFullSent : .clockDeltaSent, bytes: encoded.count)
+        case .clockSince: countClock(.clockSinceSent, bytes: encoded.count)
+        case .fullClockWanted: countClock(.fullClockWantedSent, bytes: encoded.count)
+        case let .envelopes(batch): count(.envelopesSent, by: batch.count)
         case .request, .stored: break
         }
         for chunk in GossipChunker.chunks(encoded) {
@@ -60,19 +61,19 @@ extension NetworkNode {
             case let .verifyAndStore(id, batch):
                 verifyAndStore(batch, from: id)
             case let .disconnect(id, reason):
-                count("disconnected_invalid")
+                count(.disconnectedInvalid)
                 links[id]?.connection.close(code: .policyViolation, reason: reason)
             case let .pushesLimited(id, count):
-                self.count("push_rate_limited", by: count)
-                self.count("disconnected_flood")
+                self.count(.pushRateLimited, by: count)
+                self.count(.disconnectedFlood)
                 links[id]?.connection.close(code: .policyViolation, reason: "pushing faster than \(Int(replicator.pushBudget.perSecond)) envelopes/s")
             case let .clockEntriesIgnored(_, count):
-                self.count("clock_entries_ignored", by: count)
+                self.count(.clockEntriesIgnored, by: count)
             case let .heldBack(_, count):
-                self.count("envelopes_too_new_for_link", by: count)
+                self.count(.envelopesTooNewForLink, by: count)
             case let .remember(id, clocks):
                 // Saved with the others at most every `peerClockSaveInterval`.
-                guard let remote = links[id]?.remote else { continue }
+                guard let remote = table.links[id]?.remote else { continue }
                 unsavedPeerClocks[remote] = clocks
             }
         }
@@ -106,7 +107,7 @@ extension NetworkNode {
     func verifyAndStore(_ batch: [CarriedEnvelope], from id: LinkID) {
         if storeFull {
             // Refused, not lost: the clock exchange offers them again once there is room.
-            count("store_full", by: batch.count)
+            count(.storeFull, by: batch.count)
             perform(replicator.stored(from: id, checked: batch, inserted: [], invalid: 0, newClock: [], now: monotonic()))
             return
         }
@@ -126,7 +127,7 @@ extension NetworkNode {
     }
 
     func store(_ valid: [CarriedEnvelope], checked batch: [CarriedEnvelope], from id: LinkID) {
-        if valid.count < batch.count { count("invalid_envelope", by: batch.count - valid.count) }
+        if valid.count < batch.count { count(.invalidEnvelope, by: batch.count - valid.count) }
         var inserted: [CarriedEnvelope] = []
         var clock: [Dependency] = []
         do {
@@ -135,7 +136,7 @@ extension NetworkNode {
                 switch o {
                 case .inserted: inserted.append(c)
                 case let .fork(kept), let .brokenChain(kept):
-                    count("fork")
+                    count(.fork)
                     forkFound(c.envelope, kept: kept)
                 case .duplicate: break
                 }
@@ -152,12 +153,12 @@ extension NetworkNode {
     /// An author signed two different envelopes at one sequence (or broke its
     /// own chain): shown once per author, and marked on its label from then on.
     func forkFound(_ e: Envelope, kept: MessageID) {
-        guard Renderer.forked.insert(e.author).inserted, !relay else { return }
+        guard node.noteFork(e.author), !relay else { return }
         if json {
             out.line(JSONEvents.line(["type": .string("fork"), "author": .string(e.author.hex), "seq": .number(e.sequence),
                                       "kept": .string(kept.hex), "fork": .string(e.id.hex)]))
         } else {
-            out.line("-- ⚠ \(Renderer(nicks: node.nicks).label(e.author)) signed two different messages as number \(e.sequence); the first held is kept. "
+            out.line("-- ⚠ \(Renderer(people: node.people).label(e.author)) signed two different messages as number \(e.sequence); the first held is kept. "
                 + "Its key may be in two places (copied, or restored from a backup): /sync lists forks")
         }
     }
@@ -185,12 +186,12 @@ extension NetworkNode {
         return batch.indices.filter { flags[$0] }.map { batch[$0] }
     }
 
-    func count(_ reason: String, by n: Int = 1) {
-        counters[reason, default: 0] += n
+    func count(_ counter: Counter, by n: Int = 1) {
+        counters.add(counter, n)
     }
 
-    func countClock(_ kind: String, bytes: Int) {
+    func countClock(_ kind: Counter, bytes: Int) {
         count(kind)
-        count("clock_bytes_sent", by: bytes)
+        count(.clockBytesSent, by: bytes)
     }
 }

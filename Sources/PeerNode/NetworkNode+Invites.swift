@@ -2,6 +2,7 @@ import ChatText
 import Crypto
 import Foundation
 import Gossip
+import NodeCore
 import Store
 
 /// Invites to private rooms: shown when they arrive, and nothing more until
@@ -11,7 +12,7 @@ extension NetworkNode {
     /// it names a room that cannot be private (a public or direct room: it
     /// would have replaced that room's key).
     func invited(by peer: PublicKey, _ invite: Invite) {
-        let renderer = Renderer(nicks: node.nicks)
+        let renderer = Renderer(people: node.people)
         let refusal: InviteRefusal?
         do {
             refusal = try node.receiveInvite(invite, from: peer)
@@ -20,7 +21,7 @@ extension NetworkNode {
             return
         }
         if let refusal {
-            count("invite_refused")
+            count(.inviteRefused)
             if json {
                 out.line(JSONEvents.line(["type": .string("invite_refused"), "by": .string(peer.hex), "room": .string(invite.name.value), "reason": .string(refusal.description)]))
             } else {
@@ -73,7 +74,7 @@ extension NetworkNode {
     /// `/invites`: who invited us where, oldest first.
     func listInvites() {
         let pending = (try? node.pendingInvites()) ?? []
-        let renderer = Renderer(nicks: node.nicks)
+        let renderer = Renderer(people: node.people)
         if json {
             for p in pending {
                 out.line(JSONEvents.line(["type": .string("invite"), "by": .string(p.inviter.hex), "nick": .text(node.nicks[p.inviter] ?? PeerText("")),

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Gossip
+import NodeCore
 import WebSocket
 
 /// What a relay adds: `GET /healthz` and `GET /metrics` on their own
@@ -48,11 +49,7 @@ extension NetworkNode {
     }
 
     /// Remote identities with a link up, one per peer.
-    var linkedPeers: [LinkID: PublicKey] {
-        var out: [LinkID: PublicKey] = [:]
-        for (id, link) in links { if let remote = link.remote { out[id] = remote } }
-        return out
-    }
+    var linkedPeers: [LinkID: PublicKey] { table.linkedPeers }
 
     func metrics() -> String {
         var lines: [String] = []
@@ -64,17 +61,13 @@ extension NetworkNode {
         let peers = linkedPeers
         metric("links", "gauge", "Links up now.", [("", peers.count)])
         metric("peers_known", "gauge", "Peers known: linked, or found by discovery.",
-               [("", Set(peers.values).union(dialers.compactMap { $0.retired ? nil : $0.remote }).count)])
+               [("", Set(peers.values).union(table.dialers.values.compactMap { $0.retired ? nil : $0.remote }).count)])
         metric("envelopes_stored", "gauge", "Envelopes in the store.", [("", (try? node.store.envelopeCount()) ?? 0)])
         metric("store_bytes", "gauge", "Bytes of the database on disk.", [("", Int(clamping: node.store.bytesOnDisk))])
-        metric("envelopes_relayed_total", "counter", "Envelopes sent to peers.", [("", counters["envelopes_sent"] ?? 0)])
-        metric("bytes_received_total", "counter", "Bytes received on links.", [("", counters["bytes_in"] ?? 0)])
-        metric("bytes_sent_total", "counter", "Bytes sent on links.", [("", counters["bytes_out"] ?? 0)])
-        let dropReasons = ["invalid_envelope", "fork", "store_full", "bad_gossip_message", "disconnected_invalid", "websocket_handshake_failed",
-                           "wrong_network_key", "bad_identity", "handshake_timeout", "malformed_handshake", "transport_decrypt_failed",
-                           "blocked", "unexpected_identity", "self_connection", "nonce_exhausted",
-                           "too_many_connections_from_address", "push_rate_limited", "disconnected_flood"]
-        var drops = dropReasons.map { (labels: "{reason=\"\($0)\"}", value: counters[$0] ?? 0) }
+        metric("envelopes_relayed_total", "counter", "Envelopes sent to peers.", [("", counters[.envelopesSent])])
+        metric("bytes_received_total", "counter", "Bytes received on links.", [("", counters[.bytesIn])])
+        metric("bytes_sent_total", "counter", "Bytes sent on links.", [("", counters[.bytesOut])])
+        var drops = Counter.drops.map { (labels: "{reason=\"\($0.rawValue)\"}", value: counters[$0]) }
         for (key, value) in (discovery?.counters ?? [:]).sorted(by: { $0.key < $1.key }) where key.hasPrefix("discovery_drop_") {
             drops.append((labels: "{reason=\"discovery_\(key.dropFirst("discovery_drop_".count))\"}", value: value))
         }

@@ -30,7 +30,7 @@ extension NetworkNode {
     /// `/sync`: one line when complete, else one line per author we lack messages of.
     func syncLines() -> [String] {
         let gaps = gaps()
-        let renderer = Renderer(nicks: node.nicks)
+        let renderer = Renderer(people: node.people)
         let held = replicator.clock.total
         let peers = Set(linkedPeers.values).count
         let forks = forkLines(renderer)
@@ -93,7 +93,7 @@ extension NetworkNode {
         ownClaimsWatch.update(claims: claims, ours: ours, now: now, patience: Self.ownClaimPatience)
         guard !ownClaimsWatch.believes(now: now, patience: Self.ownClaimPatience) else { return }
         for (peer, claimed) in claims where claimed > ours && ownClaimsWatch.disbelieve(peer) {
-            count("own_history_claim_ignored")
+            count(.ownHistoryClaimIgnored)
             log.warning("\(peer.shortFingerprint) says it holds \(claimed - ours) more of your messages but sent none in \(Int(Self.ownClaimPatience)) s; posting goes on without them")
         }
     }

@@ -21,7 +21,7 @@ extension NetworkNode {
         let authors = (try? node.store.authors(in: room)) ?? []
         guard !authors.isEmpty else { return ["-- nobody has posted in \(session.room.value) yet"] }
         let online = Set(linkedPeers.values)
-        let renderer = Renderer(nicks: node.nicks)
+        let renderer = Renderer(people: node.people)
         return ["-- \(session.room.value): \(authors.count) \(authors.count == 1 ? "member" : "members")"] + authors.map { author in
             let state = author == node.me ? "you" : online.contains(author) ? "linked" : "not linked"
             return "   \(renderer.label(author))  \(state)"
@@ -44,20 +44,20 @@ extension NetworkNode {
         let now = monotonic()
         var rows: [PeerRow] = []
         var shown: Set<PublicKey> = []
-        for (id, link) in links.sorted(by: { $0.key < $1.key }) {
+        for (id, link) in table.links.sorted(by: { $0.key < $1.key }) {
             guard let remote = link.remote, shown.insert(remote).inserted else { continue }
             let known = replicator.knownClock(of: id) ?? VectorClock()
-            rows.append(PeerRow(id: remote, address: link.connection.remoteAddress, state: "linked", linkedFor: now - (link.since ?? now),
-                                roundTrip: link.roundTrip, sending: replicator.clock.count(beyond: known),
+            rows.append(PeerRow(id: remote, address: link.address, state: "linked", linkedFor: now - (link.since ?? now),
+                                roundTrip: links[id]?.roundTrip, sending: replicator.clock.count(beyond: known),
                                 receiving: known.count(beyond: replicator.clock)))
         }
-        for dialer in dialers where !dialer.retired {
+        for (_, dialer) in table.dialersInOrder where !dialer.retired {
             guard let remote = dialer.remote, shown.insert(remote).inserted else { continue }
-            rows.append(PeerRow(id: remote, address: "\(dialer.host):\(dialer.port)", state: dialer.discovered ? "found on the LAN" : "--peer",
+            rows.append(PeerRow(id: remote, address: dialer.address, state: dialer.discovered ? "found on the LAN" : "--peer",
                                 linkedFor: nil, roundTrip: nil, sending: 0, receiving: 0))
         }
-        for dialer in dialers where dialer.remote == nil {
-            rows.append(PeerRow(id: nil, address: "\(dialer.host):\(dialer.port)", state: "--peer, not linked yet",
+        for (_, dialer) in table.dialersInOrder where dialer.remote == nil {
+            rows.append(PeerRow(id: nil, address: dialer.address, state: "--peer, not linked yet",
                                 linkedFor: nil, roundTrip: nil, sending: 0, receiving: 0))
         }
         return rows
@@ -65,7 +65,7 @@ extension NetworkNode {
 
     /// `/peers`: linked nodes (address, since, round trip, sync state) and found ones not linked.
     func peerLines() -> [String] {
-        let renderer = Renderer(nicks: node.nicks)
+        let renderer = Renderer(people: node.people)
         let lines = peerRows().map { row -> String in
             let who = row.id.map { renderer.label($0) } ?? "?"
             guard let linkedFor = row.linkedFor else {

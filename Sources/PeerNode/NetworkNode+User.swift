@@ -51,7 +51,7 @@ extension NetworkNode {
             guard opened.isMessage else { return }
             out.line(JSONEvents.line(["type": .string("message"), "id": .string(e.id.hex), "author": .string(e.author.hex), "nick": .text(node.nicks[e.author] ?? PeerText("")), "seq": .number(e.sequence), "room": .string(roomName.value), "kind": .string(opened.kind == .text ? "text" : "action"), "text": .text(opened.text), "ts": .number(e.timestamp)]))
         } else {
-            out.line(Renderer(nicks: node.nicks).line(e, room: roomName.value, opened: opened))
+            out.line(Renderer(people: node.people).line(e, room: roomName.value, opened: opened))
         }
     }
 
@@ -62,7 +62,7 @@ extension NetworkNode {
         if json {
             out.line(JSONEvents.line(["type": .string("message"), "id": .string(e.id.hex), "author": .string(e.author.hex), "nick": .text(node.nicks[e.author] ?? PeerText("")), "seq": .number(e.sequence), "kind": .string("dm"), "to": .string(to.hex), "text": .text(text), "ts": .number(e.timestamp)]))
         } else {
-            out.line(Renderer(nicks: node.nicks).directLine(e, to: to, text: text))
+            out.line(Renderer(people: node.people).directLine(e, to: to, text: text))
         }
     }
 
@@ -83,7 +83,7 @@ extension NetworkNode {
                 let peer = try node.resolve(who)
                 let e = try node.invite(peer, to: try RoomName(room))
                 perform(replicator.localPost(e))
-                if !json { out.line("-- invited \(Renderer(nicks: node.nicks).label(peer)) to \(TerminalText.sanitize(room))") }
+                if !json { out.line("-- invited \(Renderer(people: node.people).label(peer)) to \(TerminalText.sanitize(room))") }
             } catch {
                 out.line(json ? JSONEvents.line(["type": .string("error"), "error": .string("\(error)")]) : "error: \(error)")
             }
@@ -127,12 +127,8 @@ extension NetworkNode {
                 let key = try node.resolve(who)
                 try node.store.setBlocked(key, on, at: Node.now())
                 blocked.set(try node.store.blockedIdentities())
-                if on {
-                    for link in links.values where link.remote == key {
-                        link.connection.close(code: .policyViolation, reason: "blocked")
-                    }
-                }
-                if !json { out.line("-- \(on ? "blocked" : "unblocked") \(Renderer(nicks: node.nicks).label(key))") }
+                if on { perform(table.block(key)) }
+                if !json { out.line("-- \(on ? "blocked" : "unblocked") \(Renderer(people: node.people).label(key))") }
             } catch {
                 out.line(json ? JSONEvents.line(["type": .string("error"), "error": .string("\(error)")]) : "error: \(error)")
             }
@@ -180,8 +176,8 @@ extension NetworkNode {
 
     /// `/stats`: one line (JSON or plain), counters sorted by name.
     func showStats() {
-        var pairs: [(String, JSONEvents.Value)] = [("type", .string("stats")), ("links", .number(UInt64(links.values.filter { $0.remote != nil }.count)))]
-        var all = counters.merging(discovery?.counters ?? [:]) { a, _ in a }
+        var pairs: [(String, JSONEvents.Value)] = [("type", .string("stats")), ("links", .number(UInt64(linkedPeers.count)))]
+        var all = counters.byName.merging(discovery?.counters ?? [:]) { a, _ in a }
         if node.refusedNicks > 0 { all["bad_nick"] = node.refusedNicks }
         pairs += all.sorted { $0.key < $1.key }.map { ($0.key, .number(UInt64(max(0, $0.value)))) }
         if json {

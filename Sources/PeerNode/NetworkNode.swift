@@ -13,17 +13,14 @@ import WebSocket
 /// callbacks, ticks, and stdin lines are all handed to that loop), which is
 /// what makes the unchecked `Sendable` sound.
 final class NetworkNode: @unchecked Sendable {
+    /// What the shell keeps of one open connection; who it carries, and
+    /// its dialler, are the link table's (`table`).
     struct Link {
         let connection: WebSocketConnection
         var session: LinkSession
         /// The version agreed in the WebSocket handshake.
         let version: LinkProtocol
         var chunker = GossipChunker()
-        var remote: PublicKey?
-        let dialed: Bool
-        let dialer: Int?
-        /// When the handshake finished (monotonic seconds).
-        var since: Double?
         /// Smoothed round-trip time (seconds), from WebSocket pings.
         var roundTrip: Double?
         /// The probe in flight: its number (the ping's payload) and when it left.
@@ -33,28 +30,11 @@ final class NetworkNode: @unchecked Sendable {
         var catchUp: [CatchUpRange] = []
     }
 
-    struct Dialer {
-        var host: String
-        var port: UInt16
-        var attempt = 0
-        var nextTry = 0.0
-        var connecting = false
-        /// Learned at the first handshake (or known from discovery): lets a
-        /// redial be skipped while linked, and refuses anyone else.
-        var remote: PublicKey?
-        /// Made for a peer that discovery found; retired when it expires.
-        var discovered = false
-        var retired = false
-    }
-
     /// Bytes that may wait unsent on one link before its peer counts as not
     /// reading and the link is closed. Catch-up is paced (1 MiB window), so
     /// this is about live pushes only.
     static let linkSendQueue = 8 << 20
 
-    /// Reconnect backoff: 0.5 s doubling up to 30 s, with ±25 % jitter.
-    static let backoffBase = 0.5
-    static let backoffCap = 30.0
     /// Default listen address (the issue's contract).
     static let defaultListen = "0.0.0.0:7733"
     /// Largest WebSocket message on a link: one Noise message.
@@ -67,25 +47,23 @@ final class NetworkNode: @unchecked Sendable {
     let session: ChatSession
     var replicator: Replicator
     var links: [LinkID: Link] = [:]
+    /// Who each link carries, the diallers, the tie-break and backoff (pure).
+    var table: LinkTable
     private var linkOf: [ObjectIdentifier: LinkID] = [:]
     private var nextLink = 1
-    var dialers: [Dialer] = []
     var lastShown: Int64
     var server: WebSocketServer?
     var discovery: DiscoveryService?
     private(set) var listenAddress = ""
     /// The port links are accepted on (0: none), as discovery announces it.
     private(set) var listenPort: UInt16 = 0
-    /// What happened, by name: refusals and failures by reason, clock
-    /// messages by kind and their bytes (`/stats` shows them).
-    var counters: [String: Int] = [:]
-    private var random = SystemRandomNumberGenerator()
+    /// What happened: refusals and failures by reason, clock messages by
+    /// kind and their bytes (`/stats` shows them).
+    var counters = Counters()
     /// Read by link handshakes (possibly on another thread), changed by /block.
     let blocked = BlockList()
-    /// Peers whose link the other side closed as a duplicate: their other
-    /// link is on its way, so `peer_down` waits until this deadline.
-    private var pendingDown: [PublicKey: Double] = [:]
-    static let duplicateGrace = 5.0
+    /// The close reason of a link that lost the tie-break: the other side
+    /// keeps the peer up for `LinkTable.duplicateGrace`.
     static let duplicateReason = "duplicate link"
 
     /// Receipts to send: room → state → author → highest sequence delivered/read.
@@ -122,9 +100,6 @@ final class NetworkNode: @unchecked Sendable {
     /// Whether peers' claims to hold more of our messages than we do are
     /// borne out (`NetworkNode+Sync.swift`).
     var ownClaimsWatch = OwnHistoryClaims()
-    /// Addresses where a dial for a discovered peer reached another
-    /// identity: until when, and who answered (`NetworkNode+Discovery.swift`).
-    var misdirected: [String: (until: Double, answered: PublicKey)] = [:]
     /// Per-peer clocks not written yet, and when they last were (`savePeerClocks`).
     var unsavedPeerClocks: [PublicKey: PeerClocks] = [:]
     /// Relay: the server of `/healthz` and `/metrics`, and whether its samples name peers.
@@ -153,6 +128,7 @@ final class NetworkNode: @unchecked Sendable {
         loop = try EventLoop()
         session = try ChatSession(node: node, room: room)
         replicator = Replicator(me: node.me, clock: try node.store.vectorClock(), random: SystemRandomNumberGenerator())
+        table = LinkTable(me: node.me, random: SystemRandomNumberGenerator())
         lastShown = node.store.lastDeliveryNumber
         blocked.set(try node.store.blockedIdentities())
         node.postingGate = { [weak self] in
@@ -184,7 +160,7 @@ final class NetworkNode: @unchecked Sendable {
             limits: WebSocketLimits(maximumMessageSize: Self.maximumLinkMessage, maximumSendQueue: Self.linkSendQueue, acceptsText: false))
         // Runs on the loop, as everything here does.
         configuration.maximumConnectionsPerAddress = maximumConnectionsPerAddress
-        configuration.onRefused = { @Sendable [self] _ in count("too_many_connections_from_address") }
+        configuration.onRefused = { @Sendable [self] _ in count(.tooManyConnectionsFromAddress) }
         let server = WebSocketServer(
             loop: loop,
             configuration: configuration,
@@ -201,7 +177,7 @@ final class NetworkNode: @unchecked Sendable {
         }
         for peer in peers {
             guard let (h, p) = Self.parse(peerURL: peer) else { throw NodeError(description: "--peer needs ws://HOST:PORT, got \(peer)") }
-            dialers.append(Dialer(host: h, port: p))
+            table.addPeer(host: h, port: p)
         }
         if let discovery { startDiscovery(discovery, listening: self.server != nil) }
         loop.start()
@@ -220,7 +196,7 @@ final class NetworkNode: @unchecked Sendable {
 
     // MARK: links
 
-    func callbacks(dialer: Int?) -> WebSocketCallbacks {
+    func callbacks(dialer: LinkTable.DialerID?) -> WebSocketCallbacks {
         WebSocketCallbacks(
             onOpen: { [self] c in opened(c, dialer: dialer) },
             onMessage: { [self] c, m in
@@ -232,35 +208,35 @@ final class NetworkNode: @unchecked Sendable {
             },
             onClose: { [self] c, info in closed(c, reason: info.reason) },
             onHandshakeFailure: { [self] c, error in
-                count("websocket_handshake_failed")
+                count(.websocketHandshakeFailed)
                 log.warning("link to \(c.remoteAddress) failed: \(error)")
-                if let dialer { redialLater(dialer) }
+                if let dialer { table.dialFailed(dialer, now: monotonic()) }
             })
     }
 
-    func opened(_ c: WebSocketConnection, dialer: Int?) {
-        let expected = dialer.flatMap { dialers[$0].remote }
+    func opened(_ c: WebSocketConnection, dialer: LinkTable.DialerID?) {
         let blocked = self.blocked
-        // Both ends required a subprotocol we offered, so this only fails on a bug.
-        guard let version = LinkProtocol(subprotocol: c.subprotocol) else {
-            c.close(code: .protocolError, reason: "no link version agreed")
-            return
-        }
-        guard let session = try? LinkSession(
-            initiator: dialer != nil, identity: node.identity, networkKey: node.network, now: monotonic(),
-            expectedRemote: expected, isBlocked: { blocked.contains($0) }, nick: node.nick ?? pendingNick, version: version) else {
+        // Both ends required a subprotocol we offered, so these fail only on a bug.
+        guard let version = LinkProtocol(subprotocol: c.subprotocol),
+              let session = try? LinkSession(
+                initiator: dialer != nil, identity: node.identity, networkKey: node.network, now: monotonic(),
+                expectedRemote: table.expectedRemote(of: dialer), isBlocked: { blocked.contains($0) }, nick: node.nick ?? pendingNick, version: version)
+        else {
             c.close(code: .internalError, reason: "cannot start the link handshake")
+            // Never a link, so its close is not reported: the dialler tries again.
+            if let dialer { table.dialFailed(dialer, now: monotonic()) }
             return
         }
         let id = nextLink
         nextLink += 1
-        links[id] = Link(connection: c, session: session, version: version, remote: nil, dialed: dialer != nil, dialer: dialer)
+        links[id] = Link(connection: c, session: session, version: version)
         linkOf[ObjectIdentifier(c)] = id
+        table.opened(id, dialer: dialer, address: c.remoteAddress)
         if dialer != nil { apply(links[id]?.session.start() ?? [], on: id) }
     }
 
     func receive(_ bytes: [UInt8], on id: LinkID) {
-        count("bytes_in", by: bytes.count)
+        count(.bytesIn, by: bytes.count)
         lastLinkTraffic = monotonic()
         guard var link = links[id] else { return }
         let actions = link.session.receive(bytes)
@@ -273,10 +249,10 @@ final class NetworkNode: @unchecked Sendable {
             guard let link = links[id] else { return }
             switch action {
             case let .send(bytes):
-                count("bytes_out", by: bytes.count)
+                count(.bytesOut, by: bytes.count)
                 link.connection.send(.binary(bytes))
             case let .established(remote):
-                established(id, remote: remote)
+                perform(table.established(id, remote: remote, now: monotonic()))
             case let .deliver(chunk):
                 guard var l = links[id] else { return }
                 do {
@@ -284,102 +260,88 @@ final class NetworkNode: @unchecked Sendable {
                     links[id] = l
                     if let whole { gossip(try GossipMessage.decode(whole), from: id) }
                 } catch {
-                    count("bad_gossip_message")
+                    count(.badGossipMessage)
                     link.connection.close(code: .policyViolation, reason: "bad gossip message: \(error)")
                 }
             case let .close(failure):
-                count(failure.counterName)
-                if case let .unexpectedIdentity(_, got) = failure, let d = link.dialer { misdirectedDial(d, answered: got, now: monotonic()) }
+                count(Counter(failure))
+                if case let .unexpectedIdentity(_, got) = failure { perform(table.misdirected(id, answered: got, now: monotonic())) }
                 log.warning("link from \(link.connection.remoteAddress) refused: \(failure)", ["reason": failure.counterName])
                 link.connection.close(code: .policyViolation, reason: failure.description)
             }
         }
     }
 
-    func established(_ id: LinkID, remote: PublicKey) {
-        guard var link = links[id] else { return }
-        // A dialler learns who answers, so it can skip redials while linked.
-        if let d = link.dialer {
-            dialers[d].remote = remote
-            dialers[d].attempt = 0
+    /// Does what the link table decided.
+    func perform(_ effects: [LinkTable.Effect]) {
+        for effect in effects {
+            switch effect {
+            case let .dial(d, host, port):
+                dial(d, host: host, port: port)
+            case let .close(id, .duplicate):
+                links[id]?.connection.close(code: .normal, reason: Self.duplicateReason)
+            case let .close(id, .blocked):
+                links[id]?.connection.close(code: .policyViolation, reason: "blocked")
+            case let .up(id, remote, announce):
+                linkUp(id, remote: remote, announce: announce)
+            case let .down(id):
+                replicator.linkDown(id)
+            case let .peerDown(remote, reason):
+                discovery?.setLinked(remote, false)
+                if relay {
+                    log.info("link down", ["peer": remote.hex, "reason": reason?.description ?? ""])
+                } else if json {
+                    out.line(JSONEvents.line(["type": .string("peer_down"), "id": .string(remote.hex)]))
+                } else {
+                    out.line("-- link to \(remote.shortFingerprint) closed" + (reason.map { ": \($0)" } ?? ""))
+                }
+            case let .count(counter):
+                count(counter)
+            case let .misdirected(address, announced, answered, until):
+                log.warning("\(address) was announced for \(announced?.shortFingerprint ?? "?") but \(answered.shortFingerprint) answered; "
+                    + "not dialled there for \(Int(until - monotonic())) s")
+            }
         }
-        // One link per pair: keep the connection dialled by the smaller id.
-        var alreadyAnnounced = pendingDown.removeValue(forKey: remote) != nil
-        if let (otherID, other) = links.first(where: { $0.key != id && $0.value.remote == remote }) {
-            alreadyAnnounced = true
-            let dialer = { (l: Link) -> PublicKey in l.dialed ? self.node.me : remote }
-            let keepNew = dialer(link) < dialer(other) || (dialer(link) == dialer(other) && id > otherID)
-            let loser = keepNew ? otherID : id
-            links[loser]?.remote = nil
-            replicator.linkDown(loser)
-            links[loser]?.connection.close(code: .normal, reason: Self.duplicateReason)
-            if !keepNew { return }
-        }
-        link.remote = remote
-        link.since = monotonic()
-        links[id] = link
-        probeRoundTrip(on: id, now: link.since ?? 0)
+    }
+
+    /// A link carries `remote` now (`announce`: it was not up just before).
+    func linkUp(_ id: LinkID, remote: PublicKey, announce: Bool) {
+        guard let link = links[id] else { return }
+        let now = monotonic()
+        probeRoundTrip(on: id, now: now)
         discovery?.setLinked(remote, true)
-        if alreadyAnnounced {
+        if !announce {
             // The peer stays up: only the connection under it changed.
         } else if relay {
             log.info("link up", ["peer": remote.hex, "nick": link.session.remoteNick ?? "", "addr": link.connection.remoteAddress])
         } else {
             // The nick from its messages if we have them, else the one it claimed in the handshake.
-            var nicks = node.nicks
-            if nicks[remote] == nil, let claimed = link.session.remoteNick { nicks[remote] = PeerText(claimed) }
+            var people = node.people
+            if people.nicks[remote] == nil, let claimed = link.session.remoteNick { people.nicks[remote] = PeerText(claimed) }
             if json {
-                out.line(JSONEvents.line(["type": .string("peer_up"), "id": .string(remote.hex), "nick": .text(nicks[remote] ?? PeerText("")), "addr": .string(link.connection.remoteAddress)]))
+                out.line(JSONEvents.line(["type": .string("peer_up"), "id": .string(remote.hex), "nick": .text(people.nicks[remote] ?? PeerText("")), "addr": .string(link.connection.remoteAddress)]))
             } else {
-                out.line("-- linked to \(Renderer(nicks: nicks).label(remote)) at \(link.connection.remoteAddress)")
+                out.line("-- linked to \(Renderer(people: people).label(remote)) at \(link.connection.remoteAddress)")
             }
         }
         // What we remember of this peer makes the clock exchange cost what changed.
-        perform(replicator.linkUp(id, now: monotonic(), memory: peerClocks(of: remote), version: link.version))
+        perform(replicator.linkUp(id, now: now, memory: peerClocks(of: remote), version: link.version))
     }
 
     func closed(_ c: WebSocketConnection, reason: PeerText) {
-        guard let id = linkOf.removeValue(forKey: ObjectIdentifier(c)), let link = links.removeValue(forKey: id) else { return }
-        if let remote = link.remote {
-            replicator.linkDown(id)
-            if reason.unsanitized == Self.duplicateReason {
-                // The peer kept our other link, which is still being set up here.
-                if !links.values.contains(where: { $0.remote == remote }) { pendingDown[remote] = monotonic() + Self.duplicateGrace }
-            } else if !links.values.contains(where: { $0.remote == remote }) {
-                discovery?.setLinked(remote, false)
-                if relay {
-                    log.info("link down", ["peer": remote.hex, "reason": reason.description])
-                } else if json { out.line(JSONEvents.line(["type": .string("peer_down"), "id": .string(remote.hex)])) } else { out.line("-- link to \(remote.shortFingerprint) closed: \(reason)") }
-            }
-        }
-        if let d = link.dialer { redialLater(d) }
+        guard let id = linkOf.removeValue(forKey: ObjectIdentifier(c)), links.removeValue(forKey: id) != nil else { return }
+        perform(table.closed(id, reason: reason, duplicate: reason.unsanitized == Self.duplicateReason, now: monotonic()))
     }
 
-    func redialLater(_ d: Int) {
-        dialers[d].connecting = false
-        let delay = min(Self.backoffCap, Self.backoffBase * pow(2, Double(dialers[d].attempt)))
-        dialers[d].attempt = min(dialers[d].attempt + 1, 16)
-        dialers[d].nextTry = monotonic() + delay * Double.random(in: 0.75...1.25, using: &random)
-    }
-
-    func dial(_ d: Int) {
-        if let remote = dialers[d].remote, links.values.contains(where: { $0.remote == remote }) {
-            dialers[d].nextTry = monotonic() + Self.backoffCap
-            return
-        }
-        if let until = heldUntil(d, now: monotonic()) {
-            dialers[d].nextTry = until
-            return
-        }
-        dialers[d].connecting = true
+    func dial(_ d: LinkTable.DialerID, host: String, port: UInt16) {
         do {
             _ = try WebSocketClient.connect(
-                host: dialers[d].host, port: dialers[d].port, path: "/peernode/1",
+                host: host, port: port, path: "/peernode/1",
                 configuration: .init(subprotocols: LinkProtocol.subprotocols, requireSubprotocol: true,
                                      limits: WebSocketLimits(maximumMessageSize: Self.maximumLinkMessage, maximumSendQueue: Self.linkSendQueue, acceptsText: false)),
                 callbacks: callbacks(dialer: d), loop: loop)
         } catch {
-            redialLater(d)
+            table.dialFailed(d, now: monotonic())
         }
     }
 
@@ -417,12 +379,6 @@ final class NetworkNode: @unchecked Sendable {
                 promptChanged(current)
             }
         }
-        for (remote, deadline) in pendingDown where now >= deadline {
-            pendingDown[remote] = nil
-            if !links.values.contains(where: { $0.remote == remote }) {
-                if json { out.line(JSONEvents.line(["type": .string("peer_down"), "id": .string(remote.hex)])) } else { out.line("-- link to \(remote.shortFingerprint) closed") }
-            }
-        }
         perform(replicator.tick(now: now))
         savePeerClocks(now: now)
         watchOwnClaims(now: now)
@@ -433,11 +389,9 @@ final class NetworkNode: @unchecked Sendable {
             let actions = link.session.tick(now: now)
             links[id] = link
             apply(actions, on: id)
-            if link.remote != nil, now - link.lastProbe >= Self.roundTripProbeInterval { probeRoundTrip(on: id, now: now) }
+            if table.links[id]?.remote != nil, now - link.lastProbe >= Self.roundTripProbeInterval { probeRoundTrip(on: id, now: now) }
         }
-        for d in dialers.indices where !dialers[d].connecting && !dialers[d].retired && now >= dialers[d].nextTry {
-            dial(d)
-        }
+        perform(table.tick(now: now))
     }
 
     /// At a clean exit, after the links closed: the WAL folded into the

@@ -33,8 +33,10 @@ final class Node {
     let store: Store
     /// The identity key was made by this start (not found on disk).
     let identityIsNew: Bool
-    /// Each author's nick: text from the network, printable only sanitized.
-    private(set) var nicks: [PublicKey: PeerText] = [:]
+    /// Each author's nick (text from the network, printable only sanitized)
+    /// and the user's marks: `people[key]` is how to show an identity.
+    private(set) var people = People()
+    var nicks: [PublicKey: PeerText] { people.nicks }
     private var confusables = ConfusableIndex<PublicKey>()
     /// Rooms this node shows, by id: public rooms joined, and private rooms.
     var roomNames: [RoomID: RoomName] = [:]
@@ -70,8 +72,8 @@ final class Node {
         store.kindOf = { [weak self] in self?.open($0)?.kind }
         try loadNicks()
         repairs = try repairPrivateRooms()
-        Renderer.trusted = try store.trustedIdentities()
-        Renderer.forked = Set(try store.forks().map(\.author))
+        people.trusted = try store.trustedIdentities()
+        people.forked = Set(try store.forks().map(\.author))
         // A key made with this database: nothing of ours can be elsewhere.
         if identityIsNew { try markOwnHistoryKnown() }
     }
@@ -271,6 +273,16 @@ final class Node {
         return try store.search(query, limit: limit).filter { !blocked.contains($0.envelope.author) }
     }
 
+    /// `/trust` and `/untrust`: the mark is kept in the store and shown at once.
+    func setTrusted(_ key: PublicKey, _ on: Bool) throws {
+        try store.setTrusted(key, on, at: Node.now())
+        people.trusted = try store.trustedIdentities()
+    }
+
+    /// An author was found to have signed two envelopes at one sequence;
+    /// false if it was known already.
+    func noteFork(_ author: PublicKey) -> Bool { people.forked.insert(author).inserted }
+
     /// Notes a nick change seen in history or live (in a room: a nick is
     /// said to everyone, never in a conversation).
     func observe(_ envelope: Envelope, _ opened: OpenedEnvelope) {
@@ -285,8 +297,8 @@ final class Node {
             refusedNicks &+= 1
             return
         }
-        nicks[author] = PeerText(valid.value)
+        people.nicks[author] = PeerText(valid.value)
         confusables.set(author, nick: valid.value)
-        Renderer.confusable = confusables.suspicious
+        people.lookAlike = confusables.suspicious
     }
 }

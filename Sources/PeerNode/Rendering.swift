@@ -19,33 +19,29 @@ struct Renderer {
     /// Set once at start, before any thread renders.
     nonisolated(unsafe) static var style = Style.plain
 
-    /// Nick of each author as known when rendering.
-    let nicks: [PublicKey: PeerText]
+    /// Nicks and marks as known when rendering.
+    let people: People
 
-    /// Identities the user marked as verified (`/trust`): shown with ✔. Set on the loop thread, read there.
-    nonisolated(unsafe) static var trusted: Set<PublicKey> = []
+    init(people: People) { self.people = people }
 
-    /// Identities whose nick looks like another's (`Confusables`): shown with ⚠.
-    /// Set on the loop thread when nicks change, read there.
-    nonisolated(unsafe) static var confusable: Set<PublicKey> = []
+    /// Nicks only, no marks (a tool, or a test).
+    init(nicks: [PublicKey: PeerText]) { people = People(nicks: nicks) }
 
-    /// Authors who signed two different envelopes at one sequence (a copied
-    /// key or a restored backup): shown with "(forked)". Set on the loop thread.
-    nonisolated(unsafe) static var forked: Set<PublicKey> = []
+    func label(_ author: PublicKey) -> String { label(people[author]) }
 
-    func label(_ author: PublicKey) -> String {
-        let fingerprint = author.shortFingerprint + (Self.trusted.contains(author) ? "✔" : "") + (Self.forked.contains(author) ? "(forked)" : "")
-        let warning = Self.confusable.contains(author) ? "⚠" : ""
-        let plain = nicks[author].map { "\($0)" + warning + "·" + fingerprint } ?? fingerprint
+    /// `nick⚠·fingerprint✔(forked)`, coloured at a terminal.
+    func label(_ person: Person) -> String {
+        let fingerprint = person.key.shortFingerprint + (person.trusted ? "✔" : "") + (person.forked ? "(forked)" : "")
+        let plain = person.nick.map { "\($0)" + (person.lookAlike ? "⚠" : "") + "·" + fingerprint } ?? fingerprint
         guard case .terminal(colors: true, _) = Self.style else { return plain }
         // One of six colours, from the key, so a nick keeps its colour everywhere.
-        let colour = 31 + Int(author.bytes[0] % 6)
+        let colour = 31 + Int(person.key.bytes[0] % 6)
         return "\u{1B}[\(colour)m" + plain + "\u{1B}[0m"
     }
 
     /// Whether `text` mentions our nick (a whole word, any case), in terminal style.
     func mentionsMe(_ text: String, author: PublicKey) -> Bool {
-        guard case let .terminal(_, me) = Self.style, author != me, let nick = nicks[me]?.unsanitized.lowercased(), !nick.isEmpty else { return false }
+        guard case let .terminal(_, me) = Self.style, author != me, let nick = people.nicks[me]?.unsanitized.lowercased(), !nick.isEmpty else { return false }
         let words = text.lowercased().split { !$0.isLetter && !$0.isNumber && $0 != "_" && $0 != "-" }
         return words.contains { $0 == nick }
     }

@@ -38,9 +38,7 @@ struct ConfusablesTests {
         #expect(index.suspicious == [keys[2], keys[3]])
 
         Renderer.style = .plain
-        Renderer.confusable = index.suspicious
-        defer { Renderer.confusable = [] }
-        let r = Renderer(nicks: [keys[2]: PeerText("bob"), keys[0]: PeerText("alice")])
+        let r = Renderer(people: People(nicks: [keys[2]: PeerText("bob"), keys[0]: PeerText("alice")], lookAlike: index.suspicious))
         #expect(r.label(keys[2]) == "bob⚠·" + keys[2].shortFingerprint)
         #expect(r.label(keys[0]) == "alice·" + keys[0].shortFingerprint)
     }

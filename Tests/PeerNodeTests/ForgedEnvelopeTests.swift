@@ -115,6 +115,17 @@ func counterReaches(_ node: NodeProcess, _ counter: String, _ value: String, tim
     return false
 }
 
+/// Waits until `node`'s /stats shows `counter` at `minimum` or more.
+func counterAtLeast(_ node: NodeProcess, _ counter: String, _ minimum: Int, timeout: Double = 20) async -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        node.send("/stats")
+        if await node.wait(timeout: 1, { $0["type"] == "stats" && Int($0[counter] ?? "0") ?? 0 >= minimum }) != nil { return true }
+    }
+    Issue.record("\(counter) never reached \(minimum): \(node.events.value.last { $0["type"] == "stats" } ?? [:])")
+    return false
+}
+
 /// Waits until `node`'s /sync reports something missing: a claim a peer declared has been read.
 func claimArrived(_ node: NodeProcess) async -> Bool {
     let deadline = Date().addingTimeInterval(10)

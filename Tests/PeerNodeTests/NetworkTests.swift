@@ -162,8 +162,9 @@ struct NetworkTests {
         #expect(await linked(b, to: a))
         b.send("both ways")
         #expect(await a.wait { $0["text"] == "both ways" } != nil)
-        // A few redial rounds later the pair still has its one link: no churn.
-        try await Task.sleep(nanoseconds: 3_000_000_000)
+        // The larger id's dialler comes round again, finds the pair linked and
+        // skips the redial: no churn (LinkTableTests/mutualDial runs ten minutes of it).
+        #expect(await counterAtLeast(a.id > b.id ? a : b, "redial_skipped_linked", 1))
         for node in [a, b] {
             #expect(node.events.value.filter { $0["type"] == "peer_up" }.count == 1)
             #expect(node.events.value.filter { $0["type"] == "peer_down" }.isEmpty)
@@ -185,7 +186,7 @@ struct NetworkTests {
         #expect(await a.wait { $0["type"] == "peer_down" } != nil)
         b.send("after the block")
         // B redials (backoff from 0.5 s) and is refused each time.
-        try await Task.sleep(nanoseconds: 3_000_000_000)
+        #expect(await counterAtLeast(a, "blocked", 2))
         #expect(a.events.value.filter { $0["type"] == "peer_up" }.count == 1)
         #expect(!a.events.value.contains { $0["text"] == "after the block" })
         a.send("/unblock \(b.id)")
@@ -201,9 +202,11 @@ struct NetworkTests {
         a.send("for my network only")
         let stranger = try NodeProcess(dir: dirs[1].path, ["--network", "elsewhere", "--peer", a.url])
         #expect(await started(stranger))
-        #expect(await stranger.wait(timeout: 4) { $0["type"] == "peer_up" } == nil)
+        // Two attempts refused (the stranger redials after its backoff), and nothing came of them.
+        #expect(await counterAtLeast(a, "wrong_network_key", 2))
+        #expect(!stranger.events.value.contains { $0["type"] == "peer_up" })
         #expect(stranger.messages(from: a.id).isEmpty)
-        #expect(await a.wait(timeout: 1) { $0["type"] == "peer_up" } == nil)
+        #expect(!a.events.value.contains { $0["type"] == "peer_up" })
         // Each refusal is counted by its reason, and /stats shows the count.
         a.send("/stats")
         let stats = await a.wait { $0["type"] == "stats" }
@@ -275,11 +278,16 @@ struct NetworkTests {
         }
 
         b.send("/set receipts off")
-        try await Task.sleep(nanoseconds: 300_000_000)
+        // Lines are handled in order: once /stats answers, the setting is in force.
+        b.send("/stats")
+        #expect(await b.wait { $0["type"] == "stats" } != nil)
         a.send("third")
         let third = try #require(await a.wait { $0["text"] == "third" })
         #expect(await a.wait(timeout: 10) { $0["type"] == "receipt" && $0["id"] == third["id"] && $0["state"] == "delivered" } != nil)
-        try await Task.sleep(nanoseconds: 3_000_000_000)
+        // A read receipt would have been posted with the delivered one, so before
+        // anything B posts next: once A shows B's next line, none came.
+        b.send("after the third")
+        #expect(await a.wait { $0["text"] == "after the third" } != nil)
         #expect(!a.events.value.contains { $0["type"] == "receipt" && $0["id"] == third["id"] && $0["state"] == "read" })
         a.quit(); b.quit()
         withExtendedLifetime(dirs) {}  // the data directories outlive the nodes
@@ -300,8 +308,14 @@ struct NetworkTests {
         c.send("/join #team")
         c.send("agreed")
         #expect(await a.wait { $0["text"] == "agreed" && $0["room"] == "#team" } != nil)
-        // B carried both messages and the invite, and can read none of them.
-        try await Task.sleep(nanoseconds: 500_000_000)
+        // B carried both messages and the invite, and can read none of them:
+        // once B shows what A and C posted after them, it holds them.
+        a.send("/join #general")
+        a.send("after the plan")
+        c.send("/join #general")
+        c.send("after agreed")
+        #expect(await b.wait { $0["text"] == "after the plan" } != nil)
+        #expect(await b.wait { $0["text"] == "after agreed" } != nil)
         #expect(!b.events.value.contains { $0["text"] == "the plan" || $0["text"] == "agreed" || $0["type"] == "invite" })
         a.send("/invite \(c.id) #general")
         #expect(await a.wait { $0["type"] == "error" && ($0["error"] ?? "").contains("not a private room") } != nil)

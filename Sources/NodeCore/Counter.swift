@@ -1,0 +1,95 @@
+import Gossip
+
+/// What the node counts: refusals and failures by reason, traffic, clock
+/// messages by kind. The raw value is the name `/stats`, `--json` and
+/// `/metrics` show (docs/RELIABILITY.md lists them); a counter is one of
+/// these, never a string made up where it is counted.
+public enum Counter: String, CaseIterable, Sendable, Comparable {
+    // Traffic on links.
+    case bytesIn = "bytes_in"
+    case bytesOut = "bytes_out"
+    case envelopesSent = "envelopes_sent"
+    // The clock exchange (docs/PROTOCOL.md §6).
+    case clockFullSent = "clock_full_sent"
+    case clockDeltaSent = "clock_delta_sent"
+    case clockSinceSent = "clock_since_sent"
+    case clockBytesSent = "clock_bytes_sent"
+    case fullClockWantedSent = "full_clock_wanted_sent"
+    case fullClockWantedReceived = "full_clock_wanted_received"
+    case clockEntriesIgnored = "clock_entries_ignored"
+    // Envelopes refused or held back.
+    case invalidEnvelope = "invalid_envelope"
+    case fork
+    case storeFull = "store_full"
+    case envelopesTooNewForLink = "envelopes_too_new_for_link"
+    case inviteRefused = "invite_refused"
+    case ownHistoryClaimIgnored = "own_history_claim_ignored"
+    // Links refused or closed, by reason.
+    case badGossipMessage = "bad_gossip_message"
+    case disconnectedInvalid = "disconnected_invalid"
+    case disconnectedFlood = "disconnected_flood"
+    case pushRateLimited = "push_rate_limited"
+    case websocketHandshakeFailed = "websocket_handshake_failed"
+    case tooManyConnectionsFromAddress = "too_many_connections_from_address"
+    case wrongNetworkKey = "wrong_network_key"
+    case badIdentity = "bad_identity"
+    case handshakeTimeout = "handshake_timeout"
+    case malformedHandshake = "malformed_handshake"
+    case transportDecryptFailed = "transport_decrypt_failed"
+    case blocked
+    case unexpectedIdentity = "unexpected_identity"
+    case selfConnection = "self_connection"
+    case nonceExhausted = "nonce_exhausted"
+    // Diallers.
+    case discoveryMisdirected = "discovery_misdirected"
+    /// A dialler's turn came while its peer was already linked (by the
+    /// other side's dial): the redial is skipped, not made.
+    case redialSkippedLinked = "redial_skipped_linked"
+
+    /// The counter of a link refused in its handshake.
+    public init(_ failure: LinkFailure) {
+        switch failure {
+        case .wrongNetworkKey: self = .wrongNetworkKey
+        case .badIdentity: self = .badIdentity
+        case .handshakeTimeout: self = .handshakeTimeout
+        case .malformedHandshake: self = .malformedHandshake
+        case .transportDecryptFailed: self = .transportDecryptFailed
+        case .blocked: self = .blocked
+        case .unexpectedIdentity: self = .unexpectedIdentity
+        case .selfConnection: self = .selfConnection
+        case .nonceExhausted: self = .nonceExhausted
+        }
+    }
+
+    /// The reasons `/metrics` shows as `drops_total{reason=…}`, in its order.
+    public static let drops: [Counter] = [
+        .invalidEnvelope, .fork, .storeFull, .badGossipMessage, .disconnectedInvalid, .websocketHandshakeFailed,
+        .wrongNetworkKey, .badIdentity, .handshakeTimeout, .malformedHandshake, .transportDecryptFailed,
+        .blocked, .unexpectedIdentity, .selfConnection, .nonceExhausted,
+        .tooManyConnectionsFromAddress, .pushRateLimited, .disconnectedFlood,
+    ]
+
+    public static func < (a: Counter, b: Counter) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// The node's counts, by `Counter`. Saturating: a peer decides how many
+/// bytes and messages it sends.
+public struct Counters: Sendable, Equatable {
+    private var values: [Counter: Int] = [:]
+
+    public init() {}
+
+    public subscript(_ counter: Counter) -> Int { values[counter] ?? 0 }
+
+    public mutating func add(_ counter: Counter, _ n: Int = 1) {
+        let (sum, overflow) = self[counter].addingReportingOverflow(n)
+        values[counter] = overflow ? Int.max : sum
+    }
+
+    /// The counters that moved, by name (what `/stats` prints).
+    public var byName: [String: Int] {
+        var out: [String: Int] = [:]
+        for (counter, value) in values where value != 0 { out[counter.rawValue] = value }
+        return out
+    }
+}

@@ -1,0 +1,30 @@
+import Crypto
+import NetworkText
+
+/// An identity as every presenter shows it: its nick (network text) and
+/// the marks beside it. Events carry these, so a presenter needs nothing
+/// else to show who someone is.
+struct Person: Equatable {
+    let key: PublicKey
+    let nick: PeerText?
+    /// Marked as verified with `/trust`: ✔.
+    let trusted: Bool
+    /// Its nick looks like another's (`Confusables`): ⚠.
+    let lookAlike: Bool
+    /// It signed two different envelopes at one sequence (a copied key or a
+    /// restored backup): "(forked)".
+    let forked: Bool
+}
+
+/// What the node knows about identities for showing them: nicks from their
+/// messages and the user's marks. Owned by the node, on the loop.
+struct People {
+    var nicks: [PublicKey: PeerText] = [:]
+    var trusted: Set<PublicKey> = []
+    var lookAlike: Set<PublicKey> = []
+    var forked: Set<PublicKey> = []
+
+    subscript(_ key: PublicKey) -> Person {
+        Person(key: key, nick: nicks[key], trusted: trusted.contains(key), lookAlike: lookAlike.contains(key), forked: forked.contains(key))
+    }
+}
