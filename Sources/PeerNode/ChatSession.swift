@@ -2,8 +2,9 @@ import ChatText
 import Gossip
 import Store
 
-/// The line-mode chat of this first slice: lines in, lines out. No network
-/// yet, so everything shown is this node's own store.
+/// The room the person has open, and the commands that read or change
+/// only the local store: lines a person reads (`NodeEvent.chatLines`).
+/// Failures are thrown (`CommandError` and the store's own).
 final class ChatSession {
     let node: Node
     private(set) var room: RoomName
@@ -47,94 +48,73 @@ final class ChatSession {
         return ["--- \(room.value): \(lines.isEmpty ? "no messages yet" : "last \(lines.count) message\(lines.count == 1 ? "" : "s")") ---"] + lines
     }
 
-    /// Handles one input line; returns lines to print and whether to go on.
-    func handle(_ line: String) -> (output: [String], keepGoing: Bool) {
-        do {
-            switch ChatInput.parse(line) {
-            case .empty:
-                return ([], true)
-            case let .message(text):
-                return ([try show(node.post(text, kind: .text, in: room))], true)
-            case let .action(text):
-                return ([try show(node.post(text, kind: .action, in: room))], true)
-            case let .nick(name):
-                let nick = try Nick(name)
-                return ([try show(node.post(nick.value, kind: .nick, in: room))], true)
-            case let .join(name):
-                let target = try RoomName(name)
-                let warning = lookAlikeWarning(target)
-                room = target
-                _ = try node.join(room)
-                return ((warning.map { ["-- ⚠ " + $0] } ?? []) + (try history(ChatInput.defaultHistory)), true)
-            case let .history(n):
-                return (try history(n), true)
-            case .stats, .who, .peers, .set, .sync:
-                // The networked node answers these itself; here there are no links.
-                return (["-- no links in this mode"], true)
-            case let .search(query):
-                let found = try node.search(query, limit: ChatSession.searchLimit)
-                let renderer = Renderer(people: node.people)
-                let lines = found.reversed().map { stored -> String in
-                    let e = stored.envelope
-                    if let name = node.roomName(e.room) { return renderer.line(e, room: name.value, opened: node.open(e)) }
-                    guard let (peer, text) = node.direct(e) else { return renderer.line(e, room: "?", opened: nil) }
-                    return renderer.directLine(e, to: e.author == node.me ? peer : node.me, text: text)
-                }
-                let header = "-- \(found.count) \(found.count == 1 ? "message" : "messages") with \"\(TerminalText.sanitize(query))\"\(found.count == ChatSession.searchLimit ? " (the newest \(ChatSession.searchLimit))" : "")"
-                return ([header] + lines, true)
-            case let .helpOn(text):
-                return (["  " + text], true)
-            case .rooms:
-                return (try roomList(), true)
-            case let .switchRoom(which):
-                let rooms = try joinedRooms()
-                let target: RoomName
-                if let n = Int(which) {
-                    guard n >= 1, n <= rooms.count else { return (["error: no room \(n) (see /rooms)"], true) }
-                    target = rooms[n - 1]
-                } else {
-                    target = try RoomName(which)
-                    guard rooms.contains(target) else { return (["error: not in \(target.value) (/join \(target.value) first)"], true) }
-                }
-                room = target
-                return (try history(ChatInput.defaultHistory), true)
-            case .part:
-                guard room != .general else { return (["error: #general is home; /quit to leave"], true) }
-                _ = try node.post("", kind: .leave, in: room)
-                let left = room
-                try node.leave(left)
-                room = .general
-                return (["-- left \(left.value)"] + (try history(ChatInput.defaultHistory)), true)
-            case .help:
-                return (ChatInput.helpText.split(separator: "\n").map(String.init), true)
-            case let .quit(reason):
-                // The reason is posted as an action, as on a networked node: it reaches peers later.
-                return (reason.isEmpty ? [] : [try show(node.post("has quit (\(reason))", kind: .action, in: room))], false)
-            case let .createPrivate(name):
-                let target = try RoomName(name)
-                try node.createPrivateRoom(target)
-                room = target
-                return (["-- created the private room \(target.value): /invite WHO \(target.value) lets someone in"], true)
-            case .invite, .answerInvite, .invites:
-                return (["-- no links in this mode"], true)
-            case let .trust(who, on):
-                let key = try node.resolve(who)
-                try node.setTrusted(key, on)
-                return (["-- \(on ? "trusted" : "no longer trusted"): \(Renderer(people: node.people).label(key)) (id \(key.hex))"], true)
-            case let .block(who, on):
-                let key = try node.resolve(who)
-                try node.store.setBlocked(key, on, at: Node.now())
-                return (["-- \(on ? "blocked" : "unblocked") \(Renderer(people: node.people).label(key))"], true)
-            case let .direct(who, text):
-                let peer = try node.resolve(who)
-                let e = try node.postDirect(text, to: peer)
-                return (["[\(Renderer.clock(e.timestamp))] *→ \(Renderer(people: node.people).label(peer))* \(TerminalText.sanitize(text))"], true)
-            case let .error(message):
-                return (["error: \(message)"], true)
-            }
-        } catch {
-            return (["error: \(error)"], true)
+    /// `/nick NAME`: posted in the open room.
+    func nick(_ name: String) throws -> [String] {
+        let nick = try Nick(name)
+        return [show(try node.post(nick.value, kind: .nick, in: room))]
+    }
+
+    /// `/join #room`: opens it (joining it first), with a warning when it looks like a known one.
+    func join(_ name: String) throws -> [String] {
+        let target = try RoomName(name)
+        let warning = lookAlikeWarning(target)
+        room = target
+        _ = try node.join(room)
+        return (warning.map { ["-- ⚠ " + $0] } ?? []) + (try history(ChatInput.defaultHistory))
+    }
+
+    /// `/search WORDS`: the newest matches, oldest first.
+    func search(_ query: String) throws -> [String] {
+        let found = try node.search(query, limit: ChatSession.searchLimit)
+        let renderer = Renderer(people: node.people)
+        let lines = found.reversed().map { stored -> String in
+            let e = stored.envelope
+            if let name = node.roomName(e.room) { return renderer.line(e, room: name.value, opened: node.open(e)) }
+            guard let (peer, text) = node.direct(e) else { return renderer.line(e, room: "?", opened: nil) }
+            return renderer.directLine(e, to: e.author == node.me ? peer : node.me, text: text)
         }
+        let header = "-- \(found.count) \(found.count == 1 ? "message" : "messages") with \"\(TerminalText.sanitize(query))\"\(found.count == ChatSession.searchLimit ? " (the newest \(ChatSession.searchLimit))" : "")"
+        return [header] + lines
+    }
+
+    /// `/switch N` or `/switch #room`: a room already joined.
+    func switchTo(_ which: String) throws -> [String] {
+        let rooms = try joinedRooms()
+        let target: RoomName
+        if let n = Int(which) {
+            guard n >= 1, n <= rooms.count else { throw CommandError("no room \(n) (see /rooms)") }
+            target = rooms[n - 1]
+        } else {
+            target = try RoomName(which)
+            guard rooms.contains(target) else { throw CommandError("not in \(target.value) (/join \(target.value) first)") }
+        }
+        room = target
+        return try history(ChatInput.defaultHistory)
+    }
+
+    /// `/part`: leaves the open room (not #general) and goes home.
+    func part() throws -> [String] {
+        guard room != .general else { throw CommandError("#general is home; /quit to leave") }
+        _ = try node.post("", kind: .leave, in: room)
+        let left = room
+        try node.leave(left)
+        room = .general
+        return ["-- left \(left.value)"] + (try history(ChatInput.defaultHistory))
+    }
+
+    /// `/private #room`: made, and opened.
+    func createPrivate(_ name: String) throws -> [String] {
+        let target = try RoomName(name)
+        try node.createPrivateRoom(target)
+        room = target
+        return ["-- created the private room \(target.value): /invite WHO \(target.value) lets someone in"]
+    }
+
+    /// `/trust WHO` and `/untrust WHO`.
+    func trust(_ who: String, _ on: Bool) throws -> [String] {
+        let key = try node.resolve(who)
+        try node.setTrusted(key, on)
+        return ["-- \(on ? "trusted" : "no longer trusted"): \(Renderer(people: node.people).label(key)) (id \(key.hex))"]
     }
 
     /// Most results `/search` shows.
@@ -145,7 +125,7 @@ final class ChatSession {
         try node.store.roomSummaries(me: node.me).compactMap { summary in summary.name.flatMap { try? RoomName($0) } }
     }
 
-    private func roomList() throws -> [String] {
+    private func rooms() throws -> [String] {
         let summaries = try node.store.roomSummaries(me: node.me).filter { $0.name != nil }
         guard !summaries.isEmpty else { return ["-- no rooms yet: /join #room"] }
         let renderer = Renderer(people: node.people)
@@ -162,7 +142,15 @@ final class ChatSession {
         }
     }
 
+    func roomList() throws -> [String] { try rooms() }
+
     private func show(_ envelope: Envelope) -> String {
         Renderer(people: node.people).line(envelope, room: room.value, opened: node.open(envelope))
     }
+}
+
+/// A command that cannot be done as typed; the description says why.
+struct CommandError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

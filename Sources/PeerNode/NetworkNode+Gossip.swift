@@ -21,7 +21,7 @@ extension NetworkNode {
         case let .stored(entries):
             perform(replicator.storedReceived(id, entries: entries, now: monotonic()))
             if let remote = table.links[id]?.remote, let mine = entries.first(where: { $0.author == node.me }) {
-                storedArrived(mine.sequence, by: remote)
+                emit(storedArrived(mine.sequence, by: remote))
             }
         }
     }
@@ -153,14 +153,8 @@ extension NetworkNode {
     /// An author signed two different envelopes at one sequence (or broke its
     /// own chain): shown once per author, and marked on its label from then on.
     func forkFound(_ e: Envelope, kept: MessageID) {
-        guard node.noteFork(e.author), !relay else { return }
-        if json {
-            out.line(JSONEvents.line(["type": .string("fork"), "author": .string(e.author.hex), "seq": .number(e.sequence),
-                                      "kept": .string(kept.hex), "fork": .string(e.id.hex)]))
-        } else {
-            out.line("-- ⚠ \(Renderer(people: node.people).label(e.author)) signed two different messages as number \(e.sequence); the first held is kept. "
-                + "Its key may be in two places (copied, or restored from a backup): /sync lists forks")
-        }
+        guard node.noteFork(e.author) else { return }
+        emit(.fork(node.people[e.author], sequence: e.sequence, kept: kept, fork: e.id))
     }
 
     /// The envelopes whose signatures verify, in order. Large batches are

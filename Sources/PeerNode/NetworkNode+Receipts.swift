@@ -51,31 +51,34 @@ extension NetworkNode {
 
     /// A peer stored our messages up to `sequence`: the first peer to store
     /// each of our messages gives it its `stored` event.
-    func storedArrived(_ sequence: UInt64, by peer: PublicKey) {
+    func storedArrived(_ sequence: UInt64, by peer: PublicKey) -> [NodeEvent] {
         let before = storedThrough
-        guard sequence > before else { return }
+        guard sequence > before else { return [] }
         storedThrough = sequence
-        guard json else { return }
-        let count = Int(min(UInt64(Self.receiptEventLimit), sequence - before))
-        for e in (try? node.store.envelopes(from: node.me, startingAt: before + 1, limit: count)) ?? []
-        where node.open(e)?.isMessage == true {
-            out.line(JSONEvents.line(["type": .string("receipt"), "id": .string(e.id.hex), "by": .string(peer.hex), "state": .string("stored")]))
+        return ownMessages(after: before, through: sequence).map { .receipt($0.id, by: peer, state: .stored) }
+    }
+
+    /// Our messages (text and actions) after `before` up to `through`, at most `receiptEventLimit`.
+    private func ownMessages(after before: UInt64, through: UInt64, in room: RoomID? = nil) -> [Envelope] {
+        let count = Int(min(UInt64(Self.receiptEventLimit), through - before))
+        do {
+            return try node.store.envelopes(from: node.me, startingAt: before + 1, limit: count)
+                .filter { (room == nil || $0.room == room) && node.open($0)?.isMessage == true }
+        } catch {
+            log.warning("reading our messages for receipts failed: \(error)")
+            return []
         }
     }
 
     /// A receipt from `peer`: events for our messages in that room it newly covers.
-    func receiptArrived(_ receipt: Receipt, from peer: PublicKey, room: RoomID) {
-        guard let mark = receipt.marks.first(where: { $0.author == node.me }) else { return }
+    func receiptArrived(_ receipt: Receipt, from peer: PublicKey, room: RoomID) -> [NodeEvent] {
+        guard let mark = receipt.marks.first(where: { $0.author == node.me }) else { return [] }
         let key = Acknowledgement(peer: peer, room: room, state: receipt.state)
         let before = acknowledged[key] ?? 0
-        guard mark.sequence > before else { return }
+        guard mark.sequence > before else { return [] }
         acknowledged[key] = mark.sequence
-        guard json else { return }
-        let count = Int(min(UInt64(Self.receiptEventLimit), mark.sequence - before))
-        let ours = (try? node.store.envelopes(from: node.me, startingAt: before + 1, limit: count)) ?? []
-        for e in ours where e.room == room && node.open(e)?.isMessage == true {
-            out.line(JSONEvents.line(["type": .string("receipt"), "id": .string(e.id.hex), "by": .string(peer.hex), "state": .string(receipt.state.name)]))
-        }
+        let state: ReceiptState = receipt.state == .read ? .read : .delivered
+        return ownMessages(after: before, through: mark.sequence, in: room).map { .receipt($0.id, by: peer, state: state) }
     }
 }
 

@@ -31,11 +31,4 @@ extension NetworkNode {
     static func probePayload(_ number: UInt32) -> [UInt8] {
         [UInt8(number >> 24), UInt8(number >> 16 & 0xFF), UInt8(number >> 8 & 0xFF), UInt8(number & 0xFF)]
     }
-
-    /// "0.42 ms", "12 ms", or "?" before the first answer.
-    static func roundTripText(_ seconds: Double?) -> String {
-        guard let seconds else { return "rtt ?" }
-        let ms = seconds * 1000
-        return ms < 10 ? String(format: "rtt %.2f ms", ms) : String(format: "rtt %.0f ms", ms)
-    }
 }

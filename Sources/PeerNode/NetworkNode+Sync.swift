@@ -27,34 +27,13 @@ extension NetworkNode {
         return Backlog.gaps(ours: replicator.clock, declarations: declarations, excluding: blocked.snapshot)
     }
 
-    /// `/sync`: one line when complete, else one line per author we lack messages of.
-    func syncLines() -> [String] {
-        let gaps = gaps()
-        let renderer = Renderer(people: node.people)
-        let held = replicator.clock.total
-        let peers = Set(linkedPeers.values).count
-        let forks = forkLines(renderer)
-        guard !gaps.isEmpty else {
-            return ["-- in sync: this node holds everything its peers have announced (\(held) messages from \(replicator.clock.entries.count) authors; \(peers) linked)"] + forks
-        }
-        let total = Backlog.total(gaps)
-        let now = Node.now()
-        return ["-- missing \(total) messages (\(held) held)"] + gaps.prefix(20).map { gap in
-            let when = gap.linked ? "linked now" : "last seen \(Self.duration(Double(now &- gap.seenAt) / 1000)) ago"
-            return "   missing \(gap.missing) from \(renderer.label(gap.author)), announced by \(renderer.label(gap.via)) (\(when))"
-        } + (gaps.count > 20 ? ["   … and \(gaps.count - 20) more authors"] : []) + forks
-    }
-
-    /// Forks recorded, one line per author (at most 20).
-    func forkLines(_ renderer: Renderer) -> [String] {
-        let forks = (try? node.store.forks()) ?? []
-        guard !forks.isEmpty else { return [] }
-        var sequences: [PublicKey: [UInt64]] = [:]
-        for f in forks { sequences[f.author, default: []].append(f.sequence) }
-        let authors = sequences.keys.sorted()
-        return ["-- ⚠ \(authors.count) author\(authors.count == 1 ? "" : "s") signed two different messages at one number (a copied key or a restored backup); the first held is kept:"]
-            + authors.prefix(20).map { a in "   \(renderer.label(a)) at \(Set(sequences[a] ?? []).sorted().prefix(8).map(String.init).joined(separator: ", "))" }
-            + (authors.count > 20 ? ["   … and \(authors.count - 20) more"] : [])
+    /// `/sync`: what we lack, who declared it, and the forks recorded.
+    func syncReport() throws -> NodeEvent {
+        var sequences: [PublicKey: Set<UInt64>] = [:]
+        for f in try node.store.forks() { sequences[f.author, default: []].insert(f.sequence) }
+        return .sync(SyncReport(
+            gaps: gaps(), held: replicator.clock.total, authors: replicator.clock.entries.count, linked: Set(linkedPeers.values).count,
+            forks: sequences.keys.sorted().map { (author: $0, sequences: (sequences[$0] ?? []).sorted()) }, now: Node.now(), people: node.people))
     }
 
     /// Linked peers' announced messages we lack (the catch-up still to do);

@@ -5,188 +5,166 @@ import Gossip
 import NodeCore
 import Store
 
-/// What the person (or script) sees and types: deliveries shown in causal
-/// order, direct messages, `/stats`, and each line from stdin.
+/// What the person (or script) sees and types: deliveries applied to the
+/// model and then shown, in delivery (causal) order; each line from stdin.
 extension NetworkNode {
-    // MARK: the user
+    // MARK: deliveries
 
-    /// Prints what was delivered since last time, in delivery (causal) order.
+    /// Applies what was delivered since last time (nicks, receipts,
+    /// invites, receipts owed), then shows it as one batch.
     func showDeliveries() {
         guard !relay else { return }
-        guard let fresh = try? node.store.delivered(after: lastShown) else { return }
-        out.hold()
-        defer { out.release() }
+        let fresh: [StoredEnvelope]
+        do { fresh = try node.store.delivered(after: lastShown) } catch {
+            log.warning("reading new messages failed: \(error)")
+            return
+        }
+        var events: [NodeEvent] = []
         for stored in fresh {
             lastShown = stored.delivery
-            let e = stored.envelope
-            // What this node cannot open (others' conversations, rooms it is not in) is not shown.
-            guard let opened = node.open(e) else { continue }
-            node.observe(e, opened)
-            // A blocked identity's messages are kept (and relayed) but not shown.
-            if blocked.contains(e.author) { continue }
-            switch opened.kind {
-            case .receipt:
-                if e.author != node.me, let receipt = Receipt.decode(opened.content) { receiptArrived(receipt, from: e.author, room: e.room) }
-                continue
-            case .invite:
-                // An invite comes in a conversation, never in a room.
-                if e.author != node.me, let peer = opened.peer, let invite = Invite.decode(opened.content) { invited(by: peer, invite) }
-                continue
-            default:
-                break
-            }
-            if let peer = opened.peer {
-                if opened.isMessage { showDirect(e, peer: peer, text: opened.text) }
-                continue
-            }
-            guard let roomName = node.roomName(e.room) else { continue }
-            owe(e, kind: opened.kind, room: e.room, current: roomName == session.room)
-            showRoomMessage(e, room: roomName, opened: opened)
+            events += apply(stored.envelope)
         }
+        emit(events)
     }
 
-    /// One message of a room, as a line or a `message` event.
-    func showRoomMessage(_ e: Envelope, room roomName: RoomName, opened: OpenedEnvelope) {
-        if json {
-            guard opened.isMessage else { return }
-            out.line(JSONEvents.line(["type": .string("message"), "id": .string(e.id.hex), "author": .string(e.author.hex), "nick": .text(node.nicks[e.author] ?? PeerText("")), "seq": .number(e.sequence), "room": .string(roomName.value), "kind": .string(opened.kind == .text ? "text" : "action"), "text": .text(opened.text), "ts": .number(e.timestamp)]))
-        } else {
-            out.line(Renderer(people: node.people).line(e, room: roomName.value, opened: opened))
+    /// One delivered envelope: the model changes it makes, and what to show of it.
+    private func apply(_ e: Envelope) -> [NodeEvent] {
+        // What this node cannot open (others' conversations, rooms it is not in) is not shown.
+        guard let opened = node.open(e) else { return [] }
+        node.observe(e, opened)
+        // A blocked identity's messages are kept (and relayed) but not shown.
+        if blocked.contains(e.author) { return [] }
+        switch opened.kind {
+        case .receipt:
+            guard e.author != node.me, let receipt = Receipt.decode(opened.content) else { return [] }
+            return receiptArrived(receipt, from: e.author, room: e.room)
+        case .invite:
+            // An invite comes in a conversation, never in a room.
+            guard e.author != node.me, let peer = opened.peer, let invite = Invite.decode(opened.content) else { return [] }
+            return invited(by: peer, invite)
+        default:
+            break
         }
+        if let peer = opened.peer {
+            guard opened.isMessage else { return [] }
+            // A direct message is shown wherever the person is: it counts as read there.
+            owe(e, kind: .text, room: e.room, current: true)
+            return [.message(ShownMessage(envelope: e, opened: opened, room: nil, to: e.author == node.me ? peer : node.me, people: node.people))]
+        }
+        guard let roomName = node.roomName(e.room) else { return [] }
+        owe(e, kind: opened.kind, room: e.room, current: roomName == session.room)
+        return [.message(ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, people: node.people))]
     }
 
-    func showDirect(_ e: Envelope, peer: PublicKey, text: PeerText) {
-        // A direct message is shown wherever the person is: it counts as read there.
-        owe(e, kind: .text, room: e.room, current: true)
-        let to = e.author == node.me ? peer : node.me
-        if json {
-            out.line(JSONEvents.line(["type": .string("message"), "id": .string(e.id.hex), "author": .string(e.author.hex), "nick": .text(node.nicks[e.author] ?? PeerText("")), "seq": .number(e.sequence), "kind": .string("dm"), "to": .string(to.hex), "text": .text(text), "ts": .number(e.timestamp)]))
-        } else {
-            out.line(Renderer(people: node.people).directLine(e, to: to, text: text))
-        }
-    }
+    // MARK: commands
 
-    /// A line from stdin.
+    /// A line from stdin; false when the person quit.
     func handleLine(_ line: String) -> Bool {
-        switch ChatInput.parse(line) {
-        case let .message(text): return post(text, kind: .text)
-        case let .action(text): return post(text, kind: .action)
+        do {
+            let (events, keepGoing) = try handle(ChatInput.parse(line), line: line)
+            emit(events)
+            return keepGoing
+        } catch {
+            emit(.failed("\(error)"))
+            return true
+        }
+    }
+
+    private func handle(_ input: ChatInput, line: String) throws -> (events: [NodeEvent], keepGoing: Bool) {
+        switch input {
+        case let .message(text):
+            try post(text, kind: .text)
+        case let .action(text):
+            try post(text, kind: .action)
         case let .quit(reason):
             // Like IRC's QUIT message: the room sees why (and it stays in its history).
-            if !reason.isEmpty { _ = post("has quit (\(reason))", kind: .action) }
-            return false
+            var events: [NodeEvent] = []
+            // A refused post does not keep the person from leaving.
+            if !reason.isEmpty { do { try post("has quit (\(reason))", kind: .action) } catch { events.append(.failed("\(error)")) } }
+            return (events, false)
         case .stats:
-            showStats()
-            return true
+            return ([stats()], true)
         case let .invite(who, room):
-            do {
-                let peer = try node.resolve(who)
-                let e = try node.invite(peer, to: try RoomName(room))
-                perform(replicator.localPost(e))
-                if !json { out.line("-- invited \(Renderer(people: node.people).label(peer)) to \(TerminalText.sanitize(room))") }
-            } catch {
-                out.line(json ? JSONEvents.line(["type": .string("error"), "error": .string("\(error)")]) : "error: \(error)")
-            }
-            return true
+            let peer = try node.resolve(who)
+            perform(replicator.localPost(try node.invite(peer, to: try RoomName(room))))
+            return ([.invited(node.people[peer], room: room)], true)
         case let .answerInvite(room, accept):
-            answerInvite(room, accept: accept)
-            return true
+            return (try answerInvite(room, accept: accept), true)
         case .invites:
-            listInvites()
-            return true
+            return (try listInvites(), true)
         case let .set(key, value):
-            do {
-                try node.store.setSetting(key, value)
-                sendsReadReceipts = value == "on"
-                if !json { out.line("-- read receipts \(value)") }
-            } catch {
-                out.line(json ? JSONEvents.line(["type": .string("error"), "error": .string("\(error)")]) : "error: \(error)")
-            }
-            return true
-        case .who, .peers, .sync:
-            let parsed = ChatInput.parse(line)
-            if json {
-                if parsed == .who {
-                    for l in whoEvents() { out.line(l) }
-                } else if parsed == .peers {
-                    for l in peerEvents() { out.line(l) }
-                } else {
-                    let gaps = gaps()
-                    out.line(JSONEvents.line(["type": .string("sync"), "complete": .string(gaps.isEmpty ? "yes" : "no"),
-                                              "missing": .number(Backlog.total(gaps)), "authors": .number(UInt64(gaps.count)),
-                                              "forks": .number(UInt64(Set(((try? node.store.forks()) ?? []).map(\.author)).count))]))
-                }
-            } else {
-                out.hold()
-                for l in parsed == .who ? whoLines() : parsed == .peers ? peerLines() : syncLines() { out.line(l) }
-                out.release()
-            }
-            return true
+            try node.store.setSetting(key, value)
+            sendsReadReceipts = value == "on"
+            return ([.readReceipts(on: sendsReadReceipts)], true)
+        case .who:
+            return ([try members()], true)
+        case .peers:
+            return ([.peers(peerList())], true)
+        case .sync:
+            return ([try syncReport()], true)
         case let .block(who, on):
-            do {
-                let key = try node.resolve(who)
-                try node.store.setBlocked(key, on, at: Node.now())
-                blocked.set(try node.store.blockedIdentities())
-                if on { perform(table.block(key)) }
-                if !json { out.line("-- \(on ? "blocked" : "unblocked") \(Renderer(people: node.people).label(key))") }
-            } catch {
-                out.line(json ? JSONEvents.line(["type": .string("error"), "error": .string("\(error)")]) : "error: \(error)")
-            }
-            return true
+            let key = try node.resolve(who)
+            try node.store.setBlocked(key, on, at: Node.now())
+            blocked.set(try node.store.blockedIdentities())
+            if on { perform(table.block(key)) }
+            return ([.blockChanged(node.people[key], blocked: on)], true)
         case let .direct(who, text):
-            do {
-                // `node.postingGate` refuses it while our history may be elsewhere.
-                let peer = try node.resolve(who)
-                let e = try node.postDirect(text, to: peer)
-                perform(replicator.localPost(e))
-                showDeliveries()
-            } catch {
-                out.line(json ? JSONEvents.line(["type": .string("error"), "error": .string("\(error)")]) : "error: \(error)")
-            }
-            return true
-        default:
-            let (lines, keepGoing) = session.handle(line)
-            for l in lines {
-                if json {
-                    if l.hasPrefix("error: ") { out.line(JSONEvents.line(["type": .string("error"), "error": .string(String(l.dropFirst(7)))])) }
-                } else {
-                    out.line(l)
-                }
-            }
-            lastShown = max(lastShown, node.store.lastDeliveryNumber)
-            return keepGoing
-        }
-    }
-
-    func post(_ text: String, kind: Kind) -> Bool {
-        do {
-            // Checked here too (the gate would check the post), so a refusal
-            // keeps the pending nick instead of failing it on the way.
-            try ensureOwnHistoryIsBack()
-            postPendingNick()
-            let e = try node.post(text, kind: kind, in: session.room)
-            lastOwnPost[session.room] = e.sequence
-            perform(replicator.localPost(e))
+            // `node.postingGate` refuses it while our history may be elsewhere.
+            let peer = try node.resolve(who)
+            perform(replicator.localPost(try node.postDirect(text, to: peer)))
             showDeliveries()
-        } catch {
-            out.line(json ? JSONEvents.line(["type": .string("error"), "error": .string("\(error)")]) : "error: \(error)")
+        case .empty:
+            break
+        case let .nick(name):
+            return (try chatLines(session.nick(name)), true)
+        case let .join(name):
+            return (try chatLines(session.join(name)), true)
+        case let .history(count):
+            return (try chatLines(session.history(count)), true)
+        case let .search(query):
+            return (try chatLines(session.search(query)), true)
+        case let .helpOn(text):
+            return ([.chatLines(["  " + text])], true)
+        case .help:
+            return ([.chatLines(ChatInput.helpText.split(separator: "\n").map(String.init))], true)
+        case .rooms:
+            return (try chatLines(session.roomList()), true)
+        case let .switchRoom(which):
+            return (try chatLines(session.switchTo(which)), true)
+        case .part:
+            return (try chatLines(session.part()), true)
+        case let .createPrivate(name):
+            return (try chatLines(session.createPrivate(name)), true)
+        case let .trust(who, on):
+            return (try chatLines(session.trust(who, on)), true)
+        case let .error(message):
+            throw CommandError(message)
         }
-        return true
+        return ([], true)
     }
 
-    /// `/stats`: one line (JSON or plain), counters sorted by name.
-    func showStats() {
-        var pairs: [(String, JSONEvents.Value)] = [("type", .string("stats")), ("links", .number(UInt64(linkedPeers.count)))]
+    /// Lines the open room's commands print; what they posted themselves
+    /// (a nick, a leave) is in them, so it is not shown again.
+    private func chatLines(_ lines: [String]) -> [NodeEvent] {
+        lastShown = max(lastShown, node.store.lastDeliveryNumber)
+        return [.chatLines(lines)]
+    }
+
+    func post(_ text: String, kind: Kind) throws {
+        // Checked here too (the gate would check the post), so a refusal
+        // keeps the pending nick instead of failing it on the way.
+        try ensureOwnHistoryIsBack()
+        postPendingNick()
+        let e = try node.post(text, kind: kind, in: session.room)
+        lastOwnPost[session.room] = e.sequence
+        perform(replicator.localPost(e))
+        showDeliveries()
+    }
+
+    /// `/stats`: links, then every counter that moved, by name.
+    func stats() -> NodeEvent {
         var all = counters.byName.merging(discovery?.counters ?? [:]) { a, _ in a }
         if node.refusedNicks > 0 { all["bad_nick"] = node.refusedNicks }
-        pairs += all.sorted { $0.key < $1.key }.map { ($0.key, .number(UInt64(max(0, $0.value)))) }
-        if json {
-            out.line(JSONEvents.line(pairs: pairs))
-        } else {
-            out.line("-- stats: " + pairs.dropFirst().map { key, value in
-                if case let .number(n) = value { return "\(key)=\(n)" }
-                return key
-            }.joined(separator: " "))
-        }
+        return .stats(links: linkedPeers.count, counters: all.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) })
     }
 }

@@ -42,8 +42,8 @@ final class NetworkNode: @unchecked Sendable {
 
     let node: Node
     let loop: EventLoop
-    let out: Output
-    let json: Bool
+    /// Where what happens is shown: the terminal, `--json`, or a relay's log.
+    let presenter: any Presenter
     let session: ChatSession
     var replicator: Replicator
     var links: [LinkID: Link] = [:]
@@ -119,10 +119,9 @@ final class NetworkNode: @unchecked Sendable {
     var storeFull = false
     let started = ProcessInfo.processInfo.systemUptime
 
-    init(node: Node, room: RoomName, json: Bool, out: Output, log: Logger, relay: Bool = false) throws {
+    init(node: Node, room: RoomName, presenter: any Presenter, log: Logger, relay: Bool = false) throws {
         self.node = node
-        self.json = json
-        self.out = out
+        self.presenter = presenter
         self.log = log
         self.relay = relay
         loop = try EventLoop()
@@ -182,14 +181,11 @@ final class NetworkNode: @unchecked Sendable {
         if let discovery { startDiscovery(discovery, listening: self.server != nil) }
         loop.start()
         loop.execute { [self] in
-            if relay {
-                // A relay says nothing on stdout; it logs.
-            } else if json {
-                out.line(JSONEvents.line(["type": .string("ready"), "id": .string(node.me.hex), "nick": .string(node.nick ?? ""), "listen": .string(listenAddress)]))
-            } else {
-                do { for l in try session.greeting() { out.line(l) } } catch { out.line("error: \(error)") }
+            if !relay {
+                do { emit(.greeting(try session.greeting())) } catch { emit(.failed("\(error)")) }
                 lastShown = node.store.lastDeliveryNumber
             }
+            emit(.ready(id: node.me, nick: node.nick, listen: listenAddress))
             tick()
         }
     }
@@ -288,13 +284,7 @@ final class NetworkNode: @unchecked Sendable {
                 replicator.linkDown(id)
             case let .peerDown(remote, reason):
                 discovery?.setLinked(remote, false)
-                if relay {
-                    log.info("link down", ["peer": remote.hex, "reason": reason?.description ?? ""])
-                } else if json {
-                    out.line(JSONEvents.line(["type": .string("peer_down"), "id": .string(remote.hex)]))
-                } else {
-                    out.line("-- link to \(remote.shortFingerprint) closed" + (reason.map { ": \($0)" } ?? ""))
-                }
+                emit(.peerDown(remote, reason: reason))
             case let .count(counter):
                 count(counter)
             case let .misdirected(address, announced, answered, until):
@@ -310,19 +300,11 @@ final class NetworkNode: @unchecked Sendable {
         let now = monotonic()
         probeRoundTrip(on: id, now: now)
         discovery?.setLinked(remote, true)
-        if !announce {
-            // The peer stays up: only the connection under it changed.
-        } else if relay {
-            log.info("link up", ["peer": remote.hex, "nick": link.session.remoteNick ?? "", "addr": link.connection.remoteAddress])
-        } else {
+        if announce {
             // The nick from its messages if we have them, else the one it claimed in the handshake.
             var people = node.people
             if people.nicks[remote] == nil, let claimed = link.session.remoteNick { people.nicks[remote] = PeerText(claimed) }
-            if json {
-                out.line(JSONEvents.line(["type": .string("peer_up"), "id": .string(remote.hex), "nick": .text(people.nicks[remote] ?? PeerText("")), "addr": .string(link.connection.remoteAddress)]))
-            } else {
-                out.line("-- linked to \(Renderer(people: people).label(remote)) at \(link.connection.remoteAddress)")
-            }
+            emit(.peerUp(people[remote], address: link.connection.remoteAddress))
         }
         // What we remember of this peer makes the clock exchange cost what changed.
         perform(replicator.linkUp(id, now: now, memory: peerClocks(of: remote), version: link.version))
@@ -409,6 +391,14 @@ final class NetworkNode: @unchecked Sendable {
     /// Closes every link cleanly (1001).
     func closeAll() {
         for link in links.values { link.connection.close(code: .goingAway, reason: "node quitting") }
+    }
+
+    /// Hands events to the presenter, as one batch.
+    func emit(_ events: NodeEvent...) { emit(events) }
+
+    func emit(_ events: [NodeEvent]) {
+        guard !events.isEmpty else { return }
+        presenter.present(events)
     }
 
     func monotonic() -> Double { ProcessInfo.processInfo.systemUptime }

@@ -22,6 +22,13 @@ final class Output: @unchecked Sendable {
         }
     }
 
+    /// Several lines with one write.
+    func lines(_ texts: [String]) {
+        hold()
+        for text in texts { line(text) }
+        release()
+    }
+
     func hold() {
         lock.lock()
         if held == nil { held = [] }

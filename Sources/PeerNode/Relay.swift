@@ -17,7 +17,7 @@ func runRelay(_ options: Options, environment: [String: String]) throws {
         try node.post(try Nick(wanted).value, kind: .nick, in: .general)
     }
     raiseDescriptorLimit(log)
-    let network = try NetworkNode(node: node, room: .general, json: false, out: Output(), log: log, relay: true)
+    let network = try NetworkNode(node: node, room: .general, presenter: RelayLogPresenter(log: log), log: log, relay: true)
     network.maximumStore = options.maxStore.flatMap(CommandLineSpec.parseSize)
     network.applyLimits(options)
     network.metricsPeerLabels = options.metricsPeerLabels
@@ -75,4 +75,23 @@ func raiseDescriptorLimit(_ log: Logger) {
 enum RelayTiming {
     /// Seconds a stopping relay gives its links to flush and close.
     static let closeGrace = 0.5
+}
+
+/// A relay shows nothing: links going up and down are logged (the relay's
+/// own start and stop are logged by `runRelay`).
+struct RelayLogPresenter: Presenter {
+    let log: Logger
+
+    func present(_ events: [NodeEvent]) {
+        for event in events {
+            switch event {
+            case let .peerUp(person, address):
+                log.info("link up", ["peer": person.key.hex, "nick": person.nick?.unsanitized ?? "", "addr": address])
+            case let .peerDown(key, reason):
+                log.info("link down", ["peer": key.hex, "reason": reason?.description ?? ""])
+            default:
+                break
+            }
+        }
+    }
 }

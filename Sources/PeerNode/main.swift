@@ -66,7 +66,8 @@ func run(_ command: Command) throws {
         }
         let log = try Logger(format: .chat)
         if let terminal { log.sink = { terminal.print([$0]) } }
-        let network = try NetworkNode(node: node, room: room, json: options.json, out: out, log: log)
+        let presenter: any Presenter = options.json ? JSONPresenter(out: out) : TerminalPresenter(out: out)
+        let network = try NetworkNode(node: node, room: room, presenter: presenter, log: log)
         network.pendingNick = startupNick
         network.applyLimits(options)
         // Read receipts: a person at a terminal reads what is shown, unless they said otherwise.

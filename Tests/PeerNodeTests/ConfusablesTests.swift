@@ -66,11 +66,11 @@ struct ConfusableRoomTests {
         options.dataDirectory = dir.path
         let session = try ChatSession(node: try Node(options: options, environment: [:]), room: .general)
         #expect(session.prompt == "#general> ")
-        _ = session.handle("/join #generаl")  // Cyrillic а
+        _ = try session.join("#generаl")  // Cyrillic а
         #expect(session.prompt == "#generаl⚠> ")
-        _ = session.handle("/join #random")
+        _ = try session.join("#random")
         #expect(session.prompt == "#random> ")
-        _ = session.handle("/join #rаndom")
+        _ = try session.join("#rаndom")
         #expect(session.prompt == "#rаndom⚠> ", "mixed scripts")
     }
 }

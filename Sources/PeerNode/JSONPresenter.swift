@@ -1,0 +1,79 @@
+import Crypto
+import NetworkText
+import NodeCore
+
+/// `--json`: one object per line for each event a script acts on (README,
+/// "Scripting"). Events that only a person reads (the greeting, the plain
+/// chat's lines, acknowledgements of settings) write nothing.
+struct JSONPresenter: LinePresenter {
+    let out: Output
+
+    static func lines(_ event: NodeEvent) -> [String] {
+        switch event {
+        case let .ready(id, nick, listen):
+            return [JSONEvents.line(["type": .string("ready"), "id": .string(id.hex), "nick": .string(nick ?? ""), "listen": .string(listen)])]
+        case let .peerUp(person, address):
+            return [JSONEvents.line(["type": .string("peer_up"), "id": .string(person.key.hex), "nick": .text(person.nick ?? PeerText("")), "addr": .string(address)])]
+        case let .peerDown(key, _):
+            return [JSONEvents.line(["type": .string("peer_down"), "id": .string(key.hex)])]
+        case let .message(m):
+            return message(m).map { [$0] } ?? []
+        case let .receipt(id, by, state):
+            return [JSONEvents.line(["type": .string("receipt"), "id": .string(id.hex), "by": .string(by.hex), "state": .string(state.rawValue)])]
+        case let .fork(person, sequence, kept, fork):
+            return [JSONEvents.line(["type": .string("fork"), "author": .string(person.key.hex), "seq": .number(sequence),
+                                     "kept": .string(kept.hex), "fork": .string(fork.hex)])]
+        case let .invite(by, room, _):
+            return [JSONEvents.line(["type": .string("invite"), "by": .string(by.key.hex), "nick": .text(by.nick ?? PeerText("")),
+                                     "room": .string(room), "state": .string("pending")])]
+        case let .inviteRefused(by, room, reason):
+            return [JSONEvents.line(["type": .string("invite_refused"), "by": .string(by.key.hex), "room": .string(room), "reason": .string(reason)])]
+        case let .inviteAccepted(room, _, by):
+            return [JSONEvents.line(["type": .string("invite_accepted"), "room": .string(room.value), "by": .string(by.hex)])]
+        case let .inviteDeclined(room, by):
+            return [JSONEvents.line(["type": .string("invite_declined"), "room": .string(room), "by": .string(by.hex)])]
+        case let .stats(links, counters):
+            return [JSONEvents.line(pairs: [("type", .string("stats")), ("links", .number(UInt64(links)))]
+                + counters.map { ($0.name, .number(UInt64(max(0, $0.value)))) })]
+        case let .peers(list):
+            return [JSONEvents.line(["type": .string("peers"), "linked": .number(UInt64(list.linked)), "rows": .number(UInt64(list.rows.count))])]
+                + list.rows.map { row in
+                    var pairs: [(String, JSONEvents.Value)] = [("type", .string("peer")), ("id", .string(row.id?.hex ?? "")),
+                                                              ("nick", .text(row.id.flatMap { list.people.nicks[$0] } ?? PeerText(""))), ("addr", .string(row.address)),
+                                                              ("state", .string(row.linkedFor == nil ? "not linked" : "linked"))]
+                    if let linkedFor = row.linkedFor { pairs.append(("linked_s", .number(UInt64(max(0, linkedFor))))) }
+                    if let rtt = row.roundTrip { pairs.append(("rtt_us", .number(UInt64(max(0, rtt * 1_000_000))))) }
+                    pairs += [("sending", .number(row.sending)), ("receiving", .number(row.receiving))]
+                    return JSONEvents.line(pairs: pairs)
+                }
+        case let .members(room, members):
+            return members.map { member in
+                JSONEvents.line(["type": .string("member"), "room": .string(room.value), "id": .string(member.person.key.hex),
+                                 "nick": .text(member.person.nick ?? PeerText("")), "state": .string(member.state.rawValue)])
+            }
+        case let .sync(report):
+            return [JSONEvents.line(["type": .string("sync"), "complete": .string(report.gaps.isEmpty ? "yes" : "no"),
+                                     "missing": .number(Backlog.total(report.gaps)), "authors": .number(UInt64(report.gaps.count)),
+                                     "forks": .number(UInt64(report.forks.count))])]
+        case let .failed(reason):
+            return [JSONEvents.line(["type": .string("error"), "error": .string(reason)])]
+        case .greeting, .noInvites, .invited, .blockChanged, .readReceipts, .chatLines:
+            return []
+        }
+    }
+
+    /// A text, `/me` or direct message; other kinds (nicks, joins) are not events here.
+    static func message(_ m: ShownMessage) -> String? {
+        guard m.opened.isMessage else { return nil }
+        let e = m.envelope
+        var pairs: [(String, JSONEvents.Value)] = [("type", .string("message")), ("id", .string(e.id.hex)), ("author", .string(e.author.hex)),
+                                                  ("nick", .text(m.people.nicks[e.author] ?? PeerText(""))), ("seq", .number(e.sequence))]
+        if let room = m.room {
+            pairs += [("room", .string(room.value)), ("kind", .string(m.opened.kind == .text ? "text" : "action"))]
+        } else {
+            pairs += [("kind", .string("dm")), ("to", .string((m.to ?? e.author).hex))]
+        }
+        pairs += [("text", .text(m.opened.text)), ("ts", .number(e.timestamp))]
+        return JSONEvents.line(pairs: pairs)
+    }
+}

@@ -1,0 +1,132 @@
+import Crypto
+import Gossip
+import NetworkText
+import NodeCore
+
+/// What the node tells whoever watches it: one stream, and a presenter per
+/// way of watching (`TerminalPresenter` for lines a person reads,
+/// `JSONPresenter` for `--json`, `RelayLogPresenter` for a relay's log).
+/// An event carries every field a presenter shows (people come with their
+/// nicks and marks), so no presenter reaches into the node, and nothing
+/// else in the node asks which mode it runs in.
+enum NodeEvent {
+    /// Start: who this node is and where it listens.
+    case ready(id: PublicKey, nick: String?, listen: String)
+    /// What a person should read first (the greeting and the room's last lines).
+    case greeting([String])
+    /// The first link to a peer is up (its nick from its messages, else from its handshake).
+    case peerUp(Person, address: String)
+    /// No link to the peer is left (`reason`: what its last link said when it closed).
+    case peerDown(PublicKey, reason: PeerText?)
+    case message(ShownMessage)
+    /// How far one of our messages has got with a peer.
+    case receipt(MessageID, by: PublicKey, state: ReceiptState)
+    /// An author signed two different envelopes at one sequence; the first held is kept.
+    case fork(Person, sequence: UInt64, kept: MessageID, fork: MessageID)
+    /// An invite waiting for an answer: as it arrives, or `listed` by `/invites`.
+    case invite(by: Person, room: String, listed: Bool)
+    case noInvites
+    case inviteRefused(by: Person, room: String, reason: String)
+    /// Joined as `room` (another name here when `askedFor` was taken).
+    case inviteAccepted(room: RoomName, askedFor: String, by: PublicKey)
+    case inviteDeclined(room: String, by: PublicKey)
+    /// `/invite` sent.
+    case invited(Person, room: String)
+    case blockChanged(Person, blocked: Bool)
+    case readReceipts(on: Bool)
+    case stats(links: Int, counters: [(name: String, value: Int)])
+    case peers(PeerList)
+    case members(room: RoomName, [Member])
+    case sync(SyncReport)
+    /// A command failed; the reason is for the person who typed it.
+    case failed(String)
+    /// Lines of the plain chat (history, search, help, rooms) that have no event of their own yet.
+    case chatLines([String])
+}
+
+/// A message shown: in a room (`room`), or a direct one (`to`).
+struct ShownMessage {
+    let envelope: Envelope
+    let opened: OpenedEnvelope
+    /// The room's name; nil for a direct message.
+    let room: RoomName?
+    /// The other party of a direct message.
+    let to: PublicKey?
+    /// Nicks and marks when it was shown.
+    let people: People
+
+    var author: Person { people[envelope.author] }
+}
+
+enum ReceiptState: String {
+    /// A peer has stored it.
+    case stored
+    /// A peer has shown it.
+    case delivered
+    /// A person at a peer has seen it.
+    case read
+}
+
+/// `/peers`: each linked peer, then each known one not linked.
+struct PeerList {
+    let linked: Int
+    let rows: [PeerRow]
+    let people: People
+}
+
+/// One row of `/peers`.
+struct PeerRow {
+    let id: PublicKey?
+    let address: String
+    /// "linked", "found on the LAN", "--peer" (known but not linked), or "--peer, not linked yet".
+    let state: String
+    let linkedFor: Double?
+    let roundTrip: Double?
+    /// Envelopes we hold that it lacks, and it holds that we lack.
+    let sending: UInt64, receiving: UInt64
+}
+
+/// One author of a room, for `/who`.
+struct Member {
+    enum State: String {
+        case you
+        case linked
+        case notLinked = "not linked"
+    }
+
+    let person: Person
+    let state: State
+}
+
+/// `/sync`: what this node lacks of what its peers declared, and forks found.
+struct SyncReport {
+    let gaps: [Backlog.Gap]
+    /// Messages held, from how many authors, and peers linked now.
+    let held: UInt64
+    let authors: Int
+    let linked: Int
+    /// Each forked author and the sequences it signed twice.
+    let forks: [(author: PublicKey, sequences: [UInt64])]
+    /// Milliseconds since 1970, for "last seen … ago".
+    let now: UInt64
+    let people: People
+}
+
+/// Where the node's events go. A batch is written together (one write).
+protocol Presenter {
+    func present(_ events: [NodeEvent])
+}
+
+/// A presenter that turns each event into lines on an `Output`.
+protocol LinePresenter: Presenter {
+    var out: Output { get }
+    static func lines(_ event: NodeEvent) -> [String]
+}
+
+extension LinePresenter {
+    func present(_ events: [NodeEvent]) {
+        let lines = events.flatMap(Self.lines)
+        guard !lines.isEmpty else { return }
+        out.lines(lines)
+    }
+}

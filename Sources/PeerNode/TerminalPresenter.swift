@@ -1,0 +1,113 @@
+import ChatText
+import Crypto
+import Foundation
+import NodeCore
+
+/// Lines a person reads: at a terminal (above the prompt) or on a pipe.
+/// Every text from the network goes through `Renderer`'s labels or
+/// `TerminalText.sanitize`.
+struct TerminalPresenter: LinePresenter {
+    let out: Output
+
+    static func lines(_ event: NodeEvent) -> [String] {
+        let plain = Renderer(people: People())
+        switch event {
+        case .ready, .receipt:
+            // The greeting says who we are; receipts show as the prompt's mark.
+            return []
+        case let .greeting(lines), let .chatLines(lines):
+            return lines
+        case let .peerUp(person, address):
+            return ["-- linked to \(plain.label(person)) at \(address)"]
+        case let .peerDown(key, reason):
+            return ["-- link to \(key.shortFingerprint) closed" + (reason.map { ": \($0)" } ?? "")]
+        case let .message(m):
+            let renderer = Renderer(people: m.people)
+            if let room = m.room { return [renderer.line(m.envelope, room: room.value, opened: m.opened)] }
+            return [renderer.directLine(m.envelope, to: m.to ?? m.envelope.author, text: m.opened.text)]
+        case let .fork(person, sequence, _, _):
+            return ["-- ⚠ \(plain.label(person)) signed two different messages as number \(sequence); the first held is kept. "
+                + "Its key may be in two places (copied, or restored from a backup): /sync lists forks"]
+        case let .invite(by, room, listed):
+            let name = TerminalText.sanitize(room)
+            return [listed ? "-- \(name) from \(plain.label(by)): /accept \(name) or /decline \(name)"
+                : "-- \(plain.label(by)) invites you to the private room \(name): /accept \(name) joins it, /decline \(name) refuses"]
+        case .noInvites:
+            return ["-- no invites waiting"]
+        case let .inviteRefused(by, room, reason):
+            return ["-- ⚠ \(plain.label(by)) sent an invite to \(TerminalText.sanitize(room)) that was refused: \(reason)"]
+        case let .inviteAccepted(room, askedFor, _):
+            let renamed = room.value == askedFor ? "" : " (named \(room.value) here: you already have a room called \(TerminalText.sanitize(askedFor)))"
+            return ["-- joined the private room \(room.value)\(renamed): /switch \(room.value)"]
+        case let .inviteDeclined(room, _):
+            return ["-- declined the invite to \(TerminalText.sanitize(room))"]
+        case let .invited(person, room):
+            return ["-- invited \(plain.label(person)) to \(TerminalText.sanitize(room))"]
+        case let .blockChanged(person, blocked):
+            return ["-- \(blocked ? "blocked" : "unblocked") \(plain.label(person))"]
+        case let .readReceipts(on):
+            return ["-- read receipts \(on ? "on" : "off")"]
+        case let .stats(links, counters):
+            return ["-- stats: " + (["links=\(links)"] + counters.map { "\($0.name)=\(max(0, $0.value))" }).joined(separator: " ")]
+        case let .peers(list):
+            return peerLines(list)
+        case let .members(room, members):
+            guard !members.isEmpty else { return ["-- nobody has posted in \(room.value) yet"] }
+            return ["-- \(room.value): \(members.count) \(members.count == 1 ? "member" : "members")"]
+                + members.map { "   \(plain.label($0.person))  \($0.state.rawValue)" }
+        case let .sync(report):
+            return syncLines(report)
+        case let .failed(reason):
+            return ["error: \(reason)"]
+        }
+    }
+
+    /// `/peers`: linked nodes (address, since, round trip, sync state) and found ones not linked.
+    static func peerLines(_ list: PeerList) -> [String] {
+        let renderer = Renderer(people: list.people)
+        return ["-- peers: \(list.linked) linked"] + list.rows.map { row -> String in
+            let who = row.id.map { renderer.label($0) } ?? "?"
+            guard let linkedFor = row.linkedFor else {
+                return "   \(who)  \(row.address)  \(row.state)\(row.state.hasPrefix("--peer,") ? "" : ", not linked")"
+            }
+            let sync = row.sending == 0 && row.receiving == 0 ? "in sync" : "sending \(row.sending), receiving \(row.receiving)"
+            return "   \(who)  \(row.address)  linked \(duration(linkedFor))  \(roundTripText(row.roundTrip))  \(sync)"
+        }
+    }
+
+    /// `/sync`: one line when complete, else one line per author we lack messages of; then forks.
+    static func syncLines(_ report: SyncReport) -> [String] {
+        let renderer = Renderer(people: report.people)
+        let forks = forkLines(report.forks, renderer)
+        guard !report.gaps.isEmpty else {
+            return ["-- in sync: this node holds everything its peers have announced (\(report.held) messages from \(report.authors) authors; \(report.linked) linked)"] + forks
+        }
+        let gaps = report.gaps
+        return ["-- missing \(Backlog.total(gaps)) messages (\(report.held) held)"] + gaps.prefix(20).map { gap in
+            let when = gap.linked ? "linked now" : "last seen \(duration(Double(report.now &- gap.seenAt) / 1000)) ago"
+            return "   missing \(gap.missing) from \(renderer.label(gap.author)), announced by \(renderer.label(gap.via)) (\(when))"
+        } + (gaps.count > 20 ? ["   … and \(gaps.count - 20) more authors"] : []) + forks
+    }
+
+    /// Forks recorded, one line per author (at most 20).
+    static func forkLines(_ forks: [(author: PublicKey, sequences: [UInt64])], _ renderer: Renderer) -> [String] {
+        guard !forks.isEmpty else { return [] }
+        return ["-- ⚠ \(forks.count) author\(forks.count == 1 ? "" : "s") signed two different messages at one number (a copied key or a restored backup); the first held is kept:"]
+            + forks.prefix(20).map { f in "   \(renderer.label(f.author)) at \(f.sequences.prefix(8).map(String.init).joined(separator: ", "))" }
+            + (forks.count > 20 ? ["   … and \(forks.count - 20) more"] : [])
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        let s = Int(max(0, seconds))
+        if s < 60 { return "\(s)s" }
+        if s < 3600 { return "\(s / 60)m\(s % 60)s" }
+        return "\(s / 3600)h\(s % 3600 / 60)m"
+    }
+
+    /// "0.42 ms", "12 ms", or "?" before the first answer.
+    static func roundTripText(_ seconds: Double?) -> String {
+        guard let seconds else { return "rtt ?" }
+        let ms = seconds * 1000
+        return ms < 10 ? String(format: "rtt %.2f ms", ms) : String(format: "rtt %.0f ms", ms)
+    }
+}
