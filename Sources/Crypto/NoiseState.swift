@@ -69,8 +69,6 @@ public struct NoiseCipherState: Sendable {
         self.key = key.map { SecretBytes(copying: $0.prefix(32)) }
     }
 
-    var hasKey: Bool { key != nil }
-
     private func nonceBytes(_ n: UInt64) -> [UInt8] {
         [0, 0, 0, 0] + (0..<8).map { UInt8(truncatingIfNeeded: n >> (8 * UInt64($0))) }
     }

@@ -80,12 +80,6 @@ public final class DiscoveryService: @unchecked Sendable {
         return out
     }
 
-    public var peerCount: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return core.peers.count
-    }
-
     private func enqueue(_ command: @escaping (inout DiscoveryCore, UInt64) -> Void) {
         lock.lock()
         commands.append(command)

@@ -129,8 +129,6 @@ public struct Replicator {
         self.random = random
     }
 
-    public var linkIDs: [LinkID] { links.keys.sorted() }
-
     /// What we believe `link` holds.
     public func knownClock(of link: LinkID) -> VectorClock? { links[link]?.known }
 

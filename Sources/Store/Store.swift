@@ -10,7 +10,7 @@ import Gossip
 /// become contiguous when the gap fills. Delivery is causal: an envelope is
 /// delivered (gets a causal time and a place in room history) once the
 /// author's previous envelope and every dependency are delivered.
-public final class Store: EnvelopeStorage {
+public final class Store {
     /// The schema version this build writes (`PRAGMA user_version`).
     public static var schemaVersion: Int { Schema.currentVersion }
 

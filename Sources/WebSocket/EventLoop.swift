@@ -29,7 +29,6 @@ public final class EventLoop: @unchecked Sendable {
     private let running = Atomic<Bool>(false)
     /// The loop thread's id (0 before it runs); read on every send, so atomic rather than locked.
     private let threadID = Atomic<UInt>(0)
-    private let finished = Mutex<Bool>(false)
 
     // Loop-thread state.
     private var handlers: [UInt64: LoopHandler] = [:]

@@ -1,0 +1,15 @@
+import Crypto
+
+/// What happened to one envelope offered to storage.
+public enum InsertOutcome: Equatable, Sendable {
+    /// New: stored.
+    case inserted
+    /// The same bytes were already held: nothing changed.
+    case duplicate
+    /// Same author and sequence, other bytes: the first stays, this one is
+    /// recorded as a fork (see `forks`), never stored over it.
+    case fork(kept: MessageID)
+    /// Does not link to the author's neighbouring envelope that is held
+    /// (previous hash mismatch): refused and recorded as a fork.
+    case brokenChain(kept: MessageID)
+}
