@@ -95,17 +95,26 @@ def check_header(version, item, f, data, signed, names, ids):
         fail(f"{name}: previous")
 
 
-def main():
-    golden = json.loads(FIXTURE.read_text())
-    net = network_key(golden["network_name"])
-    alice, bob = public_key("11" * 32), public_key("22" * 32)
-    names = {"alice": alice, "bob": bob}
+def checked(fixture, version, names):
+    """Each envelope of a fixture, parsed, with the fields every version
+    shares and its signature checked: (item, fields)."""
     ids = {}
-    for item in golden["envelopes"]:
+    for item in json.loads(fixture.read_text())["envelopes"]:
         data = bytes.fromhex(item["bytes"])
         f, signed = parse(data)
+        check_header(version, item, f, data, signed, names, ids)
+        Ed25519PublicKey.from_public_bytes(f["author"]).verify(
+            f["signature"], b"peernode/1 envelope\x00" + data[:signed])
+        yield item, f
+
+
+def main():
+    net = network_key(json.loads(FIXTURE.read_text())["network_name"])
+    alice, bob = public_key("11" * 32), public_key("22" * 32)
+    count = 0
+    for item, f in checked(FIXTURE, 1, {"alice": alice, "bob": bob}):
         name = item["name"]
-        check_header(1, item, f, data, signed, names, ids)
+        count += 1
         if KINDS.get(f["kind"]) != item["kind"]:
             fail(f"{name}: kind")
         if item["room"].startswith("#"):
@@ -117,10 +126,8 @@ def main():
             fail(f"{name}: room id")
         if len(f["body"]) != len(item["plaintext"].encode()) + 40:
             fail(f"{name}: body length")
-        Ed25519PublicKey.from_public_bytes(f["author"]).verify(
-            f["signature"], b"peernode/1 envelope\x00" + data[:signed])
     sealed = check_sealed(net, alice, bob)
-    print(f"check-golden: {len(ids)} envelopes of version 1 and {sealed} of version 2 ok")
+    print(f"check-golden: {count} envelopes of version 1 and {sealed} of version 2 ok")
 
 
 def sodium():
@@ -169,18 +176,14 @@ def open_sealed(lib, key, author, room, body):
 
 
 def check_sealed(net, alice, bob):
-    golden = json.loads(SEALED_FIXTURE.read_text())
     lib = sodium()
-    names = {"alice": alice, "bob": bob}
     room_seed, dm_key = conversation(lib, "11" * 32, bob)
     if conversation(lib, "22" * 32, alice) != (room_seed, dm_key):
         fail("the two parties derive different conversations")
-    ids = {}
-    for item in golden["envelopes"]:
-        data = bytes.fromhex(item["bytes"])
-        f, signed = parse(data)
+    count = 0
+    for item, f in checked(SEALED_FIXTURE, 2, {"alice": alice, "bob": bob}):
         name = item["name"]
-        check_header(2, item, f, data, signed, names, ids)
+        count += 1
         if item["room"].startswith("#"):
             room = derive(net, "peernode/1 room-id", item["room"].encode())
             key = derive(net, "peernode/1 room-key", item["room"].encode())
@@ -192,9 +195,7 @@ def check_sealed(net, alice, bob):
         kind, content = open_sealed(lib, key, f["author"], f["room"], f["body"])
         if KINDS.get(kind) != item["kind"] or content != item["plaintext"].encode():
             fail(f"{name}: kind or content")
-        Ed25519PublicKey.from_public_bytes(f["author"]).verify(
-            f["signature"], b"peernode/1 envelope\x00" + data[:signed])
-    return len(ids)
+    return count
 
 
 if __name__ == "__main__":

@@ -15,8 +15,6 @@ public struct LinkTable {
     public struct Link: Sendable, Equatable {
         /// The dialler that opened it (nil: accepted).
         public let dialer: DialerID?
-        /// The peer's address as the socket has it (for `/peers` and logs).
-        public let address: String
         /// The identity it carries, once its handshake finished and it won any tie-break.
         public fileprivate(set) var remote: PublicKey?
         /// When it began to carry `remote`.
@@ -125,8 +123,8 @@ public struct LinkTable {
     }
 
     /// A connection's WebSocket is open (dialled by `dialer`, or accepted).
-    public mutating func opened(_ id: LinkID, dialer: DialerID?, address: String) {
-        links[id] = Link(dialer: dialer, address: address)
+    public mutating func opened(_ id: LinkID, dialer: DialerID?) {
+        links[id] = Link(dialer: dialer)
     }
 
     /// A link's handshake finished: `remote` is who is there. One link per
@@ -134,7 +132,7 @@ public struct LinkTable {
     /// ends decide alike), and the peer stays up across the swap.
     public mutating func established(_ id: LinkID, remote: PublicKey, now: Double) -> [Effect] {
         guard var link = links[id] else { return [] }
-        if let d = link.dialer, dialers[d] != nil {
+        if let d = link.dialer {
             dialers[d]?.remote = remote
             dialers[d]?.attempt = 0
         }

@@ -125,7 +125,7 @@ final class ChatSession {
         try node.store.roomSummaries(me: node.me).compactMap { summary in summary.name.flatMap { try? RoomName($0) } }
     }
 
-    private func rooms() throws -> [String] {
+    func roomList() throws -> [String] {
         let summaries = try node.store.roomSummaries(me: node.me).filter { $0.name != nil }
         guard !summaries.isEmpty else { return ["-- no rooms yet: /join #room"] }
         let renderer = Renderer(people: node.people)
@@ -141,8 +141,6 @@ final class ChatSession {
             return "\(marker)\(index + 1). \(name)\(unread)\(preview)"
         }
     }
-
-    func roomList() throws -> [String] { try rooms() }
 
     private func show(_ envelope: Envelope) -> String {
         Renderer(people: node.people).line(envelope, room: room.value, opened: node.open(envelope))

@@ -7,6 +7,7 @@ import NodeCore
 /// chat's lines, acknowledgements of settings) write nothing.
 struct JSONPresenter: LinePresenter {
     let out: Output
+    var showsReceipts: Bool { true }
 
     static func lines(_ event: NodeEvent) -> [String] {
         switch event {

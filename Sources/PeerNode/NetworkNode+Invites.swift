@@ -40,7 +40,7 @@ extension NetworkNode {
         return [.inviteAccepted(room: name, askedFor: pending.name, by: pending.inviter)]
             + earlier.compactMap { stored in
                 guard !blocked.contains(stored.envelope.author), let opened = node.open(stored.envelope) else { return nil }
-                return .message(ShownMessage(envelope: stored.envelope, opened: opened, room: name, to: nil, people: node.people))
+                return .message(ShownMessage(envelope: stored.envelope, opened: opened, room: name, to: nil, me: node.me, book: node.people))
             }
     }
 

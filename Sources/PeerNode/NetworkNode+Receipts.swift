@@ -58,8 +58,10 @@ extension NetworkNode {
         return ownMessages(after: before, through: sequence).map { .receipt($0.id, by: peer, state: .stored) }
     }
 
-    /// Our messages (text and actions) after `before` up to `through`, at most `receiptEventLimit`.
+    /// Our messages (text and actions) after `before` up to `through`, at
+    /// most `receiptEventLimit`; none when the presenter shows no receipts.
     private func ownMessages(after before: UInt64, through: UInt64, in room: RoomID? = nil) -> [Envelope] {
+        guard presenter.showsReceipts else { return [] }
         let count = Int(min(UInt64(Self.receiptEventLimit), through - before))
         do {
             return try node.store.envelopes(from: node.me, startingAt: before + 1, limit: count)

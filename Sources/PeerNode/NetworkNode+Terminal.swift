@@ -32,7 +32,7 @@ extension NetworkNode {
         for (id, link) in table.links.sorted(by: { $0.key < $1.key }) {
             guard let remote = link.remote, shown.insert(remote).inserted else { continue }
             let known = replicator.knownClock(of: id) ?? VectorClock()
-            rows.append(PeerRow(id: remote, address: link.address, state: "linked", linkedFor: now - (link.since ?? now),
+            rows.append(PeerRow(id: remote, address: links[id]?.connection.remoteAddress ?? "?", state: "linked", linkedFor: now - (link.since ?? now),
                                 roundTrip: links[id]?.roundTrip, sending: replicator.clock.count(beyond: known),
                                 receiving: known.count(beyond: replicator.clock)))
         }

@@ -22,13 +22,13 @@ extension NetworkNode {
         var events: [NodeEvent] = []
         for stored in fresh {
             lastShown = stored.delivery
-            events += apply(stored.envelope)
+            events += applyDelivered(stored.envelope)
         }
         emit(events)
     }
 
     /// One delivered envelope: the model changes it makes, and what to show of it.
-    private func apply(_ e: Envelope) -> [NodeEvent] {
+    private func applyDelivered(_ e: Envelope) -> [NodeEvent] {
         // What this node cannot open (others' conversations, rooms it is not in) is not shown.
         guard let opened = node.open(e) else { return [] }
         node.observe(e, opened)
@@ -49,11 +49,11 @@ extension NetworkNode {
             guard opened.isMessage else { return [] }
             // A direct message is shown wherever the person is: it counts as read there.
             owe(e, kind: .text, room: e.room, current: true)
-            return [.message(ShownMessage(envelope: e, opened: opened, room: nil, to: e.author == node.me ? peer : node.me, people: node.people))]
+            return [.message(ShownMessage(envelope: e, opened: opened, room: nil, to: e.author == node.me ? peer : node.me, me: node.me, book: node.people))]
         }
         guard let roomName = node.roomName(e.room) else { return [] }
         owe(e, kind: opened.kind, room: e.room, current: roomName == session.room)
-        return [.message(ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, people: node.people))]
+        return [.message(ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, me: node.me, book: node.people))]
     }
 
     // MARK: commands

@@ -212,22 +212,25 @@ final class NetworkNode: @unchecked Sendable {
 
     func opened(_ c: WebSocketConnection, dialer: LinkTable.DialerID?) {
         let blocked = self.blocked
-        // Both ends required a subprotocol we offered, so these fail only on a bug.
-        guard let version = LinkProtocol(subprotocol: c.subprotocol),
-              let session = try? LinkSession(
-                initiator: dialer != nil, identity: node.identity, networkKey: node.network, now: monotonic(),
-                expectedRemote: table.expectedRemote(of: dialer), isBlocked: { blocked.contains($0) }, nick: node.nick ?? pendingNick, version: version)
-        else {
-            c.close(code: .internalError, reason: "cannot start the link handshake")
-            // Never a link, so its close is not reported: the dialler tries again.
+        // Never a link, so its close is not reported: the dialler tries again.
+        func refuse(_ code: CloseCode, _ reason: String) {
+            c.close(code: code, reason: reason)
             if let dialer { table.dialFailed(dialer, now: monotonic()) }
-            return
+        }
+        // Both ends required a subprotocol we offered, so this only fails on a bug.
+        guard let version = LinkProtocol(subprotocol: c.subprotocol) else {
+            return refuse(.protocolError, "no link version agreed")
+        }
+        guard let session = try? LinkSession(
+            initiator: dialer != nil, identity: node.identity, networkKey: node.network, now: monotonic(),
+            expectedRemote: table.expectedRemote(of: dialer), isBlocked: { blocked.contains($0) }, nick: node.nick ?? pendingNick, version: version) else {
+            return refuse(.internalError, "cannot start the link handshake")
         }
         let id = nextLink
         nextLink += 1
         links[id] = Link(connection: c, session: session, version: version)
         linkOf[ObjectIdentifier(c)] = id
-        table.opened(id, dialer: dialer, address: c.remoteAddress)
+        table.opened(id, dialer: dialer)
         if dialer != nil { apply(links[id]?.session.start() ?? [], on: id) }
     }
 
@@ -302,9 +305,7 @@ final class NetworkNode: @unchecked Sendable {
         discovery?.setLinked(remote, true)
         if announce {
             // The nick from its messages if we have them, else the one it claimed in the handshake.
-            var people = node.people
-            if people.nicks[remote] == nil, let claimed = link.session.remoteNick { people.nicks[remote] = PeerText(claimed) }
-            emit(.peerUp(people[remote], address: link.connection.remoteAddress))
+            emit(.peerUp(node.people[remote].claiming(link.session.remoteNick.map(PeerText.init)), address: link.connection.remoteAddress))
         }
         // What we remember of this peer makes the clock exchange cost what changed.
         perform(replicator.linkUp(id, now: now, memory: peerClocks(of: remote), version: link.version))

@@ -52,10 +52,18 @@ struct ShownMessage {
     let room: RoomName?
     /// The other party of a direct message.
     let to: PublicKey?
-    /// Nicks and marks when it was shown.
+    /// Nicks and marks of its author, the other party and this node (for
+    /// mentions) when it was shown.
     let people: People
 
-    var author: Person { people[envelope.author] }
+    /// `people` is taken from the node's book for those it names.
+    init(envelope: Envelope, opened: OpenedEnvelope, room: RoomName?, to: PublicKey?, me: PublicKey, book: People) {
+        self.envelope = envelope
+        self.opened = opened
+        self.room = room
+        self.to = to
+        people = book.only([envelope.author, me] + (to.map { [$0] } ?? []))
+    }
 }
 
 enum ReceiptState: String {
@@ -115,6 +123,14 @@ struct SyncReport {
 /// Where the node's events go. A batch is written together (one write).
 protocol Presenter {
     func present(_ events: [NodeEvent])
+    /// Whether it shows `.receipt` per message. Each costs a read of our
+    /// own messages from the store, so the node makes them only for a
+    /// presenter that shows them (the terminal shows the prompt's mark).
+    var showsReceipts: Bool { get }
+}
+
+extension Presenter {
+    var showsReceipts: Bool { false }
 }
 
 /// A presenter that turns each event into lines on an `Output`.

@@ -14,6 +14,11 @@ struct Person: Equatable {
     /// It signed two different envelopes at one sequence (a copied key or a
     /// restored backup): "(forked)".
     let forked: Bool
+
+    /// The same identity with the nick it claimed (in its handshake), when no message said one.
+    func claiming(_ claimed: PeerText?) -> Person {
+        Person(key: key, nick: nick ?? claimed, trusted: trusted, lookAlike: lookAlike, forked: forked)
+    }
 }
 
 /// What the node knows about identities for showing them: nicks from their
@@ -26,5 +31,18 @@ struct People {
 
     subscript(_ key: PublicKey) -> Person {
         Person(key: key, nick: nicks[key], trusted: trusted.contains(key), lookAlike: lookAlike.contains(key), forked: forked.contains(key))
+    }
+
+    /// What is known of `keys` only: an event keeps this, not the whole
+    /// book, so the node changing a nick later copies nothing.
+    func only(_ keys: [PublicKey]) -> People {
+        var out = People()
+        for key in keys {
+            out.nicks[key] = nicks[key]
+            if trusted.contains(key) { out.trusted.insert(key) }
+            if lookAlike.contains(key) { out.lookAlike.insert(key) }
+            if forked.contains(key) { out.forked.insert(key) }
+        }
+        return out
     }
 }

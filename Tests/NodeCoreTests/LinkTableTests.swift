@@ -39,8 +39,8 @@ private struct Pair {
                 // Opened at both ends; each handshake finishes, the dialler's first.
                 let here = nextLink, there = nextLink + 1
                 nextLink += 2
-                tables[side].opened(here, dialer: dials([effect])[0], address: "x")
-                tables[1 - side].opened(there, dialer: nil, address: "y")
+                tables[side].opened(here, dialer: dials([effect])[0])
+                tables[1 - side].opened(there, dialer: nil)
                 connections.append((side == 0 ? [here, there] : [there, here], side))
                 run(side, tables[side].established(here, remote: keys[1 - side], now: now), now: now)
                 run(1 - side, tables[1 - side].established(there, remote: keys[side], now: now), now: now)
@@ -105,7 +105,7 @@ struct LinkTableTests {
             now += wait
             #expect(dials(table.tick(now: now)) == [d])
         }
-        table.opened(1, dialer: d, address: "h:9")
+        table.opened(1, dialer: d)
         _ = table.established(1, remote: peer, now: now)
         #expect(table.expectedRemote(of: d) == peer, "the dialler learned who answers")
         _ = table.closed(1, reason: PeerText("bye"), duplicate: false, now: now)
@@ -117,16 +117,16 @@ struct LinkTableTests {
     func duplicateGrace() throws {
         let (me, peer) = try twoKeys()
         var table = LinkTable(me: me, random: SeededRandom(state: 1))
-        table.opened(1, dialer: nil, address: "p")
+        table.opened(1, dialer: nil)
         #expect(table.established(1, remote: peer, now: 0) == [.up(1, peer, announce: true)])
         #expect(table.closed(1, reason: PeerText("duplicate link"), duplicate: true, now: 1) == [.down(1)])
         #expect(table.tick(now: 1 + LinkTable.duplicateGrace - 0.01).isEmpty)
-        table.opened(2, dialer: nil, address: "p")
+        table.opened(2, dialer: nil)
         #expect(table.established(2, remote: peer, now: 2) == [.up(2, peer, announce: false)], "the peer stayed up")
         #expect(table.closed(2, reason: PeerText("duplicate link"), duplicate: true, now: 3) == [.down(2)])
         #expect(table.tick(now: 3 + LinkTable.duplicateGrace) == [.peerDown(peer, reason: nil)], "at the limit: down")
         // An ordinary close is a peer down at once, with its reason.
-        table.opened(3, dialer: nil, address: "p")
+        table.opened(3, dialer: nil)
         _ = table.established(3, remote: peer, now: 10)
         #expect(table.closed(3, reason: PeerText("node quitting"), duplicate: false, now: 11) == [.down(3), .peerDown(peer, reason: PeerText("node quitting"))])
     }
@@ -153,7 +153,7 @@ struct LinkTableTests {
 
         var withPeer = LinkTable(me: small, random: SeededRandom(state: 4))
         let p = withPeer.addPeer(host: "10.0.0.2", port: 7733)
-        withPeer.opened(1, dialer: p, address: "10.0.0.2:7733")
+        withPeer.opened(1, dialer: p)
         _ = withPeer.established(1, remote: large, now: 0)
         _ = withPeer.found(large, host: "10.0.0.2", port: 7733, listening: true, now: 1)
         #expect(withPeer.dialers.count == 1)
@@ -165,7 +165,7 @@ struct LinkTableTests {
         let answered = try SigningKey.generate().publicKey, third = try SigningKey.generate().publicKey
         var table = LinkTable(me: me, random: SeededRandom(state: 5))
         let d = try #require(dials(table.found(announced, host: "10.0.0.9", port: 7733, listening: false, now: 0)).first)
-        table.opened(1, dialer: d, address: "10.0.0.9:7733")
+        table.opened(1, dialer: d)
         #expect(table.misdirected(1, answered: answered, now: 0) == [
             .count(.discoveryMisdirected),
             .misdirected(address: "10.0.0.9:7733", announced: announced, answered: answered, until: LinkTable.misdirectedHold),
@@ -179,7 +179,7 @@ struct LinkTableTests {
         var peer = LinkTable(me: me, random: SeededRandom(state: 6))
         let p = peer.addPeer(host: "10.0.0.9", port: 7733)
         _ = peer.tick(now: 0)
-        peer.opened(1, dialer: p, address: "10.0.0.9:7733")
+        peer.opened(1, dialer: p)
         #expect(peer.misdirected(1, answered: answered, now: 0).isEmpty)
     }
 
@@ -192,7 +192,7 @@ struct LinkTableTests {
             // A hundredth of a second apart: every hold still runs at the end.
             let now = Double(i) / 100
             let d = try #require(dials(table.found(key, host: "10.1.\(i / 250).\(i % 250)", port: 1, listening: false, now: now)).first)
-            table.opened(i + 1, dialer: d, address: "")
+            table.opened(i + 1, dialer: d)
             _ = table.misdirected(i + 1, answered: answered, now: now)
             _ = table.closed(i + 1, reason: PeerText(""), duplicate: false, now: now)
         }
@@ -205,7 +205,7 @@ struct LinkTableTests {
     func block() throws {
         let (me, peer) = try twoKeys()
         var table = LinkTable(me: me, random: SeededRandom(state: 9))
-        table.opened(4, dialer: nil, address: "p")
+        table.opened(4, dialer: nil)
         _ = table.established(4, remote: peer, now: 0)
         #expect(table.block(peer) == [.close(4, .blocked)])
         #expect(table.block(me).isEmpty)

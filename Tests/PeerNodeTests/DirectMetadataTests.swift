@@ -10,7 +10,7 @@ import Testing
 /// another member of the network (envelope version 2, docs/PROTOCOL.md §4–5).
 @Suite("Hostile members: what a member sees of others' conversations", .serialized)
 struct DirectMetadataTests {
-    static let network = NetworkKey.derived(fromName: NetworkKey.defaultName)
+    static let network = HostilePeer.lan
 
     @Test("a member linked to Alice sees her DM, invite and receipt to Bob in a room it cannot name, with no kind and one size; Bob reads them")
     func observer() async throws {

@@ -16,7 +16,7 @@ struct ForgedEnvelopeTests {
         let (dir, node, port) = try await target()
 
         let identity = try SigningKey.generate()
-        let network = NetworkKey.derived(fromName: NetworkKey.defaultName)
+        let network = HostilePeer.lan
         let room = RoomID.publicRoom(.general, network: network)
         // Each forged envelope: properly signed, then one signature byte flipped.
         let forged = try (1...UInt64(Replicator.invalidLimit + 4)).map { i -> CarriedEnvelope in
@@ -46,7 +46,7 @@ struct ForgedEnvelopeTests {
     func flood() async throws {
         // A small budget, so the test does not depend on outrunning the default 10,000/s.
         let (dir, node, port) = try await target(["--push-rate", "100"])
-        let network = NetworkKey.derived(fromName: NetworkKey.defaultName)
+        let network = HostilePeer.lan
         // One author's chain, valid, readable and signed: six times the burst, sent at once.
         let author = try SigningKey.generate()
         let chain = try generalChain(by: author, count: 3_000, network: network)
@@ -74,7 +74,7 @@ struct OwnHistoryLiarTests {
     func liar() async throws {
         let (dir, node, port) = try await target()
         let me = try PublicKey(hex: node.id)
-        let network = NetworkKey.derived(fromName: NetworkKey.defaultName)
+        let network = HostilePeer.lan
         func liar(_ sequence: UInt64) throws -> HostilePeer {
             try HostilePeer(identity: try SigningKey.generate(), network: network,
                             messages: [.clock(entries: [Dependency(author: me, sequence: sequence)], full: true)])
@@ -172,6 +172,9 @@ func target(_ extra: [String] = []) async throws -> (TemporaryDirectory, NodePro
 /// A hostile peer: it completes the real handshake, then sends `messages`
 /// as fast as the socket takes them. Its callbacks all run on its event loop.
 final class HostilePeer: @unchecked Sendable {
+    /// The network a test node is on unless told otherwise (`--network` not given).
+    static let lan = NetworkKey.derived(fromName: NetworkKey.defaultName)
+
     let lock = NSLock()
     var session: LinkSession
     let messages: [GossipMessage]

@@ -13,7 +13,7 @@ import WebSocket
 /// a real link (the `HostilePeer` of the forged-envelope tests).
 @Suite("Hostile members", .serialized)
 struct HostileMemberTests {
-    static let network = NetworkKey.derived(fromName: NetworkKey.defaultName)
+    static let network = HostilePeer.lan
 
     @Test("finding 1: a full clock naming two made-up authors at 2^63 is refused where it is decoded (the link closes with 1008); /sync, /peers and /stats still answer")
     func hugeClock() async throws {

@@ -10,7 +10,7 @@ struct PushBypassTests {
     @Test("finding 3: a peer that declares 3,000 envelopes of its own and then sends them all at once, against --push-rate 100 (a burst of 500), is closed with 1008 and counted; what was asked for (500) and the push burst (500) are kept, no more", arguments: LinkProtocol.allCases)
     func declaredThenFlooded(version: LinkProtocol) async throws {
         let (dir, node, port) = try await target(["--push-rate", "100"])
-        let network = NetworkKey.derived(fromName: NetworkKey.defaultName)
+        let network = HostilePeer.lan
         let author = try SigningKey.generate()
         let chain = try generalChain(by: author, count: 3_000, network: network)
         // Its own clock at 3,000 first: under the old rule all of it came free.

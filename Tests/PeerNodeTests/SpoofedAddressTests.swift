@@ -25,7 +25,7 @@ struct SpoofedAddressTests {
             let key = try SigningKey.generate()
             let service = try DiscoveryService(
                 configuration: .init(group: "239.255.73.73", port: groupPort, interface: "127.0.0.1"),
-                signer: key, network: NetworkKey.derived(fromName: NetworkKey.defaultName), linkPort: victimPort, onEvent: { _ in })
+                signer: key, network: HostilePeer.lan, linkPort: victimPort, onEvent: { _ in })
             service.start()
             return (service, key.publicKey)
         }
