@@ -4,7 +4,7 @@ import Crypto
 /// patience window for the whole node, not one per claimant: identities
 /// are free, so a window per identity let a peer with many of them hold
 /// our posts for ever. While claims go unproven (none of our messages
-/// arrives) for the node's patience (`NetworkNode.ownClaimPatience`), no claim is believed; our
+/// arrives) for the node's patience (`OwnHistoryGate.patience`), no claim is believed; our
 /// chain growing is the proof that restarts the window. The window is
 /// forgotten only after as long again with no claim at all, so leaving and
 /// coming back does not buy a new one.

@@ -50,11 +50,9 @@ extension NetworkNode {
     }
 }
 
+/// The own-history gate (`OwnHistoryGate`, pure) fed with the linked
+/// peers' claims; its effects done here.
 extension NetworkNode {
-    /// A peer's claim to hold more of our messages is believed this long
-    /// without any of them arriving.
-    static let ownClaimPatience = 30.0
-
     /// Each linked peer's declared sequence for us (empty until a linked
     /// peer has declared its clock).
     var ownClaims: [PublicKey: UInt64] {
@@ -65,57 +63,34 @@ extension NetworkNode {
         return out
     }
 
-    /// On each tick: is each claim about our history coming true?
-    func watchOwnClaims(now: Double) {
-        let claims = ownClaims
-        let ours = replicator.clock[node.me]
-        ownClaimsWatch.update(claims: claims, ours: ours, now: now, patience: Self.ownClaimPatience)
-        guard !ownClaimsWatch.believes(now: now, patience: Self.ownClaimPatience) else { return }
-        for (peer, claimed) in claims where claimed > ours && ownClaimsWatch.disbelieve(peer) {
-            count(.ownHistoryClaimIgnored)
-            log.warning("\(peer.shortFingerprint) says it holds \(claimed - ours) more of your messages but sent none in \(Int(Self.ownClaimPatience)) s; posting goes on without them")
+    /// Why a post of ours must wait now (nil: it may go).
+    func ownHistoryRefusal(now: Double) -> OwnHistoryGate.Refusal? {
+        ownHistory.refusal(known: node.ownHistoryIsKnown, claims: ownClaims, ours: replicator.clock[node.me], now: now)
+    }
+
+    /// Throws while our own history may still be elsewhere (every post of ours passes here).
+    func ensureOwnHistoryIsBack() throws(OwnHistoryGate.Refusal) {
+        if let refusal = ownHistoryRefusal(now: monotonic()) { throw refusal }
+    }
+
+    /// On each tick: claims that came to nothing, our history known, the waiting nick.
+    func tickOwnHistory(now: Double) {
+        let effects = ownHistory.tick(known: node.ownHistoryIsKnown, claims: ownClaims, ours: replicator.clock[node.me], now: now)
+        for effect in effects {
+            switch effect {
+            case let .disbelieved(peer, missing):
+                count(.ownHistoryClaimIgnored)
+                log.warning("\(peer.shortFingerprint) says it holds \(missing) more of your messages but sent none in \(Int(OwnHistoryGate.patience)) s; posting goes on without them")
+            case .historyKnown:
+                do { try node.markOwnHistoryKnown() } catch { log.warning("saving that our history is known failed: \(error)") }
+            case let .postNick(nick):
+                post(nick: nick)
+            }
         }
     }
 
-    /// Refuses to post while a linked peer holds more of our own messages than
-    /// we do (our database was lost or restored from an old backup): a new
-    /// post would reuse their sequence numbers and be kept by nobody (a fork).
-    /// An identity that has posted before, on a database that holds none of
-    /// it, waits for a linked peer's clock before its first post.
-    func ensureOwnHistoryIsBack() throws {
-        let claims = ownClaims
-        guard !claims.isEmpty || node.ownHistoryIsKnown else {
-            throw NodeError(description: "this identity has posted before, but this database holds none of its messages; "
-                + "posting waits until a peer says what you posted, so no sequence number is used twice (no peer is linked yet)")
-        }
-        let ours = replicator.clock[node.me]
-        let now = monotonic()
-        let theirs = ownClaimsWatch.believes(now: now, patience: Self.ownClaimPatience) ? claims.values.max() ?? 0 : 0
-        guard theirs <= ours else {
-            throw NodeError(description: "your earlier messages are still coming back from your peers (\(theirs - ours) to go); try again in a moment")
-        }
-    }
-
-    /// Once a linked peer declared its clock and holds no more of ours than
-    /// we do, this database knows our history: remembered, so a restart
-    /// with nobody linked may post.
-    func markOwnHistoryKnownIfSafe() {
-        // Not known yet, so the check passes only once a linked peer has declared.
-        guard !node.ownHistoryIsKnown, (try? ensureOwnHistoryIsBack()) != nil else { return }
-        do { try node.markOwnHistoryKnown() } catch { log.warning("saving that our history is known failed: \(error)") }
-    }
-
-    /// The deferred startup nick goes out once a linked peer has declared
-    /// its clock and holds no more of our messages than we do.
-    func postPendingNickIfSafe() {
-        guard pendingNick != nil, !ownClaims.isEmpty, (try? ensureOwnHistoryIsBack()) != nil else { return }
-        postPendingNick()
-    }
-
-    /// Posts the pending nick now, unless our history brought back the same one.
-    func postPendingNick() {
-        guard let nick = pendingNick else { return }
-        pendingNick = nil
+    /// Posts the nick that waited, unless our history brought back the same one.
+    func post(nick: String) {
         guard node.nick != nick else { return }
         do {
             let e = try node.post(nick, kind: .nick, in: session.room)
@@ -126,4 +101,3 @@ extension NetworkNode {
         }
     }
 }
-

@@ -48,11 +48,11 @@ extension NetworkNode {
         if let peer = opened.peer {
             guard opened.isMessage else { return [] }
             // A direct message is shown wherever the person is: it counts as read there.
-            owe(e, kind: .text, room: e.room, current: true)
+            receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: true, current: true)
             return [.message(ShownMessage(envelope: e, opened: opened, room: nil, to: e.author == node.me ? peer : node.me, me: node.me, book: node.people))]
         }
         guard let roomName = node.roomName(e.room) else { return [] }
-        owe(e, kind: opened.kind, room: e.room, current: roomName == session.room)
+        receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: opened.isMessage, current: roomName == session.room)
         return [.message(ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, me: node.me, book: node.people))]
     }
 
@@ -94,8 +94,8 @@ extension NetworkNode {
             return (try listInvites(), true)
         case let .set(key, value):
             try node.store.setSetting(key, value)
-            sendsReadReceipts = value == "on"
-            return ([.readReceipts(on: sendsReadReceipts)], true)
+            receipts.sendsRead = value == "on"
+            return ([.readReceipts(on: receipts.sendsRead)], true)
         case .who:
             return ([try members()], true)
         case .peers:
@@ -154,9 +154,9 @@ extension NetworkNode {
         // Checked here too (the gate would check the post), so a refusal
         // keeps the pending nick instead of failing it on the way.
         try ensureOwnHistoryIsBack()
-        postPendingNick()
+        if let nick = ownHistory.takePendingNick() { post(nick: nick) }
         let e = try node.post(text, kind: kind, in: session.room)
-        lastOwnPost[session.room] = e.sequence
+        receipts.posted(e.sequence, in: e.room)
         perform(replicator.localPost(e))
         showDeliveries()
     }

@@ -27,11 +27,11 @@ final class NetworkNode: @unchecked Sendable {
         var probe: (number: UInt32, sentAt: Double)?
         var lastProbe = 0.0
         /// Stored envelopes still to send, paced by the socket (`pumpCatchUp`).
-        var catchUp: [CatchUpRange] = []
+        var catchUp = CatchUpQueue()
     }
 
     /// Bytes that may wait unsent on one link before its peer counts as not
-    /// reading and the link is closed. Catch-up is paced (1 MiB window), so
+    /// reading and the link is closed. Catch-up is paced (`CatchUpQueue.window`, 1 MiB), so
     /// this is about live pushes only.
     static let linkSendQueue = 8 << 20
 
@@ -66,16 +66,8 @@ final class NetworkNode: @unchecked Sendable {
     /// keeps the peer up for `LinkTable.duplicateGrace`.
     static let duplicateReason = "duplicate link"
 
-    /// Receipts to send: room → state → author → highest sequence delivered/read.
-    var receiptsOwed: [RoomID: [Receipt.State: [PublicKey: UInt64]]] = [:]
-    var lastReceiptSent: [RoomID: Double] = [:]
-    /// What peers acknowledged of our messages, per peer, room and state: the highest sequence.
-    var acknowledged: [Acknowledgement: UInt64] = [:]
-    struct Acknowledgement: Hashable {
-        let peer: PublicKey
-        let room: RoomID
-        let state: Receipt.State
-    }
+    /// Receipts owed, and how far our own messages have got (pure).
+    var receipts: ReceiptLedger
     var syncProgress = SyncProgress()
     /// When a link last brought bytes, and when background work last ran (monotonic seconds).
     var lastLinkTraffic = 0.0
@@ -87,19 +79,12 @@ final class NetworkNode: @unchecked Sendable {
     /// Freed memory goes back to the system at most this often, when quiet.
     static let memoryTrimInterval = 30.0
     var lastMemoryTrim = 0.0
-    /// Our own messages up to here are stored by at least one peer.
-    var storedThrough: UInt64 = 0
-    /// The sequence of our last text or action per room (for the prompt's mark).
-    var lastOwnPost: [RoomName: UInt64] = [:]
     /// `--max-per-address`: connections accepted at once from one IP address.
     var maximumConnectionsPerAddress = WebSocketServer.Configuration.defaultMaximumConnectionsPerAddress
-    /// A nick from the command line not yet posted: this identity may have
-    /// posted before from a database that is gone, so it waits until a
-    /// linked peer's clock shows our history is back (or the user posts).
-    var pendingNick: String?
-    /// Whether peers' claims to hold more of our messages than we do are
-    /// borne out (`NetworkNode+Sync.swift`).
-    var ownClaimsWatch = OwnHistoryClaims()
+    /// Whether a post of ours may go now, and the startup nick that waits
+    /// until it may: this identity may have posted before from a database
+    /// that is gone (pure; `NetworkNode+Sync.swift` feeds it).
+    var ownHistory: OwnHistoryGate
     /// Per-peer clocks not written yet, and when they last were (`savePeerClocks`).
     var unsavedPeerClocks: [PublicKey: PeerClocks] = [:]
     /// Relay: the server of `/healthz` and `/metrics`, and whether its samples name peers.
@@ -109,8 +94,6 @@ final class NetworkNode: @unchecked Sendable {
     /// Told the prompt when it changes on a tick (the terminal session).
     var promptChanged: (@Sendable (String) -> Void)?
     private var lastPrompt = ""
-    /// Read receipts go out only when a person looks (a terminal), unless `/set receipts off`.
-    var sendsReadReceipts = false
     let log: Logger
     /// A relay shows nothing and logs instead (see `NetworkNode+Relay.swift`).
     let relay: Bool
@@ -119,7 +102,10 @@ final class NetworkNode: @unchecked Sendable {
     var storeFull = false
     let started = ProcessInfo.processInfo.systemUptime
 
-    init(node: Node, room: RoomName, presenter: any Presenter, log: Logger, relay: Bool = false) throws {
+    /// `pendingNick`: a nick from the command line that waits until a post may go.
+    /// `sendsReadReceipts`: read receipts go out (a person looks at a terminal, unless `/set receipts off`).
+    init(node: Node, room: RoomName, presenter: any Presenter, log: Logger, relay: Bool = false,
+         pendingNick: String? = nil, sendsReadReceipts: Bool = false) throws {
         self.node = node
         self.presenter = presenter
         self.log = log
@@ -129,12 +115,14 @@ final class NetworkNode: @unchecked Sendable {
         replicator = Replicator(me: node.me, clock: try node.store.vectorClock(), random: SystemRandomNumberGenerator())
         table = LinkTable(me: node.me, random: SystemRandomNumberGenerator())
         lastShown = node.store.lastDeliveryNumber
+        receipts = ReceiptLedger(me: node.me, sendsRead: sendsReadReceipts)
+        ownHistory = OwnHistoryGate(pendingNick: pendingNick)
         blocked.set(try node.store.blockedIdentities())
         node.postingGate = { [weak self] in
             guard let self else { return }
             try ensureOwnHistoryIsBack()
             // What we sign ourselves is no proof of anyone's claim.
-            ownClaimsWatch.signing(replicator.clock[node.me] + 1)
+            ownHistory.signing(replicator.clock[node.me] + 1)
         }
     }
 
@@ -223,7 +211,7 @@ final class NetworkNode: @unchecked Sendable {
         }
         guard let session = try? LinkSession(
             initiator: dialer != nil, identity: node.identity, networkKey: node.network, now: monotonic(),
-            expectedRemote: table.expectedRemote(of: dialer), isBlocked: { blocked.contains($0) }, nick: node.nick ?? pendingNick, version: version) else {
+            expectedRemote: table.expectedRemote(of: dialer), isBlocked: { blocked.contains($0) }, nick: node.nick ?? ownHistory.pendingNick, version: version) else {
             return refuse(.internalError, "cannot start the link handshake")
         }
         let id = nextLink
@@ -364,9 +352,7 @@ final class NetworkNode: @unchecked Sendable {
         }
         perform(replicator.tick(now: now))
         savePeerClocks(now: now)
-        watchOwnClaims(now: now)
-        markOwnHistoryKnownIfSafe()
-        postPendingNickIfSafe()
+        tickOwnHistory(now: now)
         for id in links.keys.sorted() {
             guard var link = links[id] else { continue }
             let actions = link.session.tick(now: now)

@@ -2,6 +2,7 @@ import ChatText
 import Crypto
 import Foundation
 import Gossip
+import NodeCore
 import Store
 
 /// Where the data directory is: `--data-dir`, else `$XDG_DATA_HOME/peernode`,

@@ -67,11 +67,11 @@ func run(_ command: Command) throws {
         let log = try Logger(format: .chat)
         if let terminal { log.sink = { terminal.print([$0]) } }
         let presenter: any Presenter = options.json ? JSONPresenter(out: out) : TerminalPresenter(out: out)
-        let network = try NetworkNode(node: node, room: room, presenter: presenter, log: log)
-        network.pendingNick = startupNick
-        network.applyLimits(options)
         // Read receipts: a person at a terminal reads what is shown, unless they said otherwise.
-        network.sendsReadReceipts = (try node.store.setting("receipts")).map { $0 == "on" } ?? (terminal != nil)
+        let readReceipts = (try node.store.setting("receipts")).map { $0 == "on" } ?? (terminal != nil)
+        let network = try NetworkNode(node: node, room: room, presenter: presenter, log: log,
+                                      pendingNick: startupNick, sendsReadReceipts: readReceipts)
+        network.applyLimits(options)
         try network.start(listen: options.listen, peers: options.peers, discovery: try discoveryConfiguration(options))
         if let terminal {
             network.promptChanged = { terminal.setPrompt($0) }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Gossip
+import NodeCore
 @testable import PeerNode
 import TestSupport
 import Testing
@@ -70,7 +71,7 @@ struct ForgedEnvelopeTests {
 
 @Suite("A peer that lies about our own history")
 struct OwnHistoryLiarTests {
-    @Test("peers that declare a huge clock for us and send nothing stop our posts for ownClaimPatience (30 s) at most, however many identities they use (that a later identity buys no more time is shown with a fake clock in OwnHistoryClaimTests/nodeWide); the lies are counted, and our own posts prove nothing")
+    @Test("peers that declare a huge clock for us and send nothing stop our posts for OwnHistoryGate.patience (30 s) at most, however many identities they use (that a later identity buys no more time is shown with a fake clock in OwnHistoryClaimTests/nodeWide); the lies are counted, and our own posts prove nothing")
     func liar() async throws {
         let (dir, node, port) = try await target()
         let me = try PublicKey(hex: node.id)
@@ -89,7 +90,7 @@ struct OwnHistoryLiarTests {
         let attack2 = Task { try await second.attack(port: port, timeout: 45) }
         #expect(await eventuallyValue { node.events.value.filter { $0["type"] == "peer_up" }.count >= 2 ? true : nil } == true)
         // Both claims are disbelieved together once the window passes: wait for the counter that says so.
-        #expect(await counterReaches(node, "own_history_claim_ignored", "2", timeout: NetworkNode.ownClaimPatience + 15))
+        #expect(await counterReaches(node, "own_history_claim_ignored", "2", timeout: OwnHistoryGate.patience + 15))
         node.send("second try")
         #expect(await node.wait(timeout: 10) { $0["type"] == "message" && $0["text"] == "second try" } != nil)
         // Our own post proves nothing: the next one goes too.

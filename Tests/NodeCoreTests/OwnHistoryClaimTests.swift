@@ -1,8 +1,6 @@
 import Crypto
-import Foundation
 import Gossip
 import NodeCore
-@testable import PeerNode
 import TestSupport
 import Testing
 
@@ -16,10 +14,10 @@ struct OwnHistoryClaimTests {
         honest = try SigningKey.generate().publicKey
     }
 
-    @Test("claims are believed while they bring something; after ownClaimPatience with nothing, none is; a satisfied claim is forgotten")
+    @Test("claims are believed while they bring something; after OwnHistoryGate.patience with nothing, none is; a satisfied claim is forgotten")
     func patience() {
         var w = OwnHistoryClaims()
-        let p = NetworkNode.ownClaimPatience
+        let p = OwnHistoryGate.patience
         w.update(claims: [liar: 1_000_000], ours: 3, now: 100, patience: p)
         #expect(w.believes(now: 100 + p - 1, patience: p))
         #expect(!w.believes(now: 100 + p, patience: p), "at the limit: no longer believed")
@@ -36,7 +34,7 @@ struct OwnHistoryClaimTests {
     @Test("one window for the node: new identities claiming later, or the same one leaving and coming back, buy no more time (issue 13, finding 5)")
     func nodeWide() throws {
         var w = OwnHistoryClaims()
-        let p = NetworkNode.ownClaimPatience
+        let p = OwnHistoryGate.patience
         let liars = try (0..<3).map { _ in try SigningKey.generate().publicKey }
         w.update(claims: [liars[0]: 1_000_000], ours: 3, now: 0, patience: p)
         w.update(claims: [liars[1]: 2_000_000], ours: 3, now: p - 5, patience: p)  // the first left; a second identity claims
@@ -54,7 +52,7 @@ struct OwnHistoryClaimTests {
     @Test("our own new posts are no proof of a claim: after the window they do not make it believed again")
     func ownPostsProveNothing() {
         var w = OwnHistoryClaims()
-        let p = NetworkNode.ownClaimPatience
+        let p = OwnHistoryGate.patience
         w.update(claims: [liar: 1_000_000], ours: 3, now: 0, patience: p)
         #expect(!w.believes(now: p, patience: p))
         w.signing(4)

@@ -8,19 +8,24 @@ import Gossip
 ///
 /// "I have delivered (or read) every message of these authors in this room
 /// up to these sequence numbers."
-struct Receipt: Equatable {
-    enum State: UInt8 {
+public struct Receipt: Equatable, Sendable {
+    public enum State: UInt8, Sendable {
         case delivered = 1, read = 2
-        var name: String { self == .delivered ? "delivered" : "read" }
+        public var name: String { self == .delivered ? "delivered" : "read" }
     }
 
     /// Most authors one receipt names (more go in the next one).
-    static let maximumMarks = 64
+    public static let maximumMarks = 64
 
-    let state: State
-    let marks: [Dependency]
+    public let state: State
+    public let marks: [Dependency]
 
-    var encoded: [UInt8] {
+    public init(state: State, marks: [Dependency]) {
+        self.state = state
+        self.marks = marks
+    }
+
+    public var encoded: [UInt8] {
         var out: [UInt8] = [state.rawValue, UInt8(marks.count)]
         for m in marks {
             out += m.author.bytes
@@ -30,7 +35,7 @@ struct Receipt: Equatable {
     }
 
     /// Nil for anything that is not exactly this layout.
-    static func decode(_ bytes: [UInt8]) -> Receipt? {
+    public static func decode(_ bytes: [UInt8]) -> Receipt? {
         guard bytes.count >= 2, let state = State(rawValue: bytes[0]) else { return nil }
         let count = Int(bytes[1])
         guard count <= maximumMarks, bytes.count == 2 + count * 40 else { return nil }
