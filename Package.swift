@@ -3,7 +3,7 @@ import PackageDescription
 
 // Dependencies point downwards only (docs/ARCHITECTURE in ../shared/DESIGN.md):
 // PeerNode → Store → Gossip → Crypto → CSodium; Store → CSQLite;
-// PeerNode → Discovery → Crypto; PeerNode → WebSocket → CEpoll;
+// PeerNode → Discovery → Reactor; PeerNode → WebSocket → Reactor → CEpoll;
 // PeerNode → TermUI (depends on nothing), ChatText → NetworkText;
 // WebSocket → NetworkText (close reasons are peer text).
 let package = Package(
@@ -34,8 +34,10 @@ let package = Package(
         // glibc's malloc_trim: a node gives memory back after a burst.
         .systemLibrary(name: "CMalloc"),
         .target(name: "Crypto", dependencies: ["CSodium"]),
+        // One epoll thread: descriptors, timers, signals, work from other threads; typed errno errors.
+        .target(name: "Reactor", dependencies: ["CEpoll"]),
         // RFC 6455 over non-blocking sockets; knows nothing of chat.
-        .target(name: "WebSocket", dependencies: ["CEpoll", "NetworkText"]),
+        .target(name: "WebSocket", dependencies: ["Reactor", "CEpoll", "NetworkText"]),
         // Text from the network made inert for screens and logs (`PeerText`,
         // `TerminalText`); depends on nothing.
         .target(name: "NetworkText"),
@@ -44,21 +46,21 @@ let package = Package(
         .target(name: "NodeCore", dependencies: ["Gossip", "Crypto", "NetworkText"]),
         .target(name: "Store", dependencies: ["Gossip", "Crypto", "CSQLite"]),
         // LAN discovery: signed, sealed UDP multicast announcements; knows nothing of links.
-        .target(name: "Discovery", dependencies: ["Crypto"]),
+        .target(name: "Discovery", dependencies: ["Crypto", "Reactor", "CEpoll"]),
         // The line-mode terminal: keys, line editing, prompt redraw; knows nothing of chat.
         .target(name: "TermUI"),
         // Text at the terminal boundary: the command line the user types, and
         // network text made inert (control characters, look-alike nicks).
         .target(name: "ChatText", dependencies: ["NetworkText"]),
-        .executableTarget(name: "PeerNode", dependencies: ["Store", "Gossip", "NodeCore", "Crypto", "WebSocket", "Discovery", "TermUI", "ChatText", "NetworkText", "CMalloc"]),
+        .executableTarget(name: "PeerNode", dependencies: ["Store", "Gossip", "NodeCore", "Crypto", "WebSocket", "Reactor", "Discovery", "TermUI", "ChatText", "NetworkText", "CMalloc"]),
         // The benchmark measures the machine's own ceilings, so it may call
         // libsodium and SQLite directly; no product code does.
         .executableTarget(
             name: "PeerNodeBench",
-            dependencies: ["Store", "Gossip", "Crypto", "CSodium", "CSQLite", "WebSocket"],
+            dependencies: ["Store", "Gossip", "Crypto", "CSodium", "CSQLite", "WebSocket", "Reactor"],
             path: "Benchmarks/PeerNodeBench"
         ),
-        .executableTarget(name: "WSEcho", dependencies: ["WebSocket"], path: "Benchmarks/WSEcho"),
+        .executableTarget(name: "WSEcho", dependencies: ["WebSocket", "Reactor"], path: "Benchmarks/WSEcho"),
         .executableTarget(name: "FuzzFrames", dependencies: ["WebSocket", "FuzzSupport"], path: "Fuzz/FuzzFrames"),
         .executableTarget(name: "FuzzHandshake", dependencies: ["WebSocket", "FuzzSupport"], path: "Fuzz/FuzzHandshake"),
         .executableTarget(name: "FuzzEnvelope", dependencies: ["Gossip", "Crypto", "FuzzSupport"], path: "Fuzz/FuzzEnvelope"),
@@ -70,15 +72,16 @@ let package = Package(
         .target(name: "FuzzSupport", path: "Fuzz/FuzzSupport"),
         // Helpers every test target shares: temporary directories, hex, file modes.
         .target(name: "TestSupport", dependencies: ["Crypto"], path: "Tests/TestSupport"),
-        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "TestSupport"], exclude: ["Peers"]),
+        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Reactor", "TestSupport"], exclude: ["Peers"]),
+        .testTarget(name: "ReactorTests", dependencies: ["Reactor", "CEpoll"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "GossipTests", dependencies: ["Gossip", "Crypto", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Gossip", "Crypto", "TestSupport"]),
         .testTarget(name: "TermUITests", dependencies: ["TermUI"]),
         // The node core's tests: event lists and a fake clock, no processes, no sleeps.
         .testTarget(name: "NodeCoreTests", dependencies: ["NodeCore", "Gossip", "Crypto", "NetworkText", "TestSupport"]),
-        .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "Crypto", "TestSupport"]),
-        .testTarget(name: "PeerNodeTests", dependencies: ["PeerNode", "NodeCore", "Discovery", "Store", "Gossip", "Crypto", "WebSocket", "ChatText", "TestSupport"], exclude: ["Peers"]),
+        .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "Reactor", "Crypto", "TestSupport"]),
+        .testTarget(name: "PeerNodeTests", dependencies: ["PeerNode", "NodeCore", "Discovery", "Store", "Gossip", "Crypto", "WebSocket", "Reactor", "ChatText", "TestSupport"], exclude: ["Peers"]),
     ],
     swiftLanguageModes: [.v6]
 )

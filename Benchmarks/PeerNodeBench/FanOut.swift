@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Glibc
 import Gossip
+import Reactor
 import WebSocket
 
 // The relay fan-out benchmark's own lean peers (run by scripts/bench-relay.py):

@@ -1,4 +1,5 @@
 import Glibc
+import Reactor
 import WebSocket
 
 // The peernode WebSocket echo server for the benchmarks: one event loop,

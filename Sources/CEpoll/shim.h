@@ -9,6 +9,11 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <sys/random.h>
+#include <sys/signalfd.h>
+#include <signal.h>
+#include <pthread.h>
+#include <errno.h>
+#include <unistd.h>
 
 /* Declared by <sys/socket.h> only under _GNU_SOURCE, which a module build may not see. */
 extern int accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
@@ -37,4 +42,32 @@ static inline long peernode_getrandom(void *buffer, size_t length) {
 }
 
 static inline uint32_t peernode_epoll_events(const struct epoll_event *ev) { return ev->events; }
+/* Blocks `count` signals in the calling thread (threads it starts later
+   inherit the mask); 0 or an errno. */
+static inline int peernode_block_signals(const int *signals, int count) {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int i = 0; i < count; i++) sigaddset(&set, signals[i]);
+    return pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+/* A non-blocking signalfd for `count` signals (they must be blocked); -1 and errno on failure. */
+static inline int peernode_signalfd(const int *signals, int count) {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int i = 0; i < count; i++) sigaddset(&set, signals[i]);
+    return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+/* The next signal waiting on a signalfd: its number, 0 when none waits, -1 and errno on failure. */
+static inline int peernode_read_signal(int fd) {
+    struct signalfd_siginfo info;
+    for (;;) {
+        ssize_t n = read(fd, &info, sizeof info);
+        if (n == (ssize_t)sizeof info) return (int)info.ssi_signo;
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+        return -1;
+    }
+}
 #endif

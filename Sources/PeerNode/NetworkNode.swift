@@ -6,6 +6,7 @@ import Gossip
 import NodeCore
 import NetworkText
 import Store
+import Reactor
 import WebSocket
 
 /// The networked node: links (WebSocket + Noise), replication, and what the

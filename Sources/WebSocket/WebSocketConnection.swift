@@ -1,5 +1,6 @@
 import CEpoll
 import Glibc
+import Reactor
 
 /// What the application hears from a connection. Every callback runs on the
 /// connection's event-loop thread; keep them short or hand work elsewhere.
@@ -31,7 +32,7 @@ public struct WebSocketCallbacks: Sendable {
 /// `ConnectionCore`. Its state is confined to its event loop's thread; the
 /// public methods may be called from any thread and hop to the loop, which
 /// is what makes the unchecked `Sendable` sound.
-public final class WebSocketConnection: @unchecked Sendable, LoopHandler {
+public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flushable {
     enum Phase {
         case serverHandshake(deadline: Double)
         case clientConnecting(deadline: Double)
@@ -113,7 +114,12 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler {
     /// On the loop: start watching the socket.
     func register(writable: Bool) {
         watchingWrites = writable
-        token = loop.register(fd, events: interest, handler: self)
+        do {
+            token = try loop.register(fd, events: interest, handler: self)
+        } catch {
+            // Out of epoll room (or memory): this connection cannot be served.
+            if role == .server { closeSocket(report: nil) } else { failHandshake(.connectionClosed) }
+        }
     }
 
     private var interest: UInt32 {
@@ -208,9 +214,9 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler {
     /// means the peer is not reading.
     static func sendQueueOverflows(pending: Int, limit: Int) -> Bool { pending > limit }
 
-    // MARK: events (loop thread)
+    // MARK: events (loop thread; `LoopHandler`, called by the loop only)
 
-    func handle(events: UInt32) {
+    public func handle(events: UInt32) {
         if case .clientConnecting = phase, events & (peernode_EPOLLOUT | peernode_EPOLLERR | peernode_EPOLLHUP) != 0 {
             connected()
             return
@@ -390,7 +396,7 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler {
     }
 
     /// Writes what is queued; watches for writability when the socket is full.
-    func flush() {
+    public func flush() {
         flushScheduled = false
         if case .closed = phase { return }
         while writeStart < writeBuffer.count {
@@ -450,7 +456,7 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler {
         if wasOpen, let info { callbacks.onClose(self, info) }
     }
 
-    func tick(now: Double) {
+    public func tick(now: Double) {
         switch phase {
         case let .serverHandshake(deadline), let .clientConnecting(deadline), let .clientHandshake(deadline):
             if now >= deadline {
@@ -465,7 +471,8 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler {
         }
     }
 
-    func shutdown() {
+    /// The loop is stopping: the connection closes (1001 when open).
+    public func shutdown() {
         if case .open = phase {
             closeSocket(report: CloseInfo(code: .goingAway, reason: "event loop shut down", byPeer: false))
         } else {

@@ -1,5 +1,6 @@
 import CEpoll
 import Glibc
+import Reactor
 
 /// A WebSocket server on one event loop. It also answers plain HTTP GET
 /// requests through `httpHandler` (the relay serves `/healthz` and `/metrics`
@@ -113,10 +114,16 @@ public final class WebSocketServer: @unchecked Sendable {
         }
 
         func start() {
-            token = loop.register(fd, events: peernode_EPOLLIN, handler: self)
+            do {
+                token = try loop.register(fd, events: peernode_EPOLLIN, handler: self)
+            } catch {
+                // Out of epoll room: nothing can be accepted; the port is given back.
+                closed = true
+                close(fd)
+            }
         }
 
-        func handle(events: UInt32) {
+        public func handle(events: UInt32) {
             while !closed {
                 let accepted: Syscall.Result<Int32>
                 do {
@@ -145,7 +152,7 @@ public final class WebSocketServer: @unchecked Sendable {
             }
         }
 
-        func tick(now: Double) {
+        public func tick(now: Double) {
             if let until = pausedUntil, now >= until, !closed {
                 pausedUntil = nil
                 loop.modify(fd, token: token, events: peernode_EPOLLIN)
@@ -163,7 +170,7 @@ public final class WebSocketServer: @unchecked Sendable {
             return String(address[..<colon])
         }
 
-        func shutdown() {
+        public func shutdown() {
             guard !closed else { return }
             closed = true
             loop.deregister(fd, token: token)

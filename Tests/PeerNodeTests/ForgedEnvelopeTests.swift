@@ -5,6 +5,7 @@ import NodeCore
 @testable import PeerNode
 import TestSupport
 import Testing
+import Reactor
 import WebSocket
 
 /// A hostile peer written here, in the test, from the library's parts: it

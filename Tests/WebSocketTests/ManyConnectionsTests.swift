@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import TestSupport
+import Reactor
 @testable import WebSocket
 
 @Suite("Many connections on one event-loop thread")

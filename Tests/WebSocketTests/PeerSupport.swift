@@ -3,6 +3,7 @@ import Glibc
 import Synchronization
 import TestSupport
 import Testing
+import Reactor
 @testable import WebSocket
 
 enum Peers {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+import Reactor
 @testable import WebSocket
 
 @Suite("Timeouts, liveness and back-pressure over real sockets")

@@ -1,52 +1,6 @@
 import CEpoll
 import Glibc
-
-/// A failed system call: which one and errno (STYLE.md §4).
-public struct SystemError: Error, Equatable, Sendable, CustomStringConvertible {
-    public let call: String
-    public let errno: Int32
-    public var description: String { "\(call) failed: \(String(cString: strerror(errno)))" }
-}
-
-/// Every system call of the shell goes through here: EINTR is retried, EAGAIN
-/// becomes `.wouldBlock`, anything else a `SystemError` naming the call.
-enum Syscall {
-    enum Result<T> {
-        case done(T)
-        case wouldBlock
-    }
-
-    static func call<T: BinaryInteger>(_ name: String, _ body: () -> T) throws(SystemError) -> Result<T> {
-        while true {
-            let rc = body()
-            if rc >= 0 { return .done(rc) }
-            let e = errno
-            if e == EINTR { continue }
-            if e == EAGAIN || e == EWOULDBLOCK { return .wouldBlock }
-            throw SystemError(call: name, errno: e)
-        }
-    }
-
-    static func check<T: BinaryInteger>(_ name: String, _ body: () -> T) throws(SystemError) -> T {
-        while true {
-            let rc = body()
-            if rc >= 0 { return rc }
-            let e = errno
-            if e == EINTR { continue }
-            throw SystemError(call: name, errno: e)
-        }
-    }
-
-    static func setNonBlocking(_ fd: Int32) throws(SystemError) {
-        let flags = try check("fcntl(F_GETFL)") { fcntl(fd, F_GETFL) }
-        _ = try check("fcntl(F_SETFL)") { fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
-    }
-
-    static func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) {
-        var v = value
-        setsockopt(fd, level, name, &v, socklen_t(MemoryLayout<Int32>.size))
-    }
-}
+import Reactor
 
 /// Socket addresses: numeric IPv4/IPv6 or a name resolved with getaddrinfo.
 enum SocketAddress {
@@ -108,16 +62,4 @@ enum SocketAddress {
             }
         }
     }
-}
-
-/// Seconds on the monotonic clock.
-func monotonicNow() -> Double {
-    var t = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &t)
-    return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
-}
-
-/// A NUL-terminated C string buffer as a Swift string.
-func cText(_ buffer: [CChar]) -> String {
-    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }

@@ -1,0 +1,230 @@
+import CEpoll
+import Glibc
+import Synchronization
+
+/// Something registered with the event loop for a descriptor: a listening
+/// socket, a connection, the discovery socket, standard input.
+public protocol LoopHandler: AnyObject {
+    /// Readiness events from epoll.
+    func handle(events: UInt32)
+    /// Called about every `EventLoop.tickInterval` seconds for timeouts.
+    func tick(now: Double)
+    /// The loop is shutting down.
+    func shutdown()
+}
+
+/// Something with output to push at the end of a loop iteration (`scheduleFlush`).
+public protocol Flushable: AnyObject {
+    func flush()
+}
+
+/// One thread running epoll over non-blocking descriptors: it serves
+/// thousands of connections without a thread each, and runs the timers and
+/// signal handlers of everything built on it. Work from other threads is
+/// handed over through `execute` (a locked queue and an eventfd wake-up);
+/// everything registered with the loop is touched only on its thread,
+/// which is why the types built on it can be `Sendable` with unchecked state.
+public final class EventLoop: @unchecked Sendable {
+    /// How often handlers' timeouts (handshake, ping, close) are checked.
+    public static let tickInterval = 0.05
+    /// Bytes read from a socket per `read` call.
+    public static let readChunk = 256 << 10
+    /// The epoll token of the wake-up eventfd (handlers get 1 and up).
+    private static let wakeToken: UInt64 = 0
+    /// The epoll token of the signalfd.
+    private static let signalToken = UInt64.max
+
+    private let epoll: Int32
+    private let wake: Int32
+    private let pending = Mutex<[@Sendable () -> Void]>([])
+    private let running = Atomic<Bool>(false)
+    private let stopped = Atomic<Bool>(false)
+    /// The loop thread's id (0 before it runs); read on every send, so atomic rather than locked.
+    private let threadID = Atomic<UInt>(0)
+
+    // Loop-thread state.
+    private var handlers: [UInt64: LoopHandler] = [:]
+    private var nextToken: UInt64 = 1
+    private var flushQueue: [Flushable] = []
+    private var lastTick = 0.0
+    private var timers = Timers()
+    private var signalDescriptor: Int32 = -1
+    private var signalHandler: ((Int32) -> Void)?
+    /// Shared read buffer: data is parsed straight out of it where possible.
+    public let scratch: UnsafeMutableRawBufferPointer
+
+    public init() throws(SystemError) {
+        epoll = try Syscall.check("epoll_create1") { epoll_create1(Int32(EPOLL_CLOEXEC)) }
+        wake = try Syscall.check("eventfd") { eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC)) }
+        scratch = .allocate(byteCount: Self.readChunk, alignment: 16)
+        _ = try Syscall.check("epoll_ctl(eventfd)") { peernode_epoll_ctl(epoll, EPOLL_CTL_ADD, wake, peernode_EPOLLIN, Self.wakeToken) }
+    }
+
+    deinit {
+        close(epoll)
+        close(wake)
+        if signalDescriptor >= 0 { close(signalDescriptor) }
+        scratch.deallocate()
+    }
+
+    /// Starts the loop on a new thread.
+    public func start() {
+        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        let box = Unmanaged.passRetained(self)
+        var thread = pthread_t()
+        pthread_create(&thread, &attributes, { raw in
+            guard let raw else { return nil }
+            let loop = Unmanaged<EventLoop>.fromOpaque(raw).takeRetainedValue()
+            loop.run()
+            return nil
+        }, box.toOpaque())
+        pthread_detach(thread)
+    }
+
+    /// Stops the loop and closes everything registered with it.
+    public func shutdown() {
+        execute { [self] in running.store(false, ordering: .releasing) }
+    }
+
+    /// True once the loop has shut everything down and returned.
+    public var hasStopped: Bool { stopped.load(ordering: .acquiring) }
+
+    /// True on the loop's own thread.
+    public var inLoop: Bool {
+        let id = threadID.load(ordering: .relaxed)
+        return id != 0 && pthread_equal(pthread_t(id), pthread_self()) != 0
+    }
+
+    /// Runs `work` on the loop thread (soon, in order).
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        pending.withLock { $0.append(work) }
+        var one: UInt64 = 1
+        _ = write(wake, &one, 8)
+    }
+
+    // MARK: loop thread only
+
+    /// Watches `fd` for `events` (EPOLL* flags); `handler` is called on the loop.
+    public func register(_ fd: Int32, events: UInt32, handler: LoopHandler) throws(SystemError) -> UInt64 {
+        let token = nextToken
+        _ = try Syscall.check("epoll_ctl(ADD)") { peernode_epoll_ctl(epoll, EPOLL_CTL_ADD, fd, events, token) }
+        nextToken += 1
+        handlers[token] = handler
+        return token
+    }
+
+    public func modify(_ fd: Int32, token: UInt64, events: UInt32) {
+        _ = peernode_epoll_ctl(epoll, EPOLL_CTL_MOD, fd, events, token)
+    }
+
+    public func deregister(_ fd: Int32, token: UInt64) {
+        _ = peernode_epoll_ctl(epoll, EPOLL_CTL_DEL, fd, 0, 0)
+        handlers[token] = nil
+    }
+
+    /// Asks for `flush()` at the end of this loop iteration, so many
+    /// messages queued in one pass go out in one write.
+    public func scheduleFlush(_ target: Flushable) {
+        flushQueue.append(target)
+    }
+
+    /// Runs `body` on the loop every `interval` seconds, the first time
+    /// `interval` from now, until `cancel`.
+    @discardableResult
+    public func every(_ interval: Double, _ body: @escaping () -> Void) -> TimerID {
+        timers.add(due: monotonicNow() + interval, repeating: interval, body)
+    }
+
+    /// Runs `body` on the loop once, `delay` seconds from now.
+    @discardableResult
+    public func after(_ delay: Double, _ body: @escaping () -> Void) -> TimerID {
+        timers.add(due: monotonicNow() + delay, repeating: nil, body)
+    }
+
+    public func cancel(_ timer: TimerID) { timers.cancel(timer) }
+
+    /// Delivers `signals` to `handler` on the loop (through a signalfd).
+    /// They must already be blocked in every thread (`blockSignals`, first
+    /// thing in `main`), or the kernel may hand them to another thread.
+    public func onSignals(_ signals: [Int32], _ handler: @escaping (Int32) -> Void) throws(SystemError) {
+        let fd = try Syscall.check("signalfd") { signals.withUnsafeBufferPointer { peernode_signalfd($0.baseAddress, Int32($0.count)) } }
+        _ = try Syscall.check("epoll_ctl(signalfd)") { peernode_epoll_ctl(epoll, EPOLL_CTL_ADD, fd, peernode_EPOLLIN, Self.signalToken) }
+        if signalDescriptor >= 0 { close(signalDescriptor) }
+        signalDescriptor = fd
+        signalHandler = handler
+    }
+
+    /// Blocks `signals` in the calling thread and every thread it starts
+    /// afterwards; call it before any thread starts, so `onSignals` sees them.
+    public static func blockSignals(_ signals: [Int32]) throws(SystemError) {
+        let rc = signals.withUnsafeBufferPointer { peernode_block_signals($0.baseAddress, Int32($0.count)) }
+        if rc != 0 { throw SystemError(call: "pthread_sigmask", errno: rc) }
+    }
+
+    private func run() {
+        threadID.store(UInt(pthread_self()), ordering: .relaxed)
+        var events = [epoll_event](repeating: epoll_event(), count: 256)
+        lastTick = monotonicNow()
+        while running.load(ordering: .acquiring) {
+            let untilTimer = timers.nextDue.map { max(0, $0 - monotonicNow()) } ?? Self.tickInterval
+            let timeout = Int32((min(Self.tickInterval, untilTimer) * 1000).rounded(.up))
+            let n = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, Int32($0.count), timeout) }
+            if n > 0 {
+                for i in 0..<Int(n) {
+                    let token = withUnsafePointer(to: &events[i]) { peernode_epoll_token($0) }
+                    let flags = withUnsafePointer(to: &events[i]) { peernode_epoll_events($0) }
+                    switch token {
+                    case Self.wakeToken:
+                        var value: UInt64 = 0
+                        _ = read(wake, &value, 8)
+                    case Self.signalToken:
+                        deliverSignals()
+                    default:
+                        handlers[token]?.handle(events: flags)
+                    }
+                }
+            }
+            runPending()
+            flushScheduled()
+            let now = monotonicNow()
+            for body in timers.takeDue(now: now) { body() }
+            if now - lastTick >= Self.tickInterval {
+                lastTick = now
+                for handler in Array(handlers.values) { handler.tick(now: now) }
+            }
+            flushScheduled()
+        }
+        for handler in Array(handlers.values) { handler.shutdown() }
+        handlers.removeAll()
+        runPending()
+        flushScheduled()
+        stopped.store(true, ordering: .releasing)
+    }
+
+    private func deliverSignals() {
+        while signalDescriptor >= 0 {
+            let number = peernode_read_signal(signalDescriptor)
+            guard number > 0 else { return }
+            signalHandler?(number)
+        }
+    }
+
+    private func runPending() {
+        let work = pending.withLock { queue -> [@Sendable () -> Void] in
+            let taken = queue
+            queue.removeAll()
+            return taken
+        }
+        for w in work { w() }
+    }
+
+    private func flushScheduled() {
+        while !flushQueue.isEmpty {
+            let list = flushQueue
+            flushQueue.removeAll(keepingCapacity: true)
+            for c in list { c.flush() }
+        }
+    }
+}

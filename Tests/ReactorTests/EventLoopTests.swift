@@ -1,0 +1,110 @@
+import CEpoll
+import Glibc
+import Reactor
+import Synchronization
+import Testing
+
+/// Waits (up to `seconds`) until `done` says so; what it saw otherwise.
+private func waitUntil(_ seconds: Double, _ done: () -> Bool) -> Bool {
+    let deadline = monotonicNow() + seconds
+    while !done() {
+        if monotonicNow() > deadline { return false }
+        usleep(2_000)
+    }
+    return true
+}
+
+/// A pipe's read end registered with the loop: what it reads is recorded.
+private final class PipeReader: LoopHandler, @unchecked Sendable {
+    let fd: Int32
+    let seen = Mutex<[UInt8]>([])
+    init(fd: Int32) { self.fd = fd }
+    func handle(events: UInt32) {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while case let .done(n) = try? Syscall.call("read", { read(fd, &buffer, buffer.count) }), n > 0 {
+            seen.withLock { $0 += buffer[0..<n] }
+        }
+    }
+    func tick(now: Double) {}
+    func shutdown() {}
+}
+
+@Suite("The reactor: one epoll thread with timers and descriptors")
+struct EventLoopTests {
+    @Test("timers run on the loop in the order they are due; a repeating one repeats until cancelled; a cancelled one never runs")
+    func timers() throws {
+        let loop = try EventLoop()
+        loop.start()
+        let order = Mutex<[String]>([])
+        loop.execute {
+            loop.after(0.06) { order.withLock { $0.append("late") } }
+            loop.after(0.02) { order.withLock { $0.append("early") } }
+            let never = loop.after(0.03) { order.withLock { $0.append("never") } }
+            loop.cancel(never)
+            var ticks = 0
+            var id: TimerID?
+            id = loop.every(0.01) {
+                #expect(loop.inLoop)
+                ticks += 1
+                order.withLock { $0.append("tick") }
+                if ticks == 3, let id { loop.cancel(id) }
+            }
+        }
+        #expect(waitUntil(5) { order.withLock { $0.contains("late") } })
+        usleep(100_000)
+        let seen = order.withLock { $0 }
+        #expect(seen.filter { $0 == "tick" }.count == 3, "\(seen)")
+        #expect(!seen.contains("never"))
+        #expect(seen.firstIndex(of: "early")! < seen.firstIndex(of: "late")!)
+        loop.shutdown()
+        #expect(waitUntil(5) { loop.hasStopped })
+    }
+
+    @Test("a registered descriptor is read on the loop as bytes arrive; work from other threads runs in order")
+    func descriptors() throws {
+        let loop = try EventLoop()
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        let (readEnd, writeEnd) = (ends[0], ends[1])
+        defer { close(readEnd); close(writeEnd) }
+        try Syscall.setNonBlocking(readEnd)
+        let reader = PipeReader(fd: readEnd)
+        let registered = Mutex<Bool>(false)
+        loop.start()
+        loop.execute {
+            registered.withLock { $0 = (try? loop.register(readEnd, events: peernode_EPOLLIN, handler: reader)) != nil }
+        }
+        #expect(waitUntil(5) { registered.withLock { $0 } })
+        for byte: UInt8 in [1, 2, 3] {
+            var b = byte
+            #expect(write(writeEnd, &b, 1) == 1)
+        }
+        #expect(waitUntil(5) { reader.seen.withLock { $0 } == [1, 2, 3] })
+        let order = Mutex<[Int]>([])
+        for i in 0..<100 { loop.execute { order.withLock { $0.append(i) } } }
+        #expect(waitUntil(5) { order.withLock { $0.count } == 100 })
+        #expect(order.withLock { $0 } == Array(0..<100))
+        loop.shutdown()
+        #expect(waitUntil(5) { loop.hasStopped })
+    }
+
+    @Test("system calls: EAGAIN is wouldBlock, another errno a typed error naming the call")
+    func syscalls() throws {
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer { close(ends[0]); close(ends[1]) }
+        try Syscall.setNonBlocking(ends[0])
+        var buffer = [UInt8](repeating: 0, count: 8)
+        guard case .wouldBlock = try Syscall.call("read", { read(ends[0], &buffer, 8) }) else {
+            Issue.record("an empty non-blocking pipe should block")
+            return
+        }
+        #expect(throws: SystemError(call: "read", errno: EBADF)) { try Syscall.check("read") { read(-1, &buffer, 8) } }
+        #expect("\(SystemError(call: "read", errno: EBADF))".contains("read failed"))
+        // A descriptor epoll cannot watch (a regular file) is refused with the errno, not ignored.
+        let loop = try EventLoop()
+        let file = open("/proc/self/status", O_RDONLY | O_CLOEXEC)
+        defer { close(file) }
+        #expect(throws: SystemError(call: "epoll_ctl(ADD)", errno: EPERM)) { try loop.register(file, events: peernode_EPOLLIN, handler: PipeReader(fd: file)) }
+    }
+}
