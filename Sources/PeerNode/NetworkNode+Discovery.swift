@@ -19,10 +19,6 @@ extension NetworkNode {
         }
     }
 
-    func stopDiscovery() {
-        discovery?.stop()
-    }
-
     private func discovered(_ action: DiscoveryCore.Action) {
         switch action {
         case let .found(peer, host, port):

@@ -104,15 +104,4 @@ extension NetworkNode {
             }
         }
     }
-
-    /// SIGTERM/SIGINT: no new links, every link closed with 1001 (the loop
-    /// flushes what is queued before the close frame).
-    func stopAccepting() {
-        server?.stop()
-        server = nil
-        metricsServer?.stop()
-        metricsServer = nil
-        stopDiscovery()
-        closeAll()
-    }
 }

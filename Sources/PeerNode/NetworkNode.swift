@@ -36,6 +36,8 @@ final class NetworkNode: @unchecked Sendable {
     /// this is about live pushes only.
     static let linkSendQueue = 8 << 20
 
+    /// Seconds between two runs of `tick`.
+    static let tickInterval = 1.0
     /// Default listen address (the contract).
     static let defaultListen = "0.0.0.0:7733"
     /// Largest WebSocket message on a link: one Noise message.
@@ -176,6 +178,8 @@ final class NetworkNode: @unchecked Sendable {
             }
             emit(.ready(id: node.me, nick: node.nick, listen: listenAddress))
             tick()
+            // Timeouts, clock exchanges, receipts and redials, once a second.
+            loop.every(Self.tickInterval) { [self] in tick() }
         }
     }
 
@@ -364,21 +368,36 @@ final class NetworkNode: @unchecked Sendable {
         perform(table.tick(now: now))
     }
 
-    /// At a clean exit, after the links closed: the WAL folded into the
-    /// database file (on the loop, which owns the store). Waits for it.
-    func finishStore() {
-        let finished = DispatchSemaphore(value: 0)
-        loop.execute { [self] in
+    /// Seconds a stopping node waits for its links to finish closing.
+    static let closeGrace = 2.0
+    private var stopping = false
+
+    /// Stops (on the loop): no new links, discovery silent, every link
+    /// closed cleanly (1001). Once they have finished closing (at most
+    /// `closeGrace`), the peer clocks are saved and the WAL folded into the
+    /// database file; then `done` runs.
+    func stop(then done: @escaping @Sendable () -> Void) {
+        // A second signal while stopping changes nothing.
+        guard !stopping else { return }
+        stopping = true
+        server?.stop()
+        server = nil
+        metricsServer?.stop()
+        metricsServer = nil
+        discovery?.stop()
+        for link in links.values { link.connection.close(code: .goingAway, reason: "node quitting") }
+        let deadline = monotonic() + Self.closeGrace
+        var waiting: TimerID?
+        let finish = { [self] in
+            guard links.isEmpty || monotonic() >= deadline else { return }
+            if let waiting { loop.cancel(waiting) }
+            waiting = nil
             savePeerClocks(now: monotonic(), force: true)
             node.store.checkpointForExit()
-            finished.signal()
+            done()
         }
-        _ = finished.wait(timeout: .now() + 10)
-    }
-
-    /// Closes every link cleanly (1001).
-    func closeAll() {
-        for link in links.values { link.connection.close(code: .goingAway, reason: "node quitting") }
+        guard !links.isEmpty else { return finish() }
+        waiting = loop.every(0.01, finish)
     }
 
     /// Hands events to the presenter, as one batch.

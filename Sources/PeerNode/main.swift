@@ -80,11 +80,6 @@ func run(_ command: Command) throws {
             }
         }
         let done = DispatchSemaphore(value: 0)
-        // Timeouts, clock exchanges and redials, once a second, on the loop.
-        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "peernode.tick"))
-        timer.schedule(deadline: .now() + 1, repeating: 1)
-        timer.setEventHandler { network.loop.execute { network.tick() } }
-        timer.resume()
         // Standard input on its own thread; each line is handled on the loop.
         Thread.detachNewThread {
             while let line = terminal.map({ $0.readLine() }) ?? readLine(strippingNewline: true) {
@@ -104,17 +99,10 @@ func run(_ command: Command) throws {
                 terminal?.setCompleter(completer.get())
             }
             // End of input means /quit: links closed cleanly, then exit.
-            network.loop.execute {
-                network.stopDiscovery()
-                network.closeAll()
-            }
-            Thread.sleep(forTimeInterval: 0.3)
-            network.finishStore()
-            terminal?.finish()
-            done.signal()
+            network.loop.execute { network.stop { done.signal() } }
         }
         done.wait()
-        timer.cancel()
+        terminal?.finish()
     case let .relay(options):
         try runRelay(options, environment: environment)
     }
