@@ -1,12 +1,14 @@
+import CEpoll
 import Crypto
-import Foundation
 import Glibc
+import Reactor
 
-/// The shell around `DiscoveryCore`: a multicast socket, a thread that
-/// waits on it with `poll`, the wall clock, and a rescan of the interfaces
-/// every `rescanInterval` so that one coming up (a laptop joining Wi-Fi) is
-/// joined without a restart. Found and expired peers go to `onEvent`, on the
-/// discovery thread.
+/// The shell around `DiscoveryCore`: a multicast socket watched by the
+/// event loop, the wall clock, and a rescan of the interfaces every
+/// `rescanInterval` so that one coming up (a laptop joining Wi-Fi) is
+/// joined without a restart. Everything runs on the loop's thread; found
+/// and expired peers go to `onEvent` there (that confinement is what makes
+/// the unchecked `Sendable` sound).
 public final class DiscoveryService: @unchecked Sendable {
     public struct Configuration: Sendable {
         public static let defaultGroup = "239.255.73.73"
@@ -29,61 +31,60 @@ public final class DiscoveryService: @unchecked Sendable {
     public static let rescanInterval = 2.0
     /// Most datagrams read between two ticks.
     static let datagramsPerTurn = 512
-    /// Longest wait in `poll`, so commands from other threads are seen soon.
-    static let pollTimeout: Int32 = 100
+    /// Longest time between two turns (expiry and announcements are due by the core's deadline).
+    static let turnInterval = 0.1
 
     private let socket: MulticastSocket
     private let configuration: Configuration
-    private let onEvent: @Sendable (DiscoveryCore.Action) -> Void
-    private let lock = NSLock()
+    private let loop: EventLoop
+    private let onEvent: (DiscoveryCore.Action) -> Void
     private var core: DiscoveryCore
-    private var commands: [(inout DiscoveryCore, UInt64) -> Void] = []
+    private var token: UInt64?
+    private var nextRescan = 0.0
+    private var lastTurn = -Double.infinity
     private var stopped = false
-    private var thread: Thread?
 
-    public init(configuration: Configuration, signer: SigningKey, network: NetworkKey, linkPort: UInt16,
-                onEvent: @escaping @Sendable (DiscoveryCore.Action) -> Void) throws {
+    /// `onEvent` is called on `loop`'s thread with found and expired peers.
+    public init(configuration: Configuration, signer: SigningKey, network: NetworkKey, linkPort: UInt16, loop: EventLoop,
+                onEvent: @escaping (DiscoveryCore.Action) -> Void) throws {
         self.configuration = configuration
         if let interface = configuration.interface, MulticastSocket.address(interface) == nil {
             throw MulticastSocket.Failure(description: "--multicast-if needs an IPv4 address, got \(interface)")
         }
         socket = try MulticastSocket(group: configuration.group, port: configuration.port)
         core = DiscoveryCore(signer: signer, network: network, port: linkPort, random: SystemRandomNumberGenerator())
+        self.loop = loop
         self.onEvent = onEvent
     }
 
-    public func start() {
-        let thread = Thread { [self] in run() }
-        thread.name = "peernode.discovery"
-        self.thread = thread
-        thread.start()
+    // MARK: on the loop (or before it starts)
+
+    /// Watches the socket on the loop and starts announcing.
+    public func start() throws(SystemError) {
+        guard token == nil, !stopped else { return }
+        token = try loop.register(socket.descriptor, events: peernode_EPOLLIN, handler: Watcher(self))
+        loop.execute { [self] in turn() }
     }
 
     /// The link layer's news: linked peers never expire.
     public func setLinked(_ node: PublicKey, _ linked: Bool) {
-        enqueue { core, now in core.setLinked(node, linked, now: now) }
+        core.setLinked(node, linked, now: Self.wallClock())
     }
 
+    /// Stops reading and announcing (the socket closes with the service).
     public func stop() {
-        lock.lock()
+        guard !stopped else { return }
         stopped = true
-        lock.unlock()
+        if let token { loop.deregister(socket.descriptor, token: token) }
+        token = nil
     }
 
     /// Dropped datagrams by reason, and datagrams sent by kind.
     public var counters: [String: Int] {
-        lock.lock()
-        defer { lock.unlock() }
         var out: [String: Int] = [:]
         for (reason, n) in core.drops { out["discovery_drop_" + reason.rawValue] = n }
         for (kind, n) in core.sent { out[kind == .announce ? "discovery_announce_sent" : "discovery_query_sent"] = n }
         return out
-    }
-
-    private func enqueue(_ command: @escaping (inout DiscoveryCore, UInt64) -> Void) {
-        lock.lock()
-        commands.append(command)
-        lock.unlock()
     }
 
     static func wallClock() -> UInt64 {
@@ -97,41 +98,44 @@ public final class DiscoveryService: @unchecked Sendable {
         return MulticastSocket.multicastInterfaces()
     }
 
-    private func run() {
-        var nextRescan = 0.0
-        while true {
-            let monotonic = ProcessInfo.processInfo.systemUptime
-            var actions: [DiscoveryCore.Action] = []
-            lock.lock()
-            if stopped {
-                lock.unlock()
-                return
-            }
-            let now = Self.wallClock()
-            for command in commands { command(&core, now) }
-            commands.removeAll()
-            if monotonic >= nextRescan {
-                nextRescan = monotonic + Self.rescanInterval
-                // A newly joined interface: ask who is there on it, and say who we are.
-                if !socket.joinExactly(wantedInterfaces()).isEmpty { actions += core.start(now: now) }
-            }
-            // A bounded number per turn, so a flood cannot stop announcements and expiry.
-            for _ in 0..<Self.datagramsPerTurn {
-                guard let (bytes, host) = socket.receive(limit: Announcement.maximumDatagram) else { break }
-                actions += core.received(bytes, from: host, now: now)
-            }
-            actions += core.tick(now: now)
-            let wait = Int32(clamping: min(Int64(Self.pollTimeout), max(0, Int64(core.nextDeadline) - Int64(now))))
-            lock.unlock()
-            for action in actions {
-                if case let .send(datagram) = action {
-                    _ = socket.send(datagram)
-                } else {
-                    onEvent(action)
-                }
-            }
-            var descriptor = pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0)
-            _ = poll(&descriptor, 1, wait)
+    /// Datagrams in (a bounded number, so a flood cannot stop announcements
+    /// and expiry), interfaces rescanned when due, the core's timers, and
+    /// what it says sent or reported.
+    private func turn() {
+        guard !stopped else { return }
+        let monotonic = monotonicNow()
+        lastTurn = monotonic
+        let now = Self.wallClock()
+        var actions: [DiscoveryCore.Action] = []
+        if monotonic >= nextRescan {
+            nextRescan = monotonic + Self.rescanInterval
+            // A newly joined interface: ask who is there on it, and say who we are.
+            if !socket.joinExactly(wantedInterfaces()).isEmpty { actions += core.start(now: now) }
         }
+        for _ in 0..<Self.datagramsPerTurn {
+            guard let (bytes, host) = socket.receive(limit: Announcement.maximumDatagram) else { break }
+            actions += core.received(bytes, from: host, now: now)
+        }
+        actions += core.tick(now: now)
+        for action in actions {
+            if case let .send(datagram) = action {
+                _ = socket.send(datagram)
+            } else {
+                onEvent(action)
+            }
+        }
+    }
+
+    /// The loop's view of the service: readable socket, ticks, shutdown
+    /// (weak: a service let go of stops, its socket closed with it).
+    private final class Watcher: LoopHandler {
+        weak var service: DiscoveryService?
+        init(_ service: DiscoveryService) { self.service = service }
+        func handle(events: UInt32) { service?.turn() }
+        func tick(now: Double) {
+            guard let service else { return }
+            if now - service.lastTurn >= DiscoveryService.turnInterval || DiscoveryService.wallClock() >= service.core.nextDeadline { service.turn() }
+        }
+        func shutdown() { service?.stop() }
     }
 }

@@ -24,7 +24,8 @@ final class MulticastSocket {
         self.group = group
         self.port = port
         receiver = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        sender = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        // Non-blocking both: the event loop never waits on discovery (a full send buffer drops an announcement).
+        sender = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard receiver >= 0, sender >= 0 else {
             let message = String(cString: strerror(errno))
             if receiver >= 0 { close(receiver) }

@@ -9,10 +9,11 @@ extension NetworkNode {
         do {
             let service = try DiscoveryService(
                 configuration: configuration, signer: node.identity, network: node.network,
-                linkPort: listening ? listenPort : 0,
-                onEvent: { [self] action in loop.execute { [self] in discovered(action) } })
+                linkPort: listening ? listenPort : 0, loop: loop,
+                onEvent: { [self] action in discovered(action) })
+            // Before the loop starts (`start` calls this first): nothing else touches it yet.
+            try service.start()
             discovery = service
-            service.start()
         } catch {
             // Discovery is a convenience: without it, --peer links still work.
             FileHandle.standardError.write(Data("peernode: LAN discovery is off: \(error)\n".utf8))

@@ -1,6 +1,7 @@
 import Crypto
 import Discovery
 import Foundation
+import Reactor
 import TestSupport
 import Testing
 
@@ -21,21 +22,24 @@ struct SpoofedAddressTests {
         #expect(await started(target))
         // The member: real discovery services, each signed by a fresh key of its own, naming the victim's port on this host.
         let groupPort = try #require(UInt16(group.split(separator: ":")[1]))
-        func member() throws -> (DiscoveryService, PublicKey) {
+        // Each runs on a loop of its own, as in a node; shutting the loop down stops it.
+        func member() throws -> (EventLoop, DiscoveryService, PublicKey) {
             let key = try SigningKey.generate()
+            let loop = try EventLoop()
             let service = try DiscoveryService(
                 configuration: .init(group: "239.255.73.73", port: groupPort, interface: "127.0.0.1"),
-                signer: key, network: HostilePeer.lan, linkPort: victimPort, onEvent: { _ in })
-            service.start()
-            return (service, key.publicKey)
+                signer: key, network: HostilePeer.lan, linkPort: victimPort, loop: loop, onEvent: { _ in })
+            try service.start()
+            loop.start()
+            return (loop, service, key.publicKey)
         }
-        let (first, _) = try member()
-        defer { first.stop() }
+        let (first, firstService, _) = try member()
+        defer { first.shutdown(); withExtendedLifetime(firstService) {} }
         #expect(await counterReaches(target, "unexpected_identity", "1"), "the first dial reaches the victim")
         #expect(await counterReaches(target, "discovery_misdirected", "1"))
         // A second identity at the same address (identities are free): found, and not dialled there.
-        let (second, secondID) = try member()
-        defer { second.stop() }
+        let (second, secondService, secondID) = try member()
+        defer { second.shutdown(); withExtendedLifetime(secondService) {} }
         #expect(await eventually(20) {
             target.send("/peers")
             return target.events.value.contains { $0["type"] == "peer" && $0["id"] == secondID.hex }
