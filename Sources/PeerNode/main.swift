@@ -2,6 +2,7 @@ import Crypto
 import Discovery
 import Foundation
 import Gossip
+import Reactor
 import Store
 import TermUI
 
@@ -43,6 +44,8 @@ func run(_ command: Command) throws {
         }
         writeLines([key.publicKey.hex, key.publicKey.shortFingerprint])
     case let .chat(options):
+        // Before any thread starts, so that only the loop's signalfd sees it.
+        try EventLoop.blockSignals([SIGWINCH])
         let node = try Node(options: options, environment: environment)
         let room = try RoomName(options.room ?? RoomName.general.value)
         var startupNick: String?
@@ -72,34 +75,19 @@ func run(_ command: Command) throws {
         let network = try NetworkNode(node: node, room: room, presenter: presenter, log: log,
                                       pendingNick: startupNick, sendsReadReceipts: readReceipts)
         network.applyLimits(options)
-        try network.start(listen: options.listen, peers: options.peers, discovery: try discoveryConfiguration(options))
         if let terminal {
-            network.promptChanged = { terminal.setPrompt($0) }
-            network.loop.execute {
+            // Before the loop starts (nothing else touches it yet); SIGWINCH was blocked first thing.
+            try network.loop.onSignals([SIGWINCH]) { _ in terminal.resized() }
+        }
+        try network.start(listen: options.listen, peers: options.peers, discovery: try discoveryConfiguration(options))
+        let done = DispatchSemaphore(value: 0)
+        let input = StandardInput(network: network, terminal: terminal) { done.signal() }
+        network.loop.execute {
+            if let terminal {
+                network.promptChanged = { terminal.setPrompt($0) }
                 terminal.setCompleter(network.completer())
             }
-        }
-        let done = DispatchSemaphore(value: 0)
-        // Standard input on its own thread; each line is handled on the loop.
-        Thread.detachNewThread {
-            while let line = terminal.map({ $0.readLine() }) ?? readLine(strippingNewline: true) {
-                let keepGoing = Locked(true)
-                let prompt = Locked("")
-                let completer = Locked(Completer())
-                let handled = DispatchSemaphore(value: 0)
-                network.loop.execute {
-                    keepGoing.set(network.handleLine(line))
-                    prompt.set(network.prompt())
-                    completer.set(network.completer())
-                    handled.signal()
-                }
-                handled.wait()
-                if !keepGoing.get() { break }
-                terminal?.setPrompt(prompt.get())
-                terminal?.setCompleter(completer.get())
-            }
-            // End of input means /quit: links closed cleanly, then exit.
-            network.loop.execute { network.stop { done.signal() } }
+            input.start()
         }
         done.wait()
         terminal?.finish()
@@ -120,15 +108,6 @@ func discoveryConfiguration(_ options: Options) throws -> DiscoveryService.Confi
         configuration.port = port
     }
     return configuration
-}
-
-/// A value shared between the stdin thread and the loop.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func get() -> Value { lock.lock(); defer { lock.unlock() }; return value }
-    func set(_ v: Value) { lock.lock(); value = v; lock.unlock() }
 }
 
 // Files this process creates (database, WAL, lock) are private to the user.

@@ -1,4 +1,3 @@
-import Dispatch
 import Glibc
 
 /// The terminal in raw mode, and getting it back. The settings found at start
@@ -74,12 +73,4 @@ public enum Terminal {
         _ = reset.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
     }
 
-    /// Calls `handler` on `queue` whenever the terminal is resized.
-    public static func onResize(queue: DispatchQueue, _ handler: @escaping @Sendable () -> Void) -> DispatchSourceSignal {
-        Glibc.signal(SIGWINCH, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: queue)
-        source.setEventHandler(handler: handler)
-        source.resume()
-        return source
-    }
 }

@@ -1,33 +1,35 @@
 import Foundation
 import Glibc
 
-/// The interactive session: raw keys from stdin through the `LineEditor`,
-/// the prompt on the bottom row, and lines from other threads printed above
-/// it with the half-typed line drawn again. One lock guards the editor and
-/// every write, so output never interleaves.
+/// The interactive session: raw keys (fed from stdin by its watcher)
+/// through the `LineEditor`, the prompt on the bottom row, and lines
+/// printed above it with the half-typed line drawn again. One lock guards
+/// the editor and every write, so output from any thread never interleaves.
+/// What the person did at the prompt.
+public enum TerminalInput: Equatable, Sendable {
+    /// A line submitted (a command or a message).
+    case line(String)
+    /// Ctrl-D on an empty line (or Ctrl-C): leave.
+    case quit
+}
+
 public final class TerminalSession: @unchecked Sendable {
     private let lock = NSLock()
     private var editor = LineEditor()
     private var line: PromptLine
     private var completer = Completer()
-    private var resize: DispatchSourceSignal?
+    private var decoder = KeyDecoder()
     /// Milliseconds of silence after an Esc before it counts as the Esc key.
-    static let escapeTimeout: Int32 = 50
+    public static let escapeTimeout = 0.05
 
     public init(prompt: String) {
         line = PromptLine(prompt: prompt, columns: Terminal.columns, width: DisplayWidth.of)
     }
 
     /// Raw mode on and the prompt drawn; false if stdin is not a terminal.
+    /// Keys come in through `feed`, resizes through `resized`.
     public func start() -> Bool {
         guard Terminal.enterRawMode() else { return false }
-        resize = Terminal.onResize(queue: DispatchQueue(label: "peernode.resize")) { [weak self] in
-            guard let self else { return }
-            self.lock.withLock {
-                self.line.columns = max(8, Terminal.columns)
-                self.write(self.line.render(self.editor))
-            }
-        }
         lock.withLock { write(line.render(editor)) }
         return true
     }
@@ -50,44 +52,54 @@ public final class TerminalSession: @unchecked Sendable {
 
     public func bell() { lock.withLock { write("\u{07}") } }
 
-    /// Reads keys until a line is submitted (returned) or the user quits (nil).
-    public func readLine() -> String? {
-        var decoder = KeyDecoder()
-        var buffer = [UInt8](repeating: 0, count: 1024)
-        while true {
-            var descriptor = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&descriptor, 1, decoder.hasPendingEscape ? Self.escapeTimeout : -1)
-            var keys: [Key]
-            if ready == 0 {
-                keys = decoder.flushEscape()
-            } else {
-                let n = Glibc.read(0, &buffer, buffer.count)
-                if n < 0, errno == EINTR { continue }
-                guard n > 0 else { return nil }
-                keys = decoder.feed(Array(buffer[0..<n]))
+    /// Bytes read from stdin (by whoever watches it): what the person
+    /// submitted or asked for, in order.
+    public func feed(_ bytes: [UInt8]) -> [TerminalInput] {
+        keys(lock.withLock { decoder.feed(bytes) })
+    }
+
+    /// True while a lone Esc waits: call `escapeTimedOut` after
+    /// `escapeTimeout` with no more bytes, and it is the Esc key.
+    public var waitsForEscape: Bool { lock.withLock { decoder.hasPendingEscape } }
+
+    public func escapeTimedOut() -> [TerminalInput] {
+        keys(lock.withLock { decoder.flushEscape() })
+    }
+
+    private func keys(_ keys: [Key]) -> [TerminalInput] {
+        var out: [TerminalInput] = []
+        for key in keys {
+            // Alt-1…9: go to that room, as /1…/9 would.
+            if case let .alt(c) = key, let digit = c.wholeNumberValue, (1...9).contains(digit) {
+                out.append(.line("/\(digit)"))
+                continue
             }
-            for key in keys {
-                // Alt-1…9: go to that room, as /1…/9 would.
-                if case let .alt(c) = key, let digit = c.wholeNumberValue, (1...9).contains(digit) { return "/\(digit)" }
-                let outcome = lock.withLock { editor.apply(key, completer: completer) }
-                switch outcome {
-                case .none: break
-                case .redraw: lock.withLock { write(line.render(editor)) }
-                case .bell: bell()
-                case let .choices(options): print(["   " + options.joined(separator: "  ")])
-                case .quit: return nil
-                case let .submit(text):
-                    lock.withLock { write(line.render(editor)) }
-                    return text
-                }
+            let outcome = lock.withLock { editor.apply(key, completer: completer) }
+            switch outcome {
+            case .none: break
+            case .redraw: lock.withLock { write(line.render(editor)) }
+            case .bell: bell()
+            case let .choices(options): print(["   " + options.joined(separator: "  ")])
+            case .quit: out.append(.quit)
+            case let .submit(text):
+                lock.withLock { write(line.render(editor)) }
+                out.append(.line(text))
             }
+        }
+        return out
+    }
+
+    /// The terminal was resized: the prompt is drawn again for its width.
+    public func resized() {
+        lock.withLock {
+            line.columns = max(8, Terminal.columns)
+            write(line.render(editor))
         }
     }
 
     /// Clears the prompt row and gives the terminal back as it was.
     public func finish() {
         lock.withLock { write(line.clear()) }
-        resize?.cancel()
         Terminal.restore()
     }
 

@@ -17,7 +17,8 @@ struct PeerNodeProcess {
         let stderr: String
     }
 
-    static func run(_ arguments: [String], input: String = "", environment: [String: String] = [:]) throws -> Result {
+    /// `inputFile`: stdin is that file (read from disk) instead of a pipe carrying `input`.
+    static func run(_ arguments: [String], input: String = "", inputFile: String? = nil, environment: [String: String] = [:]) throws -> Result {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: binary)
         p.arguments = arguments
@@ -26,12 +27,14 @@ struct PeerNodeProcess {
         for (k, v) in environment { env[k] = v }
         p.environment = env
         let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
-        p.standardInput = stdin
+        p.standardInput = try inputFile.map { path in try FileHandle(forReadingFrom: URL(fileURLWithPath: path)) } ?? stdin
         p.standardOutput = stdout
         p.standardError = stderr
         try launch(p)
-        stdin.fileHandleForWriting.write(Data(input.utf8))
-        try stdin.fileHandleForWriting.close()
+        if inputFile == nil {
+            stdin.fileHandleForWriting.write(Data(input.utf8))
+            try stdin.fileHandleForWriting.close()
+        }
         let out = stdout.fileHandleForReading.readDataToEndOfFile()
         let err = stderr.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
@@ -129,6 +132,21 @@ struct ProcessTests {
         // The database is an ordinary SQLite file.
         let db = dir.file("peernode.db")
         #expect(fileMode(db) == 0o600)
+    }
+
+    @Test("stdin that epoll cannot watch (a regular file, /dev/null) is read all the same: \\r\\n ends a line, a last line without a newline counts, the end quits cleanly")
+    func fileInput() throws {
+        let dir = TemporaryDirectory()
+        writeFile(dir.file("input.txt"), Array("first line\r\n/me waves\nlast without newline".utf8))
+        let r = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--nick", "alice", "--json"], inputFile: dir.file("input.txt"))
+        #expect(r.status == 0, "\(r.stderr)")
+        let texts = r.stdout.split(separator: "\n").compactMap { line -> String? in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], object["type"] as? String == "message" else { return nil }
+            return object["text"] as? String
+        }
+        #expect(texts == ["first line", "waves", "last without newline"])
+        let empty = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery"], inputFile: "/dev/null")
+        #expect(empty.status == 0 && empty.stdout.contains("last without newline"), "\(empty.stderr)")
     }
 
     @Test("a second node on the same data directory is refused with 'data directory in use'")
