@@ -4,7 +4,7 @@ import Store
 
 /// The room the person has open, and the commands that read or change
 /// only the local store: lines a person reads (`NodeEvent.chatLines`).
-/// Failures are thrown (`CommandError` and the store's own).
+/// Failures are thrown (`NodeError` and the store's own).
 final class ChatSession {
     let node: Node
     private(set) var room: RoomName
@@ -26,7 +26,7 @@ final class ChatSession {
     /// What to print when the session starts.
     func greeting(history count: Int = ChatInput.defaultHistory) throws -> [String] {
         let who = node.nick.map { TerminalText.sanitize($0) + "·" } ?? ""
-        let invites = (try? node.pendingInvites().count) ?? 0
+        let invites = try node.pendingInvites().count
         return ["peernode: \(who)\(node.me.shortFingerprint) (id \(node.me.hex)) on \(node.networkLabel)"]
             + (node.openNetworkName.map { ["-- ⚠ " + Node.openNetworkWarning($0)] } ?? [])
             + node.repairs.map { "-- ⚠ " + $0 }
@@ -82,11 +82,11 @@ final class ChatSession {
         let rooms = try joinedRooms()
         let target: RoomName
         if let n = Int(which) {
-            guard n >= 1, n <= rooms.count else { throw CommandError("no room \(n) (see /rooms)") }
+            guard n >= 1, n <= rooms.count else { throw NodeError.noRoomNumbered(n) }
             target = rooms[n - 1]
         } else {
             target = try RoomName(which)
-            guard rooms.contains(target) else { throw CommandError("not in \(target.value) (/join \(target.value) first)") }
+            guard rooms.contains(target) else { throw NodeError.notIn(target) }
         }
         room = target
         return try history(ChatInput.defaultHistory)
@@ -94,7 +94,7 @@ final class ChatSession {
 
     /// `/part`: leaves the open room (not #general) and goes home.
     func part() throws -> [String] {
-        guard room != .general else { throw CommandError("#general is home; /quit to leave") }
+        guard room != .general else { throw NodeError.generalIsHome }
         _ = try node.post("", kind: .leave, in: room)
         let left = room
         try node.leave(left)
@@ -147,8 +147,3 @@ final class ChatSession {
     }
 }
 
-/// A command that cannot be done as typed; the description says why.
-struct CommandError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}

@@ -26,7 +26,7 @@ final class Logger: @unchecked Sendable {
     func reopen() throws {
         guard let path else { return }
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o640)
-        guard fd >= 0 else { throw NodeError(description: "cannot open the log file \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw NodeError.cannotOpenLog(path: path, reason: String(cString: strerror(errno))) }
         lock.withLock {
             if descriptor > 2 { close(descriptor) }
             descriptor = fd

@@ -86,7 +86,7 @@ extension NetworkNode {
 
     /// What we remember of `remote`: the unsaved clocks, else the saved ones.
     func peerClocks(of remote: PublicKey) -> PeerClocks? {
-        unsavedPeerClocks[remote] ?? ((try? node.store.peerClocks(of: remote)) ?? nil)
+        unsavedPeerClocks[remote] ?? (readLogged("the saved clocks of a peer") { try node.store.peerClocks(of: remote) } ?? nil)
     }
 
     /// Writes the per-peer clocks that changed (on a tick once the interval

@@ -36,7 +36,7 @@ extension NetworkNode {
         }
         let name = try node.accept(pending)
         // What the room said before we joined, now that we can read it.
-        let earlier = (try? node.store.history(of: pending.room, limit: ChatInput.maximumHistory)) ?? []
+        let earlier = readLogged("the history of the room joined") { try node.store.history(of: pending.room, limit: ChatInput.maximumHistory) } ?? []
         return [.inviteAccepted(room: name, askedFor: pending.name, by: pending.inviter)]
             + earlier.compactMap { stored in
                 guard !blocked.contains(stored.envelope.author), let opened = node.open(stored.envelope) else { return nil }

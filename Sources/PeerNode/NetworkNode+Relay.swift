@@ -16,7 +16,7 @@ extension NetworkNode {
     /// address bound. A WebSocket upgrade there is refused (no path is served).
     func startMetrics(listen wanted: String?) throws -> String? {
         let address = wanted ?? Self.defaultMetricsListen
-        guard let (host, port) = Self.split(hostPort: address) else { throw NodeError(description: "--metrics-listen needs HOST:PORT, got \(address)") }
+        guard let (host, port) = Self.split(hostPort: address) else { throw NodeError.badAddress(option: "--metrics-listen", needs: "HOST:PORT", got: address) }
         let server = WebSocketServer(loop: loop, configuration: WebSocketServer.Configuration(paths: []),
                                      callbacks: WebSocketCallbacks(), httpHandler: { @Sendable [self] request in self.http(request) })
         do {
@@ -25,7 +25,7 @@ extension NetworkNode {
             return "\(host):\(bound)"
         } catch {
             // The default port taken (a second relay on this machine) is not fatal.
-            if wanted != nil { throw NodeError(description: "cannot serve metrics on \(address): \(error)") }
+            if wanted != nil { throw NodeError.cannotBind(serving: "serve metrics", address: address, reason: "\(error)") }
             log.warning("not serving /healthz and /metrics (\(address): \(error))")
             return nil
         }
@@ -37,7 +37,7 @@ extension NetworkNode {
         case "/healthz":
             let body = JSONEvents.line([
                 "status": .string(storeFull ? "store_full" : "ok"), "id": .string(node.me.hex),
-                "links": .number(UInt64(linkedPeers.count)), "envelopes": .number(UInt64((try? node.store.envelopeCount()) ?? 0)),
+                "links": .number(UInt64(linkedPeers.count)), "envelopes": .number(UInt64(readLogged("the envelope count") { try node.store.envelopeCount() } ?? 0)),
                 "uptime_seconds": .number(UInt64(max(0, monotonic() - started))),
             ])
             return HTTPResponse(status: 200, contentType: "application/json", body: Array((body + "\n").utf8))
@@ -62,7 +62,8 @@ extension NetworkNode {
         metric("links", "gauge", "Links up now.", [("", peers.count)])
         metric("peers_known", "gauge", "Peers known: linked, or found by discovery.",
                [("", Set(peers.values).union(table.dialers.values.compactMap { $0.retired ? nil : $0.remote }).count)])
-        metric("envelopes_stored", "gauge", "Envelopes in the store.", [("", (try? node.store.envelopeCount()) ?? 0)])
+        // A count that cannot be read is left out, not reported as 0.
+        metric("envelopes_stored", "gauge", "Envelopes in the store.", readLogged("the envelope count") { try node.store.envelopeCount() }.map { [("", $0)] } ?? [])
         metric("store_bytes", "gauge", "Bytes of the database on disk.", [("", Int(clamping: node.store.bytesOnDisk))])
         metric("envelopes_relayed_total", "counter", "Envelopes sent to peers.", [("", counters[.envelopesSent])])
         metric("bytes_received_total", "counter", "Bytes received on links.", [("", counters[.bytesIn])])

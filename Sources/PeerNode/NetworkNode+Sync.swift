@@ -19,7 +19,7 @@ extension NetworkNode {
         let online = Set(linkedPeers.values)
         // Peers seen before: their saved clocks, or the newer ones not written yet.
         var offline: [PublicKey: (clocks: PeerClocks, seenAt: UInt64)] = [:]
-        for saved in (try? node.store.allPeerClocks()) ?? [] { offline[saved.peer] = (saved.clocks, saved.savedAt) }
+        for saved in readLogged("the saved clocks of peers", { try node.store.allPeerClocks() }) ?? [] { offline[saved.peer] = (saved.clocks, saved.savedAt) }
         for (peer, clocks) in unsavedPeerClocks { offline[peer] = (clocks, now) }
         for (peer, saved) in offline.sorted(by: { $0.key < $1.key }) where !online.contains(peer) {
             if let declared = saved.clocks.declared { declarations.append(.init(peer: peer, clock: declared, linked: false, seenAt: saved.seenAt)) }

@@ -138,7 +138,7 @@ extension NetworkNode {
         case let .trust(who, on):
             return (try chatLines(session.trust(who, on)), true)
         case let .error(message):
-            throw CommandError(message)
+            throw NodeError.badCommand(message)
         }
         return ([], true)
     }

@@ -144,7 +144,7 @@ final class NetworkNode: @unchecked Sendable {
 
     func start(listen: String?, peers: [String], discovery: DiscoveryService.Configuration? = nil) throws {
         let wanted = listen ?? Self.defaultListen
-        guard let (host, port) = Self.split(hostPort: wanted) else { throw NodeError(description: "--listen needs HOST:PORT, got \(wanted)") }
+        guard let (host, port) = Self.split(hostPort: wanted) else { throw NodeError.badAddress(option: "--listen", needs: "HOST:PORT", got: wanted) }
         var configuration = WebSocketServer.Configuration(
             paths: ["/peernode/1"], subprotocols: LinkProtocol.subprotocols, requireSubprotocol: true,
             limits: WebSocketLimits(maximumMessageSize: Self.maximumLinkMessage, maximumSendQueue: Self.linkSendQueue, acceptsText: false))
@@ -162,11 +162,11 @@ final class NetworkNode: @unchecked Sendable {
             self.server = server
         } catch {
             // The default port taken (a second node on this machine) is not fatal.
-            if listen != nil { throw NodeError(description: "cannot listen on \(wanted): \(error)") }
+            if listen != nil { throw NodeError.cannotBind(serving: "listen", address: wanted, reason: "\(error)") }
             log.warning("not accepting links (\(wanted): \(error))")
         }
         for peer in peers {
-            guard let (h, p) = Self.parse(peerURL: peer) else { throw NodeError(description: "--peer needs ws://HOST:PORT, got \(peer)") }
+            guard let (h, p) = Self.parse(peerURL: peer) else { throw NodeError.badAddress(option: "--peer", needs: "ws://HOST:PORT", got: peer) }
             table.addPeer(host: h, port: p)
         }
         if let discovery { startDiscovery(discovery, listening: self.server != nil) }
@@ -339,7 +339,7 @@ final class NetworkNode: @unchecked Sendable {
         // `backgroundDeferral`.
         if now - lastLinkTraffic >= Self.quietPeriod || now - lastBackgroundWork >= Self.backgroundDeferral {
             lastBackgroundWork = now
-            if !relay { _ = try? node.indexNewMessages() }
+            if !relay { _ = readLogged("new messages for the search index") { try node.indexNewMessages() } }
             sendReceipts(now: now)
         }
         // After a burst (a catch-up, a flood, a peer that stopped reading) the
@@ -398,6 +398,16 @@ final class NetworkNode: @unchecked Sendable {
         }
         guard !links.isEmpty else { return finish() }
         waiting = loop.every(0.01, finish)
+    }
+
+    /// A store read whose failure must not stop what asked for it (a tick,
+    /// a status line, an answer already given): the failure is logged with
+    /// `what`, and nil returned.
+    func readLogged<T>(_ what: String, _ body: () throws -> T) -> T? {
+        do { return try body() } catch {
+            log.warning("cannot read \(what): \(error)")
+            return nil
+        }
     }
 
     /// Hands events to the presenter, as one batch.

@@ -45,7 +45,7 @@ extension Node {
     /// Signs and durably stores `content` of `kind` in the conversation with `peer`.
     @discardableResult
     func postDirect(_ content: [UInt8], kind: Kind, to peer: PublicKey) throws -> Envelope {
-        guard let c = conversation(with: peer) else { throw NodeError(description: "\(peer.shortFingerprint) is not a key a message can be sealed to") }
+        guard let c = conversation(with: peer) else { throw NodeError.notSealable(peer) }
         return try appendOwn(room: c.room, kind: kind, content: content, key: c.key.conversationKey)
     }
 

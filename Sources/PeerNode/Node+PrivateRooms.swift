@@ -48,10 +48,10 @@ extension Node {
     /// Creates a private room (random id and key) and joins it.
     func createPrivateRoom(_ name: RoomName) throws {
         guard !privateRooms.values.contains(where: { $0.name == name }) else {
-            throw NodeError(description: "\(name.value) is already one of your private rooms")
+            throw NodeError.alreadyPrivate(name)
         }
         guard name != .general, !knownRooms.contains(name.value) else {
-            throw NodeError(description: "\(name.value) is a public room you are in; choose another name for a private room")
+            throw NodeError.publicRoomNamed(name)
         }
         let id = RoomID.random()
         let key = SymmetricKey.generate()
@@ -63,7 +63,7 @@ extension Node {
     /// Sends `peer` an invite to one of our private rooms.
     func invite(_ peer: PublicKey, to name: RoomName) throws -> Envelope {
         guard let (id, room) = privateRooms.first(where: { $0.value.name == name }) else {
-            throw NodeError(description: "\(name.value) is not a private room of yours (public rooms need no invite; /private \(name.value) makes one)")
+            throw NodeError.notYourPrivateRoom(name)
         }
         return try postDirect(Invite(room: id, key: room.key.exportedBytes, name: name).encoded, kind: .invite, to: peer)
     }
@@ -103,14 +103,14 @@ extension Node {
         let pending = try pendingInvites()
         if name.isEmpty {
             guard pending.count == 1, let only = pending.first else {
-                throw NodeError(description: pending.isEmpty ? "no invite is waiting" : "\(pending.count) invites are waiting: name one (/invites lists them)")
+                throw NodeError.invitesWaiting(pending.count)
             }
             return only
         }
         let wanted = (try? RoomName(name))?.value ?? name
         // Two invites under one name: the newest (it is the one the user was told of last).
         guard let newest = pending.filter({ $0.name == wanted }).max(by: { $0.receivedAt < $1.receivedAt }) else {
-            throw NodeError(description: "no invite to \(TerminalText.sanitize(name)) is waiting (/invites lists them)")
+            throw NodeError.noInviteTo(name)
         }
         return newest
     }
@@ -122,9 +122,9 @@ extension Node {
         if let known = privateRooms[pending.room] { return known.name }
         let asked = try RoomName(pending.name)
         if let refusal = forgedPrivateRoom(pending.room, name: asked, peer: pending.inviter) {
-            throw NodeError(description: "this invite cannot be accepted: \(refusal)")
+            throw NodeError.inviteRefused(refusal)
         }
-        guard let key = try? SymmetricKey(bytes: pending.key) else { throw NodeError(description: "this invite cannot be accepted: \(InviteRefusal.badKey)") }
+        guard let key = try? SymmetricKey(bytes: pending.key) else { throw NodeError.inviteRefused(.badKey) }
         let name = freeRoomName(like: asked)
         try store.addPrivateRoom(pending.room, name: name.value, key: pending.key)
         privateRooms[pending.room] = (name, key)

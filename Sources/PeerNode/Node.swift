@@ -14,10 +14,6 @@ func resolveDataDirectory(_ options: Options, environment: [String: String]) -> 
     return nil
 }
 
-/// A failure the user can act on; printed as `peernode: <message>`, exit 1.
-struct NodeError: Error, CustomStringConvertible {
-    let description: String
-}
 
 /// A running node: identity, network key, store, and the chat operations
 /// on top of them. One owner (the chat loop) uses it.
@@ -44,10 +40,10 @@ final class Node {
 
     init(options: Options, environment: [String: String]) throws {
         guard let path = resolveDataDirectory(options, environment: environment) else {
-            throw NodeError(description: "no data directory: set HOME or XDG_DATA_HOME, or pass --data-dir DIR")
+            throw NodeError.noDataDirectory
         }
         if options.networkName != nil && options.networkKeyFile != nil {
-            throw NodeError(description: "give --network or --network-key-file, not both")
+            throw NodeError.networkGivenTwice
         }
         directory = try DataDirectory(path: path)
         (identity, identityIsNew) = try KeyFile.loadOrCreateIdentity(at: directory.file(DataDirectory.identityFileName))
@@ -94,7 +90,8 @@ final class Node {
     /// have posted before; its first post waits until a peer says.
     var ownHistoryIsKnown: Bool {
         // Once true it stays true (our messages and the setting are never
-        // removed), so the store is asked only until then.
+        // removed), so the store is asked only until then. A read that
+        // fails answers "not known": the safe side (a post waits for a peer).
         if !ownHistoryKnown {
             ownHistoryKnown = identityIsNew || ((try? store.head(of: me)) ?? nil) != nil
                 || (try? store.setting(Self.ownHistorySetting)) == me.hex
@@ -108,7 +105,7 @@ final class Node {
     static let ownHistorySetting = "own_history_known"
 
     func markOwnHistoryKnown() throws {
-        if (try? store.setting(Self.ownHistorySetting)) != me.hex { try store.setSetting(Self.ownHistorySetting, me.hex) }
+        if try store.setting(Self.ownHistorySetting) != me.hex { try store.setSetting(Self.ownHistorySetting, me.hex) }
         ownHistoryKnown = true
     }
 
@@ -169,7 +166,7 @@ final class Node {
     @discardableResult
     func post(_ text: String, kind: Kind, in room: RoomName) throws -> Envelope {
         let id = try join(room)
-        guard let key = roomKey(id) else { throw NodeError(description: "no key for \(room.value)") }
+        guard let key = roomKey(id) else { throw NodeError.noRoomKey(room) }
         let envelope = try appendOwn(room: id, kind: kind, content: Array(text.utf8), key: key)
         if kind == .nick { setNick(PeerText(text), of: me) }
         return envelope
@@ -180,7 +177,7 @@ final class Node {
     @discardableResult
     func postReceipt(_ receipt: Receipt, in room: RoomID) throws -> Envelope {
         if let key = roomKey(room) { return try appendOwn(room: room, kind: .receipt, content: receipt.encoded, key: key) }
-        guard let peer = dmPeers[room] else { throw NodeError(description: "a receipt for a room this node cannot write to") }
+        guard let peer = dmPeers[room] else { throw NodeError.receiptRoomNotWritable }
         return try postDirect(receipt.encoded, kind: .receipt, to: peer)
     }
 
@@ -199,9 +196,7 @@ final class Node {
             candidates = nicks.compactMap { $0.value.unsanitized == nick && $0.key.shortFingerprint == fp ? $0.key : nil }
         }
         guard candidates.count == 1, let key = candidates.first else {
-            throw NodeError(description: candidates.isEmpty
-                ? "nobody known as \(who): use a nick, nick·fingerprint or a 64-hex id"
-                : "\(who) is ambiguous: \(candidates.map { "\(who)·\($0.shortFingerprint)" }.joined(separator: ", "))")
+            throw candidates.isEmpty ? NodeError.nobodyKnownAs(who) : NodeError.ambiguous(who, candidates: candidates)
         }
         return key
     }

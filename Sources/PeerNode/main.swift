@@ -33,7 +33,7 @@ func run(_ command: Command) throws {
         writeLines(["wrote a new network key to \(path) (mode 0600): give it to the members with --network-key-file \(path)"])
     case let .id(options):
         guard let path = resolveDataDirectory(options, environment: environment) else {
-            throw NodeError(description: "no data directory: set HOME or XDG_DATA_HOME, or pass --data-dir DIR")
+            throw NodeError.noDataDirectory
         }
         try DataDirectory.createDirectories(path)
         let (key, isNew) = try KeyFile.loadOrCreateIdentity(at: path + "/" + DataDirectory.identityFileName)
@@ -102,7 +102,7 @@ func discoveryConfiguration(_ options: Options) throws -> DiscoveryService.Confi
     var configuration = DiscoveryService.Configuration(interface: options.multicastInterface)
     if let wanted = options.multicast {
         guard let (group, port) = NetworkNode.split(hostPort: wanted), port != 0 else {
-            throw NodeError(description: "--multicast needs GROUP:PORT (e.g. 239.255.73.73:7733), got \(wanted)")
+            throw NodeError.badAddress(option: "--multicast", needs: "GROUP:PORT (e.g. 239.255.73.73:7733)", got: wanted)
         }
         configuration.group = group
         configuration.port = port

@@ -1,0 +1,66 @@
+import ChatText
+import Crypto
+import Gossip
+
+/// Every failure the node program reports, by cause: at start
+/// (`peernode: <description>`, exit 1) or as the answer to a command
+/// (`error: <description>` at the terminal, `{"type":"error"}` in --json).
+/// The description is the text the user reads; the case is what code and
+/// tests match. (The command-line parser keeps its own `UsageError`, thrown
+/// before there is a node.)
+enum NodeError: Error, CustomStringConvertible, Equatable {
+    // Start-up.
+    case noDataDirectory
+    case networkGivenTwice
+    /// An address option that is not what it needs (`--listen`, `--peer`, `--multicast`, `--metrics-listen`).
+    case badAddress(option: String, needs: String, got: String)
+    /// A port that could not be bound; `serving` says for what ("listen", "serve metrics").
+    case cannotBind(serving: String, address: String, reason: String)
+    case cannotOpenLog(path: String, reason: String)
+
+    // Commands.
+    case notSealable(PublicKey)
+    case noRoomKey(RoomName)
+    case receiptRoomNotWritable
+    case nobodyKnownAs(String)
+    case ambiguous(String, candidates: [PublicKey])
+    case alreadyPrivate(RoomName)
+    case publicRoomNamed(RoomName)
+    case notYourPrivateRoom(RoomName)
+    /// `/accept` or `/decline` without a name: none, or this many, are waiting.
+    case invitesWaiting(Int)
+    case noInviteTo(String)
+    case inviteRefused(InviteRefusal)
+    case noRoomNumbered(Int)
+    case notIn(RoomName)
+    case generalIsHome
+    /// A command as typed that `ChatInput` could not read (its own words).
+    case badCommand(String)
+
+    var description: String {
+        switch self {
+        case .noDataDirectory: "no data directory: set HOME or XDG_DATA_HOME, or pass --data-dir DIR"
+        case .networkGivenTwice: "give --network or --network-key-file, not both"
+        case let .badAddress(option, needs, got): "\(option) needs \(needs), got \(got)"
+        case let .cannotBind(serving, address, reason): "cannot \(serving) on \(address): \(reason)"
+        case let .cannotOpenLog(path, reason): "cannot open the log file \(path): \(reason)"
+        case let .notSealable(peer): "\(peer.shortFingerprint) is not a key a message can be sealed to"
+        case let .noRoomKey(room): "no key for \(room.value)"
+        case .receiptRoomNotWritable: "a receipt for a room this node cannot write to"
+        case let .nobodyKnownAs(who): "nobody known as \(who): use a nick, nick·fingerprint or a 64-hex id"
+        case let .ambiguous(who, candidates):
+            "\(who) is ambiguous: \(candidates.map { "\(who)·\($0.shortFingerprint)" }.joined(separator: ", "))"
+        case let .alreadyPrivate(name): "\(name.value) is already one of your private rooms"
+        case let .publicRoomNamed(name): "\(name.value) is a public room you are in; choose another name for a private room"
+        case let .notYourPrivateRoom(name):
+            "\(name.value) is not a private room of yours (public rooms need no invite; /private \(name.value) makes one)"
+        case let .invitesWaiting(count): count == 0 ? "no invite is waiting" : "\(count) invites are waiting: name one (/invites lists them)"
+        case let .noInviteTo(name): "no invite to \(TerminalText.sanitize(name)) is waiting (/invites lists them)"
+        case let .inviteRefused(refusal): "this invite cannot be accepted: \(refusal)"
+        case let .noRoomNumbered(n): "no room \(n) (see /rooms)"
+        case let .notIn(room): "not in \(room.value) (/join \(room.value) first)"
+        case .generalIsHome: "#general is home; /quit to leave"
+        case let .badCommand(message): message
+        }
+    }
+}
