@@ -23,6 +23,6 @@ struct CatchUpTests {
         #expect(b.messages(from: a.id).count == count)
         // One link did it: B never saw the link drop and come back.
         #expect(b.events.value.filter { $0["type"] == "peer_up" }.count == 1, "\(b.events.value.filter { $0["type"] == "peer_up" || $0["type"] == "peer_down" })")
-        a.quit(); b.quit()
+        await a.quit(); await b.quit()
     }
 }

@@ -40,7 +40,7 @@ struct ForgedEnvelopeTests {
         #expect(stats?["disconnected_invalid"] == "1", "\(stats ?? [:])")
         #expect((stats?["invalid_envelope"]).flatMap { Int($0) }.map { $0 > Replicator.invalidLimit } == true, "\(stats ?? [:])")
         #expect(!node.events.value.contains { $0["type"] == "message" && $0["author"] != node.id })
-        node.quit()
+        await node.quit()
         withExtendedLifetime(dir) {}
     }
 
@@ -65,7 +65,7 @@ struct ForgedEnvelopeTests {
         #expect(limited > 0 && limited <= 2_500, "\(stats ?? [:])")
         // The burst was taken: at least its 500 envelopes are stored and shown.
         #expect(await eventually(30) { node.messages(from: author.publicKey.hex).count >= 500 })
-        node.quit()
+        await node.quit()
         withExtendedLifetime(dir) {}
     }
 }
@@ -97,7 +97,7 @@ struct OwnHistoryLiarTests {
         // Our own post proves nothing: the next one goes too.
         node.send("third try")
         #expect(await node.wait(timeout: 10) { $0["type"] == "message" && $0["text"] == "third try" } != nil)
-        node.quit()
+        await node.quit()
         withExtendedLifetime(dir) {}
         _ = try? await attack.value
         _ = try? await attack2.value

@@ -5,9 +5,8 @@ import Testing
 
 /// A peernode process in --json mode, its events collected as they come.
 final class NodeProcess: @unchecked Sendable {
-    let process = Process()
-    let input = Pipe()
-    let events = Locked<[[String: String]]>([])
+    let child: Child
+    let events: Locked<[[String: String]]>
     let dir: String
 
     /// Without `discovery`, the node finds no one by multicast (links come from
@@ -16,53 +15,46 @@ final class NodeProcess: @unchecked Sendable {
     init(dir: String, _ arguments: [String], discovery: Bool = false, namespace: String? = nil, listen: String = "127.0.0.1:0") throws {
         self.dir = dir
         let own = ["--data-dir", dir, "--json", "--listen", listen] + (discovery ? [] : ["--no-discovery"]) + arguments
-        if let namespace {
-            process.executableURL = URL(fileURLWithPath: NetLab.ip)
-            process.arguments = ["netns", "exec", namespace, PeerNodeProcess.binary] + own
-        } else {
-            process.executableURL = URL(fileURLWithPath: PeerNodeProcess.binary)
-            process.arguments = own
-        }
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try launch(process)
-        collectJSONLines(from: output.fileHandleForReading, into: events)
+        let (executable, all) = namespace.map { (NetLab.ip, ["netns", "exec", $0, PeerNodeProcess.binary] + own) } ?? (PeerNodeProcess.binary, own)
+        let events = Locked<[[String: String]]>([])
+        child = try Child(executable, all, stdin: .pipe, stdout: .pipe, stderr: .null, onLine: collectingJSON(into: events))
+        self.events = events
     }
 
-    func send(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
+    var pid: pid_t { child.pid }
+
+    func send(_ line: String) { child.send(line + "\n") }
 
     /// Waits until an event matches; returns it (nil after `timeout`).
     @discardableResult
     func wait(timeout: Double = 30, _ match: @escaping ([String: String]) -> Bool) async -> [String: String]? {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if let e = events.value.first(where: match) { return e }
+            if let e = events.withLock({ $0.first(where: match) }) { return e }
             try? await Task.sleep(nanoseconds: 20_000_000)
         }
         return nil
     }
 
-    var ready: [String: String]? { events.value.first { $0["type"] == "ready" } }
+    var ready: [String: String]? { events.withLock { $0.first { $0["type"] == "ready" } } }
     var id: String { ready?["id"] ?? "" }
     var url: String { "ws://" + (ready?["listen"] ?? "") }
 
     func messages(from author: String) -> [String] {
-        events.value.filter { $0["type"] == "message" && $0["kind"] != "dm" && $0["author"] == author }.compactMap { $0["text"] }
+        events.withLock { $0.filter { $0["type"] == "message" && $0["kind"] != "dm" && $0["author"] == author }.compactMap { $0["text"] } }
     }
 
-    func quit() {
-        try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
+    /// Ends the node as a user does (end of input); returns its exit status.
+    @discardableResult
+    func quit() async -> Int32 {
+        child.closeInput()
+        return await child.exited()
     }
 
-    func kill() {
-        Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+    func kill() async {
+        child.signal(SIGKILL)
+        await child.exited()
     }
-
-    deinit { if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) } }
 }
 
 func started(_ node: NodeProcess) async -> Bool {
@@ -120,7 +112,7 @@ struct NetworkTests {
 
         // B dies; A posts; B comes back on the same data directory and catches up, and so does C.
         let bURL = b.url
-        b.kill()
+        await b.kill()
         for i in 21...30 { a.send("m\(i)") }
         let b2 = try NodeProcess(dir: dirs[1].path, ["--peer", a.url, "--listen", String(bURL.dropFirst(5))])
         #expect(await started(b2))
@@ -128,7 +120,7 @@ struct NetworkTests {
         #expect(b2.messages(from: a.id).suffix(10) == (21...30).map { "m\($0)" })
         await c.wait(timeout: 60) { $0["text"] == "m30" }
         #expect(c.messages(from: a.id) == (1...30).map { "m\($0)" })
-        a.quit(); b2.quit(); c.quit()
+        await a.quit(); await b2.quit(); await c.quit()
     }
 
     @Test("a node that starts after 1,000 messages gets all of them")
@@ -146,7 +138,7 @@ struct NetworkTests {
         c.send("/sync")
         let sync = await c.wait { $0["type"] == "sync" }
         #expect(sync?["complete"] == "yes" && sync?["missing"] == "0", "\(sync ?? [:])")
-        a.quit(); c.quit()
+        await a.quit(); await c.quit()
     }
 
     @Test("two nodes that dial each other keep one link between them")
@@ -169,7 +161,7 @@ struct NetworkTests {
             #expect(node.events.value.filter { $0["type"] == "peer_up" }.count == 1)
             #expect(node.events.value.filter { $0["type"] == "peer_down" }.isEmpty)
         }
-        a.quit(); b.quit()
+        await a.quit(); await b.quit()
     }
 
     @Test("a blocked identity is cut off, refused when it redials, and its messages are hidden")
@@ -191,7 +183,7 @@ struct NetworkTests {
         #expect(!a.events.value.contains { $0["text"] == "after the block" })
         a.send("/unblock \(b.id)")
         #expect(await a.wait(timeout: 40) { $0["text"] == "after the block" } != nil)
-        a.quit(); b.quit()
+        await a.quit(); await b.quit()
     }
 
     @Test("a node with another network key never links and receives nothing")
@@ -211,7 +203,7 @@ struct NetworkTests {
         let stats = a.events.value.last { $0["type"] == "stats" }
         #expect(Int(stats?["wrong_network_key"] ?? "0") ?? 0 >= 2, "\(stats ?? [:])")
         #expect(stats?["links"] == "0")
-        a.quit(); stranger.quit()
+        await a.quit(); await stranger.quit()
     }
 
     @Test("a reconnect to a known peer sends a clock digest and what changed, not the whole clock")
@@ -227,7 +219,7 @@ struct NetworkTests {
         b.send("from b")
         #expect(await b.wait { $0["text"] == "from a" } != nil)
         #expect(await a.wait { $0["text"] == "from b" } != nil)
-        b.quit()
+        await b.quit()
         #expect(await a.wait { $0["type"] == "peer_down" } != nil)
         a.send("while b was away")
         b = try NodeProcess(dir: dirs[1].path, ["--peer", a.url])
@@ -242,7 +234,7 @@ struct NetworkTests {
         // B's clock changed in two entries since it last declared it (a's post and its own):
         // type 1 ‖ digest 16 ‖ count 1 ‖ 2 × (author 32 ‖ sequence 1) = 84 bytes.
         #expect(atB?["clock_bytes_sent"] == "84", "\(atB ?? [:])")
-        a.quit(); b.quit()
+        await a.quit(); await b.quit()
     }
 
     @Test("receipts: the author gets delivered and read events for each of its messages; /set receipts off stops read receipts")
@@ -288,7 +280,7 @@ struct NetworkTests {
         b.send("after the third")
         #expect(await a.wait { $0["text"] == "after the third" } != nil)
         #expect(!a.events.value.contains { $0["type"] == "receipt" && $0["id"] == third["id"] && $0["state"] == "read" })
-        a.quit(); b.quit()
+        await a.quit(); await b.quit()
         withExtendedLifetime(dirs) {}  // the data directories outlive the nodes
     }
 
@@ -318,7 +310,7 @@ struct NetworkTests {
         #expect(!b.events.value.contains { $0["text"] == "the plan" || $0["text"] == "agreed" || $0["type"] == "invite" })
         a.send("/invite \(c.id) #general")
         #expect(await a.wait { $0["type"] == "error" && ($0["error"] ?? "").contains("not a private room") } != nil)
-        a.quit(); b.quit(); c.quit()
+        await a.quit(); await b.quit(); await c.quit()
         withExtendedLifetime(dirs) {}  // the data directories outlive the nodes
     }
 }

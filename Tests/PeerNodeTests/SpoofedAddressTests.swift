@@ -47,11 +47,11 @@ struct SpoofedAddressTests {
         // Found means dialled at once or within discoveredDialDelay (2 s) before this change.
         #expect(!(await counterReaches(target, "unexpected_identity", "2", timeout: 5, expected: false)), "dialled the victim again for another identity")
         // The victim announcing itself at its own address is still dialled (or dials): they link.
-        victim.quit()
+        await victim.quit()
         let back = try NodeProcess(dir: victimDir.path, ["--nick", "victim"] + discovery, discovery: true, listen: "127.0.0.1:\(victimPort)")
         #expect(await started(back))
         #expect(await eventually(20) { peersUp(target).contains(back.id) }, "the real node at the held address links")
-        back.quit()
-        target.quit()
+        await back.quit()
+        await target.quit()
     }
 }

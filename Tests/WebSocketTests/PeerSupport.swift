@@ -27,33 +27,16 @@ enum Peers {
 
 /// A process with its output collected; killed if it outlives `timeout`.
 final class PeerProcess: @unchecked Sendable {
-    let process = Process()
-    private let output = Locked<String>("")
-    private let pipe = Pipe()
+    let child: Child
 
     init(_ executable: String, _ arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env["NODE_PATH"] = Peers.nodePath
         env["PYTHONUNBUFFERED"] = "1"
-        process.environment = env
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try launch(process)
-        // A plain reading thread: the output is collected while the peer runs.
-        let handle = pipe.fileHandleForReading
-        let output = self.output
-        Thread.detachNewThread {
-            while true {
-                let data = handle.availableData
-                if data.isEmpty { break }
-                output.withLock { $0 += String(decoding: data, as: UTF8.self) }
-            }
-        }
+        child = try Child(executable, arguments, environment: env, stdout: .pipe, stderr: .stdout)
     }
 
-    var text: String { output.withLock { $0 } }
+    var text: String { child.output }
 
     /// Waits for a line starting with "PORT " and returns the port.
     func port(timeout: Double = 20) async throws -> UInt16? {
@@ -62,7 +45,7 @@ final class PeerProcess: @unchecked Sendable {
             if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }) {
                 return UInt16(line.dropFirst(5))
             }
-            if !process.isRunning { return nil }
+            if !child.isRunning { return nil }
             try await Task.sleep(nanoseconds: 20_000_000)
         }
         return nil
@@ -71,18 +54,17 @@ final class PeerProcess: @unchecked Sendable {
     /// Waits for exit (killing it after `timeout`), returns the status.
     func wait(timeout: Double = 60) async throws -> Int32 {
         let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
-        if process.isRunning { await stop() }
-        try await Task.sleep(nanoseconds: 50_000_000)  // let the last output arrive
-        return process.terminationStatus
+        while child.isRunning && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+        if child.isRunning { await stop() }
+        return await child.exited()
     }
 
     /// Ends the peer (SIGTERM, then SIGKILL after two seconds).
     func stop() async {
-        if process.isRunning { process.terminate() }
+        child.signal(SIGTERM)
         let deadline = Date().addingTimeInterval(2)
-        while process.isRunning && Date() < deadline { try? await Task.sleep(nanoseconds: 10_000_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        while child.isRunning && Date() < deadline { try? await Task.sleep(nanoseconds: 10_000_000) }
+        child.signal(SIGKILL)
     }
 }
 
