@@ -28,8 +28,8 @@ struct BadFilesTests {
         let p = try Child(PeerNodeProcess.binary, arguments, stdin: .pipe, stdout: .null, stderr: .pipe)
         p.send("must not be posted\n")
         p.closeInput()
-        let deadline = Date().addingTimeInterval(seconds)
-        while p.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        let deadline = Deadline(seconds)
+        while p.isRunning && !deadline.passed { try await Task.sleep(for: .milliseconds(20)) }
         let started = p.isRunning
         if started { p.signal(SIGKILL) }
         let status = await p.exited()

@@ -14,10 +14,6 @@ func messageCounts(_ node: NodeProcess) -> [String: Int] {
     return out
 }
 
-/// Waits until `condition` holds (polling), up to `timeout` seconds.
-func eventually(_ timeout: Double = 30, _ condition: () -> Bool) async -> Bool {
-    await eventuallyValue(timeout) { condition() ? true : nil } != nil
-}
 
 @Suite("Discovery: nodes find each other by multicast", .serialized)
 struct DiscoveryNodeTests {

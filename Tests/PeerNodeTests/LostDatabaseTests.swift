@@ -56,8 +56,8 @@ struct LostDatabaseTests {
         let alone = try NodeProcess(dir: dirs[0].path, [])
         #expect(await started(alone))
         for line in ["three", "/me waves", "/msg \(b.id) hello"] { alone.send(line) }
-        let deadline = Date().addingTimeInterval(20)
-        while alone.events.value.filter({ $0["type"] == "error" }).count < 3, Date() < deadline { try await Task.sleep(nanoseconds: 50_000_000) }
+        let deadline = Deadline(20)
+        while alone.events.value.filter({ $0["type"] == "error" }).count < 3, !deadline.passed { try await Task.sleep(nanoseconds: 50_000_000) }
         let refusals = alone.events.value.filter { $0["type"] == "error" }
         #expect(refusals.count == 3 && refusals.allSatisfy { $0["error"]?.contains("posting waits until a peer says") == true }, "\(refusals)")
         #expect(!alone.events.value.contains { $0["type"] == "message" && $0["author"] == a.id })

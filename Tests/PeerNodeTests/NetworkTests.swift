@@ -17,23 +17,21 @@ final class NodeProcess: @unchecked Sendable {
         let own = ["--data-dir", dir, "--json", "--listen", listen] + (discovery ? [] : ["--no-discovery"]) + arguments
         let (executable, all) = namespace.map { (NetLab.ip, ["netns", "exec", $0, PeerNodeProcess.binary] + own) } ?? (PeerNodeProcess.binary, own)
         let events = Locked<[[String: String]]>([])
-        child = try Child(executable, all, stdin: .pipe, stdout: .pipe, stderr: .null, onLine: collectingJSON(into: events))
+        child = try Child(executable, all, stdin: .pipe, stdout: .pipe, stderr: .pipe, onLine: collectingJSON(into: events))
         self.events = events
     }
 
     var pid: pid_t { child.pid }
+
+    /// What the node logged on stderr (plain lines, not events): for failure messages.
+    var log: String { child.errors }
 
     func send(_ line: String) { child.send(line + "\n") }
 
     /// Waits until an event matches; returns it (nil after `timeout`).
     @discardableResult
     func wait(timeout: Double = 30, _ match: @escaping ([String: String]) -> Bool) async -> [String: String]? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let e = events.withLock({ $0.first(where: match) }) { return e }
-            try? await Task.sleep(nanoseconds: 20_000_000)
-        }
-        return nil
+        await eventuallyValue(timeout) { events.withLock { $0.first(where: match) } }
     }
 
     var ready: [String: String]? { events.withLock { $0.first { $0["type"] == "ready" } } }
@@ -58,7 +56,7 @@ final class NodeProcess: @unchecked Sendable {
 }
 
 func started(_ node: NodeProcess) async -> Bool {
-    await node.wait(timeout: 20) { $0["type"] == "ready" } != nil
+    await node.wait(timeout: 60) { $0["type"] == "ready" } != nil
 }
 
 func linked(_ node: NodeProcess, to other: NodeProcess) async -> Bool {

@@ -31,14 +31,6 @@ final class RelayProcess: @unchecked Sendable {
     }
 }
 
-func eventuallyValue<T>(_ timeout: Double = 20, _ probe: () -> T?) async -> T? {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if let v = probe() { return v }
-        try? await Task.sleep(nanoseconds: 50_000_000)
-    }
-    return probe()
-}
 
 /// A plain HTTP/1.1 GET over a socket: status and body.
 func httpGet(_ hostPort: String, _ path: String) -> (status: Int, body: String)? {

@@ -132,8 +132,8 @@ public final class Child: @unchecked Sendable {
         if isRunning { Glibc.kill(pid, SIGKILL) }
         writer?.close()
         // Reaped, so no zombie is left behind; a killed child goes at once.
-        let deadline = Date().addingTimeInterval(5)
-        while reap() == nil, Date() < deadline { usleep(1_000) }
+        let deadline = Deadline(5)
+        while reap() == nil, !deadline.passed { usleep(1_000) }
     }
 
     // MARK: input
@@ -167,8 +167,8 @@ public final class Child: @unchecked Sendable {
     public func exited(outputGrace: Double = 5) async -> Int32 {
         while true {
             if let status = reap() {
-                let deadline = Date().addingTimeInterval(outputGrace)
-                while !outputEnded, Date() < deadline { try? await Task.sleep(for: .milliseconds(5)) }
+                let deadline = Deadline(outputGrace)
+                while !outputEnded, !deadline.passed { try? await Task.sleep(for: .milliseconds(5)) }
                 return status
             }
             try? await Task.sleep(for: .milliseconds(5))
@@ -180,8 +180,8 @@ public final class Child: @unchecked Sendable {
     public func exitedBlocking(outputGrace: Double = 5) -> Int32 {
         while true {
             if let status = reap() {
-                let deadline = Date().addingTimeInterval(outputGrace)
-                while !outputEnded, Date() < deadline { usleep(2_000) }
+                let deadline = Deadline(outputGrace)
+                while !outputEnded, !deadline.passed { usleep(2_000) }
                 return status
             }
             usleep(2_000)

@@ -74,18 +74,15 @@ public final class LineProcess: @unchecked Sendable {
 
     /// The next line, or nil at end of output (or after `timeout` seconds).
     public func readLine(timeout: Double = 30) async -> String? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
+        // The reader counts a pipe ended after its last line is in.
+        let next = await eventuallyValue(timeout, interval: .milliseconds(2)) { () -> String?? in
             let (line, ended) = lines.withLock { ($0.count > taken ? $0[taken] : nil, child.outputEnded) }
-            if let line {
-                taken += 1
-                return line
-            }
-            // The reader counts a pipe ended after its last line is in.
-            if ended, lines.value.count <= taken { return nil }
-            try? await Task.sleep(for: .milliseconds(2))
+            if let line { return .some(line) }
+            return ended && lines.value.count <= taken ? .some(nil) : nil
         }
-        return nil
+        guard let line = next ?? nil else { return nil }
+        taken += 1
+        return line
     }
 
     /// Everything left, after closing our side.

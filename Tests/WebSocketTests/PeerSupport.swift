@@ -40,21 +40,17 @@ final class PeerProcess: @unchecked Sendable {
 
     /// Waits for a line starting with "PORT " and returns the port.
     func port(timeout: Double = 20) async throws -> UInt16? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }) {
-                return UInt16(line.dropFirst(5))
-            }
-            if !child.isRunning { return nil }
-            try await Task.sleep(nanoseconds: 20_000_000)
+        let line = await eventuallyValue(timeout) { () -> Substring?? in
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }) { return .some(line) }
+            return child.isRunning ? nil : .some(nil)
         }
-        return nil
+        return line?.flatMap { UInt16($0.dropFirst(5)) }
     }
 
     /// Waits for exit (killing it after `timeout`), returns the status.
     func wait(timeout: Double = 60) async throws -> Int32 {
-        let deadline = Date().addingTimeInterval(timeout)
-        while child.isRunning && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+        let deadline = Deadline(timeout)
+        while child.isRunning && !deadline.passed { try await Task.sleep(nanoseconds: 20_000_000) }
         if child.isRunning { await stop() }
         return await child.exited()
     }
@@ -62,8 +58,8 @@ final class PeerProcess: @unchecked Sendable {
     /// Ends the peer (SIGTERM, then SIGKILL after two seconds).
     func stop() async {
         child.signal(SIGTERM)
-        let deadline = Date().addingTimeInterval(2)
-        while child.isRunning && Date() < deadline { try? await Task.sleep(nanoseconds: 10_000_000) }
+        let deadline = Deadline(2)
+        while child.isRunning && !deadline.passed { try? await Task.sleep(nanoseconds: 10_000_000) }
         child.signal(SIGKILL)
     }
 }
@@ -101,8 +97,8 @@ final class EchoServer: @unchecked Sendable {
 
     /// Waits until `count` connections have closed.
     func waitForCloses(_ count: Int, timeout: Double = 10) async throws -> [CloseInfo] {
-        let deadline = Date().addingTimeInterval(timeout)
-        while closes.withLock({ $0.count }) < count && Date() < deadline { try await Task.sleep(nanoseconds: 10_000_000) }
+        let deadline = Deadline(timeout)
+        while closes.withLock({ $0.count }) < count && !deadline.passed { try await Task.sleep(nanoseconds: 10_000_000) }
         return closes.withLock { $0 }
     }
 
@@ -123,7 +119,13 @@ final class ClientProbe: @unchecked Sendable {
     var connection: WebSocketConnection?
     private let queue = Locked<[Event]>([])
 
-    init(port: UInt16, path: String = "/peernode/1", configuration: WebSocketClient.Configuration = .init(subprotocols: ["peernode.1"]),
+    /// Keepalive pings are pushed far out (`quiet`): under load a peer can
+    /// be silent past the default 20 s, and the pong of a keepalive would
+    /// then land between the events a conversation expects in order.
+    static let quiet = WebSocketTimeouts(pingInterval: 600, pongDeadline: 60)
+
+    init(port: UInt16, path: String = "/peernode/1",
+         configuration: WebSocketClient.Configuration = .init(subprotocols: ["peernode.1"], timeouts: quiet),
          loop: EventLoop? = nil) throws {
         let l = try loop ?? EventLoop()
         l.start()
@@ -141,13 +143,8 @@ final class ClientProbe: @unchecked Sendable {
     }
 
     /// The next event, or nil after `timeout` seconds.
-    func next(timeout: Double = 30) async -> Event? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let e = queue.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { return e }
-            try? await Task.sleep(nanoseconds: 2_000_000)
-        }
-        return nil
+    func next(timeout: Double = 60) async -> Event? {
+        await eventuallyValue(timeout, interval: .milliseconds(2)) { queue.withLock { $0.isEmpty ? nil : $0.removeFirst() } }
     }
 
     deinit { loop.shutdown() }

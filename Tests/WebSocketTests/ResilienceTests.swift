@@ -11,9 +11,9 @@ struct ResilienceTests {
         let server = try EchoServer(configuration: .init(paths: nil, timeouts: WebSocketTimeouts(handshake: 0.3)))
         let raw = try RawSocket(port: server.port)
         raw.send("GET /peernode/1 HTTP/1.1\r\nHost: x\r\n")  // and never the rest
-        let start = Date()
+        let start = Deadline.now()
         #expect(raw.readToEnd().isEmpty)
-        let waited = Date().timeIntervalSince(start)
+        let waited = Deadline.now() - start
         #expect(waited >= 0.2 && waited < 3, "\(waited)")
     }
 
@@ -78,8 +78,8 @@ struct ResilienceTests {
         let port = try server.listen(host: "127.0.0.1", port: 0)
         let raw = try RawSocket(port: port, receiveBuffer: 4096)
         #expect(raw.handshake())  // then never reads
-        let deadline = Date().addingTimeInterval(10)
-        while closes.value.isEmpty && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+        let deadline = Deadline(10)
+        while closes.value.isEmpty && !deadline.passed { try await Task.sleep(nanoseconds: 20_000_000) }
         #expect(closes.value.first?.code == .policyViolation)
         #expect(closes.value.first?.byPeer == false)
     }
