@@ -1,6 +1,7 @@
 import ChatText
 import Foundation
 import Glibc
+import Reactor
 
 /// Log lines on stderr, or in a file that SIGHUP reopens (for logrotate).
 /// The chat node writes `peernode: message`; the relay writes a timestamp
@@ -54,9 +55,8 @@ final class Logger: @unchecked Sendable {
             return
         }
         let bytes = Array((line + "\n").utf8)
-        lock.withLock {
-            _ = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-        }
+        // A log that cannot be written has nowhere to say so.
+        lock.withLock { try? Syscall.writeAll(descriptor, bytes) }
     }
 
     /// UTC, milliseconds: 2026-11-29T18:00:00.123Z.

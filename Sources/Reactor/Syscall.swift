@@ -41,6 +41,16 @@ public enum Syscall {
         }
     }
 
+    /// Writes all of `bytes` to a blocking descriptor: EINTR is retried and a
+    /// short write continues where it stopped (a log line is never cut).
+    public static func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws(SystemError) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = try check("write") { bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) } }
+            offset += n
+        }
+    }
+
     public static func setNonBlocking(_ fd: Int32) throws(SystemError) {
         let flags = try check("fcntl(F_GETFL)") { fcntl(fd, F_GETFL) }
         _ = try check("fcntl(F_SETFL)") { fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
