@@ -45,6 +45,10 @@ public enum Counter: String, CaseIterable, Sendable, Comparable {
     /// A dialler's turn came while its peer was already linked (by the
     /// other side's dial): the redial is skipped, not made.
     case redialSkippedLinked = "redial_skipped_linked"
+    /// A discovered dialler's turn came while its address is held (a dial
+    /// there reached another identity): the dial is put off to the hold's
+    /// end, counted once per turn.
+    case dialSkippedHeld = "dial_skipped_held"
 
     /// The counter of a link refused in its handshake.
     public init(_ failure: LinkFailure) {

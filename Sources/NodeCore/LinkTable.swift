@@ -267,7 +267,7 @@ public struct LinkTable {
         }
         if let until = heldUntil(dialer, now: now) {
             dialer.nextTry = until
-            return []
+            return [.count(.dialSkippedHeld)]
         }
         dialer.connecting = true
         return [.dial(d, host: dialer.host, port: dialer.port)]

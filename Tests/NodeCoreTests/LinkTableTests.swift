@@ -171,7 +171,10 @@ struct LinkTableTests {
             .misdirected(address: "10.0.0.9:7733", announced: announced, answered: answered, until: LinkTable.misdirectedHold),
         ])
         _ = table.closed(1, reason: PeerText("expected other"), duplicate: false, now: 0)
-        #expect(dials(table.tick(now: 60)).isEmpty, "held")
+        let heldTick = table.tick(now: 60)
+        #expect(dials(heldTick).isEmpty, "held")
+        #expect(heldTick.filter { $0 == .count(.dialSkippedHeld) }.count == 1, "the skipped turn is counted, once")
+        #expect(table.tick(now: 61).isEmpty, "and not again before the hold ends")
         #expect(dials(table.found(third, host: "10.0.0.9", port: 7733, listening: false, now: 60)).isEmpty, "a third identity is not dialled there either")
         #expect(dials(table.found(answered, host: "10.0.0.9", port: 7733, listening: false, now: 60)).count == 1, "the one that answered is")
         #expect(dials(table.tick(now: LinkTable.misdirectedHold)).count == 2, "the hold is over")

@@ -131,13 +131,14 @@ func counterAtLeast(_ node: NodeProcess, _ counter: String, _ minimum: Int, time
 
 /// Waits until `node`'s /sync reports something missing: a claim a peer declared has been read.
 func claimArrived(_ node: NodeProcess) async -> Bool {
-    let deadline = Deadline(10)
+    let deadline = Deadline(40)
     while !deadline.passed {
         let before = node.events.value.count
         node.send("/sync")
         let answer = await node.wait(timeout: 2) { _ in node.events.value.dropFirst(before).contains { $0["type"] == "sync" } }
         if answer != nil, node.events.value.dropFirst(before).last(where: { $0["type"] == "sync" })?["complete"] == "no" { return true }
     }
+    Issue.record("no claim seen; last /sync: \(node.events.value.last { $0["type"] == "sync" } ?? [:])\n\(node.log.suffix(1_500))")
     return false
 }
 

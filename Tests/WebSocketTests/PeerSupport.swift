@@ -71,6 +71,8 @@ final class EchoServer: @unchecked Sendable {
     let port: UInt16
     let closes = Locked<[CloseInfo]>([])
     let opened = Locked<Int>(0)
+    /// Pongs received (answers to the server's keepalive pings).
+    let pongs = Locked<Int>(0)
 
     init(configuration: WebSocketServer.Configuration = .init(paths: ["/peernode/1"], subprotocols: ["peernode.1"]),
          http: (@Sendable (HTTPRequest) -> HTTPResponse?)? = nil) throws {
@@ -78,6 +80,7 @@ final class EchoServer: @unchecked Sendable {
         loop.start()
         let closes = self.closes
         let opened = self.opened
+        let pongs = self.pongs
         let callbacks = WebSocketCallbacks(
             onOpen: { _ in opened.withLock { $0 += 1 } },
             onMessage: { connection, message in
@@ -88,6 +91,7 @@ final class EchoServer: @unchecked Sendable {
                     connection.send(message)
                 }
             },
+            onPong: { _, _ in pongs.withLock { $0 += 1 } },
             onClose: { _, info in closes.withLock { $0.append(info) } })
         server = WebSocketServer(loop: loop, configuration: configuration, callbacks: callbacks, httpHandler: http)
         port = try server.listen(host: "127.0.0.1", port: 0)
