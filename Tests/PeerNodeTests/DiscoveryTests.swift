@@ -2,19 +2,6 @@ import Foundation
 import TestSupport
 import Testing
 
-/// All `peer_up` ids a node has reported.
-func peersUp(_ node: NodeProcess) -> Set<String> {
-    Set(node.events.value.filter { $0["type"] == "peer_up" }.compactMap { $0["id"] })
-}
-
-/// Message ids (with how often each was reported) at a node.
-func messageCounts(_ node: NodeProcess) -> [String: Int] {
-    var out: [String: Int] = [:]
-    for e in node.events.value where e["type"] == "message" { out[e["id"] ?? "", default: 0] += 1 }
-    return out
-}
-
-
 @Suite("Discovery: nodes find each other by multicast", .serialized)
 struct DiscoveryNodeTests {
     @Test("three nodes on one host find each other over loopback (--multicast-if 127.0.0.1) and chat")

@@ -105,43 +105,6 @@ struct OwnHistoryLiarTests {
     }
 }
 
-/// Asks `node` for /stats until `counter` reads `value` (false after `timeout`).
-/// Whether `node`'s counter reaches `value` within `timeout` (an issue is
-/// recorded if not, unless `expected` is false: then not reaching it is the point).
-func counterReaches(_ node: NodeProcess, _ counter: String, _ value: String, timeout: Double = 20, expected: Bool = true) async -> Bool {
-    let deadline = Deadline(timeout)
-    while !deadline.passed {
-        node.send("/stats")
-        if await node.wait(timeout: 1, { $0["type"] == "stats" && $0[counter] == value }) != nil { return true }
-    }
-    if expected { Issue.record("\(counter) never reached \(value): \(node.events.value.last { $0["type"] == "stats" } ?? [:])\n\(node.log.suffix(2_000))") }
-    return false
-}
-
-/// Waits until `node`'s /stats shows `counter` at `minimum` or more.
-func counterAtLeast(_ node: NodeProcess, _ counter: String, _ minimum: Int, timeout: Double = 20) async -> Bool {
-    let deadline = Deadline(timeout)
-    while !deadline.passed {
-        node.send("/stats")
-        if await node.wait(timeout: 1, { $0["type"] == "stats" && Int($0[counter] ?? "0") ?? 0 >= minimum }) != nil { return true }
-    }
-    Issue.record("\(counter) never reached \(minimum): \(node.events.value.last { $0["type"] == "stats" } ?? [:])\n\(node.log.suffix(2_000))")
-    return false
-}
-
-/// Waits until `node`'s /sync reports something missing: a claim a peer declared has been read.
-func claimArrived(_ node: NodeProcess) async -> Bool {
-    let deadline = Deadline(40)
-    while !deadline.passed {
-        let before = node.events.value.count
-        node.send("/sync")
-        let answer = await node.wait(timeout: 2) { _ in node.events.value.dropFirst(before).contains { $0["type"] == "sync" } }
-        if answer != nil, node.events.value.dropFirst(before).last(where: { $0["type"] == "sync" })?["complete"] == "no" { return true }
-    }
-    Issue.record("no claim seen; last /sync: \(node.events.value.last { $0["type"] == "sync" } ?? [:])\n\(node.log.suffix(1_500))")
-    return false
-}
-
 /// `count` valid, readable envelopes in #general by `author`, sequences 1…count.
 func generalChain(by author: SigningKey, count: Int, network: NetworkKey) throws -> [CarriedEnvelope] {
     let room = RoomID.publicRoom(.general, network: network)

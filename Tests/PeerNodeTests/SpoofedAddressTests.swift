@@ -35,7 +35,7 @@ struct SpoofedAddressTests {
         }
         let (first, firstService, _) = try member()
         defer { first.shutdown(); withExtendedLifetime(firstService) {} }
-        #expect(await counterReaches(target, "unexpected_identity", "1"), "the first dial reaches the victim")
+        #expect(await counterReaches(target, "unexpected_identity", "1", timeout: 60), "the first dial reaches the victim")
         #expect(await counterReaches(target, "discovery_misdirected", "1"))
         // A second identity at the same address (identities are free): found, and not dialled there.
         let (second, secondService, secondID) = try member()

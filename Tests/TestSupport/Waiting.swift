@@ -25,17 +25,32 @@ public func eventually(_ timeout: Double = 30, interval: Duration = .millisecond
     await eventuallyValue(timeout, interval: interval) { condition() ? true : nil } != nil
 }
 
-/// A point `seconds` from now on the monotonic clock. Test deadlines are
-/// never wall-clock times: this machine's wall clock has jumped forward by
-/// minutes (a paused virtual machine catching up), which expired every
-/// `Date()` deadline at once while the nodes, timing on the monotonic
-/// clock, had seen no time pass.
-public struct Deadline: Sendable {
-    private let end: Double
+/// A time budget of `seconds`, spent as the monotonic clock moves but at
+/// most `longestStep` between two looks. This machine's clocks (wall and
+/// monotonic) jump forward by minutes when its virtual machine is paused
+/// and resumed; a plain deadline then expired at once, and a wait failed
+/// though the node it waited for had had no time at all. A test starved
+/// of the pool for longer than a step only waits longer, never less.
+/// Used by one waiting task at a time.
+public final class Deadline: @unchecked Sendable {
+    /// The most one look at the clock spends of the budget (a wait looks
+    /// every few milliseconds, so a real second is never cut short).
+    public static let longestStep = 1.0
+    private var left: Double
+    private var last: Double
 
-    public init(_ seconds: Double) { end = Self.now() + seconds }
+    public init(_ seconds: Double) {
+        left = seconds
+        last = Self.now()
+    }
 
-    public var passed: Bool { Self.now() >= end }
+    /// Whether the budget is spent (each call spends what passed since the last).
+    public var passed: Bool {
+        let now = Self.now()
+        left -= min(max(0, now - last), Self.longestStep)
+        last = now
+        return left <= 0
+    }
 
     /// Seconds on the monotonic clock.
     public static func now() -> Double {
