@@ -7,7 +7,7 @@ import Testing
 @Suite("Inserting envelopes: idempotence, forks, gaps, clock")
 struct StoreInsertTests {
     @Test("the same bytes again are a no-op")
-    func idempotent() throws {
+    func idempotent() async throws {
         let fixture = try StoreFixture()
         let store = try #require(fixture.store)
         let alice = try ChainAuthor()
@@ -62,7 +62,7 @@ struct StoreInsertTests {
     }
 
     @Test("the clock counts contiguous envelopes; those past a gap are kept, counted, then joined")
-    func gaps() throws {
+    func gaps() async throws {
         let fixture = try StoreFixture()
         let store = try #require(fixture.store)
         let alice = try ChainAuthor()
