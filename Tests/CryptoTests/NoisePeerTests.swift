@@ -24,10 +24,8 @@ struct NoisePeerTests {
     let network = NetworkKey.generate()
     let pythonSeed = secureRandomBytes(32)
 
-    func next(_ peer: LineProcess) async throws -> [UInt8] {
-        let read = await peer.readLine()
-        let rest = read == nil ? await peer.rest() : ""
-        let line = try #require(read, "peer ended: \(rest)")
+    func next(_ peer: LineProcess) throws -> [UInt8] {
+        let line = try #require(peer.readLine(), "peer ended: \(peer.rest())")
         #expect(!line.hasPrefix("error"), "\(line)")
         return try Hex.decode(line)
     }
@@ -38,14 +36,14 @@ struct NoisePeerTests {
         guard let peer = try NoisePeer.start("responder", network: network, seed: pythonSeed) else { return }
         var hs = try NoiseHandshake(role: .initiator, identity: me, networkKey: network)
         peer.send(Hex.encode(try hs.writeMessage()))
-        try hs.readMessage(await next(peer))
+        try hs.readMessage(next(peer))
         peer.send(Hex.encode(try hs.writeMessage()))
-        #expect(await peer.readLine() == "identity \(me.publicKey.hex)")
+        #expect(peer.readLine() == "identity \(me.publicKey.hex)")
         var transport = try hs.transport()
         #expect(transport.remoteIdentity == (try SigningKey(seed: pythonSeed)).publicKey)
-        #expect(try transport.decrypt(await next(peer)) == Array("hello from python".utf8))
+        #expect(try transport.decrypt(next(peer)) == Array("hello from python".utf8))
         peer.send(Hex.encode(try transport.encrypt(Array("hello from swift".utf8))))
-        #expect(await peer.readLine() == "ok")
+        #expect(peer.readLine() == "ok")
     }
 
     @Test("their initiator, our responder: handshake, identities, transport both ways")
@@ -53,28 +51,27 @@ struct NoisePeerTests {
         let me = try SigningKey.generate()
         guard let peer = try NoisePeer.start("initiator", network: network, seed: pythonSeed) else { return }
         var hs = try NoiseHandshake(role: .responder, identity: me, networkKey: network)
-        try hs.readMessage(await next(peer))
+        try hs.readMessage(next(peer))
         peer.send(Hex.encode(try hs.writeMessage()))
-        try hs.readMessage(await next(peer))
-        #expect(await peer.readLine() == "identity \(me.publicKey.hex)")
+        try hs.readMessage(next(peer))
+        #expect(peer.readLine() == "identity \(me.publicKey.hex)")
         var transport = try hs.transport()
         #expect(transport.remoteIdentity == (try SigningKey(seed: pythonSeed)).publicKey)
-        #expect(try transport.decrypt(await next(peer)) == Array("hello from python".utf8))
+        #expect(try transport.decrypt(next(peer)) == Array("hello from python".utf8))
         peer.send(Hex.encode(try transport.encrypt(Array("hello from swift".utf8))))
-        #expect(await peer.readLine() == "ok")
+        #expect(peer.readLine() == "ok")
     }
 
     @Test("another network key: refused at message 1 on either side")
     func wrongNetwork() throws {
         guard let initiator = try NoisePeer.start("initiator", network: .generate(), seed: pythonSeed) else { return }
         var hs = try NoiseHandshake(role: .responder, identity: try .generate(), networkKey: network)
-        let first = await initiator.readLine() ?? ""
-        #expect(throws: CryptoError.noise(.decryptFailed(message: 1))) { try hs.readMessage(try Hex.decode(first)) }
+        #expect(throws: CryptoError.noise(.decryptFailed(message: 1))) { try hs.readMessage(try Hex.decode(initiator.readLine() ?? "")) }
 
         guard let responder = try NoisePeer.start("responder", network: .generate(), seed: pythonSeed) else { return }
         var ours = try NoiseHandshake(role: .initiator, identity: try .generate(), networkKey: network)
         responder.send(Hex.encode(try ours.writeMessage()))
-        #expect(await responder.readLine()?.hasPrefix("error") == true)
+        #expect(responder.readLine()?.hasPrefix("error") == true)
     }
 
     @Test("a peer that binds another identity, or signs wrongly, is refused")
@@ -83,7 +80,7 @@ struct NoisePeerTests {
             guard let peer = try NoisePeer.start("responder", network: network, seed: pythonSeed, mode: mode) else { return }
             var hs = try NoiseHandshake(role: .initiator, identity: try .generate(), networkKey: network)
             peer.send(Hex.encode(try hs.writeMessage()))
-            let m2 = try await next(peer)
+            let m2 = try next(peer)
             #expect(throws: CryptoError.noise(failure)) { try hs.readMessage(m2) }
         }
     }

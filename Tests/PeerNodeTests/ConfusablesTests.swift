@@ -53,7 +53,7 @@ struct ConfusableRoomTests {
         #expect(Confusables.roomWarning("#random", known: ["#general"]) == nil)
         #expect(Confusables.roomWarning("#rаndom", known: [])?.contains("mixes") == true)
         let dir = TemporaryDirectory()
-        let r = try await PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery"], input: "hello\n/join #generаl\n/join #random\n")
+        let r = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery"], input: "hello\n/join #generаl\n/join #random\n")
         #expect(r.status == 0)
         #expect(r.stdout.contains("-- ⚠ #generаl looks like #general but is another room"), "\(r.stdout)")
         #expect(!r.stdout.contains("⚠ #random"))

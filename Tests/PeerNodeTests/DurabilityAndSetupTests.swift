@@ -3,9 +3,21 @@ import TestSupport
 import Testing
 
 /// Runs a program to completion and returns (status, combined output).
-func runProgram(_ path: String, _ arguments: [String], input: String = "", environment: [String: String]? = nil) async throws -> (Int32, String) {
-    let r = try await runToEnd(path, arguments, environment: environment, input: input, combined: true)
-    return (r.status, r.stdout)
+func runProgram(_ path: String, _ arguments: [String], input: String = "", environment: [String: String]? = nil) throws -> (Int32, String) {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: path)
+    p.arguments = arguments
+    if let environment { p.environment = environment }
+    let stdin = Pipe(), out = Pipe()
+    p.standardInput = stdin
+    p.standardOutput = out
+    p.standardError = out
+    try launch(p)
+    stdin.fileHandleForWriting.write(Data(input.utf8))
+    try stdin.fileHandleForWriting.close()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return (p.terminationStatus, String(decoding: data, as: UTF8.self))
 }
 
 @Suite("Durability and set-up")
@@ -15,7 +27,7 @@ struct DurabilityAndSetupTests {
     func walSyncs(posting lines: Int, in dir: TemporaryDirectory) throws -> Int {
         let trace = dir.file("trace-\(lines).txt")
         let input = (0..<lines).map { "message \($0)\n" }.joined()
-        let (status, output) = try await runProgram(
+        let (status, output) = try runProgram(
             "/usr/bin/strace", ["-f", "-y", "-e", "trace=fsync,fdatasync", "-o", trace,
                                 PeerNodeProcess.binary, "--data-dir", dir.file("data"), "--no-discovery", "--nick", "d"], input: input)
         #expect(status == 0, "\(output) (strace comes with make test)")
@@ -27,15 +39,15 @@ struct DurabilityAndSetupTests {
     func cleanExitCheckpoints() throws {
         let dir = TemporaryDirectory()
         let data = dir.file("data")
-        let r = try await PeerNodeProcess.run(["--data-dir", data, "--no-discovery", "--listen", "127.0.0.1:0"], input: "one\ntwo\nthree\n")
+        let r = try PeerNodeProcess.run(["--data-dir", data, "--no-discovery", "--listen", "127.0.0.1:0"], input: "one\ntwo\nthree\n")
         #expect(r.status == 0, "\(r.stdout)")
         let wal = (try? FileManager.default.attributesOfItem(atPath: data + "/peernode.db-wal")[.size] as? Int) ?? 0
         #expect(wal == 0, "WAL left with \(wal) bytes")
         try FileManager.default.createDirectory(atPath: dir.file("copy"), withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: data + "/peernode.db", toPath: dir.file("copy") + "/peernode.db")
         let query = "SELECT count(*) FROM envelopes"
-        let (_, copied) = try await runProgram("/usr/bin/sqlite3", [dir.file("copy") + "/peernode.db", query])
-        let (_, whole) = try await runProgram("/usr/bin/sqlite3", [data + "/peernode.db", query])
+        let (_, copied) = try runProgram("/usr/bin/sqlite3", [dir.file("copy") + "/peernode.db", query])
+        let (_, whole) = try runProgram("/usr/bin/sqlite3", [data + "/peernode.db", query])
         let n = Int(copied.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
         #expect(n >= 3 && copied == whole, "the copy holds \(copied), the database \(whole)")
     }
@@ -58,7 +70,7 @@ struct DurabilityAndSetupTests {
             Issue.record("this test needs root to become another user (CI runs as root)")
             return
         }
-        let (status, output) = try await runProgram(
+        let (status, output) = try runProgram(
             "/usr/sbin/runuser", ["-u", "nobody", "--", "/bin/bash", script, "run"],
             environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "PEERNODE_EXTRA_PACKAGES": "peernode-no-such-package"])
         #expect(status == 1)

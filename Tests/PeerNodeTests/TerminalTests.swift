@@ -8,7 +8,7 @@ struct TerminalTests {
     func session() throws {
         let work = TemporaryDirectory()
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Peers/terminal_session.py").path
-        let result = try await runToEnd("/usr/bin/python3", [script, PeerNodeProcess.binary, work.path])
+        let result = try runToEnd("/usr/bin/python3", [script, PeerNodeProcess.binary, work.path])
         let output = result.stdout
         #expect(result.status == 0, "\(output)\n\(result.stderr)")
         #expect(output.contains("Ctrl-C exits 0 and the terminal is restored"), "\(output)")

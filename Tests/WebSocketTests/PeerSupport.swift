@@ -27,40 +27,62 @@ enum Peers {
 
 /// A process with its output collected; killed if it outlives `timeout`.
 final class PeerProcess: @unchecked Sendable {
-    let child: Child
+    let process = Process()
+    private let output = Locked<String>("")
+    private let pipe = Pipe()
 
     init(_ executable: String, _ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env["NODE_PATH"] = Peers.nodePath
         env["PYTHONUNBUFFERED"] = "1"
-        child = try Child(executable, arguments, environment: env, stdout: .pipe, stderr: .stdout)
+        process.environment = env
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try launch(process)
+        // A plain reading thread: the output is collected while the peer runs.
+        let handle = pipe.fileHandleForReading
+        let output = self.output
+        Thread.detachNewThread {
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                output.withLock { $0 += String(decoding: data, as: UTF8.self) }
+            }
+        }
     }
 
-    var text: String { child.output }
+    var text: String { output.withLock { $0 } }
 
     /// Waits for a line starting with "PORT " and returns the port.
     func port(timeout: Double = 20) async throws -> UInt16? {
-        let line = await eventuallyValue(timeout) { () -> Substring?? in
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }) { return .some(line) }
-            return child.isRunning ? nil : .some(nil)
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }) {
+                return UInt16(line.dropFirst(5))
+            }
+            if !process.isRunning { return nil }
+            try await Task.sleep(nanoseconds: 20_000_000)
         }
-        return line?.flatMap { UInt16($0.dropFirst(5)) }
+        return nil
     }
 
     /// Waits for exit (killing it after `timeout`), returns the status.
     func wait(timeout: Double = 60) async throws -> Int32 {
-        let deadline = Deadline(timeout)
-        while child.isRunning && !deadline.passed { try await Task.sleep(nanoseconds: 20_000_000) }
-        if child.isRunning { await stop() }
-        return await child.exited()
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+        if process.isRunning { await stop() }
+        try await Task.sleep(nanoseconds: 50_000_000)  // let the last output arrive
+        return process.terminationStatus
     }
 
     /// Ends the peer (SIGTERM, then SIGKILL after two seconds).
     func stop() async {
-        child.signal(SIGTERM)
-        let deadline = Deadline(2)
-        while child.isRunning && !deadline.passed { try? await Task.sleep(nanoseconds: 10_000_000) }
-        child.signal(SIGKILL)
+        if process.isRunning { process.terminate() }
+        let deadline = Date().addingTimeInterval(2)
+        while process.isRunning && Date() < deadline { try? await Task.sleep(nanoseconds: 10_000_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 }
 
@@ -71,8 +93,6 @@ final class EchoServer: @unchecked Sendable {
     let port: UInt16
     let closes = Locked<[CloseInfo]>([])
     let opened = Locked<Int>(0)
-    /// Pongs received (answers to the server's keepalive pings).
-    let pongs = Locked<Int>(0)
 
     init(configuration: WebSocketServer.Configuration = .init(paths: ["/peernode/1"], subprotocols: ["peernode.1"]),
          http: (@Sendable (HTTPRequest) -> HTTPResponse?)? = nil) throws {
@@ -80,7 +100,6 @@ final class EchoServer: @unchecked Sendable {
         loop.start()
         let closes = self.closes
         let opened = self.opened
-        let pongs = self.pongs
         let callbacks = WebSocketCallbacks(
             onOpen: { _ in opened.withLock { $0 += 1 } },
             onMessage: { connection, message in
@@ -91,7 +110,6 @@ final class EchoServer: @unchecked Sendable {
                     connection.send(message)
                 }
             },
-            onPong: { _, _ in pongs.withLock { $0 += 1 } },
             onClose: { _, info in closes.withLock { $0.append(info) } })
         server = WebSocketServer(loop: loop, configuration: configuration, callbacks: callbacks, httpHandler: http)
         port = try server.listen(host: "127.0.0.1", port: 0)
@@ -101,8 +119,8 @@ final class EchoServer: @unchecked Sendable {
 
     /// Waits until `count` connections have closed.
     func waitForCloses(_ count: Int, timeout: Double = 10) async throws -> [CloseInfo] {
-        let deadline = Deadline(timeout)
-        while closes.withLock({ $0.count }) < count && !deadline.passed { try await Task.sleep(nanoseconds: 10_000_000) }
+        let deadline = Date().addingTimeInterval(timeout)
+        while closes.withLock({ $0.count }) < count && Date() < deadline { try await Task.sleep(nanoseconds: 10_000_000) }
         return closes.withLock { $0 }
     }
 
@@ -123,13 +141,7 @@ final class ClientProbe: @unchecked Sendable {
     var connection: WebSocketConnection?
     private let queue = Locked<[Event]>([])
 
-    /// Keepalive pings are pushed far out (`quiet`): under load a peer can
-    /// be silent past the default 20 s, and the pong of a keepalive would
-    /// then land between the events a conversation expects in order.
-    static let quiet = WebSocketTimeouts(pingInterval: 600, pongDeadline: 60)
-
-    init(port: UInt16, path: String = "/peernode/1",
-         configuration: WebSocketClient.Configuration = .init(subprotocols: ["peernode.1"], timeouts: quiet),
+    init(port: UInt16, path: String = "/peernode/1", configuration: WebSocketClient.Configuration = .init(subprotocols: ["peernode.1"]),
          loop: EventLoop? = nil) throws {
         let l = try loop ?? EventLoop()
         l.start()
@@ -147,8 +159,13 @@ final class ClientProbe: @unchecked Sendable {
     }
 
     /// The next event, or nil after `timeout` seconds.
-    func next(timeout: Double = 60) async -> Event? {
-        await eventuallyValue(timeout, interval: .milliseconds(2)) { queue.withLock { $0.isEmpty ? nil : $0.removeFirst() } }
+    func next(timeout: Double = 30) async -> Event? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let e = queue.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { return e }
+            try? await Task.sleep(nanoseconds: 2_000_000)
+        }
+        return nil
     }
 
     deinit { loop.shutdown() }
