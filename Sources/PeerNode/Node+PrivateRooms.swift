@@ -103,7 +103,7 @@ extension Node {
         let pending = try pendingInvites()
         if name.isEmpty {
             guard pending.count == 1, let only = pending.first else {
-                throw NodeError.invitesWaiting(pending.count)
+                throw pending.isEmpty ? NodeError.noInviteWaiting : NodeError.invitesWaiting(pending.count)
             }
             return only
         }

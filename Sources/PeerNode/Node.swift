@@ -14,7 +14,6 @@ func resolveDataDirectory(_ options: Options, environment: [String: String]) -> 
     return nil
 }
 
-
 /// A running node: identity, network key, store, and the chat operations
 /// on top of them. One owner (the chat loop) uses it.
 final class Node {

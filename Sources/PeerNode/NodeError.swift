@@ -27,7 +27,9 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
     case alreadyPrivate(RoomName)
     case publicRoomNamed(RoomName)
     case notYourPrivateRoom(RoomName)
-    /// `/accept` or `/decline` without a name: none, or this many, are waiting.
+    /// `/accept` or `/decline` without a name, and none is waiting.
+    case noInviteWaiting
+    /// `/accept` or `/decline` without a name, and this many (more than one) are waiting.
     case invitesWaiting(Int)
     case noInviteTo(String)
     case inviteRefused(InviteRefusal)
@@ -54,7 +56,8 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
         case let .publicRoomNamed(name): "\(name.value) is a public room you are in; choose another name for a private room"
         case let .notYourPrivateRoom(name):
             "\(name.value) is not a private room of yours (public rooms need no invite; /private \(name.value) makes one)"
-        case let .invitesWaiting(count): count == 0 ? "no invite is waiting" : "\(count) invites are waiting: name one (/invites lists them)"
+        case .noInviteWaiting: "no invite is waiting"
+        case let .invitesWaiting(count): "\(count) invites are waiting: name one (/invites lists them)"
         case let .noInviteTo(name): "no invite to \(TerminalText.sanitize(name)) is waiting (/invites lists them)"
         case let .inviteRefused(refusal): "this invite cannot be accepted: \(refusal)"
         case let .noRoomNumbered(n): "no room \(n) (see /rooms)"
