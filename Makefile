@@ -5,6 +5,8 @@ ARGS       ?=
 BUILD_LOG  := .build/build.log
 FUZZ_SECONDS ?= 180
 FUZZ_SMOKE_SECONDS ?= 10
+# Tests run at once in `make test` (docs/DECISIONS.md, "Tests in parallel").
+TEST_WIDTH ?= 4
 BENCH_SECONDS ?= 3
 BENCH_RUNS ?= 3
 BENCH_ENVELOPES ?= 100000
@@ -33,10 +35,11 @@ test: setup-test
 	@echo "== fuzz (short run of each target; make fuzz runs longer)"
 	@scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS)
 	@echo "== tests"
-	@# One test at a time: many tests start real processes and event loops, and
-	@# on 2 cores a parallel run starved timing-sensitive ones; Foundation's
-	@# Process also crashed once when children started and ended concurrently.
-	$(SWIFT) test --skip-build --no-parallel
+	@# In parallel, TEST_WIDTH tests at a time: many tests start real node
+	@# processes, and with no bound (every waiting test lets another start)
+	@# dozens of nodes shared 2 cores and missed their start-up timeouts.
+	@# docs/DECISIONS.md, "Tests in parallel", says why the width is 4.
+	$(SWIFT) test --skip-build --experimental-maximum-parallelization-width $(TEST_WIDTH)
 
 ## bench: build optimised and print the benchmark figures.
 bench: setup-bench

@@ -6,18 +6,11 @@ import Testing
 @Suite("Golden vectors against an implementation written elsewhere")
 struct IndependentCheckTests {
     @Test("scripts/check-golden.py (Python hashlib, cryptography and libsodium through ctypes) agrees with docs/PROTOCOL.md and the fixtures")
-    func python() throws {
+    func python() async throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        p.arguments = [root.appendingPathComponent("scripts/check-golden.py").path]
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = out
-        try launch(p)
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0, "\(text) (needs Debian's python3-cryptography: make test installs it)")
+        let r = try await runToEnd("/usr/bin/python3", [root.appendingPathComponent("scripts/check-golden.py").path], combined: true)
+        let text = r.stdout
+        #expect(r.status == 0, "\(text) (needs Debian's python3-cryptography: make test installs it)")
         #expect(text.contains("4 envelopes of version 1 and 4 of version 2 ok"), "\(text)")
     }
 }

@@ -12,17 +12,17 @@ struct CatchUpTests {
         let count = 700
         let filler = String(repeating: "x", count: 60_000)
         for i in 0..<count { a.send("\(i) \(filler)") }
-        let deadline = Date().addingTimeInterval(120)
-        while a.messages(from: a.id).count < count, Date() < deadline { try await Task.sleep(nanoseconds: 100_000_000) }
+        let deadline = Deadline(120)
+        while a.messages(from: a.id).count < count, !deadline.passed { try await Task.sleep(nanoseconds: 100_000_000) }
         #expect(a.messages(from: a.id).count == count)
 
         let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
         #expect(await started(b))
-        let caughtUp = Date().addingTimeInterval(120)
-        while b.messages(from: a.id).count < count, Date() < caughtUp { try await Task.sleep(nanoseconds: 100_000_000) }
+        let caughtUp = Deadline(120)
+        while b.messages(from: a.id).count < count, !caughtUp.passed { try await Task.sleep(nanoseconds: 100_000_000) }
         #expect(b.messages(from: a.id).count == count)
         // One link did it: B never saw the link drop and come back.
         #expect(b.events.value.filter { $0["type"] == "peer_up" }.count == 1, "\(b.events.value.filter { $0["type"] == "peer_up" || $0["type"] == "peer_down" })")
-        a.quit(); b.quit()
+        await a.quit(); await b.quit()
     }
 }

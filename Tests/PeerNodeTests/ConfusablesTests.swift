@@ -47,13 +47,13 @@ struct ConfusablesTests {
 @Suite("Room names that impersonate another room")
 struct ConfusableRoomTests {
     @Test("joining a room that looks like a known one warns (also a mixed-script name); an ordinary new room does not")
-    func join() throws {
+    func join() async throws {
         #expect(Confusables.roomWarning("#generаl", known: ["#general"])?.contains("looks like #general") == true)  // Cyrillic а
         #expect(Confusables.roomWarning("#general", known: ["#general"]) == nil)
         #expect(Confusables.roomWarning("#random", known: ["#general"]) == nil)
         #expect(Confusables.roomWarning("#rаndom", known: [])?.contains("mixes") == true)
         let dir = TemporaryDirectory()
-        let r = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery"], input: "hello\n/join #generаl\n/join #random\n")
+        let r = try await PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery"], input: "hello\n/join #generаl\n/join #random\n")
         #expect(r.status == 0)
         #expect(r.stdout.contains("-- ⚠ #generаl looks like #general but is another room"), "\(r.stdout)")
         #expect(!r.stdout.contains("⚠ #random"))

@@ -56,7 +56,7 @@ struct DirectMetadataTests {
         #expect(fromAlice.filter { $0.room == general }.allSatisfy { (try? SealedBody.open($0, key: publicKey)) != nil })
         #expect(conversation.allSatisfy { (try? SealedBody.open($0, key: publicKey)) == nil })
 
-        a.quit(); b.quit()
+        await a.quit(); await b.quit()
         _ = try? await listening.value
         withExtendedLifetime(dirs) {}
     }
@@ -71,7 +71,7 @@ struct DirectMetadataTests {
         #expect(await counterReaches(node, "envelopes_too_new_for_link", "1"))
         #expect(old.envelopesHeard.allSatisfy { $0.version == 1 })
         #expect(old.lock.withLock { old.closed } == nil, "the link stays up")
-        node.quit()
+        await node.quit()
         _ = try? await listening.value
         withExtendedLifetime(dir) {}
     }

@@ -2,23 +2,6 @@ import Foundation
 import TestSupport
 import Testing
 
-/// All `peer_up` ids a node has reported.
-func peersUp(_ node: NodeProcess) -> Set<String> {
-    Set(node.events.value.filter { $0["type"] == "peer_up" }.compactMap { $0["id"] })
-}
-
-/// Message ids (with how often each was reported) at a node.
-func messageCounts(_ node: NodeProcess) -> [String: Int] {
-    var out: [String: Int] = [:]
-    for e in node.events.value where e["type"] == "message" { out[e["id"] ?? "", default: 0] += 1 }
-    return out
-}
-
-/// Waits until `condition` holds (polling), up to `timeout` seconds.
-func eventually(_ timeout: Double = 30, _ condition: () -> Bool) async -> Bool {
-    await eventuallyValue(timeout) { condition() ? true : nil } != nil
-}
-
 @Suite("Discovery: nodes find each other by multicast", .serialized)
 struct DiscoveryNodeTests {
     @Test("three nodes on one host find each other over loopback (--multicast-if 127.0.0.1) and chat")
@@ -40,7 +23,7 @@ struct DiscoveryNodeTests {
         let stats = await nodes[0].wait { $0["type"] == "stats" }
         #expect(Int(stats?["discovery_announce_sent"] ?? "0") ?? 0 >= 1)
         #expect(Int(stats?["discovery_drop_own"] ?? "0") ?? 0 >= 1, "our own datagrams come back and are dropped")
-        for n in nodes { n.quit() }
+        for n in nodes { await n.quit() }
     }
 }
 
@@ -58,9 +41,7 @@ extension DiscoveryNodeTests {
         let group = "239.255.73.73:\(port)"
         // A flooder written elsewhere (Python): random bytes, datagrams that look like
         // ours but are sealed with no key we know, and oversized ones, for 6 seconds.
-        let flooder = Process()
-        flooder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        flooder.arguments = ["-c", """
+        let flooder = try Child("/usr/bin/python3", ["-c", """
             import os, socket, time
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
@@ -71,21 +52,19 @@ extension DiscoveryNodeTests {
                     s.sendto(d, ("239.255.73.73", \(port)))
                 n += 1
                 if n % 64 == 0: time.sleep(0.001)
-            """]
-        try launch(flooder)
-        defer { if flooder.isRunning { flooder.terminate() } }
+            """])
         let dirs = (0..<2).map { _ in TemporaryDirectory() }
         let nodes = try dirs.map { try NodeProcess(dir: $0.path, ["--multicast", group, "--multicast-if", "127.0.0.1"], discovery: true) }
         for n in nodes { #expect(await started(n)) }
-        let before = residentKiB(nodes[0].process.processIdentifier) ?? 0
+        let before = residentKiB(nodes[0].pid) ?? 0
         #expect(await eventually(10) { peersUp(nodes[0]) == [nodes[1].id] && peersUp(nodes[1]) == [nodes[0].id] }, "linked during the flood")
         // The flood is read and dropped by reason (not merely ignored): wait for the counters to say so.
         #expect(await counterAtLeast(nodes[0], "discovery_drop_foreign_network", 1_001))
         #expect(await counterAtLeast(nodes[0], "discovery_drop_oversized", 1_001))
-        let after = residentKiB(nodes[0].process.processIdentifier) ?? 0
+        let after = residentKiB(nodes[0].pid) ?? 0
         #expect(after - before < 20_000, "resident memory grew from \(before) to \(after) KiB during the flood")
-        flooder.waitUntilExit()
-        for n in nodes { n.quit() }
+        await flooder.exited()
+        for n in nodes { await n.quit() }
     }
 }
 
@@ -95,7 +74,7 @@ struct LabTests {
     func lab() async throws {
         let lab: NetLab
         do {
-            lab = try NetLab(hosts: 5)
+            lab = try await NetLab(hosts: 5)
         } catch {
             Issue.record("the namespace lab could not be built (it needs root and iproute2): \(error)")
             return
@@ -115,13 +94,13 @@ struct LabTests {
         for n in nodes { #expect(await eventually(15) { messageCounts(n).count == 4 }) }
 
         // Host 4 is unplugged; the others go on chatting, and so does host 4 alone.
-        try lab.cut(4)
+        try await lab.cut(4)
         for (i, n) in nodes.enumerated() { n.send("during the cut \(i)") }
         // The three still connected have each other's new messages: they were
         // flowing, and none of them reached host 4.
         for n in nodes[0..<3] { #expect(await eventually(15) { messageCounts(n).count == 7 }, "the others chat on: \(messageCounts(n).count) of 7") }
         #expect(messageCounts(nodes[3]).count == 5, "host 4 has only its own new message")
-        try lab.restore(4)
+        try await lab.restore(4)
         for n in nodes {
             #expect(await eventually(60) { messageCounts(n).count == 8 }, "converged after the cut: \(messageCounts(n).count) of 8")
             #expect(messageCounts(n).values.allSatisfy { $0 == 1 }, "each message shown once")
@@ -135,20 +114,20 @@ struct LabTests {
         stranger.send("/stats")
         let stats = await stranger.wait { $0["type"] == "stats" }
         #expect(Int(stats?["discovery_drop_foreign_network"] ?? "0") ?? 0 >= 1, "it heard the others' datagrams and could not open them")
-        for n in nodes + [stranger] { n.quit() }
+        for n in nodes + [stranger] { await n.quit() }
     }
 
     @Test("an interface that comes up after the node started is joined without a restart (a laptop joining Wi-Fi)")
     func interfaceComesUp() async throws {
         let lab: NetLab
         do {
-            lab = try NetLab(hosts: 2)
+            lab = try await NetLab(hosts: 2)
         } catch {
             Issue.record("the namespace lab could not be built (it needs root and iproute2): \(error)")
             return
         }
         defer { lab.tearDown() }
-        try lab.interfaceDown(2)
+        try await lab.interfaceDown(2)
         let dirs = (0..<2).map { _ in TemporaryDirectory() }
         let a = try lab.node(1, dir: dirs[0].path)
         // Listening on 0.0.0.0 works with the interface down; discovery has nothing to join yet.
@@ -159,9 +138,9 @@ struct LabTests {
         #expect(await counterAtLeast(a, "discovery_query_sent", 1))
         #expect(await counterAtLeast(a, "discovery_announce_sent", 1))
         #expect(peersUp(a).isEmpty && peersUp(b).isEmpty)
-        try lab.interfaceUp(2)
+        try await lab.interfaceUp(2)
         #expect(await eventually(10) { peersUp(a) == [b.id] && peersUp(b) == [a.id] })
-        a.quit(); b.quit()
+        await a.quit(); await b.quit()
     }
 }
 

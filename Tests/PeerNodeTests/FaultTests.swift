@@ -14,8 +14,8 @@ struct FaultTests {
 
     @Test("kill -9 at random moments, node and relay: nothing reported is lost, integrity_check passes, everyone converges",
           arguments: ["node", "relay"])
-    func killLoop(mode: String) throws {
-        let r = try runToEnd("/usr/bin/python3", [Self.scripts + "/crash-loop.py", PeerNodeProcess.binary, String(Self.shortCycles), mode])
+    func killLoop(mode: String) async throws {
+        let r = try await runToEnd("/usr/bin/python3", [Self.scripts + "/crash-loop.py", PeerNodeProcess.binary, String(Self.shortCycles), mode])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         let figures = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
         #expect(figures?["cycles"] as? Int == Self.shortCycles)
@@ -27,9 +27,9 @@ struct FaultTests {
     }
 
     @Test("a full disk: posts refused with a clear reason, no crash, nothing lost, resumes when space is back; read-only data directory refused (root: tmpfs)")
-    func diskFull() throws {
+    func diskFull() async throws {
         try #require(geteuid() == 0, "needs root to mount a tmpfs (CI runs as root)")
-        let r = try runToEnd("/usr/bin/python3", [Self.scripts + "/disk-full.py", PeerNodeProcess.binary])
+        let r = try await runToEnd("/usr/bin/python3", [Self.scripts + "/disk-full.py", PeerNodeProcess.binary])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(r.stdout.contains("disk full and read-only: no crash, nothing lost"), "\(r.stdout)")
     }
@@ -38,16 +38,16 @@ struct FaultTests {
 @Suite("Soak in the namespace lab")
 struct LabSoakTests {
     @Test("the lab's delay and loss work: 80 ms shows in a TCP round trip, 100% loss lets no datagram through, 30% about 30%, off restores both (root)")
-    func impairment() throws {
+    func impairment() async throws {
         try #require(geteuid() == 0, "needs root for network namespaces (CI runs as root)")
-        let r = try runToEnd("/usr/bin/python3", [FaultTests.scripts + "/impair-check.py"])
+        let r = try await runToEnd("/usr/bin/python3", [FaultTests.scripts + "/impair-check.py"])
         #expect(r.status == 0 && r.stdout.contains("impair: delay and loss applied and removed"), "\(r.stdout)\(r.stderr)")
     }
 
     @Test("8 hosts post for 20 s while hosts are cut, interfaces go down, links get delay and loss, and nodes restart; then identical histories, nothing lost, no forks, causal order (root)")
-    func labSoak() throws {
+    func labSoak() async throws {
         try #require(geteuid() == 0, "needs root for network namespaces (CI runs as root)")
-        let r = try runToEnd("/usr/bin/python3", [FaultTests.scripts + "/lab-soak.py", PeerNodeProcess.binary, "8", "20"])
+        let r = try await runToEnd("/usr/bin/python3", [FaultTests.scripts + "/lab-soak.py", PeerNodeProcess.binary, "8", "20"])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(r.stdout.contains("lab soak: identical histories, nothing lost"), "\(r.stdout)\(r.stderr)")
         // Every kind of fault happened at least once.
@@ -60,9 +60,9 @@ struct LabSoakTests {
 @Suite("The wire carries no plaintext")
 struct CaptureTests {
     @Test("tcpdump on loopback while nicks, rooms, messages, a DM and a private room are exchanged: none of their text is captured (root)")
-    func noPlaintext() throws {
+    func noPlaintext() async throws {
         try #require(geteuid() == 0, "needs root for tcpdump (CI runs as root)")
-        let r = try runToEnd("/usr/bin/python3", [FaultTests.scripts + "/capture-check.py", PeerNodeProcess.binary])
+        let r = try await runToEnd("/usr/bin/python3", [FaultTests.scripts + "/capture-check.py", PeerNodeProcess.binary])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(r.stdout.contains("is on the wire") && !r.stdout.contains("FAILED"), "\(r.stdout)")
     }
@@ -71,22 +71,22 @@ struct CaptureTests {
 @Suite("Abusive peers")
 struct AbuseTests {
     @Test("slowloris: 400 silent or half-open connections from one address; at most 64 held, the rest refused and counted, all closed by the handshake timeout; a new node still links; chat goes on")
-    func slowloris() throws {
-        let r = try runToEnd("/usr/bin/python3", [FaultTests.scripts + "/slowloris.py", PeerNodeProcess.binary, "400"])
+    func slowloris() async throws {
+        let r = try await runToEnd("/usr/bin/python3", [FaultTests.scripts + "/slowloris.py", PeerNodeProcess.binary, "400"])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(r.stdout.contains("slowloris: bounded, refused, timed out"), "\(r.stdout)")
     }
 
     @Test("slow consumer: a peer that stops reading while 45 MiB come its way is dropped; the node stays bounded and responsive; the peer gets everything when it reads again")
-    func slowConsumer() throws {
-        let r = try runToEnd("/usr/bin/python3", [FaultTests.scripts + "/abuse.py", PeerNodeProcess.binary, "slow-consumer", "800"])
+    func slowConsumer() async throws {
+        let r = try await runToEnd("/usr/bin/python3", [FaultTests.scripts + "/abuse.py", PeerNodeProcess.binary, "slow-consumer", "800"])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(r.stdout.contains("slow consumer: dropped, bounded, caught up"), "\(r.stdout)")
     }
 
     @Test("flood: a peer posting as fast as it can for 5 s; another peer's messages still arrive, none lost, memory bounded")
-    func flood() throws {
-        let r = try runToEnd("/usr/bin/python3", [FaultTests.scripts + "/abuse.py", PeerNodeProcess.binary, "flood", "5"])
+    func flood() async throws {
+        let r = try await runToEnd("/usr/bin/python3", [FaultTests.scripts + "/abuse.py", PeerNodeProcess.binary, "flood", "5"])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(r.stdout.contains("flood: A stayed responsive; nothing lost"), "\(r.stdout)")
     }

@@ -40,7 +40,7 @@ struct ForgedEnvelopeTests {
         #expect(stats?["disconnected_invalid"] == "1", "\(stats ?? [:])")
         #expect((stats?["invalid_envelope"]).flatMap { Int($0) }.map { $0 > Replicator.invalidLimit } == true, "\(stats ?? [:])")
         #expect(!node.events.value.contains { $0["type"] == "message" && $0["author"] != node.id })
-        node.quit()
+        await node.quit()
         withExtendedLifetime(dir) {}
     }
 
@@ -65,7 +65,7 @@ struct ForgedEnvelopeTests {
         #expect(limited > 0 && limited <= 2_500, "\(stats ?? [:])")
         // The burst was taken: at least its 500 envelopes are stored and shown.
         #expect(await eventually(30) { node.messages(from: author.publicKey.hex).count >= 500 })
-        node.quit()
+        await node.quit()
         withExtendedLifetime(dir) {}
     }
 }
@@ -82,62 +82,27 @@ struct OwnHistoryLiarTests {
                             messages: [.clock(entries: [Dependency(author: me, sequence: sequence)], full: true)])
         }
         let first = try liar(1_000_000), second = try liar(2_000_000)
-        let attack = Task { try await first.attack(port: port, timeout: 45) }
+        let attack = Task { try await first.attack(port: port, timeout: 120) }
         #expect(await node.wait { $0["type"] == "peer_up" } != nil)
         // The claim has arrived once /sync says something is missing; then a post is refused.
         #expect(await claimArrived(node))
         node.send("first try")
         #expect(await node.wait(timeout: 10) { $0["type"] == "error" && $0["error"]?.contains("coming back") == true } != nil)
-        let attack2 = Task { try await second.attack(port: port, timeout: 45) }
+        let attack2 = Task { try await second.attack(port: port, timeout: 120) }
         #expect(await eventuallyValue { node.events.value.filter { $0["type"] == "peer_up" }.count >= 2 ? true : nil } == true)
-        // Both claims are disbelieved together once the window passes: wait for the counter that says so.
-        #expect(await counterReaches(node, "own_history_claim_ignored", "2", timeout: OwnHistoryGate.patience + 15))
+        // Both claims are disbelieved together once the window passes: wait for the counter that says so
+        // (the margin is for a loaded machine; that the window is no longer is OwnHistoryClaimTests' to show).
+        #expect(await counterReaches(node, "own_history_claim_ignored", "2", timeout: OwnHistoryGate.patience + 45))
         node.send("second try")
         #expect(await node.wait(timeout: 10) { $0["type"] == "message" && $0["text"] == "second try" } != nil)
         // Our own post proves nothing: the next one goes too.
         node.send("third try")
         #expect(await node.wait(timeout: 10) { $0["type"] == "message" && $0["text"] == "third try" } != nil)
-        node.quit()
+        await node.quit()
         withExtendedLifetime(dir) {}
         _ = try? await attack.value
         _ = try? await attack2.value
     }
-}
-
-/// Asks `node` for /stats until `counter` reads `value` (false after `timeout`).
-/// Whether `node`'s counter reaches `value` within `timeout` (an issue is
-/// recorded if not, unless `expected` is false: then not reaching it is the point).
-func counterReaches(_ node: NodeProcess, _ counter: String, _ value: String, timeout: Double = 20, expected: Bool = true) async -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        node.send("/stats")
-        if await node.wait(timeout: 1, { $0["type"] == "stats" && $0[counter] == value }) != nil { return true }
-    }
-    if expected { Issue.record("\(counter) never reached \(value): \(node.events.value.last { $0["type"] == "stats" } ?? [:])") }
-    return false
-}
-
-/// Waits until `node`'s /stats shows `counter` at `minimum` or more.
-func counterAtLeast(_ node: NodeProcess, _ counter: String, _ minimum: Int, timeout: Double = 20) async -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        node.send("/stats")
-        if await node.wait(timeout: 1, { $0["type"] == "stats" && Int($0[counter] ?? "0") ?? 0 >= minimum }) != nil { return true }
-    }
-    Issue.record("\(counter) never reached \(minimum): \(node.events.value.last { $0["type"] == "stats" } ?? [:])")
-    return false
-}
-
-/// Waits until `node`'s /sync reports something missing: a claim a peer declared has been read.
-func claimArrived(_ node: NodeProcess) async -> Bool {
-    let deadline = Date().addingTimeInterval(10)
-    while Date() < deadline {
-        let before = node.events.value.count
-        node.send("/sync")
-        let answer = await node.wait(timeout: 2) { _ in node.events.value.dropFirst(before).contains { $0["type"] == "sync" } }
-        if answer != nil, node.events.value.dropFirst(before).last(where: { $0["type"] == "sync" })?["complete"] == "no" { return true }
-    }
-    return false
 }
 
 /// `count` valid, readable envelopes in #general by `author`, sequences 1…count.
@@ -211,8 +176,8 @@ final class HostilePeer: @unchecked Sendable {
         _ = try WebSocketClient.connect(host: "127.0.0.1", port: port, path: "/peernode/1",
                                         configuration: .init(subprotocols: [version.subprotocol], limits: WebSocketLimits(maximumSendQueue: 1 << 30)),
                                         callbacks: callbacks, loop: loop)
-        let deadline = Date().addingTimeInterval(timeout)
-        while lock.withLock({ closed == nil }) && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+        let deadline = Deadline(timeout)
+        while lock.withLock({ closed == nil }) && !deadline.passed { try await Task.sleep(nanoseconds: 20_000_000) }
     }
 
     func run(_ actions: [LinkSession.Action], on c: WebSocketConnection) {

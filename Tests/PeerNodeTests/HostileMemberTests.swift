@@ -30,8 +30,7 @@ struct HostileMemberTests {
         node.send("/stats")
         let stats = await node.wait { $0["type"] == "stats" }
         #expect(stats?["bad_gossip_message"] == "1", "\(stats ?? [:])")
-        node.quit()
-        #expect(node.process.terminationStatus == 0)
+        #expect(await node.quit() == 0)
         withExtendedLifetime(dir) {}
     }
 
@@ -44,15 +43,14 @@ struct HostileMemberTests {
             let declared = VectorClock([made[0]: 1 << 63, made[1]: 1 << 63, made[2]: .max])
             try store.savePeerClocks(PeerClocks(sent: VectorClock(), declared: declared), of: try SigningKey.generate().publicKey, at: 1)
         }
-        let text = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/sync\n/peers\n")
+        let text = try await PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/sync\n/peers\n")
         #expect(text.status == 0, "\(text.stderr)")
         #expect(text.stdout.contains("missing \(UInt64.max) messages"), "\(text.stdout)")
         let node = try NodeProcess(dir: dir.path, [])
         #expect(await started(node))
         node.send("/sync")
         #expect(await node.wait { $0["type"] == "sync" }?["missing"] == "\(UInt64.max)")
-        node.quit()
-        #expect(node.process.terminationStatus == 0)
+        #expect(await node.quit() == 0)
     }
 }
 
@@ -67,7 +65,7 @@ extension HostileMemberTests {
         let peer = try HostilePeer(identity: try SigningKey.generate(), network: Self.network, messages: [], closeReason: evil)
         try await peer.attack(port: port, timeout: 20)
         #expect(await node.waitFor("closed: bye"))
-        let out = node.finish()
+        let out = await node.finish()
         #expect(!out.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 }, "\(out.debugDescription)")
         #expect(out.contains("closed: bye^[]0;pwned^G^[[2J^J[12:00] #general <alice·k3fq> send me your key"), "\(out)")
         // The line with the peer's words is one line: no second line starts with the fake message.
@@ -93,46 +91,26 @@ func freeLoopbackPort() throws -> UInt16 {
 /// A node as a person runs it without --json: its printed lines collected
 /// (stdout is a pipe, so no prompt and no colours), stdin open until `finish`.
 final class TextNodeProcess: @unchecked Sendable {
-    let process = Process()
-    let input = Pipe()
-    let output = Locked<String>("")
-
-    /// Signalled when the node's output ends (it exited and closed it).
-    private let ended = DispatchSemaphore(value: 0)
+    let child: Child
 
     init(_ arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: PeerNodeProcess.binary)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardInput = input
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try launch(process)
-        let (output, ended, reading) = (output, ended, pipe.fileHandleForReading)
-        // A reader that ends at end of file, so `finish` knows it has everything.
-        Thread.detachNewThread {
-            while case let data = reading.availableData, !data.isEmpty {
-                output.withLock { $0 += String(decoding: data, as: UTF8.self) }
-            }
-            ended.signal()
-        }
+        child = try Child(PeerNodeProcess.binary, arguments, stdin: .pipe, stdout: .pipe, stderr: .stdout)
     }
 
-    func send(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
+    var output: String { child.output }
+
+    func send(_ line: String) { child.send(line + "\n") }
 
     func waitFor(_ text: String, timeout: Double = 20) async -> Bool {
-        await eventuallyValue(timeout) { self.output.value.contains(text) ? true : nil } ?? false
+        await eventuallyValue(timeout) { self.output.contains(text) ? true : nil } ?? false
     }
 
     /// Ends the node (stdin closed) and returns all it printed.
-    func finish() -> String {
-        try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
-        _ = ended.wait(timeout: .now() + 10)
-        return output.value
+    func finish() async -> String {
+        child.closeInput()
+        await child.exited()
+        return output
     }
-
-    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 }
 
 /// Finding 2: invites wait for the user, and can never replace a public or direct room.
@@ -171,7 +149,7 @@ struct HostileInviteTests {
                 "Alice's #general must keep the public key: Bob reads her post")
         b.send("bob in #general")
         #expect(await a.wait { $0["type"] == "message" && $0["text"] == "bob in #general" } != nil)
-        a.quit(); b.quit()
+        await a.quit(); await b.quit()
         _ = try? await attack.value
         withExtendedLifetime(dirs) {}
     }
@@ -224,7 +202,7 @@ struct HostileInviteTests {
                                    messages: [try Self.invite(from: attacker, to: try PublicKey(hex: node.id), room: room, name: "#team")])
         let attack = Task { try await peer.attack(port: port, timeout: 4) }
         #expect(await node.wait { $0["type"] == "invite" && $0["room"] == "#team" } != nil)
-        node.quit()
+        await node.quit()
         _ = try? await attack.value
         // After a restart the invite is still waiting, and nothing was joined.
         let again = try NodeProcess(dir: dir.path, [])
@@ -235,8 +213,8 @@ struct HostileInviteTests {
         #expect(await again.wait { $0["type"] == "invite_declined" && $0["room"] == "#team" } != nil)
         again.send("/accept #team")
         #expect(await again.wait { $0["type"] == "error" && $0["error"]?.contains("no invite to #team") == true } != nil)
-        again.quit()
-        let text = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/rooms\n")
+        await again.quit()
+        let text = try await PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/rooms\n")
         #expect(!text.stdout.contains("#team"), "\(text.stdout)")
     }
 }
@@ -250,7 +228,7 @@ extension HostileInviteTests {
             try store.addPrivateRoom(RoomID.publicRoom(.general, network: Self.network), name: "#general", key: SymmetricKey.generate().exportedBytes)
             try store.addPrivateRoom(RoomID.random(), name: "#general", key: SymmetricKey.generate().exportedBytes)
         }
-        let text = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/rooms\n")
+        let text = try await PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/rooms\n")
         #expect(text.stdout.contains("-- ⚠ dropped the key an invite gave #general: it names a public room's id"), "\(text.stdout)")
         #expect(text.stdout.contains("-- ⚠ the private room named #general is now #general-2"), "\(text.stdout)")
         let store = try Store(directory: try DataDirectory(path: dir.path))
@@ -258,13 +236,13 @@ extension HostileInviteTests {
     }
 
     @Test("parsing /accept, /decline and /invites; /private refuses the name of a public room")
-    func commands() throws {
+    func commands() async throws {
         #expect(ChatInput.parse("/accept") == .answerInvite(room: "", accept: true))
         #expect(ChatInput.parse("/accept #team") == .answerInvite(room: "#team", accept: true))
         #expect(ChatInput.parse("/decline #team") == .answerInvite(room: "#team", accept: false))
         #expect(ChatInput.parse("/invites") == .invites)
         if case .error = ChatInput.parse("/accept #a #b") {} else { Issue.record("two rooms must be an error") }
-        let text = try PeerNodeProcess.run(["--data-dir", TemporaryDirectory().path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/private #general\n")
+        let text = try await PeerNodeProcess.run(["--data-dir", TemporaryDirectory().path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/private #general\n")
         #expect(text.stdout.contains("error: #general is a public room you are in"), "\(text.stdout)")
     }
 }
@@ -300,7 +278,7 @@ extension HostileMemberTests {
         #expect(message?["nick"] == "", "\(message ?? [:])")
         node.send("/stats")
         #expect(await node.wait { $0["type"] == "stats" }?["bad_nick"] == "1")
-        node.quit()
+        await node.quit()
         _ = try? await attack.value
         #expect(throws: EnvelopeError.self) { try Nick("alice·k3fq") }
         #expect(throws: EnvelopeError.self) { try Nick("alice∙k3fq") }
@@ -318,11 +296,11 @@ extension HostileMemberTests {
         #expect(await node.wait { $0["type"] == "message" && $0["text"] == "pinned for ever" } != nil)
         for i in 1...5 { node.send("later \(i)") }
         #expect(await node.wait { $0["type"] == "message" && $0["text"] == "later 5" } != nil)
-        node.quit()
+        await node.quit()
         _ = try? await attack.value
         // In the room's order, the far-future line comes before what was posted after it (before,
         // every later line shared its causal time, 2^63-1, and was ordered by id: at random).
-        let history = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/history 6\n")
+        let history = try await PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/history 6\n")
         let lines = history.stdout.split(separator: "\n").filter { $0.contains("pinned for ever") || $0.contains("> later ") }
         #expect(lines.suffix(6).map { $0.contains("pinned") ? "pinned" : String($0.suffix(7)) } == ["pinned"] + (1...5).map { "later \($0)" },
                 "\(history.stdout)")
@@ -344,7 +322,7 @@ extension HostileMemberTests {
         #expect(await counterReaches(node, "clock_entries_ignored", "\(3 * size - Replicator.maximumUnknownAuthors)"))
         node.send("/sync")
         #expect(await node.wait(timeout: 5) { $0["type"] == "sync" }?["authors"] == "\(Replicator.maximumUnknownAuthors)")
-        node.quit()
+        await node.quit()
         _ = try? await attack.value
         let store = try Store(directory: try DataDirectory(path: dir.path))
         #expect(try store.peerClocks(of: attacker.publicKey)?.declared?.entries.count == Replicator.maximumUnknownAuthors)
@@ -376,13 +354,13 @@ extension HostileMemberTests {
         // Every fork was looked at (the store kept only the first 16).
         #expect(await counterReaches(node, "fork", "\(forks.count)"))
         #expect(node.events.value.filter { $0["type"] == "fork" }.count == 1, "one event per author")
-        node.quit()
+        await node.quit()
         _ = try? await attack.value
         do {
             let store = try Store(directory: try DataDirectory(path: dir.path))
             #expect(try store.forks().count == Int(Store.maximumForksPerAuthor))
         }
-        let text = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/sync\n/history 3\n")
+        let text = try await PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/sync\n/history 3\n")
         #expect(text.stdout.contains("1 author signed two different messages at one number"), "\(text.stdout)")
         #expect(text.stdout.contains("\(attacker.publicKey.shortFingerprint)(forked)> one"), "\(text.stdout)")
     }

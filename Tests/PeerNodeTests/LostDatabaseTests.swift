@@ -9,7 +9,7 @@ struct LostDatabaseTests {
         let (dirs, a, b) = try await aliceAndBob()
         for text in ["one", "two", "three"] { a.send(text) }
         await b.wait { $0["text"] == "three" }
-        a.quit()
+        await a.quit()
 
         // The database goes; the key stays. Restarting with --nick must not post
         // sequence 1 again: B holds the old one, and would refuse the new one as a fork.
@@ -41,7 +41,7 @@ struct LostDatabaseTests {
         let stats = await b.wait { $0["type"] == "stats" }
         #expect(stats?["fork"] == nil || stats?["fork"] == "0", "\(stats ?? [:])")
         #expect(stats?["invalid_envelope"] == nil || stats?["invalid_envelope"] == "0", "\(stats ?? [:])")
-        a2.quit(); b.quit()
+        await a2.quit(); await b.quit()
     }
 
     @Test("restarted on an empty database with nobody linked: every post is refused with the reason (no fork); once a peer says, posting resumes and continues the old chain")
@@ -49,19 +49,19 @@ struct LostDatabaseTests {
         let (dirs, a, b) = try await aliceAndBob()
         for text in ["one", "two"] { a.send(text) }
         await b.wait { $0["text"] == "two" }
-        a.quit()
+        await a.quit()
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: dirs[0].path + "/peernode.db" + suffix) }
 
         // Alone: a message, an action and a DM are all refused, and none is signed.
         let alone = try NodeProcess(dir: dirs[0].path, [])
         #expect(await started(alone))
         for line in ["three", "/me waves", "/msg \(b.id) hello"] { alone.send(line) }
-        let deadline = Date().addingTimeInterval(20)
-        while alone.events.value.filter({ $0["type"] == "error" }).count < 3, Date() < deadline { try await Task.sleep(nanoseconds: 50_000_000) }
+        let deadline = Deadline(20)
+        while alone.events.value.filter({ $0["type"] == "error" }).count < 3, !deadline.passed { try await Task.sleep(nanoseconds: 50_000_000) }
         let refusals = alone.events.value.filter { $0["type"] == "error" }
         #expect(refusals.count == 3 && refusals.allSatisfy { $0["error"]?.contains("posting waits until a peer says") == true }, "\(refusals)")
         #expect(!alone.events.value.contains { $0["type"] == "message" && $0["author"] == a.id })
-        alone.quit()
+        await alone.quit()
 
         // With B linked, the history comes back and the next post follows "two".
         let back = try NodeProcess(dir: dirs[0].path, ["--peer", b.url])
@@ -82,7 +82,7 @@ struct LostDatabaseTests {
         b.send("/stats")
         let stats = await b.wait { $0["type"] == "stats" }
         #expect(stats?["fork"] == nil || stats?["fork"] == "0", "\(stats ?? [:])")
-        back.quit(); b.quit()
+        await back.quit(); await b.quit()
     }
 
     @Test("a new identity that never posted may post after a restart with nobody linked (its database was made with the key)")
@@ -90,12 +90,12 @@ struct LostDatabaseTests {
         let dir = TemporaryDirectory()
         let first = try NodeProcess(dir: dir.path, [])
         #expect(await started(first))
-        first.quit()
+        await first.quit()
         let again = try NodeProcess(dir: dir.path, [])
         #expect(await started(again))
         again.send("hello, nobody")
         #expect(await again.wait { $0["type"] == "message" && $0["text"] == "hello, nobody" } != nil)
         #expect(!again.events.value.contains { $0["type"] == "error" })
-        again.quit()
+        await again.quit()
     }
 }

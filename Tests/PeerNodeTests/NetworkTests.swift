@@ -3,98 +3,6 @@ import Glibc
 import TestSupport
 import Testing
 
-/// A peernode process in --json mode, its events collected as they come.
-final class NodeProcess: @unchecked Sendable {
-    let process = Process()
-    let input = Pipe()
-    let events = Locked<[[String: String]]>([])
-    let dir: String
-
-    /// Without `discovery`, the node finds no one by multicast (links come from
-    /// --peer only), so tests running side by side cannot meet by accident.
-    /// `namespace` runs it inside a lab host (`ip netns exec`).
-    init(dir: String, _ arguments: [String], discovery: Bool = false, namespace: String? = nil, listen: String = "127.0.0.1:0") throws {
-        self.dir = dir
-        let own = ["--data-dir", dir, "--json", "--listen", listen] + (discovery ? [] : ["--no-discovery"]) + arguments
-        if let namespace {
-            process.executableURL = URL(fileURLWithPath: NetLab.ip)
-            process.arguments = ["netns", "exec", namespace, PeerNodeProcess.binary] + own
-        } else {
-            process.executableURL = URL(fileURLWithPath: PeerNodeProcess.binary)
-            process.arguments = own
-        }
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try launch(process)
-        collectJSONLines(from: output.fileHandleForReading, into: events)
-    }
-
-    func send(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
-
-    /// Waits until an event matches; returns it (nil after `timeout`).
-    @discardableResult
-    func wait(timeout: Double = 30, _ match: @escaping ([String: String]) -> Bool) async -> [String: String]? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let e = events.value.first(where: match) { return e }
-            try? await Task.sleep(nanoseconds: 20_000_000)
-        }
-        return nil
-    }
-
-    var ready: [String: String]? { events.value.first { $0["type"] == "ready" } }
-    var id: String { ready?["id"] ?? "" }
-    var url: String { "ws://" + (ready?["listen"] ?? "") }
-
-    func messages(from author: String) -> [String] {
-        events.value.filter { $0["type"] == "message" && $0["kind"] != "dm" && $0["author"] == author }.compactMap { $0["text"] }
-    }
-
-    func quit() {
-        try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
-    }
-
-    func kill() {
-        Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-
-    deinit { if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) } }
-}
-
-func started(_ node: NodeProcess) async -> Bool {
-    await node.wait(timeout: 20) { $0["type"] == "ready" } != nil
-}
-
-func linked(_ node: NodeProcess, to other: NodeProcess) async -> Bool {
-    await node.wait { $0["type"] == "peer_up" && $0["id"] == other.id } != nil
-}
-
-/// Alice and Bob (Bob dialled Alice), both up and linked each way; `dirs`
-/// holds their data directories and `extra` more for the caller.
-func aliceAndBob(extra: Int = 0) async throws -> ([TemporaryDirectory], NodeProcess, NodeProcess) {
-    let dirs = (0..<(2 + extra)).map { _ in TemporaryDirectory() }
-    let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])
-    #expect(await started(a))
-    let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
-    #expect(await started(b))
-    #expect(await linked(a, to: b))
-    #expect(await linked(b, to: a))
-    return (dirs, a, b)
-}
-
-/// Alice, Bob and Carol, linked A–B–C (Carol reaches Alice only through Bob), all up.
-func chainOfThree() async throws -> ([TemporaryDirectory], NodeProcess, NodeProcess, NodeProcess) {
-    let (dirs, a, b) = try await aliceAndBob(extra: 1)
-    let c = try NodeProcess(dir: dirs[2].path, ["--nick", "carol", "--peer", b.url])
-    #expect(await started(c))
-    #expect(await linked(c, to: b))
-    return (dirs, a, b, c)
-}
-
 @Suite("Nodes over real sockets", .serialized)
 struct NetworkTests {
     @Test("A–B–C linked only through B: A's messages reach C in order; B restarts and catches up")
@@ -120,7 +28,7 @@ struct NetworkTests {
 
         // B dies; A posts; B comes back on the same data directory and catches up, and so does C.
         let bURL = b.url
-        b.kill()
+        await b.kill()
         for i in 21...30 { a.send("m\(i)") }
         let b2 = try NodeProcess(dir: dirs[1].path, ["--peer", a.url, "--listen", String(bURL.dropFirst(5))])
         #expect(await started(b2))
@@ -128,7 +36,7 @@ struct NetworkTests {
         #expect(b2.messages(from: a.id).suffix(10) == (21...30).map { "m\($0)" })
         await c.wait(timeout: 60) { $0["text"] == "m30" }
         #expect(c.messages(from: a.id) == (1...30).map { "m\($0)" })
-        a.quit(); b2.quit(); c.quit()
+        await a.quit(); await b2.quit(); await c.quit()
     }
 
     @Test("a node that starts after 1,000 messages gets all of them")
@@ -146,7 +54,7 @@ struct NetworkTests {
         c.send("/sync")
         let sync = await c.wait { $0["type"] == "sync" }
         #expect(sync?["complete"] == "yes" && sync?["missing"] == "0", "\(sync ?? [:])")
-        a.quit(); c.quit()
+        await a.quit(); await c.quit()
     }
 
     @Test("two nodes that dial each other keep one link between them")
@@ -169,7 +77,7 @@ struct NetworkTests {
             #expect(node.events.value.filter { $0["type"] == "peer_up" }.count == 1)
             #expect(node.events.value.filter { $0["type"] == "peer_down" }.isEmpty)
         }
-        a.quit(); b.quit()
+        await a.quit(); await b.quit()
     }
 
     @Test("a blocked identity is cut off, refused when it redials, and its messages are hidden")
@@ -191,7 +99,7 @@ struct NetworkTests {
         #expect(!a.events.value.contains { $0["text"] == "after the block" })
         a.send("/unblock \(b.id)")
         #expect(await a.wait(timeout: 40) { $0["text"] == "after the block" } != nil)
-        a.quit(); b.quit()
+        await a.quit(); await b.quit()
     }
 
     @Test("a node with another network key never links and receives nothing")
@@ -211,7 +119,7 @@ struct NetworkTests {
         let stats = a.events.value.last { $0["type"] == "stats" }
         #expect(Int(stats?["wrong_network_key"] ?? "0") ?? 0 >= 2, "\(stats ?? [:])")
         #expect(stats?["links"] == "0")
-        a.quit(); stranger.quit()
+        await a.quit(); await stranger.quit()
     }
 
     @Test("a reconnect to a known peer sends a clock digest and what changed, not the whole clock")
@@ -227,7 +135,7 @@ struct NetworkTests {
         b.send("from b")
         #expect(await b.wait { $0["text"] == "from a" } != nil)
         #expect(await a.wait { $0["text"] == "from b" } != nil)
-        b.quit()
+        await b.quit()
         #expect(await a.wait { $0["type"] == "peer_down" } != nil)
         a.send("while b was away")
         b = try NodeProcess(dir: dirs[1].path, ["--peer", a.url])
@@ -242,7 +150,7 @@ struct NetworkTests {
         // B's clock changed in two entries since it last declared it (a's post and its own):
         // type 1 ‖ digest 16 ‖ count 1 ‖ 2 × (author 32 ‖ sequence 1) = 84 bytes.
         #expect(atB?["clock_bytes_sent"] == "84", "\(atB ?? [:])")
-        a.quit(); b.quit()
+        await a.quit(); await b.quit()
     }
 
     @Test("receipts: the author gets delivered and read events for each of its messages; /set receipts off stops read receipts")
@@ -288,7 +196,7 @@ struct NetworkTests {
         b.send("after the third")
         #expect(await a.wait { $0["text"] == "after the third" } != nil)
         #expect(!a.events.value.contains { $0["type"] == "receipt" && $0["id"] == third["id"] && $0["state"] == "read" })
-        a.quit(); b.quit()
+        await a.quit(); await b.quit()
         withExtendedLifetime(dirs) {}  // the data directories outlive the nodes
     }
 
@@ -318,7 +226,7 @@ struct NetworkTests {
         #expect(!b.events.value.contains { $0["text"] == "the plan" || $0["text"] == "agreed" || $0["type"] == "invite" })
         a.send("/invite \(c.id) #general")
         #expect(await a.wait { $0["type"] == "error" && ($0["error"] ?? "").contains("not a private room") } != nil)
-        a.quit(); b.quit(); c.quit()
+        await a.quit(); await b.quit(); await c.quit()
         withExtendedLifetime(dirs) {}  // the data directories outlive the nodes
     }
 }

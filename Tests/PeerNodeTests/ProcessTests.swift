@@ -11,35 +11,12 @@ struct PeerNodeProcess {
             .deletingLastPathComponent().appendingPathComponent(".build/debug/peernode").path
     }
 
-    struct Result {
-        let status: Int32
-        let stdout: String
-        let stderr: String
-    }
-
     /// `inputFile`: stdin is that file (read from disk) instead of a pipe carrying `input`.
-    static func run(_ arguments: [String], input: String = "", inputFile: String? = nil, environment: [String: String] = [:]) throws -> Result {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: binary)
-        p.arguments = arguments
+    static func run(_ arguments: [String], input: String = "", inputFile: String? = nil, environment: [String: String] = [:]) async throws -> Finished {
         var env = ProcessInfo.processInfo.environment
         env["USER"] = "tester"
         for (k, v) in environment { env[k] = v }
-        p.environment = env
-        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
-        p.standardInput = try inputFile.map { path in try FileHandle(forReadingFrom: URL(fileURLWithPath: path)) } ?? stdin
-        p.standardOutput = stdout
-        p.standardError = stderr
-        try launch(p)
-        if inputFile == nil {
-            stdin.fileHandleForWriting.write(Data(input.utf8))
-            try stdin.fileHandleForWriting.close()
-        }
-        let out = stdout.fileHandleForReading.readDataToEndOfFile()
-        let err = stderr.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Result(status: p.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
-                      stderr: String(decoding: err, as: UTF8.self))
+        return try await runToEnd(binary, arguments, environment: env, input: input, inputFile: inputFile)
     }
 }
 
@@ -51,81 +28,81 @@ struct ProcessTests {
     }
 
     @Test("`peernode id` prints 64 lowercase hex characters, then the short fingerprint; stable across runs")
-    func id() throws {
+    func id() async throws {
         let dir = TemporaryDirectory()
-        let first = try PeerNodeProcess.run(["id", "--data-dir", dir.path])
+        let first = try await PeerNodeProcess.run(["id", "--data-dir", dir.path])
         #expect(first.status == 0)
         let lines = first.stdout.split(separator: "\n").map(String.init)
         #expect(lines.count == 2)
         #expect(lines[0].count == 64 && lines[0].allSatisfy { "0123456789abcdef".contains($0) })
         #expect(lines[1] == (try PublicKey(hex: lines[0])).shortFingerprint)
-        #expect(try PeerNodeProcess.run(["id", "--data-dir", dir.path]).stdout == first.stdout)
+        #expect(try await PeerNodeProcess.run(["id", "--data-dir", dir.path]).stdout == first.stdout)
         #expect(fileMode(dir.file("identity.key")) == 0o600)
         #expect(fileMode(dir.path) == 0o700)
     }
 
     @Test("the default data directory is $XDG_DATA_HOME/peernode, else ~/.local/share/peernode")
-    func defaultDirectory() throws {
+    func defaultDirectory() async throws {
         let home = TemporaryDirectory()
-        let viaHome = try PeerNodeProcess.run(["id"], environment: ["HOME": home.path, "XDG_DATA_HOME": ""])
+        let viaHome = try await PeerNodeProcess.run(["id"], environment: ["HOME": home.path, "XDG_DATA_HOME": ""])
         #expect(viaHome.status == 0)
         #expect(FileManager.default.fileExists(atPath: home.file(".local/share/peernode/identity.key")))
         let xdg = TemporaryDirectory()
-        let viaXDG = try PeerNodeProcess.run(["id"], environment: ["HOME": home.path, "XDG_DATA_HOME": xdg.path])
+        let viaXDG = try await PeerNodeProcess.run(["id"], environment: ["HOME": home.path, "XDG_DATA_HOME": xdg.path])
         #expect(FileManager.default.fileExists(atPath: xdg.file("peernode/identity.key")))
         #expect(viaXDG.stdout != viaHome.stdout)
     }
 
     @Test("unknown options and commands: a one-line error, the usage, exit 2")
-    func usage() throws {
+    func usage() async throws {
         for args in [["--bogus"], ["frobnicate"], ["id", "--data-dir"]] {
-            let r = try PeerNodeProcess.run(args)
+            let r = try await PeerNodeProcess.run(args)
             #expect(r.status == 2)
             #expect(r.stderr.hasPrefix("peernode: "))
             #expect(r.stderr.contains("usage:"))
             #expect(r.stdout.isEmpty)
         }
-        let help = try PeerNodeProcess.run(["--help"])
+        let help = try await PeerNodeProcess.run(["--help"])
         #expect(help.status == 0 && help.stdout.contains("peernode id"))
-        #expect(try PeerNodeProcess.run(["help"]).stdout == help.stdout)
+        #expect(try await PeerNodeProcess.run(["help"]).stdout == help.stdout)
     }
 
     @Test("a key file others can read stops the node with a message naming the file and the fix")
-    func openKey() throws {
+    func openKey() async throws {
         let dir = TemporaryDirectory()
-        _ = try PeerNodeProcess.run(["id", "--data-dir", dir.path])
+        _ = try await PeerNodeProcess.run(["id", "--data-dir", dir.path])
         chmod(dir.file("identity.key"), 0o644)
-        let r = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery"], input: "hi\n")
+        let r = try await PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery"], input: "hi\n")
         #expect(r.status == 1)
         #expect(r.stderr.contains(dir.file("identity.key")) && r.stderr.contains("chmod 600"))
     }
 
     @Test("`peernode network new FILE` writes a 0600 key once and refuses to overwrite it")
-    func networkNew() throws {
+    func networkNew() async throws {
         let dir = TemporaryDirectory()
         let path = dir.file("office.key")
-        let r = try PeerNodeProcess.run(["network", "new", path])
+        let r = try await PeerNodeProcess.run(["network", "new", path])
         #expect(r.status == 0)
         #expect(fileMode(path) == 0o600)
         #expect(readFile(path).count == 40)
         let before = readFile(path)
-        let again = try PeerNodeProcess.run(["network", "new", path])
+        let again = try await PeerNodeProcess.run(["network", "new", path])
         #expect(again.status == 1 && again.stderr.contains("never overwrites"))
         #expect(readFile(path) == before)
         // A node on that private network starts with it.
         let data = TemporaryDirectory()
-        let chat = try PeerNodeProcess.run(["--data-dir", data.path, "--no-discovery", "--network-key-file", path], input: "secret\n")
+        let chat = try await PeerNodeProcess.run(["--data-dir", data.path, "--no-discovery", "--network-key-file", path], input: "secret\n")
         #expect(chat.status == 0 && chat.stdout.contains("private network"))
     }
 
     @Test("posts from stdin are stored, and the room's history is shown again after a restart")
-    func historyAfterRestart() throws {
+    func historyAfterRestart() async throws {
         let dir = TemporaryDirectory()
-        let first = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--nick", "alice"],
+        let first = try await PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--nick", "alice"],
                                             input: "hello from the first run\n/me waves\n")
         #expect(first.status == 0)
         #expect(first.stdout.contains("<alice·") && first.stdout.contains("hello from the first run"))
-        let second = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery"], input: "")
+        let second = try await PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery"], input: "")
         #expect(second.status == 0)
         #expect(second.stdout.contains("hello from the first run"))
         #expect(second.stdout.contains("* alice·"))
@@ -135,50 +112,38 @@ struct ProcessTests {
     }
 
     @Test("stdin that epoll cannot watch (a regular file, /dev/null) is read all the same: \\r\\n ends a line, a last line without a newline counts, the end quits cleanly")
-    func fileInput() throws {
+    func fileInput() async throws {
         let dir = TemporaryDirectory()
         writeFile(dir.file("input.txt"), Array("first line\r\n/me waves\nlast without newline".utf8))
-        let r = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--nick", "alice", "--json"], inputFile: dir.file("input.txt"))
+        let r = try await PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--nick", "alice", "--json"], inputFile: dir.file("input.txt"))
         #expect(r.status == 0, "\(r.stderr)")
         let texts = r.stdout.split(separator: "\n").compactMap { line -> String? in
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], object["type"] as? String == "message" else { return nil }
             return object["text"] as? String
         }
         #expect(texts == ["first line", "waves", "last without newline"])
-        let empty = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery"], inputFile: "/dev/null")
+        let empty = try await PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery"], inputFile: "/dev/null")
         #expect(empty.status == 0 && empty.stdout.contains("last without newline"), "\(empty.stderr)")
     }
 
     @Test("a second node on the same data directory is refused with 'data directory in use'")
-    func lock() throws {
+    func lock() async throws {
         let dir = TemporaryDirectory()
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: PeerNodeProcess.binary)
-        holder.arguments = ["--data-dir", dir.path, "--no-discovery"]
-        let input = Pipe()
-        let output = Pipe()
-        holder.standardInput = input
-        holder.standardOutput = output
-        try launch(holder)
-        defer {
-            try? input.fileHandleForWriting.close()
-            holder.waitUntilExit()
-        }
+        let holder = try Child(PeerNodeProcess.binary, ["--data-dir", dir.path, "--no-discovery"], stdin: .pipe)
         // Wait until the first node has printed its greeting (it holds the lock by then).
-        var seen = Data()
-        let deadline = Date().addingTimeInterval(20)
-        while !String(decoding: seen, as: UTF8.self).contains("/help"), Date() < deadline {
-            seen.append(output.fileHandleForReading.availableData)
-        }
-        let second = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery"], input: "hi\n")
+        let greeted = await eventually(20) { holder.output.contains("/help") }
+        #expect(greeted)
+        let second = try await PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery"], input: "hi\n")
+        holder.closeInput()
+        await holder.exited()
         #expect(second.status == 1)
         #expect(second.stderr.contains("in use"))
     }
 
     @Test("hostile text typed into a message is stored, and shown inert")
-    func hostile() throws {
+    func hostile() async throws {
         let dir = TemporaryDirectory()
-        let r = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery"], input: "\u{1b}]0;owned\u{07}\u{1b}[2J hi\n")
+        let r = try await PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery"], input: "\u{1b}]0;owned\u{07}\u{1b}[2J hi\n")
         #expect(r.status == 0)
         #expect(!r.stdout.contains("\u{1b}"))
         #expect(r.stdout.contains("^[]0;owned^G^[[2J hi"))

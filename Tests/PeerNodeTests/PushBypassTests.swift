@@ -1,5 +1,6 @@
 import Crypto
 import Gossip
+import TestSupport
 import Testing
 import WebSocket
 
@@ -27,7 +28,7 @@ struct PushBypassTests {
         // Counted are the refused envelopes of the message that crossed the budget (the rest never reach a closed link).
         let limited = (stats?["push_rate_limited"]).flatMap { Int($0) } ?? 0
         #expect(limited >= 1, "\(stats ?? [:])")
-        node.quit()
+        await node.quit()
         // Every event is in once the node has exited: at most asked (500) + burst (500) + what refilled meanwhile.
         let stored = node.messages(from: author.publicKey.hex).count
         #expect(stored >= 500 && stored <= 1_200, "\(stored) of 3,000 stored")

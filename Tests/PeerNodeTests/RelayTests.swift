@@ -5,8 +5,8 @@ import Testing
 
 /// A `peernode relay` process; its JSON log lines are collected.
 final class RelayProcess: @unchecked Sendable {
-    let process = Process()
-    let log = Locked<[[String: String]]>([])
+    let child: Child
+    let log: Locked<[[String: String]]>
 
     convenience init(dir: String, _ arguments: [String] = []) throws {
         try self.init(commandLine: ["relay", "--data-dir", dir, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--no-discovery",
@@ -15,37 +15,22 @@ final class RelayProcess: @unchecked Sendable {
 
     /// The relay with exactly these arguments (its log must be JSON to be read).
     init(commandLine arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: PeerNodeProcess.binary)
-        process.arguments = arguments
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try launch(process)
-        collectJSONLines(from: errors.fileHandleForReading, into: log)
+        // The log is stderr.
+        let log = Locked<[[String: String]]>([])
+        child = try Child(PeerNodeProcess.binary, arguments, stdout: .null, stderr: .pipe, onLine: collectingJSON(into: log))
+        self.log = log
     }
 
     func ready() async -> [String: String]? {
         await eventuallyValue { self.log.value.first { $0["msg"] == "relay ready" } }
     }
 
-    func terminate() -> Int32 {
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
-        return process.terminationStatus
+    func terminate() async -> Int32 {
+        child.signal(SIGTERM)
+        return await child.exited()
     }
-
-    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 }
 
-func eventuallyValue<T>(_ timeout: Double = 20, _ probe: () -> T?) async -> T? {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if let v = probe() { return v }
-        try? await Task.sleep(nanoseconds: 50_000_000)
-    }
-    return probe()
-}
 
 /// A plain HTTP/1.1 GET over a socket: status and body.
 func httpGet(_ hostPort: String, _ path: String) -> (status: Int, body: String)? {
@@ -133,17 +118,17 @@ struct RelayTests {
         #expect(httpGet(metricsAddress, "/nothing-here")?.status == 404)
 
         // SIGTERM: exit 0, links closed (the nodes see peer_down), nothing lost.
-        #expect(relay.terminate() == 0)
+        #expect(await relay.terminate() == 0)
         #expect(await a.wait { $0["type"] == "peer_down" && $0["id"] == ready["id"] } != nil)
-        #expect(relay.log.value.contains { $0["msg"] == "stopped" })
+        #expect(relay.log.value.contains { $0["msg"] == "stopped" }, "log ends: \(relay.log.value.suffix(4)); ended: \(relay.child.outputEnded)")
         relay = try RelayProcess(dir: dirs[0].path)
         let again = try #require(await relay.ready())
         let metrics2 = try #require(again["metrics"])
         let health2 = try #require(httpGet(metrics2, "/healthz"))
         let status2 = try #require(try JSONSerialization.jsonObject(with: Data(health2.body.utf8)) as? [String: Any])
         #expect(status2["envelopes"] as? Int == stored)
-        _ = relay.terminate()
-        a.quit(); c.quit()
+        _ = await relay.terminate()
+        await a.quit(); await c.quit()
     }
 
     @Test("a relay at its --max-store refuses envelopes from others with a counted, logged reason, and keeps what it has")
@@ -167,28 +152,24 @@ struct RelayTests {
         #expect(metrics?["peernode_sync_lag_envelopes{peer=\"\(a.id)\"}"] != nil, "--metrics-peer-labels names the peers")
         let health = httpGet(metricsAddress, "/healthz")
         #expect(health?.body.contains("\"status\":\"store_full\"") == true)
-        #expect(relay.terminate() == 0)
-        a.quit()
+        #expect(await relay.terminate() == 0)
+        await a.quit()
     }
 
     @Test("--log-file: SIGHUP reopens the log after it was rotated away; SIGINT stops like SIGTERM")
     func logRotation() async throws {
         let dirs = (0..<1).map { _ in TemporaryDirectory() }
         let logPath = dirs[0].file("relay.log")
-        let relay = Process()
-        relay.executableURL = URL(fileURLWithPath: PeerNodeProcess.binary)
-        relay.arguments = ["relay", "--data-dir", dirs[0].file("data"), "--listen", "127.0.0.1:0", "--no-discovery", "--log-file", logPath]
-        try launch(relay)
+        let relay = try Child(PeerNodeProcess.binary, ["relay", "--data-dir", dirs[0].file("data"), "--listen", "127.0.0.1:0", "--no-discovery", "--log-file", logPath])
         let ready = await eventuallyValue { (try? String(contentsOfFile: logPath, encoding: .utf8))?.contains("relay ready") == true ? true : nil }
         #expect(ready == true)
         // logrotate moves the file away, then signals.
         try FileManager.default.moveItem(atPath: logPath, toPath: logPath + ".1")
-        kill(relay.processIdentifier, SIGHUP)
+        relay.signal(SIGHUP)
         let reopened = await eventuallyValue { (try? String(contentsOfFile: logPath, encoding: .utf8))?.contains("log reopened") == true ? true : nil }
         #expect(reopened == true, "a new log file after SIGHUP")
-        kill(relay.processIdentifier, SIGINT)
-        relay.waitUntilExit()
-        #expect(relay.terminationStatus == 0)
+        relay.signal(SIGINT)
+        #expect(await relay.exited() == 0)
         #expect((try? String(contentsOfFile: logPath, encoding: .utf8))?.contains("stopping signal=INT") == true)
         #expect((try? String(contentsOfFile: logPath + ".1", encoding: .utf8))?.contains("relay ready") == true)
     }

@@ -30,7 +30,7 @@ struct RoomCommandTests {
     }
 
     @Test("a node's rooms: /join, /rooms most recent first with unread and last message, /switch by number and name, /part, /who, /peers")
-    func rooms() throws {
+    func rooms() async throws {
         let dir = TemporaryDirectory()
         let script = """
             hello general
@@ -48,7 +48,7 @@ struct RoomCommandTests {
             /help who
 
             """
-        let r = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--nick", "alice", "--listen", "127.0.0.1:0"], input: script)
+        let r = try await PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--nick", "alice", "--listen", "127.0.0.1:0"], input: script)
         #expect(r.status == 0, "\(r.stderr)")
         let lines = r.stdout.split(separator: "\n").map(String.init)
         let firstList = try #require(lines.firstIndex(of: "-- rooms (most recent first):"))
@@ -67,12 +67,12 @@ struct RoomCommandTests {
     }
 
     @Test("/search: every word, any case, accents ignored, newest first; FTS syntax in the query is just text; history from before is found")
-    func search() throws {
+    func search() async throws {
         let dir = TemporaryDirectory()
-        let first = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"],
+        let first = try await PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"],
                                             input: "lunch on friday?\nthe Café is closed\n/join #random\nLunch moved to noon\n")
         #expect(first.status == 0)
-        let r = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"], input: """
+        let r = try await PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"], input: """
             /search LUNCH
             /search cafe
             /search lunch noon
@@ -103,15 +103,15 @@ struct RoomCommandTests {
     }
 
     @Test("/trust marks an identity with ✔ everywhere its label shows, is kept across restarts, and /untrust removes it")
-    func trust() throws {
+    func trust() async throws {
         let dir = TemporaryDirectory()
-        let id = try PeerNodeProcess.run(["id", "--data-dir", dir.path]).stdout.split(separator: "\n").first.map(String.init) ?? ""
-        let first = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--nick", "alice", "--listen", "127.0.0.1:0"],
+        let id = try await PeerNodeProcess.run(["id", "--data-dir", dir.path]).stdout.split(separator: "\n").first.map(String.init) ?? ""
+        let first = try await PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--nick", "alice", "--listen", "127.0.0.1:0"],
                                             input: "hello\n/trust \(id)\n/who\n/trust nobody\n")
         #expect(first.stdout.contains("-- trusted: alice·") && first.stdout.contains("✔ (id \(id))"), "\(first.stdout)")
         #expect(first.stdout.contains("✔  you"))
         #expect(first.stdout.contains("error: "), "an unknown identity is an error")
-        let second = try PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/untrust alice\n/who\n")
+        let second = try await PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/untrust alice\n/who\n")
         #expect(second.stdout.contains("✔> hello"), "history shows the mark after a restart: \(second.stdout)")
         #expect(second.stdout.contains("-- no longer trusted: alice·"))
         #expect(second.stdout.split(separator: "\n").last { $0.contains("you") }.map { !$0.contains("✔") } == true, "untrusted: no mark")

@@ -21,7 +21,7 @@ struct ServiceUnitTests {
         let copy = work.path + "/peernode-relay.service"
         try text.replacingOccurrences(of: "/usr/local/bin/peernode", with: PeerNodeProcess.binary)
             .write(toFile: copy, atomically: true, encoding: .utf8)
-        let verified = try runToEnd(analyzer, ["verify", "--man=no", copy])
+        let verified = try await runToEnd(analyzer, ["verify", "--man=no", copy])
         // Any complaint (an unknown key, a bad value, a missing binary) fails the test.
         #expect(verified.status == 0 && verified.stderr.isEmpty && verified.stdout.isEmpty, "\(verified.stdout)\(verified.stderr)")
 
@@ -39,6 +39,6 @@ struct ServiceUnitTests {
         #expect(ready?["listen"]?.hasPrefix("127.0.0.1:") == true, "\(relay.log.value)")
         #expect(ready?["metrics"]?.hasPrefix("127.0.0.1:") == true, "metrics on loopback: \(relay.log.value)")
         #expect(text.contains("KillSignal=SIGTERM"))
-        #expect(relay.terminate() == 0)
+        #expect(await relay.terminate() == 0)
     }
 }

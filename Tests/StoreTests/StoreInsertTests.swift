@@ -7,14 +7,14 @@ import Testing
 @Suite("Inserting envelopes: idempotence, forks, gaps, clock")
 struct StoreInsertTests {
     @Test("the same bytes again are a no-op")
-    func idempotent() throws {
+    func idempotent() async throws {
         let fixture = try StoreFixture()
         let store = try #require(fixture.store)
         let alice = try ChainAuthor()
         let e = try alice.next()
         #expect(try store.insert([e], receivedAt: 1) == [.inserted])
         #expect(try store.insert([e, e], receivedAt: 2) == [.duplicate, .duplicate])
-        #expect(try sqliteShell(fixture.databasePath, "SELECT count(*) FROM envelopes") == "1")
+        #expect(try await sqliteShell(fixture.databasePath, "SELECT count(*) FROM envelopes") == "1")
         #expect(try store.forks().isEmpty)
     }
 
@@ -62,7 +62,7 @@ struct StoreInsertTests {
     }
 
     @Test("the clock counts contiguous envelopes; those past a gap are kept, counted, then joined")
-    func gaps() throws {
+    func gaps() async throws {
         let fixture = try StoreFixture()
         let store = try #require(fixture.store)
         let alice = try ChainAuthor()
@@ -78,7 +78,7 @@ struct StoreInsertTests {
         #expect(try store.aheadOfGapCount() == 0)
         #expect(try store.undeliveredCount() == 0)
         // The clock lives in the authors table, kept as envelopes arrive.
-        #expect(try sqliteShell(fixture.databasePath, "SELECT contiguous, delivered FROM authors") == "6|6")
+        #expect(try await sqliteShell(fixture.databasePath, "SELECT contiguous, delivered FROM authors") == "6|6")
     }
 
     @Test("an author's envelopes from sequence N upward, in order, limited")

@@ -62,15 +62,6 @@ final class ChainAuthor {
 }
 
 /// Runs the sqlite3 shell on a database and returns what it printed.
-func sqliteShell(_ database: String, _ sql: String) throws -> String {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-    p.arguments = [database, sql]
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = out
-    try launch(p)
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+func sqliteShell(_ database: String, _ sql: String) async throws -> String {
+    try await runToEnd("/usr/bin/sqlite3", [database, sql], combined: true).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
 }

@@ -56,65 +56,44 @@ public final class Locked<Value: Sendable>: Sendable {
     public var value: Value { mutex.withLock { $0 } }
 }
 
-/// A child process spoken to in lines (stdin/stdout), for peers written
-/// elsewhere. Killed on release.
+/// A child process spoken to in lines (stdin/stdout, stderr with stdout),
+/// for peers written elsewhere. Killed on release.
 public final class LineProcess: @unchecked Sendable {
-    let process = Process()
-    private let input = Pipe()
-    private let output = Pipe()
-    private var buffer = Data()
+    public let child: Child
+    private let lines: Locked<[String]>
+    private var taken = 0
 
     public init(_ executable: String, _ arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = output
-        try launch(process)
+        let lines = Locked<[String]>([])
+        self.lines = lines
+        child = try Child(executable, arguments, stdin: .pipe, stdout: .pipe, stderr: .stdout,
+                          onLine: { line in lines.withLock { $0.append(line) } })
     }
 
-    public func send(_ line: String) {
-        input.fileHandleForWriting.write(Data((line + "\n").utf8))
-    }
+    public func send(_ line: String) { child.send(line + "\n") }
 
-    /// The next line, or nil at end of output.
-    public func readLine() -> String? {
-        while true {
-            if let nl = buffer.firstIndex(of: 0x0A) {
-                let line = String(decoding: buffer[buffer.startIndex..<nl], as: UTF8.self)
-                buffer.removeSubrange(buffer.startIndex...nl)
-                return line
-            }
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { return buffer.isEmpty ? nil : String(decoding: buffer, as: UTF8.self) }
-            buffer.append(chunk)
+    /// The next line, or nil at end of output (or after `timeout` seconds).
+    public func readLine(timeout: Double = 30) async -> String? {
+        // The reader counts a pipe ended after its last line is in.
+        let next = await eventuallyValue(timeout, interval: .milliseconds(2)) { () -> String?? in
+            let (line, ended) = lines.withLock { ($0.count > taken ? $0[taken] : nil, child.outputEnded) }
+            if let line { return .some(line) }
+            return ended && lines.value.count <= taken ? .some(nil) : nil
         }
+        guard let line = next ?? nil else { return nil }
+        taken += 1
+        return line
     }
 
     /// Everything left, after closing our side.
-    public func rest() -> String {
-        try? input.fileHandleForWriting.close()
-        var lines: [String] = []
-        while let l = readLine() { lines.append(l) }
-        return lines.joined(separator: "\n")
-    }
-
-    deinit {
-        if process.isRunning { process.terminate() }
+    public func rest() async -> String {
+        child.closeInput()
+        await child.exited()
+        let left = lines.value.dropFirst(taken)
+        taken += left.count
+        return left.joined(separator: "\n")
     }
 }
-
-/// Starts a child process. Every test starts its children through here:
-/// Foundation's `Process.run()` on Linux is not safe to call from several
-/// threads at once (a parallel test run crashed inside it), so starts are
-/// serialised; the children themselves still run in parallel.
-public func launch(_ process: Process) throws {
-    processLaunchLock.lock()
-    defer { processLaunchLock.unlock() }
-    try process.run()
-}
-
-private let processLaunchLock = NSLock()
 
 /// What a finished child process printed, and how it ended.
 public struct Finished: Sendable {
@@ -123,21 +102,40 @@ public struct Finished: Sendable {
     public let stderr: String
 }
 
-/// Runs a program to its end (through `launch`), collecting its output.
-public func runToEnd(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> Finished {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: executable)
-    p.arguments = arguments
-    if let environment { p.environment = environment }
-    let out = Pipe(), err = Pipe()
-    p.standardOutput = out
-    p.standardError = err
-    try launch(p)
-    // Both pipes are drained before waiting, so a chatty child cannot block on a full pipe.
-    let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    p.waitUntilExit()
-    return Finished(status: p.terminationStatus, stdout: output, stderr: errors)
+/// Runs a program to its end (a `Child`), collecting its output,
+/// off the test pool. `input` is written to its stdin (then closed), or
+/// `inputFile` is its stdin; `combined`: stderr goes into `stdout` too.
+/// Every test that runs a program to its end comes through here.
+public func runToEnd(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+                     input: String = "", inputFile: String? = nil, combined: Bool = false) async throws -> Finished {
+    try await offThePool {
+        try runToEndBlocking(executable, arguments, environment: environment, input: input, inputFile: inputFile, combined: combined)
+    }
+}
+
+/// `runToEnd` on the calling thread: only for a quick command where no
+/// `await` can be (a `deinit`, a `defer` that tears a lab down).
+public func runToEndBlocking(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+                             input: String = "", inputFile: String? = nil, combined: Bool = false) throws -> Finished {
+    let child = try Child(executable, arguments, environment: environment, stdin: inputFile.map { .file($0) } ?? .pipe,
+                          stdout: .pipe, stderr: combined ? .stdout : .pipe)
+    if inputFile == nil {
+        child.send(input)
+        child.closeInput()
+    }
+    let status = child.exitedBlocking()
+    return Finished(status: status, stdout: child.output, stderr: child.errors)
+}
+
+/// Runs blocking work (reading a child's output to its end, waiting for
+/// it to exit) on a thread of its own. Tests run on Swift's cooperative pool,
+/// one thread per core: a test that blocks one of those threads for the
+/// seconds a child takes stops every other test running beside it, whose
+/// timeouts then expire (a parallel run failed that way).
+public func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+    }
 }
 
 /// SplitMix64: small, seedable, good enough to drive a simulation.
@@ -153,23 +151,12 @@ public struct SeededRandom: RandomNumberGenerator {
     }
 }
 
-/// Reads `handle` on a thread of its own until it closes, appending each line
-/// that is a JSON object to `events`, every value as text (enough for tests,
-/// and Sendable).
-public func collectJSONLines(from handle: FileHandle, into events: Locked<[[String: String]]>) {
-    Thread.detachNewThread {
-        var buffer = Data()
-        while true {
-            let chunk = handle.availableData
-            if chunk.isEmpty { break }
-            buffer.append(chunk)
-            while let nl = buffer.firstIndex(of: 0x0A) {
-                let line = buffer[buffer.startIndex..<nl]
-                buffer.removeSubrange(buffer.startIndex...nl)
-                if let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] {
-                    events.withLock { $0.append(object.mapValues { "\($0)" }) }
-                }
-            }
+/// A line handler for `Child(onLine:)` that appends each line that is a JSON
+/// object to `events`, every value as text (enough for tests, and Sendable).
+public func collectingJSON(into events: Locked<[[String: String]]>) -> @Sendable (String) -> Void {
+    { line in
+        if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] {
+            events.withLock { $0.append(object.mapValues { "\($0)" }) }
         }
     }
 }

@@ -39,8 +39,8 @@ struct ManyConnectionsTests {
                 host: "127.0.0.1", port: server.port, path: "/peernode/1",
                 configuration: .init(subprotocols: ["peernode.1"]), callbacks: callbacks, loop: clientLoop))
         }
-        let deadline = Date().addingTimeInterval(60)
-        while echoed.value.count + failures.value < Self.connections && Date() < deadline {
+        let deadline = Deadline(60)
+        while echoed.value.count + failures.value < Self.connections && !deadline.passed {
             try await Task.sleep(nanoseconds: 20_000_000)
         }
         #expect(failures.value == 0)
@@ -53,8 +53,8 @@ struct ManyConnectionsTests {
         // descriptors above 1023 are open. Then put the limit back.
         clientLoop.shutdown()
         server.loop.shutdown()
-        let closeDeadline = Date().addingTimeInterval(20)
-        while openDescriptors() > 900 && Date() < closeDeadline { try await Task.sleep(nanoseconds: 20_000_000) }
+        let closeDeadline = Deadline(20)
+        while openDescriptors() > 900 && !closeDeadline.passed { try await Task.sleep(nanoseconds: 20_000_000) }
         #expect(openDescriptors() <= 900)
         var restored = original
         setrlimit(Int32(RLIMIT_NOFILE.rawValue), &restored)

@@ -27,62 +27,40 @@ enum Peers {
 
 /// A process with its output collected; killed if it outlives `timeout`.
 final class PeerProcess: @unchecked Sendable {
-    let process = Process()
-    private let output = Locked<String>("")
-    private let pipe = Pipe()
+    let child: Child
 
     init(_ executable: String, _ arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env["NODE_PATH"] = Peers.nodePath
         env["PYTHONUNBUFFERED"] = "1"
-        process.environment = env
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try launch(process)
-        // A plain reading thread: the output is collected while the peer runs.
-        let handle = pipe.fileHandleForReading
-        let output = self.output
-        Thread.detachNewThread {
-            while true {
-                let data = handle.availableData
-                if data.isEmpty { break }
-                output.withLock { $0 += String(decoding: data, as: UTF8.self) }
-            }
-        }
+        child = try Child(executable, arguments, environment: env, stdout: .pipe, stderr: .stdout)
     }
 
-    var text: String { output.withLock { $0 } }
+    var text: String { child.output }
 
     /// Waits for a line starting with "PORT " and returns the port.
     func port(timeout: Double = 20) async throws -> UInt16? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }) {
-                return UInt16(line.dropFirst(5))
-            }
-            if !process.isRunning { return nil }
-            try await Task.sleep(nanoseconds: 20_000_000)
+        let line = await eventuallyValue(timeout) { () -> Substring?? in
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }) { return .some(line) }
+            return child.isRunning ? nil : .some(nil)
         }
-        return nil
+        return line?.flatMap { UInt16($0.dropFirst(5)) }
     }
 
     /// Waits for exit (killing it after `timeout`), returns the status.
     func wait(timeout: Double = 60) async throws -> Int32 {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
-        if process.isRunning { await stop() }
-        try await Task.sleep(nanoseconds: 50_000_000)  // let the last output arrive
-        return process.terminationStatus
+        let deadline = Deadline(timeout)
+        while child.isRunning && !deadline.passed { try await Task.sleep(nanoseconds: 20_000_000) }
+        if child.isRunning { await stop() }
+        return await child.exited()
     }
 
     /// Ends the peer (SIGTERM, then SIGKILL after two seconds).
     func stop() async {
-        if process.isRunning { process.terminate() }
-        let deadline = Date().addingTimeInterval(2)
-        while process.isRunning && Date() < deadline { try? await Task.sleep(nanoseconds: 10_000_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        child.signal(SIGTERM)
+        let deadline = Deadline(2)
+        while child.isRunning && !deadline.passed { try? await Task.sleep(nanoseconds: 10_000_000) }
+        child.signal(SIGKILL)
     }
 }
 
@@ -93,6 +71,8 @@ final class EchoServer: @unchecked Sendable {
     let port: UInt16
     let closes = Locked<[CloseInfo]>([])
     let opened = Locked<Int>(0)
+    /// Pongs received (answers to the server's keepalive pings).
+    let pongs = Locked<Int>(0)
 
     init(configuration: WebSocketServer.Configuration = .init(paths: ["/peernode/1"], subprotocols: ["peernode.1"]),
          http: (@Sendable (HTTPRequest) -> HTTPResponse?)? = nil) throws {
@@ -100,6 +80,7 @@ final class EchoServer: @unchecked Sendable {
         loop.start()
         let closes = self.closes
         let opened = self.opened
+        let pongs = self.pongs
         let callbacks = WebSocketCallbacks(
             onOpen: { _ in opened.withLock { $0 += 1 } },
             onMessage: { connection, message in
@@ -110,6 +91,7 @@ final class EchoServer: @unchecked Sendable {
                     connection.send(message)
                 }
             },
+            onPong: { _, _ in pongs.withLock { $0 += 1 } },
             onClose: { _, info in closes.withLock { $0.append(info) } })
         server = WebSocketServer(loop: loop, configuration: configuration, callbacks: callbacks, httpHandler: http)
         port = try server.listen(host: "127.0.0.1", port: 0)
@@ -119,8 +101,8 @@ final class EchoServer: @unchecked Sendable {
 
     /// Waits until `count` connections have closed.
     func waitForCloses(_ count: Int, timeout: Double = 10) async throws -> [CloseInfo] {
-        let deadline = Date().addingTimeInterval(timeout)
-        while closes.withLock({ $0.count }) < count && Date() < deadline { try await Task.sleep(nanoseconds: 10_000_000) }
+        let deadline = Deadline(timeout)
+        while closes.withLock({ $0.count }) < count && !deadline.passed { try await Task.sleep(nanoseconds: 10_000_000) }
         return closes.withLock { $0 }
     }
 
@@ -141,7 +123,13 @@ final class ClientProbe: @unchecked Sendable {
     var connection: WebSocketConnection?
     private let queue = Locked<[Event]>([])
 
-    init(port: UInt16, path: String = "/peernode/1", configuration: WebSocketClient.Configuration = .init(subprotocols: ["peernode.1"]),
+    /// Keepalive pings are pushed far out (`quiet`): under load a peer can
+    /// be silent past the default 20 s, and the pong of a keepalive would
+    /// then land between the events a conversation expects in order.
+    static let quiet = WebSocketTimeouts(pingInterval: 600, pongDeadline: 60)
+
+    init(port: UInt16, path: String = "/peernode/1",
+         configuration: WebSocketClient.Configuration = .init(subprotocols: ["peernode.1"], timeouts: quiet),
          loop: EventLoop? = nil) throws {
         let l = try loop ?? EventLoop()
         l.start()
@@ -159,13 +147,8 @@ final class ClientProbe: @unchecked Sendable {
     }
 
     /// The next event, or nil after `timeout` seconds.
-    func next(timeout: Double = 30) async -> Event? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let e = queue.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { return e }
-            try? await Task.sleep(nanoseconds: 2_000_000)
-        }
-        return nil
+    func next(timeout: Double = 60) async -> Event? {
+        await eventuallyValue(timeout, interval: .milliseconds(2)) { queue.withLock { $0.isEmpty ? nil : $0.removeFirst() } }
     }
 
     deinit { loop.shutdown() }

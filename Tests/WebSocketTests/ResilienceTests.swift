@@ -11,9 +11,9 @@ struct ResilienceTests {
         let server = try EchoServer(configuration: .init(paths: nil, timeouts: WebSocketTimeouts(handshake: 0.3)))
         let raw = try RawSocket(port: server.port)
         raw.send("GET /peernode/1 HTTP/1.1\r\nHost: x\r\n")  // and never the rest
-        let start = Date()
+        let start = Deadline.now()
         #expect(raw.readToEnd().isEmpty)
-        let waited = Date().timeIntervalSince(start)
+        let waited = Deadline.now() - start
         #expect(waited >= 0.2 && waited < 3, "\(waited)")
     }
 
@@ -48,7 +48,8 @@ struct ResilienceTests {
         // Our client answers pings by itself.
         let alive = try ClientProbe(port: server.port)
         #expect(await alive.next() == .open(subprotocol: "peernode.1"))
-        try await Task.sleep(nanoseconds: 1_500_000_000)
+        // Three pings answered (each within the 0.3 s deadline), and still only the silent one closed.
+        #expect(await eventually(10) { server.pongs.value >= 3 })
         #expect(server.closes.value.count == 1)
         alive.connection?.send(.text("still here"))
         #expect(await alive.next() == .message(.text("still here")))
@@ -78,8 +79,8 @@ struct ResilienceTests {
         let port = try server.listen(host: "127.0.0.1", port: 0)
         let raw = try RawSocket(port: port, receiveBuffer: 4096)
         #expect(raw.handshake())  // then never reads
-        let deadline = Date().addingTimeInterval(10)
-        while closes.value.isEmpty && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+        let deadline = Deadline(10)
+        while closes.value.isEmpty && !deadline.passed { try await Task.sleep(nanoseconds: 20_000_000) }
         #expect(closes.value.first?.code == .policyViolation)
         #expect(closes.value.first?.byPeer == false)
     }
@@ -110,15 +111,19 @@ struct ResilienceTests {
         let port = try server.listen(host: "127.0.0.1", port: 0)
         let raw = try RawSocket(port: port, receiveBuffer: 16 << 10)
         #expect(raw.handshake())
-        // Slow at first (the window fills and the sender waits), then read it all.
-        try await Task.sleep(nanoseconds: 500_000_000)
+        // Slow at first (the window fills and the sender waits), then read it all (off the test pool: recv blocks).
+        #expect(await eventually(10) { state.value.highest >= window })
         let expected = total * (chunk.count + 10)  // 10: the header of an unmasked 64 KiB frame
-        var received = 0
-        var buffer = [UInt8](repeating: 0, count: 16 << 10)
-        while received < expected {
-            let n = buffer.withUnsafeMutableBytes { recv(raw.fd, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { break }
-            received += n
+        let fd = raw.fd
+        let received = try await offThePool {
+            var received = 0
+            var buffer = [UInt8](repeating: 0, count: 16 << 10)
+            while received < expected {
+                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                guard n > 0 else { break }
+                received += n
+            }
+            return received
         }
         #expect(received == expected)
         #expect(state.value.sent == total)

@@ -33,9 +33,9 @@ def read_until(fd, needle, timeout=15, start=None):
     current end); returns what came from there."""
     global screen
     start = len(screen) if start is None else start
-    deadline = time.time() + timeout
+    deadline = time.monotonic() + timeout
     while needle not in screen[start:]:
-        left = deadline - time.time()
+        left = deadline - time.monotonic()
         if left <= 0:
             fail(f"did not see {needle!r}")
         r, _, _ = select.select([fd], [], [], left)
@@ -59,13 +59,13 @@ def b_wait(match, what, timeout=15):
     our own buffer: select() on a buffered file object misses lines already
     buffered, and would wait for nothing."""
     global b_buffer
-    deadline = time.time() + timeout
+    deadline = time.monotonic() + timeout
     while True:
         while b_lines:
             event = json.loads(b_lines.pop(0))
             if match(event):
                 return event
-        left = deadline - time.time()
+        left = deadline - time.monotonic()
         if left <= 0:
             fail(f"B never got {what}")
         r, _, _ = select.select([b.stdout.fileno()], [], [], left)
