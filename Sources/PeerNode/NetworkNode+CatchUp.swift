@@ -37,7 +37,7 @@ extension NetworkNode {
                 let cut = batch.firstIndex { $0.envelope.version > link.version.envelopeVersion }
                 if let cut { batch.removeSubrange(cut...) }
                 links[id]?.catchUp.took(read: read.count, sent: batch.count, last: batch.last?.envelope.sequence, chainEnds: cut != nil)
-                if !batch.isEmpty { send(.envelopes(batch), to: id) }
+                if !batch.isEmpty { feed(.send(id, .envelopes(batch))) }
             }
         }
     }

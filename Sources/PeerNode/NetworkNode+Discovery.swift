@@ -24,9 +24,9 @@ extension NetworkNode {
         switch action {
         case let .found(peer, host, port):
             guard !blocked.contains(peer) else { return }
-            perform(table.found(peer, host: host, port: port, listening: listenPort != 0, now: monotonic()))
+            feed(.found(peer, host: host, port: port, listening: listenPort != 0))
         case let .expired(peer):
-            table.expired(peer)
+            feed(.expired(peer))
         case .send:
             break
         }

@@ -9,76 +9,6 @@ import Store
 extension NetworkNode {
     // MARK: gossip
 
-    func gossip(_ message: GossipMessage, from id: LinkID) {
-        switch message {
-        case let .clock(entries, full): perform(replicator.clockReceived(id, entries: entries, full: full, now: monotonic()))
-        case let .envelopes(batch): perform(replicator.envelopesReceived(id, batch, now: monotonic()))
-        case let .request(ranges): perform(replicator.requestReceived(id, ranges: ranges))
-        case let .clockSince(base, entries): perform(replicator.clockSinceReceived(id, base: base, entries: entries, now: monotonic()))
-        case .fullClockWanted:
-            count(.fullClockWantedReceived)
-            perform(replicator.fullClockWanted(id))
-        case let .stored(entries):
-            perform(replicator.storedReceived(id, entries: entries, now: monotonic()))
-            if let remote = table.links[id]?.remote, let mine = entries.first(where: { $0.author == node.me }) {
-                emit(storedArrived(mine.sequence, by: remote))
-            }
-        }
-    }
-
-    func send(_ message: GossipMessage, to id: LinkID) {
-        // A batch goes out in messages of at most `batchBytes` (large bodies add up).
-        if case let .envelopes(batch) = message, batch.count > 1 {
-            let parts = GossipMessage.batches(batch)
-            if parts.count > 1 {
-                for part in parts { send(.envelopes(part), to: id) }
-                return
-            }
-        }
-        let encoded = message.encoded
-        switch message {
-        case let .clock(_, full): countClock(full ? .clockFullSent : .clockDeltaSent, bytes: encoded.count)
-        case .clockSince: countClock(.clockSinceSent, bytes: encoded.count)
-        case .fullClockWanted: countClock(.fullClockWantedSent, bytes: encoded.count)
-        case let .envelopes(batch): count(.envelopesSent, by: batch.count)
-        case .request, .stored: break
-        }
-        for chunk in GossipChunker.chunks(encoded) {
-            guard var link = links[id] else { return }
-            let actions = link.session.send(chunk)
-            links[id] = link
-            apply(actions, on: id)
-        }
-    }
-
-    func perform(_ actions: [Replicator.Action]) {
-        for action in actions {
-            switch action {
-            case let .send(id, message):
-                send(message, to: id)
-            case let .sendStored(id, author, from, through):
-                queueCatchUp(id, author: author, from: from, through: through)
-            case let .verifyAndStore(id, batch):
-                verifyAndStore(batch, from: id)
-            case let .disconnect(id, reason):
-                count(.disconnectedInvalid)
-                links[id]?.connection.close(code: .policyViolation, reason: reason)
-            case let .pushesLimited(id, count):
-                self.count(.pushRateLimited, by: count)
-                self.count(.disconnectedFlood)
-                links[id]?.connection.close(code: .policyViolation, reason: "pushing faster than \(Int(replicator.pushBudget.perSecond)) envelopes/s")
-            case let .clockEntriesIgnored(_, count):
-                self.count(.clockEntriesIgnored, by: count)
-            case let .heldBack(_, count):
-                self.count(.envelopesTooNewForLink, by: count)
-            case let .remember(id, clocks):
-                // Saved with the others at most every `peerClockSaveInterval`.
-                guard let remote = table.links[id]?.remote else { continue }
-                unsavedPeerClocks[remote] = clocks
-            }
-        }
-    }
-
     /// Seconds between writes of the per-peer clocks: a peer sending clock
     /// messages as fast as it can costs one write per peer per interval,
     /// not one per message. A crash loses at most this much of a hint.
@@ -108,7 +38,7 @@ extension NetworkNode {
         if storeFull {
             // Refused, not lost: the clock exchange offers them again once there is room.
             count(.storeFull, by: batch.count)
-            perform(replicator.stored(from: id, checked: batch, inserted: [], invalid: 0, newClock: [], now: monotonic()))
+            feed(.stored(from: id, checked: batch, inserted: [], invalid: 0, newClock: []))
             return
         }
         if batchesVerifying == 0, batch.count <= Self.inlineVerifyLimit {
@@ -146,7 +76,7 @@ extension NetworkNode {
         } catch {
             log.warning("storing failed: \(error)")
         }
-        perform(replicator.stored(from: id, checked: batch, inserted: inserted, invalid: batch.count - valid.count, newClock: clock, now: monotonic()))
+        feed(.stored(from: id, checked: batch, inserted: inserted, invalid: batch.count - valid.count, newClock: clock))
         showDeliveries()
     }
 
@@ -181,11 +111,6 @@ extension NetworkNode {
     }
 
     func count(_ counter: Counter, by n: Int = 1) {
-        counters.add(counter, n)
-    }
-
-    func countClock(_ kind: Counter, bytes: Int) {
-        count(kind)
-        count(.clockBytesSent, by: bytes)
+        core.count(counter, by: n)
     }
 }

@@ -17,7 +17,7 @@ extension NetworkNode {
         guard ownHistoryRefusal(now: now) == nil else { return }
         for (room, receipt) in receipts.due(now: now) {
             do {
-                perform(replicator.localPost(try node.postReceipt(receipt, in: room)))
+                feed(.posted(try node.postReceipt(receipt, in: room)))
             } catch {
                 log.warning("sending a receipt failed: \(error)")
             }

@@ -94,7 +94,7 @@ extension NetworkNode {
         guard node.nick != nick else { return }
         do {
             let e = try node.post(nick, kind: .nick, in: session.room)
-            perform(replicator.localPost(e))
+            feed(.posted(e))
             showDeliveries()
         } catch {
             log.warning("could not post the nick \(nick): \(error)")

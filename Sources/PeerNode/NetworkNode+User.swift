@@ -86,7 +86,7 @@ extension NetworkNode {
             return ([stats()], true)
         case let .invite(who, room):
             let peer = try node.resolve(who)
-            perform(replicator.localPost(try node.invite(peer, to: try RoomName(room))))
+            feed(.posted(try node.invite(peer, to: try RoomName(room))))
             return ([.invited(node.people[peer], room: room)], true)
         case let .answerInvite(room, accept):
             return (try answerInvite(room, accept: accept), true)
@@ -106,12 +106,12 @@ extension NetworkNode {
             let key = try node.resolve(who)
             try node.store.setBlocked(key, on, at: Node.now())
             blocked.set(try node.store.blockedIdentities())
-            if on { perform(table.block(key)) }
+            if on { feed(.blocked(key)) }
             return ([.blockChanged(node.people[key], blocked: on)], true)
         case let .direct(who, text):
             // `node.postingGate` refuses it while our history may be elsewhere.
             let peer = try node.resolve(who)
-            perform(replicator.localPost(try node.postDirect(text, to: peer)))
+            feed(.posted(try node.postDirect(text, to: peer)))
             showDeliveries()
         case .empty:
             break
@@ -157,7 +157,7 @@ extension NetworkNode {
         if let nick = ownHistory.takePendingNick() { post(nick: nick) }
         let e = try node.post(text, kind: kind, in: session.room)
         receipts.posted(e.sequence, in: e.room)
-        perform(replicator.localPost(e))
+        feed(.posted(e))
         showDeliveries()
     }
 

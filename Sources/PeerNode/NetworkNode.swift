@@ -14,14 +14,12 @@ import WebSocket
 /// callbacks, ticks, and stdin lines are all handed to that loop), which is
 /// what makes the unchecked `Sendable` sound.
 final class NetworkNode: @unchecked Sendable {
-    /// What the shell keeps of one open connection; who it carries, and
-    /// its dialler, are the link table's (`table`).
+    /// What the shell keeps of one open connection; its session, who it
+    /// carries and its dialler are the core's (`core`).
     struct Link {
         let connection: WebSocketConnection
-        var session: LinkSession
         /// The version agreed in the WebSocket handshake.
         let version: LinkProtocol
-        var chunker = GossipChunker()
         /// Smoothed round-trip time (seconds), from WebSocket pings.
         var roundTrip: Double?
         /// The probe in flight: its number (the ping's payload) and when it left.
@@ -48,10 +46,15 @@ final class NetworkNode: @unchecked Sendable {
     /// Where what happens is shown: the terminal, `--json`, or a relay's log.
     let presenter: any Presenter
     let session: ChatSession
-    var replicator: Replicator
+    /// The links' sessions, who each carries, the diallers, the tie-break,
+    /// backoff, replication and counters (pure; this class does its effects).
+    var core: LinkCore
+    var replicator: Replicator { core.replicator }
+    var table: LinkTable { core.table }
+    /// What happened: refusals and failures by reason, clock messages by
+    /// kind and their bytes (`/stats` shows them).
+    var counters: Counters { core.counters }
     var links: [LinkID: Link] = [:]
-    /// Who each link carries, the diallers, the tie-break and backoff (pure).
-    var table: LinkTable
     private var linkOf: [ObjectIdentifier: LinkID] = [:]
     private var nextLink = 1
     var lastShown: Int64
@@ -60,15 +63,8 @@ final class NetworkNode: @unchecked Sendable {
     private(set) var listenAddress = ""
     /// The port links are accepted on (0: none), as discovery announces it.
     private(set) var listenPort: UInt16 = 0
-    /// What happened: refusals and failures by reason, clock messages by
-    /// kind and their bytes (`/stats` shows them).
-    var counters = Counters()
     /// Read by link handshakes (possibly on another thread), changed by /block.
     let blocked = BlockList()
-    /// The close reason of a link that lost the tie-break: the other side
-    /// keeps the peer up for `LinkTable.duplicateGrace`.
-    static let duplicateReason = "duplicate link"
-
     /// Receipts owed, and how far our own messages have got (pure).
     var receipts: ReceiptLedger
     var syncProgress = SyncProgress()
@@ -115,8 +111,7 @@ final class NetworkNode: @unchecked Sendable {
         self.relay = relay
         loop = try EventLoop()
         session = try ChatSession(node: node, room: room)
-        replicator = Replicator(me: node.me, clock: try node.store.vectorClock(), random: SystemRandomNumberGenerator())
-        table = LinkTable(me: node.me, random: SystemRandomNumberGenerator())
+        core = LinkCore(me: node.me, clock: try node.store.vectorClock(), random: SystemRandomNumberGenerator())
         lastShown = node.store.lastDeliveryNumber
         receipts = ReceiptLedger(me: node.me, sendsRead: sendsReadReceipts)
         ownHistory = OwnHistoryGate(pendingNick: pendingNick)
@@ -134,12 +129,7 @@ final class NetworkNode: @unchecked Sendable {
     /// `--max-per-address` and `--push-rate` (already checked by the parser).
     func applyLimits(_ options: Options) {
         if let limit = options.maxPerAddress.flatMap({ Int($0) }) { maximumConnectionsPerAddress = limit }
-        if let rate = options.pushRate.flatMap({ Double($0) }) {
-            // The burst stays the same number of seconds of the rate as by default.
-            replicator.pushBudget = (burst: rate * Replicator.pushBurst / Replicator.pushRate, perSecond: rate)
-            // What a link brings when asked goes no faster: one rate for all it brings.
-            replicator.pullBudget = replicator.pushBudget
-        }
+        if let rate = options.pushRate.flatMap({ Double($0) }) { core.limitPushes(perSecond: rate) }
     }
 
     func start(listen: String?, peers: [String], discovery: DiscoveryService.Configuration? = nil) throws {
@@ -167,7 +157,7 @@ final class NetworkNode: @unchecked Sendable {
         }
         for peer in peers {
             guard let (h, p) = Self.parse(peerURL: peer) else { throw NodeError.badAddress(option: "--peer", needs: "ws://HOST:PORT", got: peer) }
-            table.addPeer(host: h, port: p)
+            core.addPeer(host: h, port: p)
         }
         if let discovery { startDiscovery(discovery, listening: self.server != nil) }
         loop.start()
@@ -199,7 +189,7 @@ final class NetworkNode: @unchecked Sendable {
             onHandshakeFailure: { [self] c, error in
                 count(.websocketHandshakeFailed)
                 log.warning("link to \(c.remoteAddress) failed: \(error)")
-                if let dialer { table.dialFailed(dialer, now: monotonic()) }
+                if let dialer { feed(.dialFailed(dialer)) }
             })
     }
 
@@ -208,7 +198,7 @@ final class NetworkNode: @unchecked Sendable {
         // Never a link, so its close is not reported: the dialler tries again.
         func refuse(_ code: CloseCode, _ reason: String) {
             c.close(code: code, reason: reason)
-            if let dialer { table.dialFailed(dialer, now: monotonic()) }
+            if let dialer { feed(.dialFailed(dialer)) }
         }
         // Both ends required a subprotocol we offered, so this only fails on a bug.
         guard let version = LinkProtocol(subprotocol: c.subprotocol) else {
@@ -221,92 +211,70 @@ final class NetworkNode: @unchecked Sendable {
         }
         let id = nextLink
         nextLink += 1
-        links[id] = Link(connection: c, session: session, version: version)
+        links[id] = Link(connection: c, version: version)
         linkOf[ObjectIdentifier(c)] = id
-        table.opened(id, dialer: dialer)
-        if dialer != nil { apply(links[id]?.session.start() ?? [], on: id) }
+        feed(.opened(id, dialer: dialer, session: session, version: version, address: c.remoteAddress))
     }
 
     func receive(_ bytes: [UInt8], on id: LinkID) {
-        count(.bytesIn, by: bytes.count)
         lastLinkTraffic = monotonic()
-        guard var link = links[id] else { return }
-        let actions = link.session.receive(bytes)
-        links[id] = link
-        apply(actions, on: id)
+        feed(.received(id, bytes))
     }
 
-    func apply(_ actions: [LinkSession.Action], on id: LinkID) {
-        for action in actions {
-            guard let link = links[id] else { return }
-            switch action {
-            case let .send(bytes):
-                count(.bytesOut, by: bytes.count)
-                link.connection.send(.binary(bytes))
-            case let .established(remote):
-                perform(table.established(id, remote: remote, now: monotonic()))
-            case let .deliver(chunk):
-                guard var l = links[id] else { return }
-                do {
-                    let whole = try l.chunker.add(chunk)
-                    links[id] = l
-                    if let whole { gossip(try GossipMessage.decode(whole), from: id) }
-                } catch {
-                    count(.badGossipMessage)
-                    link.connection.close(code: .policyViolation, reason: "bad gossip message: \(error)")
-                }
-            case let .close(failure):
-                count(Counter(failure))
-                if case let .unexpectedIdentity(_, got) = failure { perform(table.misdirected(id, answered: got, now: monotonic())) }
-                log.warning("link from \(link.connection.remoteAddress) refused: \(failure)", ["reason": failure.counterName])
-                link.connection.close(code: .policyViolation, reason: failure.description)
-            }
-        }
+    /// Hands the core an event and does what it decided.
+    func feed(_ input: LinkCore.Input) {
+        perform(core.handle(input, now: monotonic()))
     }
 
-    /// Does what the link table decided.
-    func perform(_ effects: [LinkTable.Effect]) {
+    /// Does what the core decided.
+    func perform(_ effects: [LinkCore.Effect]) {
         for effect in effects {
             switch effect {
+            case let .transmit(id, bytes):
+                links[id]?.connection.send(.binary(bytes))
+            case let .close(id, closing, reason):
+                links[id]?.connection.close(code: closing == .normal ? .normal : .policyViolation, reason: reason)
             case let .dial(d, host, port):
                 dial(d, host: host, port: port)
-            case let .close(id, .duplicate):
-                links[id]?.connection.close(code: .normal, reason: Self.duplicateReason)
-            case let .close(id, .blocked):
-                links[id]?.connection.close(code: .policyViolation, reason: "blocked")
-            case let .up(id, remote, announce):
-                linkUp(id, remote: remote, announce: announce)
-            case let .down(id):
-                replicator.linkDown(id)
+            case let .up(id, remote, announce, nick):
+                linkUp(id, remote: remote, announce: announce, nick: nick)
             case let .peerDown(remote, reason):
                 discovery?.setLinked(remote, false)
                 emit(.peerDown(remote, reason: reason))
-            case let .count(counter):
-                count(counter)
-            case let .misdirected(address, announced, answered, until):
-                log.warning("\(address) was announced for \(announced?.shortFingerprint ?? "?") but \(answered.shortFingerprint) answered; "
-                    + "not dialled there for \(Int(until - monotonic())) s")
+            case let .catchUp(id, author, from, through):
+                queueCatchUp(id, author: author, from: from, through: through)
+            case let .verifyAndStore(id, batch):
+                verifyAndStore(batch, from: id)
+            case let .remember(remote, clocks):
+                // Saved with the others at most every `peerClockSaveInterval`.
+                unsavedPeerClocks[remote] = clocks
+            case let .ownStored(sequence, remote):
+                emit(storedArrived(sequence, by: remote))
+            case let .warning(line, reason?):
+                log.warning(line, ["reason": reason])
+            case let .warning(line, nil):
+                log.warning(line)
             }
         }
     }
 
     /// A link carries `remote` now (`announce`: it was not up just before).
-    func linkUp(_ id: LinkID, remote: PublicKey, announce: Bool) {
+    func linkUp(_ id: LinkID, remote: PublicKey, announce: Bool, nick: String?) {
         guard let link = links[id] else { return }
         let now = monotonic()
         probeRoundTrip(on: id, now: now)
         discovery?.setLinked(remote, true)
         if announce {
             // The nick from its messages if we have them, else the one it claimed in the handshake.
-            emit(.peerUp(node.people[remote].claiming(link.session.remoteNick.map(PeerText.init)), address: link.connection.remoteAddress))
+            emit(.peerUp(node.people[remote].claiming(nick.map(PeerText.init)), address: link.connection.remoteAddress))
         }
         // What we remember of this peer makes the clock exchange cost what changed.
-        perform(replicator.linkUp(id, now: now, memory: peerClocks(of: remote), version: link.version))
+        feed(.replicate(id, memory: peerClocks(of: remote)))
     }
 
     func closed(_ c: WebSocketConnection, reason: PeerText) {
         guard let id = linkOf.removeValue(forKey: ObjectIdentifier(c)), links.removeValue(forKey: id) != nil else { return }
-        perform(table.closed(id, reason: reason, duplicate: reason.unsanitized == Self.duplicateReason, now: monotonic()))
+        feed(.closed(id, reason: reason))
     }
 
     func dial(_ d: LinkTable.DialerID, host: String, port: UInt16) {
@@ -317,7 +285,7 @@ final class NetworkNode: @unchecked Sendable {
                                      limits: WebSocketLimits(maximumMessageSize: Self.maximumLinkMessage, maximumSendQueue: Self.linkSendQueue, acceptsText: false)),
                 callbacks: callbacks(dialer: d), loop: loop)
         } catch {
-            table.dialFailed(d, now: monotonic())
+            feed(.dialFailed(d))
         }
     }
 
@@ -355,17 +323,13 @@ final class NetworkNode: @unchecked Sendable {
                 promptChanged(current)
             }
         }
-        perform(replicator.tick(now: now))
+        feed(.tick)
         savePeerClocks(now: now)
         tickOwnHistory(now: now)
-        for id in links.keys.sorted() {
-            guard var link = links[id] else { continue }
-            let actions = link.session.tick(now: now)
-            links[id] = link
-            apply(actions, on: id)
-            if table.links[id]?.remote != nil, now - link.lastProbe >= Self.roundTripProbeInterval { probeRoundTrip(on: id, now: now) }
+        for (id, link) in links.sorted(by: { $0.key < $1.key })
+        where table.links[id]?.remote != nil && now - link.lastProbe >= Self.roundTripProbeInterval {
+            probeRoundTrip(on: id, now: now)
         }
-        perform(table.tick(now: now))
     }
 
     /// Seconds a stopping node waits for its links to finish closing.

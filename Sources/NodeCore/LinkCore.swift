@@ -1,0 +1,289 @@
+import Crypto
+import Gossip
+import NetworkText
+
+/// The node's links and what travels on them, pure (STYLE.md §1): each
+/// link's Noise session and gossip chunks, the link table (tie-break,
+/// backoff, diallers), replication, and the counters of what happened.
+/// Bytes, link events and the time go in (`handle`); what the shell must do
+/// comes out (`Effect`): bytes to write, links to close, addresses to dial,
+/// batches to verify and store, peers to show up or down, lines to log.
+/// The shell owns the sockets, the store and the screen.
+public struct LinkCore {
+    /// What the core keeps of one open connection.
+    struct Link {
+        var session: LinkSession
+        /// The version agreed in the WebSocket handshake.
+        let version: LinkProtocol
+        /// Where it came from or went to (for log lines).
+        let address: String
+        var chunker = GossipChunker()
+    }
+
+    public enum Input {
+        /// A connection's WebSocket is open (dialled by `dialer`, or
+        /// accepted), with the Noise session the shell made for it.
+        case opened(LinkID, dialer: LinkTable.DialerID?, session: LinkSession, version: LinkProtocol, address: String)
+        /// Bytes (one WebSocket message) arrived on a link.
+        case received(LinkID, [UInt8])
+        /// A link closed, with the reason its peer gave.
+        case closed(LinkID, reason: PeerText)
+        /// A dial did not become a link.
+        case dialFailed(LinkTable.DialerID)
+        /// A link is up (`Effect.up`): replication starts on it, with what
+        /// was remembered of its peer.
+        case replicate(LinkID, memory: PeerClocks?)
+        /// Send a gossip message on a link (catch-up batches the shell read).
+        case send(LinkID, GossipMessage)
+        /// A batch `verifyAndStore` asked for was verified and stored:
+        /// `inserted` are new, `invalid` failed verification, `newClock`
+        /// is where their authors' chains stand now.
+        case stored(from: LinkID?, checked: [CarriedEnvelope], inserted: [CarriedEnvelope], invalid: Int, newClock: [Dependency])
+        /// We signed and stored an envelope of our own.
+        case posted(Envelope)
+        /// Discovery found `peer` at `host:port` (`listening`: we accept links).
+        case found(PublicKey, host: String, port: UInt16, listening: Bool)
+        /// Discovery has not heard `peer` for its expiry.
+        case expired(PublicKey)
+        /// `peer` was blocked.
+        case blocked(PublicKey)
+        /// Once a second: timeouts, clock exchanges, redials.
+        case tick
+    }
+
+    /// How the shell closes a link (the WebSocket close code it sends).
+    public enum Closing: Equatable, Sendable {
+        /// 1000: the link lost a tie-break.
+        case normal
+        /// 1008: the peer broke a rule.
+        case policyViolation
+    }
+
+    public enum Effect: Equatable, Sendable {
+        /// Write these bytes on the link (one binary WebSocket message).
+        case transmit(LinkID, [UInt8])
+        case close(LinkID, Closing, reason: String)
+        /// Open a connection for this dialler; report it with `opened`, or `dialFailed`.
+        case dial(LinkTable.DialerID, host: String, port: UInt16)
+        /// The link carries `peer` now (`announce`: no link carried it just
+        /// before; `nick`: what it claimed in its handshake). Answer with `replicate`.
+        case up(LinkID, PublicKey, announce: Bool, nick: String?)
+        /// No link carries `peer` any more (with the reason its last link gave).
+        case peerDown(PublicKey, reason: PeerText?)
+        /// Read `from...through` of `author` from the store and send it on
+        /// the link as the socket drains (`send`).
+        case catchUp(LinkID, author: PublicKey, from: UInt64, through: UInt64)
+        /// Verify these envelopes' signatures and store them; answer with `stored`.
+        case verifyAndStore(LinkID, [CarriedEnvelope])
+        /// Keep what `peer` declared, for its next link.
+        case remember(PublicKey, PeerClocks)
+        /// `peer` holds our own messages through `sequence`.
+        case ownStored(UInt64, by: PublicKey)
+        /// A line for the operator's log (with the counter's name of a refusal).
+        case warning(String, reason: String?)
+    }
+
+    /// The close reason of a link that lost the tie-break: the other side
+    /// keeps the peer up for `LinkTable.duplicateGrace`.
+    public static let duplicateReason = "duplicate link"
+
+    public let me: PublicKey
+    public private(set) var table: LinkTable
+    public private(set) var replicator: Replicator
+    public private(set) var counters = Counters()
+    private var links: [LinkID: Link] = [:]
+
+    public init(me: PublicKey, clock: VectorClock, random: some RandomNumberGenerator) {
+        self.me = me
+        table = LinkTable(me: me, random: random)
+        replicator = Replicator(me: me, clock: clock, random: random)
+    }
+
+    /// `--push-rate`: envelopes per second a link may push (and bring when
+    /// asked); the burst stays the same number of seconds of the rate.
+    public mutating func limitPushes(perSecond rate: Double) {
+        replicator.pushBudget = (burst: rate * Replicator.pushBurst / Replicator.pushRate, perSecond: rate)
+        replicator.pullBudget = replicator.pushBudget
+    }
+
+    /// `--peer`: a dialler that tries at the first tick.
+    public mutating func addPeer(host: String, port: UInt16) { table.addPeer(host: host, port: port) }
+
+    public mutating func count(_ counter: Counter, by n: Int = 1) { counters.add(counter, n) }
+
+    /// The nick `link`'s peer claimed in its handshake.
+    public func claimedNick(on link: LinkID) -> String? { links[link]?.session.remoteNick }
+
+    public mutating func handle(_ input: Input, now: Double) -> [Effect] {
+        var out: [Effect] = []
+        switch input {
+        case let .opened(id, dialer, fresh, version, address):
+            links[id] = Link(session: fresh, version: version, address: address)
+            table.opened(id, dialer: dialer)
+            if dialer != nil { session(id, now: now, into: &out) { $0.start() } }
+        case let .received(id, bytes):
+            count(.bytesIn, by: bytes.count)
+            session(id, now: now, into: &out) { $0.receive(bytes) }
+        case let .closed(id, reason):
+            guard links.removeValue(forKey: id) != nil else { break }
+            table(table.closed(id, reason: reason, duplicate: reason.unsanitized == Self.duplicateReason, now: now), now: now, into: &out)
+        case let .dialFailed(d):
+            table.dialFailed(d, now: now)
+        case let .replicate(id, memory):
+            guard let link = links[id] else { break }
+            replicate(replicator.linkUp(id, now: now, memory: memory, version: link.version), now: now, into: &out)
+        case let .send(id, message):
+            send(message, on: id, now: now, into: &out)
+        case let .stored(from, checked, inserted, invalid, newClock):
+            replicate(replicator.stored(from: from, checked: checked, inserted: inserted, invalid: invalid, newClock: newClock, now: now),
+                      now: now, into: &out)
+        case let .posted(envelope):
+            replicate(replicator.localPost(envelope), now: now, into: &out)
+        case let .found(peer, host, port, listening):
+            table(table.found(peer, host: host, port: port, listening: listening, now: now), now: now, into: &out)
+        case let .expired(peer):
+            table.expired(peer)
+        case let .blocked(peer):
+            table(table.block(peer), now: now, into: &out)
+        case .tick:
+            replicate(replicator.tick(now: now), now: now, into: &out)
+            for id in links.keys.sorted() { session(id, now: now, into: &out) { $0.tick(now: now) } }
+            table(table.tick(now: now), now: now, into: &out)
+        }
+        return out
+    }
+
+    // MARK: inside
+
+    /// Runs `step` on a link's session and does what it decided.
+    private mutating func session(_ id: LinkID, now: Double, into out: inout [Effect], _ step: (inout LinkSession) -> [LinkSession.Action]) {
+        guard var link = links[id] else { return }
+        let actions = step(&link.session)
+        links[id] = link
+        for action in actions {
+            guard let link = links[id] else { return }
+            switch action {
+            case let .send(bytes):
+                count(.bytesOut, by: bytes.count)
+                out.append(.transmit(id, bytes))
+            case let .established(remote):
+                table(table.established(id, remote: remote, now: now), now: now, into: &out)
+            case let .deliver(chunk):
+                do {
+                    var chunker = link.chunker
+                    let whole = try chunker.add(chunk)
+                    links[id]?.chunker = chunker
+                    if let whole { gossip(try GossipMessage.decode(whole), from: id, now: now, into: &out) }
+                } catch {
+                    count(.badGossipMessage)
+                    out.append(.close(id, .policyViolation, reason: "bad gossip message: \(error)"))
+                }
+            case let .close(failure):
+                count(Counter(failure))
+                if case let .unexpectedIdentity(_, got) = failure { table(table.misdirected(id, answered: got, now: now), now: now, into: &out) }
+                out.append(.warning("link from \(link.address) refused: \(failure)", reason: failure.counterName))
+                out.append(.close(id, .policyViolation, reason: failure.description))
+            }
+        }
+    }
+
+    /// Does what the link table decided.
+    private mutating func table(_ effects: [LinkTable.Effect], now: Double, into out: inout [Effect]) {
+        for effect in effects {
+            switch effect {
+            case let .dial(d, host, port):
+                out.append(.dial(d, host: host, port: port))
+            case let .close(id, .duplicate):
+                out.append(.close(id, .normal, reason: Self.duplicateReason))
+            case let .close(id, .blocked):
+                out.append(.close(id, .policyViolation, reason: "blocked"))
+            case let .up(id, remote, announce):
+                out.append(.up(id, remote, announce: announce, nick: links[id]?.session.remoteNick))
+            case let .down(id):
+                replicator.linkDown(id)
+            case let .peerDown(remote, reason):
+                out.append(.peerDown(remote, reason: reason))
+            case let .count(counter):
+                count(counter)
+            case let .misdirected(address, announced, answered, until):
+                out.append(.warning("\(address) was announced for \(announced?.shortFingerprint ?? "?") but \(answered.shortFingerprint) answered; "
+                    + "not dialled there for \(Int(until - now)) s", reason: nil))
+            }
+        }
+    }
+
+    private mutating func gossip(_ message: GossipMessage, from id: LinkID, now: Double, into out: inout [Effect]) {
+        switch message {
+        case let .clock(entries, full): replicate(replicator.clockReceived(id, entries: entries, full: full, now: now), now: now, into: &out)
+        case let .envelopes(batch): replicate(replicator.envelopesReceived(id, batch, now: now), now: now, into: &out)
+        case let .request(ranges): replicate(replicator.requestReceived(id, ranges: ranges), now: now, into: &out)
+        case let .clockSince(base, entries):
+            replicate(replicator.clockSinceReceived(id, base: base, entries: entries, now: now), now: now, into: &out)
+        case .fullClockWanted:
+            count(.fullClockWantedReceived)
+            replicate(replicator.fullClockWanted(id), now: now, into: &out)
+        case let .stored(entries):
+            replicate(replicator.storedReceived(id, entries: entries, now: now), now: now, into: &out)
+            if let remote = table.links[id]?.remote, let mine = entries.first(where: { $0.author == me }) {
+                out.append(.ownStored(mine.sequence, by: remote))
+            }
+        }
+    }
+
+    /// Does what replication decided.
+    private mutating func replicate(_ actions: [Replicator.Action], now: Double, into out: inout [Effect]) {
+        for action in actions {
+            switch action {
+            case let .send(id, message):
+                send(message, on: id, now: now, into: &out)
+            case let .sendStored(id, author, from, through):
+                if links[id] != nil { out.append(.catchUp(id, author: author, from: from, through: through)) }
+            case let .verifyAndStore(id, batch):
+                out.append(.verifyAndStore(id, batch))
+            case let .disconnect(id, reason):
+                count(.disconnectedInvalid)
+                out.append(.close(id, .policyViolation, reason: reason))
+            case let .pushesLimited(id, n):
+                count(.pushRateLimited, by: n)
+                count(.disconnectedFlood)
+                out.append(.close(id, .policyViolation, reason: "pushing faster than \(Int(replicator.pushBudget.perSecond)) envelopes/s"))
+            case let .clockEntriesIgnored(_, n):
+                count(.clockEntriesIgnored, by: n)
+            case let .heldBack(_, n):
+                count(.envelopesTooNewForLink, by: n)
+            case let .remember(id, clocks):
+                if let remote = table.links[id]?.remote { out.append(.remember(remote, clocks)) }
+            }
+        }
+    }
+
+    /// Encodes, counts and chunks a gossip message, and seals each chunk
+    /// in the link's Noise session.
+    private mutating func send(_ message: GossipMessage, on id: LinkID, now: Double, into out: inout [Effect]) {
+        // A batch goes out in messages of at most `batchBytes` (large bodies add up).
+        if case let .envelopes(batch) = message, batch.count > 1 {
+            let parts = GossipMessage.batches(batch)
+            if parts.count > 1 {
+                for part in parts { send(.envelopes(part), on: id, now: now, into: &out) }
+                return
+            }
+        }
+        let encoded = message.encoded
+        switch message {
+        case let .clock(_, full): countClock(full ? .clockFullSent : .clockDeltaSent, bytes: encoded.count)
+        case .clockSince: countClock(.clockSinceSent, bytes: encoded.count)
+        case .fullClockWanted: countClock(.fullClockWantedSent, bytes: encoded.count)
+        case let .envelopes(batch): count(.envelopesSent, by: batch.count)
+        case .request, .stored: break
+        }
+        for chunk in GossipChunker.chunks(encoded) {
+            guard links[id] != nil else { return }
+            session(id, now: now, into: &out) { $0.send(chunk) }
+        }
+    }
+
+    private mutating func countClock(_ kind: Counter, bytes: Int) {
+        count(kind)
+        count(.clockBytesSent, by: bytes)
+    }
+}
