@@ -20,19 +20,11 @@ struct LostDatabaseTests {
         #expect(await linked(a2, to: b))
         #expect(await a2.wait { $0["text"] == "three" && $0["author"] == a.id } != nil, "our history came back")
         // Posting may be refused for a moment while our history comes back; then it goes through.
-        var posted = false
-        for _ in 0..<50 where !posted {
-            let errors = a2.events.value.filter { $0["type"] == "error" }.count
-            a2.send("four")
-            try? await Task.sleep(nanoseconds: 200_000_000)
-            let refusals = a2.events.value.filter { $0["type"] == "error" }
-            if refusals.count == errors {
-                posted = true
-            } else {
-                #expect(refusals.last?["error"]?.contains("coming back") == true, "\(refusals.last ?? [:])")
-            }
+        let four = await postWhenAllowed(a2, "four")
+        for refusal in four.refusals {
+            #expect(refusal["error"]?.contains("coming back") == true, "\(refusal)")
         }
-        #expect(posted)
+        #expect(four.posted)
         await b.wait { $0["text"] == "four" }
         #expect(b.messages(from: a.id) == ["one", "two", "three", "four"])
         // The deferred nick went out after the history, and B took everything: no fork.
@@ -67,14 +59,7 @@ struct LostDatabaseTests {
         let back = try NodeProcess(dir: dirs[0].path, ["--peer", b.url])
         #expect(await started(back))
         #expect(await back.wait { $0["text"] == "two" && $0["author"] == a.id } != nil)
-        var posted = false
-        for _ in 0..<50 where !posted {
-            let before = back.events.value.filter { $0["type"] == "error" }.count
-            back.send("three")
-            try? await Task.sleep(nanoseconds: 200_000_000)
-            posted = back.events.value.filter { $0["type"] == "error" }.count == before
-        }
-        #expect(posted)
+        #expect(await postWhenAllowed(back, "three").posted)
         await b.wait { $0["text"] == "three" }
         #expect(b.messages(from: a.id) == ["one", "two", "three"])
         let seq = { (text: String) in b.events.value.first { $0["text"] == text }?["seq"].flatMap { Int($0) } }

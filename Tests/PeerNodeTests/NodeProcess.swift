@@ -146,3 +146,25 @@ func messageCounts(_ node: NodeProcess) -> [String: Int] {
     for e in node.events.value where e["type"] == "message" { out[e["id"] ?? "", default: 0] += 1 }
     return out
 }
+
+/// Posts `text` until the node takes it: each try waits for the node's
+/// answer (a refusal, or the post shown as ours) before the next, so a
+/// slow answer is never taken for a quiet success. Returns whether it was
+/// posted and the refusals on the way.
+func postWhenAllowed(_ node: NodeProcess, _ text: String, tries: Int = 50) async -> (posted: Bool, refusals: [[String: String]]) {
+    var refusals: [[String: String]] = []
+    for _ in 0..<tries {
+        let before = node.events.value.count
+        node.send(text)
+        let answer = await eventuallyValue(20) { () -> [String: String]? in
+            node.events.value.dropFirst(before).first {
+                $0["type"] == "error" || ($0["type"] == "message" && $0["author"] == node.id && $0["text"] == text)
+            }
+        }
+        guard let answer else { break }
+        if answer["type"] == "message" { return (true, refusals) }
+        refusals.append(answer)
+        try? await Task.sleep(for: .milliseconds(200))
+    }
+    return (false, refusals)
+}
