@@ -1,0 +1,263 @@
+/// Who this node keeps links to, in the manner of HyParView (Leitão,
+/// Pereira, Rodrigues 2007), pure (STYLE.md §1): a small *active* view of
+/// peers it is linked to (at most `Configuration.activeSize`, whatever the
+/// size of the LAN) and a larger *passive* view of peers it knows of,
+/// refreshed by shuffles and used to heal the active view at once when a
+/// link drops. Messages, link news and the time go in (`handle`); messages
+/// to send, links to open and close come out (`Effect`).
+///
+/// `Peer` is whatever names a peer and says how to reach it (the node uses
+/// its identity and address; the simulator a number). Everything a peer
+/// sends is bounded: a walk's length is capped, a shuffle's list is cut at
+/// `maximumShufflePeers`, and the passive view never grows past its size.
+public struct Membership<Peer: Hashable & Comparable & Sendable> {
+    public struct Configuration: Sendable {
+        /// Links kept at most (and aimed for).
+        public var activeSize = 6
+        /// Peers known but not linked, kept at most.
+        public var passiveSize = 36
+        /// How far a join walks (active random walk length).
+        public var activeWalk: UInt8 = 6
+        /// At which step of the walk the joining peer is also put in the passive view.
+        public var passiveWalk: UInt8 = 3
+        /// Peers of each view sent in one shuffle.
+        public var shuffleActive = 3
+        public var shufflePassive = 4
+        /// Seconds between two shuffles (±25 %).
+        public var shuffleInterval = 10.0
+        /// Seconds a neighbour request may go unanswered.
+        public var requestTimeout = 5.0
+        public init() {}
+    }
+
+    public enum Message: Equatable, Sendable {
+        /// A new peer asks to join through us (its first link).
+        case join
+        /// `peer` joins; take it, or pass it on (`ttl` steps left).
+        case forwardJoin(Peer, ttl: UInt8)
+        /// Be linked with me (`urgent`: I have no link left; must be taken).
+        case neighbor(urgent: Bool)
+        case neighborReply(accepted: Bool)
+        /// I drop our link (`alive`: I am not going away; keep me as passive).
+        case disconnect(alive: Bool)
+        /// A sample of `origin`'s views, walking `ttl` more steps.
+        case shuffle(origin: Peer, ttl: UInt8, peers: [Peer])
+        case shuffleReply(peers: [Peer])
+    }
+
+    public enum Input: Sendable {
+        /// Join the overlay through `contact` (a `--peer`, or one discovery found).
+        case join(Peer)
+        /// A peer we may link to later (discovery, `--peer`).
+        case known(Peer)
+        case received(Message, from: Peer)
+        /// A link failed or a message could not be delivered: `peer` is gone.
+        case unreachable(Peer)
+        case tick
+    }
+
+    public enum Effect: Equatable, Sendable {
+        /// Send `message` to `peer` (over its link, or a connection made for it).
+        case send(Peer, Message)
+        /// `peer` joined the active view: keep a link to it.
+        case link(Peer)
+        /// `peer` left the active view: close its link.
+        case unlink(Peer)
+    }
+
+    /// Peers taken from one shuffle at most: a longer list is cut (and counted).
+    public var maximumShufflePeers: Int { configuration.shuffleActive + configuration.shufflePassive + 1 }
+
+    public let me: Peer
+    public let configuration: Configuration
+    public private(set) var active: Set<Peer> = []
+    public private(set) var passive: Set<Peer> = []
+    /// Neighbour requests in flight, and when each was sent.
+    public private(set) var requested: [Peer: Double] = [:]
+    /// Peers that refused a request: not asked again until `requestTimeout` passed.
+    private var refusedAt: [Peer: Double] = [:]
+    /// Shuffle entries refused because a list was too long or named us.
+    public private(set) var refusedEntries = 0
+    /// The peers sent in the last shuffle: the first evicted when the reply comes.
+    private var lastShuffleSent: [Peer] = []
+    private var nextShuffle: Double?
+    /// A join was sent (once; after that the passive view heals the active one).
+    private var joined = false
+    private var random: any RandomNumberGenerator
+
+    public init(me: Peer, configuration: Configuration = Configuration(), random: some RandomNumberGenerator) {
+        self.me = me
+        self.configuration = configuration
+        self.random = random
+    }
+
+    public mutating func handle(_ input: Input, now: Double) -> [Effect] {
+        var out: [Effect] = []
+        switch input {
+        case let .join(contact):
+            guard contact != me else { break }
+            joined = true
+            addActive(contact, into: &out)
+            out.append(.send(contact, .join))
+        case let .known(peer):
+            guard peer != me else { break }
+            if active.isEmpty && requested.isEmpty && !joined {
+                // The first peer we hear of is our way in: a join walks the
+                // overlay and finds us links where there is room.
+                joined = true
+                addActive(peer, into: &out)
+                out.append(.send(peer, .join))
+            } else {
+                addPassive([peer])
+                fill(now: now, into: &out)
+            }
+        case let .received(message, from):
+            guard from != me else { break }
+            received(message, from: from, now: now, into: &out)
+        case let .unreachable(peer):
+            requested[peer] = nil
+            passive.remove(peer)
+            if active.remove(peer) != nil { out.append(.unlink(peer)) }
+            fill(now: now, into: &out)
+        case .tick:
+            for (peer, sent) in requested where now - sent >= configuration.requestTimeout {
+                requested[peer] = nil
+                passive.remove(peer)
+            }
+            refusedAt = refusedAt.filter { now - $0.value < configuration.requestTimeout }
+            fill(now: now, into: &out)
+            if let due = nextShuffle, now < due { break }
+            if nextShuffle != nil { shuffle(into: &out) }
+            nextShuffle = now + configuration.shuffleInterval * Double.random(in: 0.75...1.25, using: &random)
+        }
+        return out
+    }
+
+    // MARK: inside
+
+    private mutating func received(_ message: Message, from: Peer, now: Double, into out: inout [Effect]) {
+        switch message {
+        case .join:
+            addActive(from, into: &out)
+            for peer in active.sorted() where peer != from {
+                out.append(.send(peer, .forwardJoin(from, ttl: configuration.activeWalk)))
+            }
+        case let .forwardJoin(peer, ttl):
+            guard peer != me else { break }
+            let ttl = min(ttl, configuration.activeWalk)
+            if ttl == 0 || active.count <= 1 {
+                if !active.contains(peer) {
+                    addActive(peer, into: &out)
+                    out.append(.send(peer, .neighbor(urgent: true)))
+                }
+                return
+            }
+            if ttl == configuration.passiveWalk { addPassive([peer]) }
+            if let next = pick(from: active.filter { $0 != from && $0 != peer }) {
+                out.append(.send(next, .forwardJoin(peer, ttl: ttl - 1)))
+            } else if !active.contains(peer) {
+                addActive(peer, into: &out)
+                out.append(.send(peer, .neighbor(urgent: true)))
+            }
+        case let .neighbor(urgent):
+            if active.contains(from) {
+                out.append(.send(from, .neighborReply(accepted: true)))
+            } else if urgent || active.count < configuration.activeSize {
+                addActive(from, into: &out)
+                out.append(.send(from, .neighborReply(accepted: true)))
+            } else {
+                out.append(.send(from, .neighborReply(accepted: false)))
+            }
+        case let .neighborReply(accepted):
+            requested[from] = nil
+            if accepted {
+                // Taken even if our request timed out meanwhile: the peer holds the link now.
+                addActive(from, into: &out)
+            } else {
+                refusedAt[from] = now
+                fill(now: now, into: &out)
+            }
+        case let .disconnect(alive):
+            guard active.remove(from) != nil else { break }
+            out.append(.unlink(from))
+            if alive { addPassive([from]) }
+            fill(now: now, into: &out)
+        case let .shuffle(origin, ttl, peers):
+            guard origin != me else { break }
+            let ttl = min(ttl, configuration.activeWalk)
+            if ttl > 1, active.count > 1, let next = pick(from: active.filter { $0 != from && $0 != origin }) {
+                out.append(.send(next, .shuffle(origin: origin, ttl: ttl - 1, peers: accepted(peers))))
+                return
+            }
+            let taken = accepted(peers)
+            let answer = Array(sample(passive.subtracting([origin]), count: taken.count))
+            out.append(.send(origin, .shuffleReply(peers: answer)))
+            addPassive(taken, evictingFirst: answer)
+        case let .shuffleReply(peers):
+            addPassive(accepted(peers), evictingFirst: lastShuffleSent)
+            lastShuffleSent = []
+        }
+    }
+
+    /// A peer's list cut at `maximumShufflePeers`, without us.
+    private mutating func accepted(_ peers: [Peer]) -> [Peer] {
+        let kept = Array(peers.prefix(maximumShufflePeers)).filter { $0 != me }
+        refusedEntries += peers.count - kept.count
+        return kept
+    }
+
+    private mutating func addActive(_ peer: Peer, into out: inout [Effect]) {
+        guard peer != me, !active.contains(peer) else { return }
+        if active.count >= configuration.activeSize, let dropped = pick(from: active) {
+            active.remove(dropped)
+            out.append(.send(dropped, .disconnect(alive: true)))
+            out.append(.unlink(dropped))
+            addPassive([dropped])
+        }
+        passive.remove(peer)
+        requested[peer] = nil
+        active.insert(peer)
+        out.append(.link(peer))
+    }
+
+    private mutating func addPassive(_ peers: [Peer], evictingFirst preferred: [Peer] = []) {
+        var evictable = preferred.filter { passive.contains($0) }
+        for peer in peers where peer != me && !active.contains(peer) && !passive.contains(peer) {
+            if passive.count >= configuration.passiveSize {
+                let out = evictable.popLast() ?? pick(from: passive)
+                if let out { passive.remove(out) }
+            }
+            passive.insert(peer)
+        }
+    }
+
+    /// Asks passive peers to link while the active view (with requests in
+    /// flight) is below its size.
+    private mutating func fill(now: Double, into out: inout [Effect]) {
+        while active.count + requested.count < configuration.activeSize,
+              let peer = pick(from: passive.filter { requested[$0] == nil && refusedAt[$0] == nil }) {
+            requested[peer] = now
+            out.append(.send(peer, .neighbor(urgent: active.isEmpty)))
+        }
+    }
+
+    private mutating func shuffle(into out: inout [Effect]) {
+        guard let target = pick(from: active) else { return }
+        let sent = [me] + sample(active.subtracting([target]), count: configuration.shuffleActive)
+            + sample(passive, count: configuration.shufflePassive)
+        lastShuffleSent = sent
+        out.append(.send(target, .shuffle(origin: me, ttl: configuration.activeWalk, peers: sent)))
+    }
+
+    private mutating func pick(from set: Set<Peer>) -> Peer? {
+        guard !set.isEmpty else { return nil }
+        let sorted = set.sorted()
+        return sorted[Int.random(in: 0..<sorted.count, using: &random)]
+    }
+
+    private mutating func sample(_ set: Set<Peer>, count: Int) -> [Peer] {
+        var sorted = set.sorted()
+        sorted.shuffle(using: &random)
+        return Array(sorted.prefix(count))
+    }
+}

@@ -1,0 +1,194 @@
+import NodeCore
+import TestSupport
+import Testing
+
+/// Many `Membership` cores and the messages between them, with a fake clock:
+/// a message to a dead node comes back to its sender as `unreachable`, and a
+/// node's death is noticed by everyone linked to it.
+private struct Overlay {
+    typealias Node = Membership<Int>
+    var nodes: [Node] = []
+    var alive: [Bool] = []
+    var now = 0.0
+    var messagesSent = 0
+    private var queue: [(Int, Node.Input)] = []
+
+    init(seed: UInt64) { self.seed = seed }
+    let seed: UInt64
+
+    mutating func add() -> Int {
+        let id = nodes.count
+        nodes.append(Node(me: id, random: SeededRandom(state: seed &* 1_000_003 &+ UInt64(id))))
+        alive.append(true)
+        return id
+    }
+
+    mutating func input(_ node: Int, _ input: Node.Input) {
+        queue.append((node, input))
+        run()
+    }
+
+    mutating func run() {
+        var head = 0
+        while head < queue.count {
+            let (node, input) = queue[head]
+            head += 1
+            if head > 5_000_000 {
+                Issue.record("the overlay never went quiet")
+                break
+            }
+            guard alive[node] else { continue }
+            for effect in nodes[node].handle(input, now: now) {
+                guard case let .send(to, message) = effect else { continue }
+                messagesSent += 1
+                queue.append(alive[to] ? (to, .received(message, from: node)) : (node, .unreachable(to)))
+            }
+        }
+        queue.removeAll()
+    }
+
+    mutating func tick(_ seconds: Int = 1) {
+        for _ in 0..<seconds {
+            now += 1
+            for node in nodes.indices where alive[node] { queue.append((node, .tick)) }
+            run()
+        }
+    }
+
+    mutating func kill(_ dead: Set<Int>) {
+        for node in dead { alive[node] = false }
+        for node in nodes.indices where alive[node] {
+            for peer in nodes[node].active.sorted() where dead.contains(peer) { queue.append((node, .unreachable(peer))) }
+        }
+        run()
+    }
+
+    var living: [Int] { nodes.indices.filter { alive[$0] } }
+
+    /// Nodes reachable over active links from the first living node.
+    var reached: Int {
+        guard let start = living.first else { return 0 }
+        var seen: Set<Int> = [start]
+        var frontier = [start]
+        while let node = frontier.popLast() {
+            for peer in nodes[node].active where alive[peer] && seen.insert(peer).inserted { frontier.append(peer) }
+        }
+        return seen.count
+    }
+
+    /// Active links one side holds and the other does not, or that name a dead node.
+    var brokenLinks: [(Int, Int)] {
+        living.flatMap { node in nodes[node].active.filter { !alive[$0] || !nodes[$0].active.contains(node) }.map { (node, $0) } }
+    }
+
+    var degrees: [Int] { living.map { nodes[$0].active.count } }
+}
+
+@Suite("Membership (HyParView): bounded links on a thousand simulated nodes")
+struct MembershipTests {
+    /// `count` nodes, each joining through a random earlier one, then a minute of shuffles.
+    private func grown(_ count: Int, seed: UInt64) -> Overlay {
+        var overlay = Overlay(seed: seed)
+        var random = SeededRandom(state: seed)
+        _ = overlay.add()
+        for _ in 1..<count {
+            let contact = Int.random(in: 0..<overlay.nodes.count, using: &random)
+            let node = overlay.add()
+            overlay.input(node, .join(contact))
+        }
+        overlay.tick(60)
+        return overlay
+    }
+
+    @Test("1,000 nodes join one by one: every node is linked to at most 6, links are symmetric, and all 1,000 are one connected overlay", arguments: [1, 2] as [UInt64])
+    func thousandJoin(seed: UInt64) {
+        let overlay = grown(1_000, seed: seed)
+        let bound = Membership<Int>.Configuration().activeSize
+        #expect(overlay.degrees.max() ?? 0 <= bound)
+        #expect(overlay.brokenLinks.isEmpty, "\(overlay.brokenLinks.prefix(5))")
+        #expect(overlay.reached == 1_000)
+        let mean = Double(overlay.degrees.reduce(0, +)) / 1_000
+        #expect(mean >= 5.5, "mean active degree \(mean)")
+        // Passive views filled by shuffles: each node knows more than it links.
+        let passive = overlay.living.map { overlay.nodes[$0].passive.count }
+        #expect(Double(passive.reduce(0, +)) / 1_000 >= 30, "mean passive view \(Double(passive.reduce(0, +)) / 1_000)")
+    }
+
+    @Test("20 % of 1,000 nodes die at once: the survivors heal from their passive views, stay one overlay, and within the bound")
+    func fifthDies() {
+        var overlay = grown(1_000, seed: 3)
+        var random = SeededRandom(state: 99)
+        var dead: Set<Int> = []
+        while dead.count < 200 { dead.insert(Int.random(in: 0..<1_000, using: &random)) }
+        overlay.kill(dead)
+        overlay.tick(30)
+        #expect(overlay.reached == 800)
+        #expect(overlay.brokenLinks.isEmpty, "\(overlay.brokenLinks.prefix(5))")
+        #expect(overlay.degrees.max() ?? 0 <= 6)
+        #expect(overlay.degrees.min() ?? 0 >= 4, "a survivor with \(overlay.degrees.min() ?? 0) links")
+    }
+
+    @Test("1,000 nodes that only know what discovery told them (10 random others each) link up into one overlay within the bound", arguments: [5, 6, 7] as [UInt64])
+    func discoveryOnly(seed: UInt64) {
+        var overlay = Overlay(seed: seed)
+        var random = SeededRandom(state: seed)
+        for _ in 0..<1_000 { _ = overlay.add() }
+        for node in 0..<1_000 {
+            for _ in 0..<10 {
+                let other = Int.random(in: 0..<1_000, using: &random)
+                if other != node { overlay.input(node, .known(other)) }
+            }
+        }
+        overlay.tick(60)
+        #expect(overlay.reached == 1_000)
+        #expect(overlay.brokenLinks.isEmpty, "\(overlay.brokenLinks.prefix(5))")
+        #expect(overlay.degrees.max() ?? 0 <= 6)
+        #expect(overlay.degrees.min() ?? 0 >= 3, "a node with \(overlay.degrees.min() ?? 0) links")
+    }
+
+    @Test("a shuffle naming 1,000 peers: 8 are taken (the limit), the rest counted; the passive view stays at its size")
+    func longShuffle() {
+        var node = Membership<Int>(me: 0, random: SeededRandom(state: 1))
+        let limit = node.maximumShufflePeers
+        #expect(limit == 8)
+        _ = node.handle(.received(.shuffle(origin: 5, ttl: 1, peers: Array(1_000..<2_000)), from: 5), now: 0)
+        #expect(node.passive.count == limit)
+        #expect(node.refusedEntries == 1_000 - limit)
+        // At the limit: all taken; one past it: one refused.
+        var exact = Membership<Int>(me: 0, random: SeededRandom(state: 1))
+        _ = exact.handle(.received(.shuffle(origin: 5, ttl: 1, peers: Array(10..<(10 + limit))), from: 5), now: 0)
+        #expect(exact.passive.count == limit && exact.refusedEntries == 0)
+        var over = Membership<Int>(me: 0, random: SeededRandom(state: 1))
+        _ = over.handle(.received(.shuffle(origin: 5, ttl: 1, peers: Array(10..<(11 + limit))), from: 5), now: 0)
+        #expect(over.passive.count == limit && over.refusedEntries == 1)
+        // Many shuffles: the passive view never passes its size.
+        for round in 0..<100 {
+            _ = node.handle(.received(.shuffle(origin: 5, ttl: 1, peers: Array((round * 8)..<(round * 8 + 8))), from: 5), now: 0)
+        }
+        #expect(node.passive.count == Membership<Int>.Configuration().passiveSize)
+    }
+
+    @Test("a walk longer than the configured one is cut to it: a forward-join with ttl 255 goes on with at most activeWalk − 1")
+    func walkCapped() {
+        var node = Membership<Int>(me: 0, random: SeededRandom(state: 1))
+        for peer in 1...3 { _ = node.handle(.received(.neighbor(urgent: true), from: peer), now: 0) }
+        let effects = node.handle(.received(.forwardJoin(77, ttl: 255), from: 1), now: 0)
+        let forwarded = effects.compactMap { effect -> UInt8? in
+            if case let .send(_, .forwardJoin(77, ttl)) = effect { return ttl } else { return nil }
+        }
+        #expect(forwarded == [Membership<Int>.Configuration().activeWalk - 1])
+    }
+
+    @Test("a neighbour request is refused when full unless urgent; an urgent one evicts a link, which is told and kept as passive")
+    func neighbourRequests() {
+        var node = Membership<Int>(me: 0, random: SeededRandom(state: 1))
+        for peer in 1...6 { _ = node.handle(.received(.neighbor(urgent: false), from: peer), now: 0) }
+        #expect(node.active == Set(1...6))
+        #expect(node.handle(.received(.neighbor(urgent: false), from: 7), now: 0) == [.send(7, .neighborReply(accepted: false))])
+        let effects = node.handle(.received(.neighbor(urgent: true), from: 8), now: 0)
+        #expect(node.active.count == 6 && node.active.contains(8))
+        let evicted = effects.compactMap { effect -> Int? in if case let .send(p, .disconnect(alive: true)) = effect { return p } else { return nil } }
+        #expect(evicted.count == 1 && node.passive.contains(evicted[0]) && !node.active.contains(evicted[0]))
+        #expect(effects.contains(.send(8, .neighborReply(accepted: true))))
+    }
+}
