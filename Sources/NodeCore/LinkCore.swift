@@ -111,8 +111,8 @@ public struct LinkCore {
 
     public mutating func count(_ counter: Counter, by n: Int = 1) { counters.add(counter, n) }
 
-    /// The nick `link`'s peer claimed in its handshake.
-    public func claimedNick(on link: LinkID) -> String? { links[link]?.session.remoteNick }
+    /// The version agreed on `link` in its WebSocket handshake.
+    public func version(of link: LinkID) -> LinkProtocol? { links[link]?.version }
 
     public mutating func handle(_ input: Input, now: Double) -> [Effect] {
         var out: [Effect] = []
@@ -120,35 +120,35 @@ public struct LinkCore {
         case let .opened(id, dialer, fresh, version, address):
             links[id] = Link(session: fresh, version: version, address: address)
             table.opened(id, dialer: dialer)
-            if dialer != nil { session(id, now: now, into: &out) { $0.start() } }
+            if dialer != nil { step(id, now: now, into: &out) { $0.start() } }
         case let .received(id, bytes):
             count(.bytesIn, by: bytes.count)
-            session(id, now: now, into: &out) { $0.receive(bytes) }
+            step(id, now: now, into: &out) { $0.receive(bytes) }
         case let .closed(id, reason):
             guard links.removeValue(forKey: id) != nil else { break }
-            table(table.closed(id, reason: reason, duplicate: reason.unsanitized == Self.duplicateReason, now: now), now: now, into: &out)
+            follow(table.closed(id, reason: reason, duplicate: reason.unsanitized == Self.duplicateReason, now: now), now: now, into: &out)
         case let .dialFailed(d):
             table.dialFailed(d, now: now)
         case let .replicate(id, memory):
             guard let link = links[id] else { break }
-            replicate(replicator.linkUp(id, now: now, memory: memory, version: link.version), now: now, into: &out)
+            follow(replicator.linkUp(id, now: now, memory: memory, version: link.version), now: now, into: &out)
         case let .send(id, message):
             send(message, on: id, now: now, into: &out)
         case let .stored(from, checked, inserted, invalid, newClock):
-            replicate(replicator.stored(from: from, checked: checked, inserted: inserted, invalid: invalid, newClock: newClock, now: now),
+            follow(replicator.stored(from: from, checked: checked, inserted: inserted, invalid: invalid, newClock: newClock, now: now),
                       now: now, into: &out)
         case let .posted(envelope):
-            replicate(replicator.localPost(envelope), now: now, into: &out)
+            follow(replicator.localPost(envelope), now: now, into: &out)
         case let .found(peer, host, port, listening):
-            table(table.found(peer, host: host, port: port, listening: listening, now: now), now: now, into: &out)
+            follow(table.found(peer, host: host, port: port, listening: listening, now: now), now: now, into: &out)
         case let .expired(peer):
             table.expired(peer)
         case let .blocked(peer):
-            table(table.block(peer), now: now, into: &out)
+            follow(table.block(peer), now: now, into: &out)
         case .tick:
-            replicate(replicator.tick(now: now), now: now, into: &out)
-            for id in links.keys.sorted() { session(id, now: now, into: &out) { $0.tick(now: now) } }
-            table(table.tick(now: now), now: now, into: &out)
+            follow(replicator.tick(now: now), now: now, into: &out)
+            for id in links.keys.sorted() { step(id, now: now, into: &out) { $0.tick(now: now) } }
+            follow(table.tick(now: now), now: now, into: &out)
         }
         return out
     }
@@ -156,9 +156,9 @@ public struct LinkCore {
     // MARK: inside
 
     /// Runs `step` on a link's session and does what it decided.
-    private mutating func session(_ id: LinkID, now: Double, into out: inout [Effect], _ step: (inout LinkSession) -> [LinkSession.Action]) {
+    private mutating func step(_ id: LinkID, now: Double, into out: inout [Effect], _ body: (inout LinkSession) -> [LinkSession.Action]) {
         guard var link = links[id] else { return }
-        let actions = step(&link.session)
+        let actions = body(&link.session)
         links[id] = link
         for action in actions {
             guard let link = links[id] else { return }
@@ -167,7 +167,7 @@ public struct LinkCore {
                 count(.bytesOut, by: bytes.count)
                 out.append(.transmit(id, bytes))
             case let .established(remote):
-                table(table.established(id, remote: remote, now: now), now: now, into: &out)
+                follow(table.established(id, remote: remote, now: now), now: now, into: &out)
             case let .deliver(chunk):
                 do {
                     var chunker = link.chunker
@@ -180,7 +180,7 @@ public struct LinkCore {
                 }
             case let .close(failure):
                 count(Counter(failure))
-                if case let .unexpectedIdentity(_, got) = failure { table(table.misdirected(id, answered: got, now: now), now: now, into: &out) }
+                if case let .unexpectedIdentity(_, got) = failure { follow(table.misdirected(id, answered: got, now: now), now: now, into: &out) }
                 out.append(.warning("link from \(link.address) refused: \(failure)", reason: failure.counterName))
                 out.append(.close(id, .policyViolation, reason: failure.description))
             }
@@ -188,7 +188,7 @@ public struct LinkCore {
     }
 
     /// Does what the link table decided.
-    private mutating func table(_ effects: [LinkTable.Effect], now: Double, into out: inout [Effect]) {
+    private mutating func follow(_ effects: [LinkTable.Effect], now: Double, into out: inout [Effect]) {
         for effect in effects {
             switch effect {
             case let .dial(d, host, port):
@@ -214,16 +214,16 @@ public struct LinkCore {
 
     private mutating func gossip(_ message: GossipMessage, from id: LinkID, now: Double, into out: inout [Effect]) {
         switch message {
-        case let .clock(entries, full): replicate(replicator.clockReceived(id, entries: entries, full: full, now: now), now: now, into: &out)
-        case let .envelopes(batch): replicate(replicator.envelopesReceived(id, batch, now: now), now: now, into: &out)
-        case let .request(ranges): replicate(replicator.requestReceived(id, ranges: ranges), now: now, into: &out)
+        case let .clock(entries, full): follow(replicator.clockReceived(id, entries: entries, full: full, now: now), now: now, into: &out)
+        case let .envelopes(batch): follow(replicator.envelopesReceived(id, batch, now: now), now: now, into: &out)
+        case let .request(ranges): follow(replicator.requestReceived(id, ranges: ranges), now: now, into: &out)
         case let .clockSince(base, entries):
-            replicate(replicator.clockSinceReceived(id, base: base, entries: entries, now: now), now: now, into: &out)
+            follow(replicator.clockSinceReceived(id, base: base, entries: entries, now: now), now: now, into: &out)
         case .fullClockWanted:
             count(.fullClockWantedReceived)
-            replicate(replicator.fullClockWanted(id), now: now, into: &out)
+            follow(replicator.fullClockWanted(id), now: now, into: &out)
         case let .stored(entries):
-            replicate(replicator.storedReceived(id, entries: entries, now: now), now: now, into: &out)
+            follow(replicator.storedReceived(id, entries: entries, now: now), now: now, into: &out)
             if let remote = table.links[id]?.remote, let mine = entries.first(where: { $0.author == me }) {
                 out.append(.ownStored(mine.sequence, by: remote))
             }
@@ -231,7 +231,7 @@ public struct LinkCore {
     }
 
     /// Does what replication decided.
-    private mutating func replicate(_ actions: [Replicator.Action], now: Double, into out: inout [Effect]) {
+    private mutating func follow(_ actions: [Replicator.Action], now: Double, into out: inout [Effect]) {
         for action in actions {
             switch action {
             case let .send(id, message):
@@ -278,7 +278,7 @@ public struct LinkCore {
         }
         for chunk in GossipChunker.chunks(encoded) {
             guard links[id] != nil else { return }
-            session(id, now: now, into: &out) { $0.send(chunk) }
+            step(id, now: now, into: &out) { $0.send(chunk) }
         }
     }
 

@@ -34,7 +34,7 @@ extension NetworkNode {
                 // A peer on an older link reads no newer envelope: the author's
                 // chain ends for it at the first one (the rest could never be
                 // delivered there).
-                let cut = batch.firstIndex { $0.envelope.version > link.version.envelopeVersion }
+                let cut = batch.firstIndex { $0.envelope.version > (core.version(of: id) ?? .newest).envelopeVersion }
                 if let cut { batch.removeSubrange(cut...) }
                 links[id]?.catchUp.took(read: read.count, sent: batch.count, last: batch.last?.envelope.sequence, chainEnds: cut != nil)
                 if !batch.isEmpty { feed(.send(id, .envelopes(batch))) }

@@ -18,8 +18,6 @@ final class NetworkNode: @unchecked Sendable {
     /// carries and its dialler are the core's (`core`).
     struct Link {
         let connection: WebSocketConnection
-        /// The version agreed in the WebSocket handshake.
-        let version: LinkProtocol
         /// Smoothed round-trip time (seconds), from WebSocket pings.
         var roundTrip: Double?
         /// The probe in flight: its number (the ping's payload) and when it left.
@@ -211,7 +209,7 @@ final class NetworkNode: @unchecked Sendable {
         }
         let id = nextLink
         nextLink += 1
-        links[id] = Link(connection: c, version: version)
+        links[id] = Link(connection: c)
         linkOf[ObjectIdentifier(c)] = id
         feed(.opened(id, dialer: dialer, session: session, version: version, address: c.remoteAddress))
     }

@@ -10,11 +10,10 @@ private struct Overlay {
     var nodes: [Node] = []
     var alive: [Bool] = []
     var now = 0.0
-    var messagesSent = 0
     private var queue: [(Int, Node.Input)] = []
+    let seed: UInt64
 
     init(seed: UInt64) { self.seed = seed }
-    let seed: UInt64
 
     mutating func add() -> Int {
         let id = nodes.count
@@ -40,7 +39,6 @@ private struct Overlay {
             guard alive[node] else { continue }
             for effect in nodes[node].handle(input, now: now) {
                 guard case let .send(to, message) = effect else { continue }
-                messagesSent += 1
                 queue.append(alive[to] ? (to, .received(message, from: node)) : (node, .unreachable(to)))
             }
         }

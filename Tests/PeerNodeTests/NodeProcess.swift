@@ -164,7 +164,10 @@ func postWhenAllowed(_ node: NodeProcess, _ text: String, tries: Int = 50) async
         guard let answer else { break }
         if answer["type"] == "message" { return (true, refusals) }
         refusals.append(answer)
-        try? await Task.sleep(for: .milliseconds(200))
+        // Try again once the node has something new to say (history
+        // arriving, a peer's clock), or after a second of silence.
+        let seen = node.events.value.count
+        _ = await eventually(1) { node.events.value.count > seen }
     }
     return (false, refusals)
 }
