@@ -68,8 +68,8 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         case 3:
             let link = body.first.map { Int($0) % 3 } ?? 0
             replicator.linkDown(link)
-            // Either version: the peer asks for its catch-up (2) or is sent it (1).
-            queue += replicator.linkUp(link, now: now, version: body.count > 1 && body[1] & 1 == 1 ? .v1 : .v2)
+            // Any version: the peer is sent its catch-up (1), asks for it (2, 3), or takes tree push (4).
+            queue += replicator.linkUp(link, now: now, version: body.count > 1 ? [.v1, .v2, .v3, .v4][Int(body[1]) % 4] : .v2)
             up.insert(link)
         case 4:
             now += 3
@@ -88,6 +88,10 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             case let .clockSince(base, entries): queue += replicator.clockSinceReceived(selector, base: base, entries: entries, now: now)
             case .fullClockWanted: queue += replicator.fullClockWanted(selector)
             case let .stored(entries): queue += replicator.storedReceived(selector, entries: entries, now: now)
+            case let .ihave(entries): queue += replicator.ihaveReceived(selector, entries: entries, now: now)
+            case .prune: replicator.pruneReceived(selector)
+            case .graft: replicator.graftReceived(selector)
+            case .overlay: break
             }
         }
         // The shell's side: perform every action, as the node does.
@@ -113,7 +117,7 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                 replicator.linkDown(link)
             case let .remember(link, clocks):
                 remembered[link] = clocks
-            case .clockEntriesIgnored, .heldBack:
+            case .clockEntriesIgnored, .heldBack, .duplicates:
                 break
             }
         }

@@ -26,6 +26,9 @@ public enum EnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A version-2 body whose length is not a padded size
     /// (`SealedBody.isSealedSize`): it would tell its length to everyone.
     case bodyNotPadded(size: Int)
+    /// A field of a gossip message with a value its layout does not allow
+    /// (a flag that is not 0 or 1, a peer at port 0).
+    case badValue(field: String, UInt64)
 
     public var description: String {
         switch self {
@@ -45,6 +48,7 @@ public enum EnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .badRoomName(n): return "not a valid room name: \(n.debugDescription)"
         case let .sequenceTooLarge(s, l): return "sequence \(s) exceeds \(l)"
         case let .bodyNotPadded(size): return "a version-2 body of \(size) bytes is not one of the padded sizes"
+        case let .badValue(field, v): return "\(field) may not be \(v)"
         case let .badNick(n): return "not a valid nick (1 to \(Nick.maximumLength) bytes, no spaces, control characters or ·): \(n.debugDescription)"
         }
     }

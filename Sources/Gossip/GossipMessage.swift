@@ -21,6 +21,16 @@ public enum GossipMessage: Equatable, Sendable {
     /// Updates what the receiver knows of the sender's clock and never makes it
     /// send anything again (unlike a delta, which replaces what it assumed).
     case stored([Dependency])
+    /// A membership message of the overlay (link version 4 on).
+    case overlay(OverlayMessage)
+    /// Tree push, lazy side (link version 4 on): "I have these authors'
+    /// envelopes through these sequences" (Plumtree's IHAVE), sent where the
+    /// link is lazy instead of the envelopes themselves.
+    case ihave([Dependency])
+    /// "Your full pushes reach me by another way: send me ids only" (PRUNE).
+    case prune
+    /// "Push to me in full again" (GRAFT); what was missed comes by `request`.
+    case graft
 
     /// Most clock entries in one message (the rest go in further messages).
     public static let maximumClockEntries = 4096
@@ -59,6 +69,7 @@ public enum GossipMessage: Equatable, Sendable {
 
     enum Tag: UInt8 {
         case fullClock = 1, deltaClock = 2, envelopes = 3, request = 4, clockSince = 5, fullClockWanted = 6, stored = 7
+        case overlay = 8, ihave = 9, prune = 10, graft = 11
     }
 
     private static func writeEntries(_ entries: [Dependency], to w: inout ByteWriter) {
@@ -99,6 +110,16 @@ public enum GossipMessage: Equatable, Sendable {
         case let .stored(entries):
             w.u8(Tag.stored.rawValue)
             Self.writeEntries(entries, to: &w)
+        case let .overlay(message):
+            w.u8(Tag.overlay.rawValue)
+            message.write(to: &w)
+        case let .ihave(entries):
+            w.u8(Tag.ihave.rawValue)
+            Self.writeEntries(entries, to: &w)
+        case .prune:
+            w.u8(Tag.prune.rawValue)
+        case .graft:
+            w.u8(Tag.graft.rawValue)
         case let .envelopes(batch):
             w.u8(Tag.envelopes.rawValue)
             Varint.write(UInt64(batch.count), to: &w)
@@ -138,6 +159,14 @@ public enum GossipMessage: Equatable, Sendable {
             message = .fullClockWanted
         case .stored:
             message = .stored(try readEntries(&r))
+        case .overlay:
+            message = .overlay(try OverlayMessage.read(&r))
+        case .ihave:
+            message = .ihave(try readEntries(&r))
+        case .prune:
+            message = .prune
+        case .graft:
+            message = .graft
         case .envelopes:
             let count = try Varint.read(&r, "count")
             guard count <= UInt64(maximumBatch) else { throw .tooLarge(size: Int(clamping: count), limit: maximumBatch) }

@@ -13,11 +13,16 @@ public enum LinkProtocol: Int, Sendable, CaseIterable, Comparable, CustomStringC
     /// As version 2, and envelopes of version 2 (kind sealed, bodies padded)
     /// travel on it. Older links carry only version-1 envelopes.
     case v3 = 3
+    /// As version 3, and the overlay travels on it: membership messages
+    /// (bounded links, HyParView) and tree push (ids on lazy links,
+    /// prune and graft; Plumtree). Older links are kept whole and pushed to
+    /// in full, as before.
+    case v4 = 4
 
     public static func < (a: LinkProtocol, b: LinkProtocol) -> Bool { a.rawValue < b.rawValue }
 
     /// The newest version this build speaks.
-    public static let newest = LinkProtocol.v3
+    public static let newest = LinkProtocol.v4
 
     /// The WebSocket subprotocol that names it: `peernode.N`.
     public var subprotocol: String { "peernode.\(rawValue)" }
@@ -41,6 +46,9 @@ public enum LinkProtocol: Int, Sendable, CaseIterable, Comparable, CustomStringC
     /// The newest envelope version the peer on a link of this version reads:
     /// a node sends it nothing newer (docs/PROTOCOL.md §10).
     public var envelopeVersion: UInt8 { self >= .v3 ? 2 : 1 }
+
+    /// Whether membership and tree messages may be sent on a link of this version.
+    public var speaksOverlay: Bool { self >= .v4 }
 
     public var description: String { "\(rawValue)" }
 }

@@ -48,6 +48,8 @@ public struct Replicator {
         /// This many envelopes were not pushed on `link`: their version is
         /// newer than its peer reads (`LinkProtocol.envelopeVersion`).
         case heldBack(LinkID, Int)
+        /// `link` pushed this many envelopes we already held or were checking.
+        case duplicates(LinkID, Int)
     }
 
     /// Clock entries a link may declare for authors this node holds nothing
@@ -108,6 +110,14 @@ public struct Replicator {
         /// Envelopes we may still ask for now (the pull budget), and when that was worked out.
         var pullTokens: Double
         var pullRefilledAt: Double
+        /// Tree push (`Replicator+Tree.swift`): the link speaks it (version 4 on)…
+        let tree: Bool
+        /// …and new envelopes go on it in full (eager) or as ids (lazy).
+        var eager = true
+        /// What the peer announced it holds (`ihave`), not yet asked for.
+        var announced = VectorClock()
+        /// Ids to announce at the next tick (lazy link): author → newest sequence.
+        var lazyQueue: [PublicKey: UInt64] = [:]
     }
 
     /// Every this many periodic exchanges, the whole clock goes instead of a
@@ -120,7 +130,10 @@ public struct Replicator {
     public private(set) var clock: VectorClock
     var links: [LinkID: Link] = [:]
     /// (author, sequence) handed out for verification and not yet answered.
-    private var pending: Set<Dependency> = []
+    private(set) var pending: Set<Dependency> = []
+    /// Authors a lazy link announced past our clock: the newest sequence
+    /// announced, and since when we wait for it (`Replicator+Tree.swift`).
+    var missing: [PublicKey: (sequence: UInt64, since: Double)] = [:]
     private var random: any RandomNumberGenerator
 
     public init(me: PublicKey, clock: VectorClock, random: some RandomNumberGenerator) {
@@ -146,7 +159,7 @@ public struct Replicator {
     public mutating func linkUp(_ link: LinkID, now: Double, memory: PeerClocks? = nil, version: LinkProtocol = .newest) -> [Action] {
         links[link] = Link(known: VectorClock(), lastSent: clock, declared: memory?.declared, nextExchange: jittered(now),
                            pushTokens: pushBudget.burst, refilledAt: now, peerAsks: version.peerAsksForCatchUp, envelopeVersion: version.envelopeVersion,
-                           pullTokens: pullBudget.burst, pullRefilledAt: now)
+                           pullTokens: pullBudget.burst, pullRefilledAt: now, tree: version.speaksOverlay)
         var actions: [Action]
         if let sent = memory?.sent {
             actions = messages(since: sent).map { .send(link, $0) }
@@ -185,7 +198,7 @@ public struct Replicator {
     /// the link declared before): every entry for an author we hold or it
     /// already declared, and entries for other authors while the link has
     /// fewer than `maximumUnknownAuthors` of them.
-    private func admit(_ entries: [Dependency], over base: VectorClock) -> [Dependency] {
+    func admit(_ entries: [Dependency], over base: VectorClock) -> [Dependency] {
         let isNew = { (e: Dependency) in self.clock[e.author] == 0 && base[e.author] == 0 && e.sequence > 0 }
         // The common case (a `stored` answer, a delta about authors we hold) costs no count.
         guard entries.contains(where: isNew) else { return entries }
@@ -272,6 +285,8 @@ public struct Replicator {
         var fresh: [CarriedEnvelope] = []
         var limited = 0
         var answered = false
+        var pushed = 0
+        var duplicates = 0
         l.pushTokens = min(pushBudget.burst, l.pushTokens + max(0, now - l.refilledAt) * pushBudget.perSecond)
         l.refilledAt = now
         for c in batch {
@@ -287,6 +302,8 @@ public struct Replicator {
                     continue
                 }
                 l.pushTokens -= 1
+                pushed += 1
+                if e.sequence <= clock[e.author] || pending.contains(Dependency(author: e.author, sequence: e.sequence)) { duplicates += 1 }
             }
             // The sender holds it: remember, so we do not push it back.
             l.known[e.author] = max(l.known[e.author], e.sequence)
@@ -302,7 +319,8 @@ public struct Replicator {
             return (fresh.isEmpty ? [] : [.verifyAndStore(link, fresh)]) + [.pushesLimited(link, limited)]
         }
         links[link] = l
-        return (fresh.isEmpty ? [] : [.verifyAndStore(link, fresh)]) + (answered ? pullWhenHalfAnswered(link, now: now) : [])
+        return (fresh.isEmpty ? [] : [.verifyAndStore(link, fresh)]) + pushedDuplicates(link, pushed: pushed, duplicates: duplicates)
+            + (answered ? pullWhenHalfAnswered(link, now: now) : [])
     }
 
     /// The shell's answer to `verifyAndStore`: what was stored, how the
@@ -347,7 +365,7 @@ public struct Replicator {
     /// Time passes: clock deltas to links whose exchange is due, and asks
     /// for catch-up as the pull budget refills.
     public mutating func tick(now: Double) -> [Action] {
-        var actions: [Action] = []
+        var actions = treeTick(now: now)
         for id in links.keys.sorted() { actions += pull(id, now: now) }
         for id in links.keys.sorted() {
             guard var l = links[id], now >= l.nextExchange else { continue }
@@ -378,6 +396,12 @@ public struct Replicator {
             if readable.count < batch.count { actions.append(.heldBack(id, batch.count - readable.count)) }
             let lacking = readable.filter { $0.envelope.sequence > l.known[$0.envelope.author] && $0.hops < CarriedEnvelope.maximumHops }
             guard !lacking.isEmpty else { continue }
+            if l.tree && !l.eager {
+                // Lazy: the ids go at the next tick; the peer does not hold them yet.
+                for c in lacking { l.lazyQueue[c.envelope.author] = max(l.lazyQueue[c.envelope.author] ?? 0, c.envelope.sequence) }
+                links[id] = l
+                continue
+            }
             for c in lacking { l.known[c.envelope.author] = max(l.known[c.envelope.author], c.envelope.sequence) }
             links[id] = l
             actions.append(.send(id, .envelopes(lacking)))

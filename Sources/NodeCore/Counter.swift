@@ -49,6 +49,30 @@ public enum Counter: String, CaseIterable, Sendable, Comparable {
     /// there reached another identity): the dial is put off to the hold's
     /// end, counted once per turn.
     case dialSkippedHeld = "dial_skipped_held"
+    // The overlay (docs/PROTOCOL.md §11, "Overlay").
+    case overlaySent = "overlay_sent"
+    case overlayReceived = "overlay_received"
+    /// A membership message over a link's budget, dropped.
+    case overlayLimited = "overlay_limited"
+    /// A join from a peer that joined less than `Overlay.joinInterval` ago, dropped.
+    case overlayJoinsIgnored = "overlay_joins_ignored"
+    /// A `keep` past `maximumPinned`: the link is not kept outside the bound.
+    case overlayPinnedRefused = "overlay_pinned_refused"
+    /// A membership message with no link to go on (and not worth a dial), dropped.
+    case overlayUndelivered = "overlay_undelivered"
+    /// A link no membership message claimed within `Overlay.claimGrace`, closed.
+    case overlayUnclaimedClosed = "overlay_unclaimed_closed"
+    /// A neighbour's link failed: the active view heals from the passive one.
+    case overlayPeerLost = "overlay_peer_lost"
+    // Tree push (docs/PROTOCOL.md §11, "Tree push").
+    /// Envelopes a link pushed that were held already or being checked.
+    case envelopesDuplicate = "envelopes_duplicate"
+    case ihaveSent = "ihave_sent"
+    case ihaveReceived = "ihave_received"
+    case pruneSent = "prune_sent"
+    case pruneReceived = "prune_received"
+    case graftSent = "graft_sent"
+    case graftReceived = "graft_received"
 
     /// The counter of a link refused in its handshake.
     public init(_ failure: LinkFailure) {

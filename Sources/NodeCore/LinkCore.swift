@@ -88,15 +88,18 @@ public struct LinkCore {
     public static let duplicateReason = "duplicate link"
 
     public let me: PublicKey
-    public private(set) var table: LinkTable
-    public private(set) var replicator: Replicator
+    public internal(set) var table: LinkTable
+    public internal(set) var replicator: Replicator
     public private(set) var counters = Counters()
-    private var links: [LinkID: Link] = [:]
+    /// Who we keep links to (`LinkCore+Overlay.swift`).
+    public internal(set) var overlay: Overlay
+    var links: [LinkID: Link] = [:]
 
-    public init(me: PublicKey, clock: VectorClock, random: some RandomNumberGenerator) {
+    public init(me: PublicKey, clock: VectorClock, overlay: Overlay.Configuration = Overlay.Configuration(), random: some RandomNumberGenerator) {
         self.me = me
         table = LinkTable(me: me, random: random)
         replicator = Replicator(me: me, clock: clock, random: random)
+        self.overlay = Overlay(me: me, configuration: overlay, random: random)
     }
 
     /// `--push-rate`: envelopes per second a link may push (and bring when
@@ -105,6 +108,14 @@ public struct LinkCore {
         replicator.pushBudget = (burst: rate * Replicator.pushBurst / Replicator.pushRate, perSecond: rate)
         replicator.pullBudget = replicator.pushBudget
     }
+
+    /// `--max-links` (and a relay's larger bound), before any link.
+    public mutating func configureOverlay(_ configuration: Overlay.Configuration, random: some RandomNumberGenerator) {
+        overlay = Overlay(me: me, configuration: configuration, random: random)
+    }
+
+    /// The port we accept links on, told to peers in membership messages.
+    public mutating func listens(on port: UInt16) { overlay.configuration.port = port }
 
     /// `--peer`: a dialler that tries at the first tick.
     public mutating func addPeer(host: String, port: UInt16) { table.addPeer(host: host, port: port) }
@@ -125,12 +136,17 @@ public struct LinkCore {
             count(.bytesIn, by: bytes.count)
             step(id, now: now, into: &out) { $0.receive(bytes) }
         case let .closed(id, reason):
+            let remote = remote(of: id)
             guard links.removeValue(forKey: id) != nil else { break }
-            follow(table.closed(id, reason: reason, duplicate: reason.unsanitized == Self.duplicateReason, now: now), now: now, into: &out)
+            replicator.linkDown(id)
+            let duplicate = reason.unsanitized == Self.duplicateReason
+            follow(table.closed(id, reason: reason, duplicate: duplicate, now: now), now: now, into: &out)
+            if !duplicate { overlayClosed(id, remote: remote, now: now, into: &out) }
         case let .dialFailed(d):
-            table.dialFailed(d, now: now)
+            follow(table.dialFailed(d, now: now), now: now, into: &out)
         case let .replicate(id, memory):
-            guard let link = links[id] else { break }
+            // A link that lost a tie-break meanwhile carries nobody: nothing to replicate.
+            guard let link = links[id], table.links[id]?.remote != nil else { break }
             follow(replicator.linkUp(id, now: now, memory: memory, version: link.version), now: now, into: &out)
         case let .send(id, message):
             send(message, on: id, now: now, into: &out)
@@ -140,15 +156,23 @@ public struct LinkCore {
         case let .posted(envelope):
             follow(replicator.localPost(envelope), now: now, into: &out)
         case let .found(peer, host, port, listening):
-            follow(table.found(peer, host: host, port: port, listening: listening, now: now), now: now, into: &out)
+            if overlay.configuration.bounded {
+                overlayFound(peer, host: host, port: port, now: now, into: &out)
+            } else {
+                follow(table.found(peer, host: host, port: port, listening: listening, now: now), now: now, into: &out)
+            }
         case let .expired(peer):
             table.expired(peer)
+            overlayExpired(peer, now: now, into: &out)
         case let .blocked(peer):
+            overlay.discovered[peer] = nil
+            membership(.unreachable(peer), now: now, into: &out)
             follow(table.block(peer), now: now, into: &out)
         case .tick:
             follow(replicator.tick(now: now), now: now, into: &out)
             for id in links.keys.sorted() { step(id, now: now, into: &out) { $0.tick(now: now) } }
             follow(table.tick(now: now), now: now, into: &out)
+            overlayTick(now: now, into: &out)
         }
         return out
     }
@@ -156,7 +180,7 @@ public struct LinkCore {
     // MARK: inside
 
     /// Runs `step` on a link's session and does what it decided.
-    private mutating func step(_ id: LinkID, now: Double, into out: inout [Effect], _ body: (inout LinkSession) -> [LinkSession.Action]) {
+    mutating func step(_ id: LinkID, now: Double, into out: inout [Effect], _ body: (inout LinkSession) -> [LinkSession.Action]) {
         guard var link = links[id] else { return }
         let actions = body(&link.session)
         links[id] = link
@@ -188,7 +212,7 @@ public struct LinkCore {
     }
 
     /// Does what the link table decided.
-    private mutating func follow(_ effects: [LinkTable.Effect], now: Double, into out: inout [Effect]) {
+    mutating func follow(_ effects: [LinkTable.Effect], now: Double, into out: inout [Effect]) {
         for effect in effects {
             switch effect {
             case let .dial(d, host, port):
@@ -199,6 +223,9 @@ public struct LinkCore {
                 out.append(.close(id, .policyViolation, reason: "blocked"))
             case let .up(id, remote, announce):
                 out.append(.up(id, remote, announce: announce, nick: links[id]?.session.remoteNick))
+                overlayUp(id, remote: remote, now: now, into: &out)
+            case let .released(peer):
+                overlayReleased(peer, now: now, into: &out)
             case let .down(id):
                 replicator.linkDown(id)
             case let .peerDown(remote, reason):
@@ -222,6 +249,17 @@ public struct LinkCore {
         case .fullClockWanted:
             count(.fullClockWantedReceived)
             follow(replicator.fullClockWanted(id), now: now, into: &out)
+        case let .overlay(message):
+            overlayReceived(message, on: id, now: now, into: &out)
+        case let .ihave(entries):
+            count(.ihaveReceived)
+            follow(replicator.ihaveReceived(id, entries: entries, now: now), now: now, into: &out)
+        case .prune:
+            count(.pruneReceived)
+            replicator.pruneReceived(id)
+        case .graft:
+            count(.graftReceived)
+            replicator.graftReceived(id)
         case let .stored(entries):
             follow(replicator.storedReceived(id, entries: entries, now: now), now: now, into: &out)
             if let remote = table.links[id]?.remote, let mine = entries.first(where: { $0.author == me }) {
@@ -251,6 +289,8 @@ public struct LinkCore {
                 count(.clockEntriesIgnored, by: n)
             case let .heldBack(_, n):
                 count(.envelopesTooNewForLink, by: n)
+            case let .duplicates(_, n):
+                count(.envelopesDuplicate, by: n)
             case let .remember(id, clocks):
                 if let remote = table.links[id]?.remote { out.append(.remember(remote, clocks)) }
             }
@@ -259,7 +299,7 @@ public struct LinkCore {
 
     /// Encodes, counts and chunks a gossip message, and seals each chunk
     /// in the link's Noise session.
-    private mutating func send(_ message: GossipMessage, on id: LinkID, now: Double, into out: inout [Effect]) {
+    mutating func send(_ message: GossipMessage, on id: LinkID, now: Double, into out: inout [Effect]) {
         // A batch goes out in messages of at most `batchBytes` (large bodies add up).
         if case let .envelopes(batch) = message, batch.count > 1 {
             let parts = GossipMessage.batches(batch)
@@ -274,7 +314,10 @@ public struct LinkCore {
         case .clockSince: countClock(.clockSinceSent, bytes: encoded.count)
         case .fullClockWanted: countClock(.fullClockWantedSent, bytes: encoded.count)
         case let .envelopes(batch): count(.envelopesSent, by: batch.count)
-        case .request, .stored: break
+        case .ihave: count(.ihaveSent)
+        case .prune: count(.pruneSent)
+        case .graft: count(.graftSent)
+        case .request, .stored, .overlay: break
         }
         for chunk in GossipChunker.chunks(encoded) {
             guard links[id] != nil else { return }

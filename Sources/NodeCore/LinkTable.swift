@@ -31,6 +31,10 @@ public struct LinkTable {
         public fileprivate(set) var remote: PublicKey?
         /// Made for a peer that discovery found; retired when it expires.
         public let discovered: Bool
+        /// Made because the overlay wants a link to its peer (`want`): it
+        /// dials once, and is retired when that connection ends; the overlay
+        /// decides whether to want the peer again (`Effect.released`).
+        public fileprivate(set) var oneShot = false
         public fileprivate(set) var retired = false
         fileprivate var attempt = 0
         public fileprivate(set) var nextTry: Double
@@ -64,6 +68,9 @@ public struct LinkTable {
         /// A dial for a discovered peer reached another identity: the
         /// address is held until `until` (for the log).
         case misdirected(address: String, announced: PublicKey?, answered: PublicKey, until: Double)
+        /// A dialler made by `want` ended (its dial failed, or its link
+        /// closed): it is retired. `peer` is who it was for.
+        case released(PublicKey)
     }
 
     /// Reconnect backoff: 0.5 s doubling up to 30 s, with ±25 % jitter.
@@ -171,13 +178,14 @@ public struct LinkTable {
                 effects.append(.peerDown(remote, reason: reason))
             }
         }
-        if let d = link.dialer { redialLater(d, now: now) }
+        if let d = link.dialer { effects += redialLater(d, now: now) }
         return effects
     }
 
     /// A dial did not become a link (no connection, or its WebSocket
     /// handshake failed): the dialler tries again after its backoff.
-    public mutating func dialFailed(_ d: DialerID, now: Double) { redialLater(d, now: now) }
+    @discardableResult
+    public mutating func dialFailed(_ d: DialerID, now: Double) -> [Effect] { redialLater(d, now: now) }
 
     /// A link's handshake met another identity than its dialler expected.
     /// For a discovered peer, the address is held: for `misdirectedHold`
@@ -206,7 +214,8 @@ public struct LinkTable {
             let moved = dialer.host != host || dialer.port != port
             dialer.host = host
             dialer.port = port
-            if dialer.retired || moved {
+            if dialer.retired || moved || dialer.oneShot {
+                dialer.oneShot = false
                 dialer.retired = false
                 dialer.attempt = 0
                 dialer.nextTry = first
@@ -219,6 +228,44 @@ public struct LinkTable {
         // Due now: dial at once rather than at the next tick.
         guard let d = discoveredDialer(of: peer), let dialer = dialers[d], !dialer.connecting, !dialer.retired, dialer.nextTry <= now else { return [] }
         return dial(d, now: now)
+    }
+
+    /// The overlay wants a link to `peer` at `host:port`: one dial, now,
+    /// expecting that identity (unless a link carries it, or a `--peer`
+    /// dialler already dials it). When that connection ends, the dialler
+    /// is retired (`Effect.released`).
+    public mutating func want(_ peer: PublicKey, host: String, port: UInt16, now: Double) -> [Effect] {
+        guard port != 0, peer != me, !carries(peer) else { return [] }
+        if dialers.values.contains(where: { $0.remote == peer && !$0.discovered && !$0.retired }) { return [] }
+        let d: DialerID
+        if let existing = discoveredDialer(of: peer), var dialer = dialers[existing] {
+            guard !dialer.connecting else { return [] }
+            dialer.host = host
+            dialer.port = port
+            dialer.retired = false
+            dialer.oneShot = true
+            dialer.attempt = 0
+            dialer.nextTry = now
+            dialers[existing] = dialer
+            d = existing
+        } else {
+            var dialer = Dialer(host: host, port: port, remote: peer, discovered: true, nextTry: now)
+            dialer.oneShot = true
+            d = add(dialer)
+        }
+        return dial(d, now: now)
+    }
+
+    /// The overlay no longer wants `peer`: its one-shot diallers stop (a
+    /// connection on its way is still reported).
+    public mutating func release(_ peer: PublicKey) {
+        for (d, dialer) in dialers where dialer.oneShot && dialer.remote == peer && !dialer.connecting { dialers[d]?.retired = true }
+    }
+
+    /// Whether `link` was dialled by a `--peer` dialler (the user asked for it).
+    public func isUserLink(_ link: LinkID) -> Bool {
+        guard let d = links[link]?.dialer, let dialer = dialers[d] else { return false }
+        return !dialer.discovered
     }
 
     /// Discovery has not heard `peer` for its expiry: its dialler stops.
@@ -273,13 +320,19 @@ public struct LinkTable {
         return [.dial(d, host: dialer.host, port: dialer.port)]
     }
 
-    private mutating func redialLater(_ d: DialerID, now: Double) {
-        guard var dialer = dialers[d] else { return }
+    private mutating func redialLater(_ d: DialerID, now: Double) -> [Effect] {
+        guard var dialer = dialers[d] else { return [] }
         dialer.connecting = false
+        if dialer.oneShot {
+            dialer.retired = true
+            dialers[d] = dialer
+            return dialer.remote.map { [.released($0)] } ?? []
+        }
         let delay = min(Self.backoffCap, Self.backoffBase * Double(1 << dialer.attempt))
         dialer.attempt = min(dialer.attempt + 1, Self.maximumAttempt)
         dialer.nextTry = now + delay * Double.random(in: 0.75...1.25, using: &random)
         dialers[d] = dialer
+        return []
     }
 
     /// When a discovered dialler's address is held for it (nil: it may dial).

@@ -23,6 +23,10 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
         /// Peers of each view sent in one shuffle.
         public var shuffleActive = 3
         public var shufflePassive = 4
+        /// How far a shuffle walks before it is answered (1: the neighbour
+        /// it is sent to answers; the node's setting, since a reply goes
+        /// back over the link it came on).
+        public var shuffleWalk: UInt8 = 6
         /// Seconds between two shuffles (±25 %).
         public var shuffleInterval = 10.0
         /// Seconds a neighbour request may go unanswered.
@@ -246,7 +250,7 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
         let sent = [me] + sample(active.subtracting([target]), count: configuration.shuffleActive)
             + sample(passive, count: configuration.shufflePassive)
         lastShuffleSent = sent
-        out.append(.send(target, .shuffle(origin: me, ttl: configuration.activeWalk, peers: sent)))
+        out.append(.send(target, .shuffle(origin: me, ttl: configuration.shuffleWalk, peers: sent)))
     }
 
     private mutating func pick(from set: Set<Peer>) -> Peer? {

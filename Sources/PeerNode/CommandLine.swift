@@ -26,6 +26,8 @@ struct Options: Equatable {
     var maxPerAddress: String?
     /// New envelopes a link may push per second (default `Replicator.pushRate`).
     var pushRate: String?
+    /// Links the overlay keeps at most (0: link to every peer found).
+    var maxLinks: String?
     /// Relay: HOST:PORT for `/healthz` and `/metrics` (default loopback, `NetworkNode.defaultMetricsListen`).
     var metricsListen: String?
     /// Relay: label `/metrics` samples with peer ids (off: who is linked is nobody's business but the operator's).
@@ -94,6 +96,9 @@ enum CommandLineSpec {
         OptionSpec(name: "--push-rate", argument: "N",
                    help: "close a link that sends envelopes we did not ask for faster than N a second, past a burst of 5 s of it, and ask for catch-up no faster (default 10000, catch-up 40000; 1 to 1000000)",
                    apply: { $0.pushRate = $1 }),
+        OptionSpec(name: "--max-links", argument: "N",
+                   help: "keep at most N links to peers found on the LAN or learned from peers, and know more in reserve (default 6, a relay 32; 0: link to every peer found, as earlier builds did; --peer links come on top)",
+                   apply: { $0.maxLinks = $1 }),
     ]
 
     /// Options without a value.
@@ -163,6 +168,7 @@ enum CommandLineSpec {
         }
         try expectNumber(options.maxPerAddress, for: "--max-per-address", in: maxPerAddressRange)
         try expectNumber(options.pushRate, for: "--push-rate", in: pushRateRange)
+        try expectNumber(options.maxLinks, for: "--max-links", in: maxLinksRange)
         switch words.first {
         case nil:
             return .chat(options)
@@ -220,6 +226,8 @@ enum CommandLineSpec {
     static let maxPerAddressRange = 1...65_536
     /// `--push-rate N`: new envelopes a link may push per second.
     static let pushRateRange = 1...1_000_000
+    /// `--max-links N`: links the overlay keeps (0: every peer found).
+    static let maxLinksRange = 0...1_024
 
     /// A whole number within `range`, when the option was given.
     private static func expectNumber(_ value: String?, for name: String, in range: ClosedRange<Int>) throws(UsageError) {

@@ -37,7 +37,8 @@ struct JSONPresenter: LinePresenter {
             return [JSONEvents.line(pairs: [("type", .string("stats")), ("links", .number(UInt64(links)))]
                 + counters.map { ($0.name, .number(UInt64(max(0, $0.value)))) })]
         case let .peers(list):
-            return [JSONEvents.line(["type": .string("peers"), "linked": .number(UInt64(list.linked)), "rows": .number(UInt64(list.rows.count))])]
+            return [JSONEvents.line(["type": .string("peers"), "linked": .number(UInt64(list.linked)), "rows": .number(UInt64(list.rows.count)),
+                                     "max_links": .number(UInt64(list.maximumLinks)), "reserve": .number(UInt64(list.reserve))])]
                 + list.rows.map { row in
                     var pairs: [(String, JSONEvents.Value)] = [("type", .string("peer")), ("id", .string(row.id?.hex ?? "")),
                                                               ("nick", .text(row.id.flatMap { list.people.nicks[$0] } ?? PeerText(""))), ("addr", .string(row.address)),
@@ -45,6 +46,8 @@ struct JSONPresenter: LinePresenter {
                     if let linkedFor = row.linkedFor { pairs.append(("linked_s", .number(UInt64(max(0, linkedFor))))) }
                     if let rtt = row.roundTrip { pairs.append(("rtt_us", .number(UInt64(max(0, rtt * 1_000_000))))) }
                     pairs += [("sending", .number(row.sending)), ("receiving", .number(row.receiving))]
+                    if !row.view.isEmpty { pairs += [("view", .string(row.view)), ("push", .string(row.push))] }
+                    if row.state == "in reserve" { pairs.append(("view", .string("reserve"))) }
                     return JSONEvents.line(pairs: pairs)
                 }
         case let .members(room, members):

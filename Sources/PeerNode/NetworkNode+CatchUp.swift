@@ -9,7 +9,8 @@ extension NetworkNode {
     func queueCatchUp(_ id: LinkID, author: PublicKey, from: UInt64, through: UInt64) {
         guard links[id] != nil else { return }
         links[id]?.catchUp.add(author: author, from: from, through: through)
-        pumpCatchUp(id)
+        // Its window is measured on the socket: wait for what is being sealed to reach it.
+        if feeding { catchUpDue.insert(id) } else { pumpCatchUp(id) }
     }
 
     /// Sends batches while the link has room in its window; then waits for

@@ -66,6 +66,15 @@ extension NetworkNode {
         metric("envelopes_stored", "gauge", "Envelopes in the store.", readLogged("the envelope count") { try node.store.envelopeCount() }.map { [("", $0)] } ?? [])
         metric("store_bytes", "gauge", "Bytes of the database on disk.", [("", Int(clamping: node.store.bytesOnDisk))])
         metric("envelopes_relayed_total", "counter", "Envelopes sent to peers.", [("", counters[.envelopesSent])])
+        metric("envelopes_duplicate_total", "counter", "Envelopes a link pushed that were held already (tree push prunes such links).", [("", counters[.envelopesDuplicate])])
+        metric("tree_messages_total", "counter", "Tree push: ids announced on lazy links, prunes and grafts, sent and received.",
+               [(Counter.ihaveSent, "ihave", "sent"), (.ihaveReceived, "ihave", "received"), (.pruneSent, "prune", "sent"),
+                (.pruneReceived, "prune", "received"), (.graftSent, "graft", "sent"), (.graftReceived, "graft", "received")]
+                .map { (labels: "{kind=\"\($0.1)\",direction=\"\($0.2)\"}", value: counters[$0.0]) })
+        let overlay = core.overlay
+        metric("overlay_peers", "gauge", "The overlay's views: neighbours linked, peers in reserve, links kept for --peer.",
+               [("{view=\"active\"}", overlay.membership.active.count), ("{view=\"passive\"}", overlay.membership.passive.count),
+                ("{view=\"kept\"}", overlay.pinned.count)])
         metric("bytes_received_total", "counter", "Bytes received on links.", [("", counters[.bytesIn])])
         metric("bytes_sent_total", "counter", "Bytes sent on links.", [("", counters[.bytesOut])])
         var drops = Counter.drops.map { (labels: "{reason=\"\($0.rawValue)\"}", value: counters[$0]) }

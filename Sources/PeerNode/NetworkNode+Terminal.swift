@@ -32,9 +32,13 @@ extension NetworkNode {
         for (id, link) in table.links.sorted(by: { $0.key < $1.key }) {
             guard let remote = link.remote, shown.insert(remote).inserted else { continue }
             let known = replicator.knownClock(of: id) ?? VectorClock()
-            rows.append(PeerRow(id: remote, address: links[id]?.connection.remoteAddress ?? "?", state: "linked", linkedFor: now - (link.since ?? now),
-                                roundTrip: links[id]?.roundTrip, sending: replicator.clock.count(beyond: known),
-                                receiving: known.count(beyond: replicator.clock)))
+            var row = PeerRow(id: remote, address: links[id]?.connection.remoteAddress ?? "?", state: "linked", linkedFor: now - (link.since ?? now),
+                              roundTrip: links[id]?.roundTrip, sending: replicator.clock.count(beyond: known),
+                              receiving: known.count(beyond: replicator.clock))
+            row.view = core.version(of: id)?.speaksOverlay != true ? "older version"
+                : core.overlay.pinned.contains(remote) ? "kept" : "neighbour"
+            row.push = replicator.isEager(id) == false ? "lazy" : "eager"
+            rows.append(row)
         }
         for (_, dialer) in table.dialersInOrder where !dialer.retired {
             guard let remote = dialer.remote, shown.insert(remote).inserted else { continue }
@@ -45,6 +49,12 @@ extension NetworkNode {
             rows.append(PeerRow(id: nil, address: dialer.address, state: "--peer, not linked yet",
                                 linkedFor: nil, roundTrip: nil, sending: 0, receiving: 0))
         }
-        return PeerList(linked: Set(linkedPeers.values).count, rows: rows, people: node.people)
+        let overlay = core.overlay
+        for peer in overlay.membership.passive.sorted() where shown.insert(peer).inserted {
+            rows.append(PeerRow(id: peer, address: overlay.addresses[peer].map { "\($0.host):\($0.port)" } ?? "?", state: "in reserve",
+                                linkedFor: nil, roundTrip: nil, sending: 0, receiving: 0))
+        }
+        return PeerList(linked: Set(linkedPeers.values).count, maximumLinks: overlay.configuration.maximumLinks,
+                        reserve: overlay.membership.passive.count, rows: rows, people: node.people)
     }
 }

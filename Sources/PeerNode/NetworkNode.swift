@@ -124,10 +124,17 @@ final class NetworkNode: @unchecked Sendable {
 
     // MARK: start
 
-    /// `--max-per-address` and `--push-rate` (already checked by the parser).
+    /// `--max-per-address`, `--push-rate` and `--max-links` (already checked by the parser).
     func applyLimits(_ options: Options) {
         if let limit = options.maxPerAddress.flatMap({ Int($0) }) { maximumConnectionsPerAddress = limit }
         if let rate = options.pushRate.flatMap({ Double($0) }) { core.limitPushes(perSecond: rate) }
+        var overlay = Overlay.Configuration()
+        if relay {
+            overlay.maximumLinks = Overlay.relayLinks
+            overlay.maximumPinned = Overlay.relayPinned
+        }
+        if let links = options.maxLinks.flatMap({ Int($0) }) { overlay.maximumLinks = links }
+        core.configureOverlay(overlay, random: SystemRandomNumberGenerator())
     }
 
     func start(listen: String?, peers: [String], discovery: DiscoveryService.Configuration? = nil) throws {
@@ -147,6 +154,7 @@ final class NetworkNode: @unchecked Sendable {
             let bound = try server.listen(host: host, port: port)
             listenAddress = "\(host):\(bound)"
             listenPort = UInt16(bound)
+            core.listens(on: listenPort)
             self.server = server
         } catch {
             // The default port taken (a second node on this machine) is not fatal.
@@ -219,10 +227,35 @@ final class NetworkNode: @unchecked Sendable {
         feed(.received(id, bytes))
     }
 
-    /// Hands the core an event and does what it decided.
+    /// Hands the core an event and does what it decided. An event that
+    /// comes while effects are being done (a link up starts replication, a
+    /// batch stored at once answers) waits until they all are: effects may
+    /// carry bytes already sealed for a link, and a Noise transport must see
+    /// its messages in the order they were sealed.
     func feed(_ input: LinkCore.Input) {
-        perform(core.handle(input, now: monotonic()))
+        inputs.append(input)
+        guard !feeding else { return }
+        feeding = true
+        var next = 0
+        while next < inputs.count {
+            let input = inputs[next]
+            next += 1
+            perform(core.handle(input, now: monotonic()))
+        }
+        inputs.removeAll(keepingCapacity: true)
+        feeding = false
+        // Catch-up reads as the socket takes what it sent, so it runs once
+        // nothing else waits (`queueCatchUp`).
+        let due = catchUpDue
+        catchUpDue = []
+        for id in due.sorted() { pumpCatchUp(id) }
     }
+
+    /// Inputs waiting for the effects being done (`feed`).
+    private var inputs: [LinkCore.Input] = []
+    private(set) var feeding = false
+    /// Links with catch-up queued while effects were being done.
+    var catchUpDue: Set<LinkID> = []
 
     /// Does what the core decided.
     func perform(_ effects: [LinkCore.Effect]) {

@@ -78,6 +78,10 @@ enum ReceiptState: String {
 /// `/peers`: each linked peer, then each known one not linked.
 struct PeerList {
     let linked: Int
+    /// The overlay's bound on links (0: none, every peer found is linked).
+    let maximumLinks: Int
+    /// Peers known in reserve (the overlay's passive view).
+    let reserve: Int
     let rows: [PeerRow]
     let people: People
 }
@@ -92,6 +96,11 @@ struct PeerRow {
     let roundTrip: Double?
     /// Envelopes we hold that it lacks, and it holds that we lack.
     let sending: UInt64, receiving: UInt64
+    /// Why a linked peer is linked: "neighbour" (the overlay keeps it), "kept"
+    /// (a --peer, ours or its), "older version" (a link of an earlier build); "" when not linked.
+    var view = ""
+    /// Whether new messages go to it in full ("eager") or as ids ("lazy"); "" when not linked.
+    var push = ""
 }
 
 /// One author of a room, for `/who`.

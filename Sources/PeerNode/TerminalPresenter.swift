@@ -65,13 +65,14 @@ struct TerminalPresenter: LinePresenter {
     /// `/peers`: linked nodes (address, since, round trip, sync state) and found ones not linked.
     static func peerLines(_ list: PeerList) -> [String] {
         let renderer = Renderer(people: list.people)
-        return ["-- peers: \(list.linked) linked"] + list.rows.map { row -> String in
+        let bound = list.maximumLinks > 0 ? " (at most \(list.maximumLinks) besides --peer), \(list.reserve) in reserve" : " (every peer found)"
+        return ["-- peers: \(list.linked) linked\(bound)"] + list.rows.map { row -> String in
             let who = row.id.map { renderer.label($0) } ?? "?"
             guard let linkedFor = row.linkedFor else {
                 return "   \(who)  \(row.address)  \(row.state)\(row.state.hasPrefix("--peer,") ? "" : ", not linked")"
             }
             let sync = row.sending == 0 && row.receiving == 0 ? "in sync" : "sending \(row.sending), receiving \(row.receiving)"
-            return "   \(who)  \(row.address)  linked \(duration(linkedFor))  \(roundTripText(row.roundTrip))  \(sync)"
+            return "   \(who)  \(row.address)  linked \(duration(linkedFor))  \(roundTripText(row.roundTrip))  \(sync)  \(row.view), \(row.push)"
         }
     }
 

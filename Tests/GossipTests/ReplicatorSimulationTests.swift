@@ -160,7 +160,7 @@ final class Simulation {
             case let .pushesLimited(link, count):
                 pushesLimited += count
                 bringDown(node, link)
-            case .clockEntriesIgnored, .heldBack:
+            case .clockEntriesIgnored, .heldBack, .duplicates:
                 break
             }
         }
@@ -177,6 +177,10 @@ final class Simulation {
             case let .clockSince(base, entries): perform(to, nodes[to].replicator.clockSinceReceived(from, base: base, entries: entries, now: now))
             case .fullClockWanted: perform(to, nodes[to].replicator.fullClockWanted(from))
             case let .stored(entries): perform(to, nodes[to].replicator.storedReceived(from, entries: entries, now: now))
+            case let .ihave(entries): perform(to, nodes[to].replicator.ihaveReceived(from, entries: entries, now: now))
+            case .prune: nodes[to].replicator.pruneReceived(from)
+            case .graft: nodes[to].replicator.graftReceived(from)
+            case .overlay: break
             }
             clockBytes += message.isClock ? message.encoded.count : 0
         case let .tick(n):
@@ -288,7 +292,7 @@ extension GossipMessage {
     var isClock: Bool {
         switch self {
         case .clock, .clockSince, .fullClockWanted: true
-        case .envelopes, .request, .stored: false
+        case .envelopes, .request, .stored, .overlay, .ihave, .prune, .graft: false
         }
     }
 }

@@ -1,0 +1,123 @@
+import Crypto
+import Gossip
+
+/// What the node keeps for its overlay beside `Membership` (pure): where
+/// each peer it may link to listens, messages waiting for a peer's link,
+/// the links kept outside the bound, links nobody has claimed yet, and the
+/// budget of membership messages each link may send. `LinkCore+Overlay.swift`
+/// joins it to the links.
+public struct Overlay {
+    public struct Configuration: Sendable {
+        /// Links the membership keeps at most (`--max-links`); 0: no bound,
+        /// every peer found is linked (the full mesh of earlier builds).
+        public var maximumLinks = Overlay.defaultLinks
+        /// Peers known and not linked, kept at most.
+        public var passiveSize = Overlay.defaultPassive
+        /// Links kept because a peer's user asked for them (`keep`), beyond the bound.
+        public var maximumPinned = Overlay.defaultPinned
+        /// Where we accept links (0: nowhere), told to peers in join and neighbour requests.
+        public var port: UInt16 = 0
+        public init() {}
+
+        /// Whether the membership bounds the links (else: the full mesh).
+        public var bounded: Bool { maximumLinks > 0 }
+    }
+
+    /// Default bound on a node's links (`--max-links`).
+    public static let defaultLinks = 6
+    /// A relay's default: it links LANs and holds links for nodes that come and go.
+    public static let relayLinks = 32
+    public static let defaultPassive = 36
+    public static let defaultPinned = 64
+    /// A relay's: every machine that names it with `--peer` keeps its link.
+    public static let relayPinned = 1_024
+    /// Seconds an inbound link may stay up without its peer asking to be a
+    /// neighbour (join, neighbour, keep): then it is closed.
+    public static let claimGrace = 10.0
+    /// Seconds between two offers of the peers discovery knows to the
+    /// membership again (after they left its views).
+    public static let rediscoverInterval = 30.0
+    /// Membership messages a link may send at once, and per second after that;
+    /// more are dropped and counted (`overlay_messages_limited`).
+    public static let messageBurst = 32.0
+    public static let messageRate = 2.0
+    /// Joins taken from one peer at most once in this many seconds.
+    public static let joinInterval = 60.0
+    /// Messages waiting for one peer's link, at most.
+    public static let maximumOutbox = 8
+    /// Addresses remembered at once (peers in the views, found by discovery, or waiting).
+    public static let maximumAddresses = 4_096
+
+    public internal(set) var configuration: Configuration
+    public internal(set) var membership: Membership<PublicKey>
+    /// Where each peer listens, as discovery found it or a peer told us.
+    public internal(set) var addresses: [PublicKey: OverlayPeer] = [:]
+    /// Peers discovery has heard (until they expire), and when last offered to the membership.
+    var discovered: [PublicKey: Double] = [:]
+    var outbox: [PublicKey: [OverlayMessage]] = [:]
+    /// Peers whose links are kept outside the bound: our `--peer` links, and peers that asked (`keep`).
+    public internal(set) var pinned: Set<PublicKey> = []
+    /// Links up that no membership message has claimed yet, since when.
+    var unclaimed: [LinkID: Double] = [:]
+    /// Membership messages each link may still send, and when that was worked out.
+    var budget: [LinkID: (tokens: Double, at: Double)] = [:]
+    /// When each peer's last join was taken.
+    var joinedAt: [PublicKey: Double] = [:]
+    var lastRediscover = 0.0
+
+    public init(me: PublicKey, configuration: Configuration, random: some RandomNumberGenerator) {
+        self.configuration = configuration
+        var settings = Membership<PublicKey>.Configuration()
+        settings.activeSize = max(1, configuration.maximumLinks)
+        settings.passiveSize = configuration.passiveSize
+        settings.shuffleWalk = 1
+        membership = Membership(me: me, configuration: settings, random: random)
+    }
+
+    /// Whether the membership wants a link to `peer` now (in its active view, or asked).
+    public func wants(_ peer: PublicKey) -> Bool {
+        membership.active.contains(peer) || membership.requested[peer] != nil || pinned.contains(peer)
+    }
+
+    /// Remembers where `peer` listens; an address from discovery is not
+    /// replaced by one a peer told us.
+    mutating func learn(_ peer: OverlayPeer, fromDiscovery: Bool) {
+        guard peer.identity != membership.me, peer.port != 0 else { return }
+        if !fromDiscovery, discovered[peer.identity] != nil, addresses[peer.identity] != nil { return }
+        if addresses[peer.identity] == nil, addresses.count >= Self.maximumAddresses { forgetUnused() }
+        guard addresses[peer.identity] != nil || addresses.count < Self.maximumAddresses else { return }
+        addresses[peer.identity] = peer
+    }
+
+    /// Drops the addresses of peers in no view, not discovered and not waited for.
+    mutating func forgetUnused() {
+        let m = membership
+        addresses = addresses.filter { key, _ in
+            m.active.contains(key) || m.passive.contains(key) || m.requested[key] != nil || discovered[key] != nil
+                || outbox[key] != nil || pinned.contains(key)
+        }
+    }
+
+    /// Spends one message of `link`'s budget (false: over it, drop the message).
+    mutating func spend(_ link: LinkID, now: Double) -> Bool {
+        var b = budget[link] ?? (Self.messageBurst, now)
+        b.tokens = min(Self.messageBurst, b.tokens + max(0, now - b.at) * Self.messageRate)
+        b.at = now
+        guard b.tokens >= 1 else {
+            budget[link] = b
+            return false
+        }
+        b.tokens -= 1
+        budget[link] = b
+        return true
+    }
+
+    /// Queues a message for `peer`'s next link (false: its outbox is full).
+    mutating func queue(_ message: OverlayMessage, for peer: PublicKey) -> Bool {
+        var waiting = outbox[peer] ?? []
+        guard waiting.count < Self.maximumOutbox else { return false }
+        waiting.append(message)
+        outbox[peer] = waiting
+        return true
+    }
+}

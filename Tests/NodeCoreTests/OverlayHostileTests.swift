@@ -1,0 +1,88 @@
+import Crypto
+import Gossip
+import NetworkText
+import NodeCore
+import TestSupport
+import Testing
+
+/// A member that abuses the membership messages, played by one side of the
+/// wire sending whatever gossip it likes on its link (`LinkCore.Input.send`).
+@Suite("Overlay against a hostile member: every message it sends is counted and bounded")
+struct OverlayHostileTests {
+    /// Side 1 linked to side 0 by a --peer dial; side 1's link id.
+    static func linked(_ wire: inout Wire) -> LinkID? {
+        wire.peer(1, dials: 0)
+        wire.tick()
+        return wire.sides[1].core.table.linkedPeers.first { $0.value == wire.key(0) }?.key
+    }
+
+    static func madeUp(_ n: Int) throws -> [OverlayPeer] {
+        try (0..<n).map { i in OverlayPeer(identity: try SigningKey.generate().publicKey, address: [192, 0, 2, UInt8(i % 250)], port: 7733) }
+    }
+
+    @Test("a flood of shuffles full of made-up peers: past the burst they are dropped and counted; the passive view stays within its size")
+    func shuffleFlood() throws {
+        var wire = try Wire(2, seed: 4)
+        let id = try #require(Self.linked(&wire))
+        for _ in 0..<200 { wire.input(1, .send(id, .overlay(.shuffle(try Self.madeUp(OverlayMessage.maximumPeers))))) }
+        let counters = wire.sides[0].core.counters
+        #expect(counters[.overlayLimited] >= 200 - Int(Overlay.messageBurst))
+        #expect(counters[.overlayReceived] <= Int(Overlay.messageBurst) + 10)
+        #expect(wire.sides[0].core.overlay.membership.passive.count <= Overlay.defaultPassive)
+        #expect(wire.sides[0].core.overlay.addresses.count <= Overlay.maximumAddresses)
+        // The link itself is not closed for it, and the budget refills.
+        #expect(wire.sides[0].closes.isEmpty)
+        wire.tick(by: 10)
+        wire.input(1, .send(id, .overlay(.shuffle([]))))
+        #expect(wire.sides[0].core.counters[.overlayReceived] > counters[.overlayReceived])
+        #expect(wire.sides[0].core.counters[.overlayLimited] == counters[.overlayLimited])
+    }
+
+    @Test("repeated joins are taken once a minute: the rest are dropped and counted, and nobody is evicted for them")
+    func repeatedJoins() throws {
+        var wire = try Wire(2, seed: 4)
+        let id = try #require(Self.linked(&wire))
+        let before = wire.sides[0].core.counters[.overlayJoinsIgnored]
+        for _ in 0..<10 { wire.input(1, .send(id, .overlay(.join(port: 7733)))) }
+        #expect(wire.sides[0].core.counters[.overlayJoinsIgnored] - before == 10, "side 1's own join came first")
+        wire.tick(by: Overlay.joinInterval)
+        wire.input(1, .send(id, .overlay(.join(port: 7733))))
+        #expect(wire.sides[0].core.counters[.overlayJoinsIgnored] - before == 10)
+    }
+
+    @Test("keep is honoured for maximumPinned peers; past it the link is treated as any other, and closed once unclaimed for claimGrace")
+    func keepIsBounded() throws {
+        var none = Overlay.Configuration()
+        none.maximumPinned = 0
+        var mesh = Overlay.Configuration()
+        mesh.maximumLinks = 0
+        var wire = try Wire(2, seed: 6, overlay: none)
+        // Side 1 keeps every link it dials and asks for nothing more (the overlay off).
+        wire.sides[1].core.configureOverlay(mesh, random: SeededRandom(state: 1))
+        wire.sides[1].core.listens(on: 7733)
+        wire.peer(1, dials: 0)
+        wire.tick()
+        #expect(wire.sides[0].core.counters[.overlayPinnedRefused] == 1)
+        #expect(wire.sides[0].core.table.carries(wire.key(1)))
+        wire.tick(by: Overlay.claimGrace / 2)
+        #expect(wire.sides[0].core.table.carries(wire.key(1)), "within the grace it stays")
+        wire.tick(by: Overlay.claimGrace / 2)
+        #expect(wire.sides[0].core.counters[.overlayUnclaimedClosed] == 1)
+        #expect(wire.sides[0].closes.contains { $0.2 == LinkCore.notNeighbourReason })
+    }
+
+    @Test("forwardJoin with a made-up peer costs one dial that fails, and the peer is dropped from both views")
+    func madeUpForwardJoin() throws {
+        var wire = try Wire(2, seed: 8)
+        let id = try #require(Self.linked(&wire))
+        let ghost = try Self.madeUp(1)[0]
+        // ttl 0: side 0 must link to it.
+        wire.input(1, .send(id, .overlay(.forwardJoin(ghost, ttl: 0))))
+        let dials = wire.sides[0].effects.filter { if case let .dial(_, host, _) = $0 { host == ghost.host } else { false } }
+        #expect(dials.count == 1)
+        let m = wire.sides[0].core.overlay.membership
+        #expect(!m.active.contains(ghost.identity) && !m.passive.contains(ghost.identity) && m.requested[ghost.identity] == nil)
+        // The real neighbour stays.
+        #expect(wire.sides[0].core.table.carries(wire.key(1)))
+    }
+}
