@@ -14,6 +14,8 @@ BENCH_DISCOVERY_RUNS ?= 7
 BENCH_RELAY_MESSAGES ?= 20000
 BENCH_RELAY_STORE ?= 1000000
 BENCH_IDLE_SECONDS ?= 30
+# nodes authors messages mesh-messages for `peernode-bench overlay`.
+BENCH_SCALE ?= 1000 10000 1000000 30
 SOAK_CYCLES ?= 100
 SOAK_FLOOD_SECONDS ?= 60
 SOAK_LAB_SECONDS ?= 180
@@ -45,6 +47,8 @@ test: setup-test
 bench: setup-bench
 	$(SWIFT) build -c release --product peernode-bench
 	.build/release/peernode-bench
+	@# The whole-LAN simulation (docs/SCALE.md): 1,000 nodes, 10,000 authors, 1,000,000 messages, beside the full mesh.
+	.build/release/peernode-bench overlay $(BENCH_SCALE)
 	scripts/bench-websocket.sh $(BENCH_SECONDS) $(BENCH_RUNS)
 	$(SWIFT) build -c release --product peernode
 	python3 scripts/bench-gossip.py .build/release/peernode .build/release/peernode-bench $(BENCH_ENVELOPES)

@@ -45,6 +45,8 @@ let package = Package(
         // The node's pure parts (summaries of what peers declared, claims about our history): no I/O.
         .target(name: "NodeCore", dependencies: ["Gossip", "Crypto", "NetworkText"]),
         .target(name: "Store", dependencies: ["Gossip", "Crypto", "CSQLite"]),
+        // A whole LAN in one process: the real membership cores and the tree push's rules, seeded (docs/SCALE.md).
+        .target(name: "OverlaySimulation", dependencies: ["NodeCore", "Gossip", "Crypto"]),
         // LAN discovery: signed, sealed UDP multicast announcements; knows nothing of links.
         .target(name: "Discovery", dependencies: ["Crypto", "Reactor", "CEpoll"]),
         // The line-mode terminal: keys, line editing, prompt redraw; knows nothing of chat.
@@ -57,7 +59,7 @@ let package = Package(
         // libsodium and SQLite directly; no product code does.
         .executableTarget(
             name: "PeerNodeBench",
-            dependencies: ["Store", "Gossip", "Crypto", "CSodium", "CSQLite", "WebSocket", "Reactor"],
+            dependencies: ["Store", "Gossip", "Crypto", "CSodium", "CSQLite", "WebSocket", "Reactor", "OverlaySimulation"],
             path: "Benchmarks/PeerNodeBench"
         ),
         .executableTarget(name: "WSEcho", dependencies: ["WebSocket", "Reactor"], path: "Benchmarks/WSEcho"),
@@ -79,7 +81,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "Gossip", "Crypto", "TestSupport"]),
         .testTarget(name: "TermUITests", dependencies: ["TermUI"]),
         // The node core's tests: event lists and a fake clock, no processes, no sleeps.
-        .testTarget(name: "NodeCoreTests", dependencies: ["NodeCore", "Gossip", "Crypto", "NetworkText", "TestSupport"]),
+        .testTarget(name: "NodeCoreTests", dependencies: ["NodeCore", "Gossip", "Crypto", "NetworkText", "TestSupport", "OverlaySimulation"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "Reactor", "Crypto", "TestSupport"]),
         .testTarget(name: "PeerNodeTests", dependencies: ["PeerNode", "NodeCore", "Discovery", "Store", "Gossip", "Crypto", "WebSocket", "Reactor", "ChatText", "TestSupport"], exclude: ["Peers"]),
     ],

@@ -55,7 +55,10 @@ final class LeanLink: @unchecked Sendable {
         for action in actions {
             switch action {
             case let .send(bytes): connection?.send(.binary(bytes))
-            case .established: onEstablished?()
+            case .established:
+                // Like a --peer link: kept by the relay outside its overlay bound.
+                for chunk in GossipChunker.chunks(GossipMessage.overlay(.keep(port: 0)).encoded) { apply(session.send(chunk)) }
+                onEstablished?()
             case let .deliver(chunk):
                 if let whole = try? chunker.add(chunk), let message = try? GossipMessage.decode(whole) { onMessage?(message) }
             case let .close(failure): FileHandle.standardError.write(Data("link refused: \(failure)\n".utf8))

@@ -96,6 +96,12 @@ if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "make-store", l
 
 // The relay fan-out benchmark's lean peers (FanOut.swift, MQTT.swift).
 let arguments = CommandLine.arguments
+if arguments.count >= 2, arguments[1] == "overlay" {
+    let numbers = arguments.dropFirst(2).compactMap { Int($0) }
+    runScaleSimulation(nodes: numbers.count > 0 ? numbers[0] : 1_000, authors: numbers.count > 1 ? numbers[1] : 10_000,
+                       messages: numbers.count > 2 ? numbers[2] : 1_000_000, meshMessages: numbers.count > 3 ? numbers[3] : 100)
+    exit(0)
+}
 if arguments.count >= 2, ["fanout-receive", "fanout-send", "mqtt-receive", "mqtt-send"].contains(arguments[1]) {
     switch (arguments[1], arguments.count) {
     case ("fanout-receive", 6):

@@ -89,8 +89,8 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             case .fullClockWanted: queue += replicator.fullClockWanted(selector)
             case let .stored(entries): queue += replicator.storedReceived(selector, entries: entries, now: now)
             case let .ihave(entries): queue += replicator.ihaveReceived(selector, entries: entries, now: now)
-            case .prune: replicator.pruneReceived(selector)
-            case .graft: replicator.graftReceived(selector)
+            case let .prune(authors): replicator.pruneReceived(selector, authors: authors)
+            case let .graft(authors): replicator.graftReceived(selector, authors: authors)
             case .overlay: break
             }
         }

@@ -27,10 +27,11 @@ public enum GossipMessage: Equatable, Sendable {
     /// envelopes through these sequences" (Plumtree's IHAVE), sent where the
     /// link is lazy instead of the envelopes themselves.
     case ihave([Dependency])
-    /// "Your full pushes reach me by another way: send me ids only" (PRUNE).
-    case prune
-    /// "Push to me in full again" (GRAFT); what was missed comes by `request`.
-    case graft
+    /// "Your full pushes of these authors reach me by another way: send me
+    /// their ids only" (PRUNE). One tree per author, as SSB's EBT keeps one per feed.
+    case prune([PublicKey])
+    /// "Push these authors to me in full again" (GRAFT); what was missed comes by `request`.
+    case graft([PublicKey])
 
     /// Most clock entries in one message (the rest go in further messages).
     public static let maximumClockEntries = 4096
@@ -80,6 +81,25 @@ public enum GossipMessage: Equatable, Sendable {
         }
     }
 
+    /// A list of authors: count ‖ count × author 32, strictly ascending.
+    private static func writeAuthors(_ authors: [PublicKey], to w: inout ByteWriter) {
+        let sorted = Array(Set(authors)).sorted()
+        Varint.write(UInt64(sorted.count), to: &w)
+        for a in sorted { w.raw(a.bytes) }
+    }
+
+    private static func readAuthors(_ r: inout ByteReader) throws(EnvelopeError) -> [PublicKey] {
+        let count = try Varint.read(&r, "count")
+        guard count <= UInt64(maximumClockEntries) else { throw .tooManyDependencies(count: Int(clamping: count), limit: maximumClockEntries) }
+        var authors: [PublicKey] = []
+        for _ in 0..<Int(count) {
+            let author = try key(r.take(32, "author"))
+            if let last = authors.last, !(last < author) { throw .dependenciesNotCanonical }
+            authors.append(author)
+        }
+        return authors
+    }
+
     private static func readEntries(_ r: inout ByteReader) throws(EnvelopeError) -> [Dependency] {
         let count = try Varint.read(&r, "count")
         guard count <= UInt64(maximumClockEntries) else { throw .tooManyDependencies(count: Int(clamping: count), limit: maximumClockEntries) }
@@ -116,10 +136,12 @@ public enum GossipMessage: Equatable, Sendable {
         case let .ihave(entries):
             w.u8(Tag.ihave.rawValue)
             Self.writeEntries(entries, to: &w)
-        case .prune:
+        case let .prune(authors):
             w.u8(Tag.prune.rawValue)
-        case .graft:
+            Self.writeAuthors(authors, to: &w)
+        case let .graft(authors):
             w.u8(Tag.graft.rawValue)
+            Self.writeAuthors(authors, to: &w)
         case let .envelopes(batch):
             w.u8(Tag.envelopes.rawValue)
             Varint.write(UInt64(batch.count), to: &w)
@@ -164,9 +186,9 @@ public enum GossipMessage: Equatable, Sendable {
         case .ihave:
             message = .ihave(try readEntries(&r))
         case .prune:
-            message = .prune
+            message = .prune(try readAuthors(&r))
         case .graft:
-            message = .graft
+            message = .graft(try readAuthors(&r))
         case .envelopes:
             let count = try Varint.read(&r, "count")
             guard count <= UInt64(maximumBatch) else { throw .tooLarge(size: Int(clamping: count), limit: maximumBatch) }

@@ -3,12 +3,17 @@ import Crypto
 /// Tree push with lazy repair, in the manner of Plumtree (Leitão, Pereira,
 /// Rodrigues 2007) and SSB's EBT, on links of version 4 on. A new envelope
 /// goes in full on *eager* links and as an id on *lazy* ones (`ihave`, one
-/// message per link per tick). A link that pushes us only what we already
-/// hold or are checking is made lazy, both ends (`prune`). An id announced
-/// by a lazy link that has not arrived `graftTimeout` later makes that link
-/// eager again (`graft`) and is asked for (`request`), so a broken tree
-/// heals where it broke. Every link starts eager, so at first the overlay
-/// floods; duplicates prune it down to a tree.
+/// message per link per tick). There is one tree per author, as SSB's EBT
+/// keeps one per feed: a single tree shared by every author grows deep (the
+/// prunes of one author's floods lengthen the paths of another's), while an
+/// author's own tree is the tree of first arrivals from where it posts. A
+/// link that pushes us only what we already hold or are checking of an
+/// author is made lazy for that author, both ends (`prune`). An id
+/// announced by a lazy link that has not arrived `graftTimeout` later makes
+/// that link eager again for its author (`graft`) and is asked for
+/// (`request`), so a broken tree heals where it broke. Every link starts
+/// eager for every author, so an author's first envelope floods the
+/// overlay; its duplicates prune it down to a tree.
 ///
 /// Nothing depends on the tree being right: the clock exchange on every
 /// link still repairs whatever it loses, and what a link pushed is still
@@ -17,22 +22,28 @@ extension Replicator {
     /// Seconds an announced id may stay missing before its announcer is grafted.
     public static let graftTimeout = 1.0
 
-    /// Whether new envelopes go to `link` in full (nil: no such link).
-    public func isEager(_ link: LinkID) -> Bool? { links[link].map { !$0.tree || $0.eager } }
+    /// Authors whose new envelopes go to `link` as ids only (nil: no such link).
+    public func lazyAuthors(of link: LinkID) -> Int? { links[link].map { $0.tree ? $0.lazy.count : 0 } }
+
+    /// Whether `author`'s new envelopes go to `link` in full (nil: no such link).
+    public func isEager(_ link: LinkID, for author: PublicKey) -> Bool? { links[link].map { !$0.tree || !$0.lazy.contains(author) } }
 
     /// Authors announced by lazy links and not here yet.
     public var missingCount: Int { missing.count }
 
     /// After a batch from `link`: what it pushed unasked that we held
-    /// already. A batch of pushes that were all duplicates prunes the link.
-    mutating func pushedDuplicates(_ link: LinkID, pushed: Int, duplicates: Int) -> [Action] {
+    /// already. An author whose pushes in the batch were all duplicates is
+    /// pruned on the link (that author's tree reaches us another way).
+    mutating func pushedDuplicates(_ link: LinkID, _ pushed: [PublicKey: (count: Int, duplicates: Int)]) -> [Action] {
+        let duplicates = pushed.values.reduce(0) { $0 + $1.duplicates }
         guard duplicates > 0 else { return [] }
         var actions: [Action] = [.duplicates(link, duplicates)]
-        if var l = links[link], l.tree, l.eager, duplicates == pushed {
-            l.eager = false
-            links[link] = l
-            actions.append(.send(link, .prune))
-        }
+        guard var l = links[link], l.tree else { return actions }
+        let pruned = pushed.filter { $0.value.count == $0.value.duplicates && !l.lazy.contains($0.key) }.keys.sorted()
+        guard !pruned.isEmpty else { return actions }
+        l.lazy.formUnion(pruned)
+        links[link] = l
+        actions.append(.send(link, .prune(pruned)))
         return actions
     }
 
@@ -52,18 +63,19 @@ extension Replicator {
         return ignoredCount > 0 ? [.clockEntriesIgnored(link, ignoredCount)] : []
     }
 
-    /// The peer has what we push by another way: it gets ids from now on.
-    public mutating func pruneReceived(_ link: LinkID) {
+    /// The peer gets these authors by another way: it gets their ids from
+    /// now on. Only authors we hold are taken (a made-up one costs nothing).
+    public mutating func pruneReceived(_ link: LinkID, authors: [PublicKey]) {
         guard var l = links[link], l.tree else { return }
-        l.eager = false
+        for author in authors where clock[author] > 0 { l.lazy.insert(author) }
         links[link] = l
     }
 
-    /// The peer missed something we announced: it gets full pushes again
-    /// (and asks for what it missed).
-    public mutating func graftReceived(_ link: LinkID) {
+    /// The peer missed something of these authors we announced: it gets
+    /// their full pushes again (and asks for what it missed).
+    public mutating func graftReceived(_ link: LinkID, authors: [PublicKey]) {
         guard var l = links[link] else { return }
-        l.eager = true
+        l.lazy.subtract(authors)
         links[link] = l
     }
 
@@ -83,7 +95,7 @@ extension Replicator {
                 start = end
             }
         }
-        var grafted: Set<LinkID> = []
+        var grafted: [LinkID: [PublicKey]] = [:]
         for (author, wait) in missing.sorted(by: { $0.key < $1.key }) {
             guard wait.sequence > clock[author] else {
                 missing[author] = nil
@@ -97,11 +109,19 @@ extension Replicator {
                 continue
             }
             l.known[author] = max(l.known[author], l.announced[author])
-            l.eager = true
+            l.lazy.remove(author)
             links[id] = l
-            if l.tree, grafted.insert(id).inserted { actions.append(.send(id, .graft)) }
+            if l.tree { grafted[id, default: []].append(author) }
             // Asked again after another timeout if it still has not come.
             missing[author] = (wait.sequence, now)
+        }
+        for (id, authors) in grafted.sorted(by: { $0.key < $1.key }) {
+            var start = 0
+            while start < authors.count {
+                let end = min(authors.count, start + GossipMessage.maximumClockEntries)
+                actions.append(.send(id, .graft(Array(authors[start..<end]))))
+                start = end
+            }
         }
         return actions
     }

@@ -112,8 +112,9 @@ public struct Replicator {
         var pullRefilledAt: Double
         /// Tree push (`Replicator+Tree.swift`): the link speaks it (version 4 on)…
         let tree: Bool
-        /// …and new envelopes go on it in full (eager) or as ids (lazy).
-        var eager = true
+        /// …and the authors whose new envelopes go on it as ids (lazy); the
+        /// rest go in full (eager). One tree per author.
+        var lazy: Set<PublicKey> = []
         /// What the peer announced it holds (`ihave`), not yet asked for.
         var announced = VectorClock()
         /// Ids to announce at the next tick (lazy link): author → newest sequence.
@@ -285,8 +286,8 @@ public struct Replicator {
         var fresh: [CarriedEnvelope] = []
         var limited = 0
         var answered = false
-        var pushed = 0
-        var duplicates = 0
+        // Per author: live pushes, and how many of them were held already.
+        var pushed: [PublicKey: (count: Int, duplicates: Int)] = [:]
         l.pushTokens = min(pushBudget.burst, l.pushTokens + max(0, now - l.refilledAt) * pushBudget.perSecond)
         l.refilledAt = now
         for c in batch {
@@ -302,8 +303,9 @@ public struct Replicator {
                     continue
                 }
                 l.pushTokens -= 1
-                pushed += 1
-                if e.sequence <= clock[e.author] || pending.contains(Dependency(author: e.author, sequence: e.sequence)) { duplicates += 1 }
+                let held = e.sequence <= clock[e.author] || pending.contains(Dependency(author: e.author, sequence: e.sequence))
+                let so = pushed[e.author] ?? (0, 0)
+                pushed[e.author] = (so.count + 1, so.duplicates + (held ? 1 : 0))
             }
             // The sender holds it: remember, so we do not push it back.
             l.known[e.author] = max(l.known[e.author], e.sequence)
@@ -319,7 +321,7 @@ public struct Replicator {
             return (fresh.isEmpty ? [] : [.verifyAndStore(link, fresh)]) + [.pushesLimited(link, limited)]
         }
         links[link] = l
-        return (fresh.isEmpty ? [] : [.verifyAndStore(link, fresh)]) + pushedDuplicates(link, pushed: pushed, duplicates: duplicates)
+        return (fresh.isEmpty ? [] : [.verifyAndStore(link, fresh)]) + pushedDuplicates(link, pushed)
             + (answered ? pullWhenHalfAnswered(link, now: now) : [])
     }
 
@@ -396,15 +398,18 @@ public struct Replicator {
             if readable.count < batch.count { actions.append(.heldBack(id, batch.count - readable.count)) }
             let lacking = readable.filter { $0.envelope.sequence > l.known[$0.envelope.author] && $0.hops < CarriedEnvelope.maximumHops }
             guard !lacking.isEmpty else { continue }
-            if l.tree && !l.eager {
-                // Lazy: the ids go at the next tick; the peer does not hold them yet.
-                for c in lacking { l.lazyQueue[c.envelope.author] = max(l.lazyQueue[c.envelope.author] ?? 0, c.envelope.sequence) }
-                links[id] = l
-                continue
+            var full: [CarriedEnvelope] = []
+            for c in lacking {
+                if l.tree && l.lazy.contains(c.envelope.author) {
+                    // Lazy for this author: its id goes at the next tick; the peer does not hold it yet.
+                    l.lazyQueue[c.envelope.author] = max(l.lazyQueue[c.envelope.author] ?? 0, c.envelope.sequence)
+                } else {
+                    full.append(c)
+                }
             }
-            for c in lacking { l.known[c.envelope.author] = max(l.known[c.envelope.author], c.envelope.sequence) }
+            for c in full { l.known[c.envelope.author] = max(l.known[c.envelope.author], c.envelope.sequence) }
             links[id] = l
-            actions.append(.send(id, .envelopes(lacking)))
+            if !full.isEmpty { actions.append(.send(id, .envelopes(full))) }
         }
         return actions
     }

@@ -254,12 +254,12 @@ public struct LinkCore {
         case let .ihave(entries):
             count(.ihaveReceived)
             follow(replicator.ihaveReceived(id, entries: entries, now: now), now: now, into: &out)
-        case .prune:
-            count(.pruneReceived)
-            replicator.pruneReceived(id)
-        case .graft:
-            count(.graftReceived)
-            replicator.graftReceived(id)
+        case let .prune(authors):
+            count(.pruneReceived, by: authors.count)
+            replicator.pruneReceived(id, authors: authors)
+        case let .graft(authors):
+            count(.graftReceived, by: authors.count)
+            replicator.graftReceived(id, authors: authors)
         case let .stored(entries):
             follow(replicator.storedReceived(id, entries: entries, now: now), now: now, into: &out)
             if let remote = table.links[id]?.remote, let mine = entries.first(where: { $0.author == me }) {
@@ -315,8 +315,8 @@ public struct LinkCore {
         case .fullClockWanted: countClock(.fullClockWantedSent, bytes: encoded.count)
         case let .envelopes(batch): count(.envelopesSent, by: batch.count)
         case .ihave: count(.ihaveSent)
-        case .prune: count(.pruneSent)
-        case .graft: count(.graftSent)
+        case let .prune(authors): count(.pruneSent, by: authors.count)
+        case let .graft(authors): count(.graftSent, by: authors.count)
         case .request, .stored, .overlay: break
         }
         for chunk in GossipChunker.chunks(encoded) {

@@ -112,8 +112,12 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
                 addActive(peer, into: &out)
                 out.append(.send(peer, .join))
             } else {
+                // Kept in reserve; the active view fills from it at the next
+                // tick, from everything heard by then. Filling at once would
+                // link every node to the first peers it hears, and on a LAN
+                // everyone hears the same announcements in the same order: the
+                // overlay would grow in the order nodes announce, a long chain.
                 addPassive([peer])
-                fill(now: now, into: &out)
             }
         case let .received(message, from):
             guard from != me else { break }
@@ -173,10 +177,16 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
                 out.append(.send(from, .neighborReply(accepted: false)))
             }
         case let .neighborReply(accepted):
-            requested[from] = nil
-            if accepted {
-                // Taken even if our request timed out meanwhile: the peer holds the link now.
+            let asked = requested.removeValue(forKey: from) != nil
+            if accepted && asked {
                 addActive(from, into: &out)
+            } else if accepted && !active.contains(from) {
+                // A late yes (our request timed out, or we linked and dropped it
+                // meanwhile): the peer holds us as active now; tell it we do not,
+                // or it keeps a link we will never use.
+                out.append(.send(from, .disconnect(alive: true)))
+            } else if accepted {
+                break
             } else {
                 refusedAt[from] = now
                 fill(now: now, into: &out)

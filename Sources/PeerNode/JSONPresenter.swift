@@ -46,7 +46,7 @@ struct JSONPresenter: LinePresenter {
                     if let linkedFor = row.linkedFor { pairs.append(("linked_s", .number(UInt64(max(0, linkedFor))))) }
                     if let rtt = row.roundTrip { pairs.append(("rtt_us", .number(UInt64(max(0, rtt * 1_000_000))))) }
                     pairs += [("sending", .number(row.sending)), ("receiving", .number(row.receiving))]
-                    if !row.view.isEmpty { pairs += [("view", .string(row.view)), ("push", .string(row.push))] }
+                    if !row.view.isEmpty { pairs += [("view", .string(row.view)), ("lazy_authors", .number(UInt64(row.lazyAuthors)))] }
                     if row.state == "in reserve" { pairs.append(("view", .string("reserve"))) }
                     return JSONEvents.line(pairs: pairs)
                 }

@@ -37,7 +37,7 @@ extension NetworkNode {
                               receiving: known.count(beyond: replicator.clock))
             row.view = core.version(of: id)?.speaksOverlay != true ? "older version"
                 : core.overlay.pinned.contains(remote) ? "kept" : "neighbour"
-            row.push = replicator.isEager(id) == false ? "lazy" : "eager"
+            row.lazyAuthors = replicator.lazyAuthors(of: id) ?? 0
             rows.append(row)
         }
         for (_, dialer) in table.dialersInOrder where !dialer.retired {

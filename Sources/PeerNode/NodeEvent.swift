@@ -99,8 +99,9 @@ struct PeerRow {
     /// Why a linked peer is linked: "neighbour" (the overlay keeps it), "kept"
     /// (a --peer, ours or its), "older version" (a link of an earlier build); "" when not linked.
     var view = ""
-    /// Whether new messages go to it in full ("eager") or as ids ("lazy"); "" when not linked.
-    var push = ""
+    /// Authors whose new messages go to it as ids only (their tree reaches it
+    /// by another link); everyone else's go in full.
+    var lazyAuthors = 0
 }
 
 /// One author of a room, for `/who`.

@@ -72,7 +72,7 @@ struct TerminalPresenter: LinePresenter {
                 return "   \(who)  \(row.address)  \(row.state)\(row.state.hasPrefix("--peer,") ? "" : ", not linked")"
             }
             let sync = row.sending == 0 && row.receiving == 0 ? "in sync" : "sending \(row.sending), receiving \(row.receiving)"
-            return "   \(who)  \(row.address)  linked \(duration(linkedFor))  \(roundTripText(row.roundTrip))  \(sync)  \(row.view), \(row.push)"
+            return "   \(who)  \(row.address)  linked \(duration(linkedFor))  \(roundTripText(row.roundTrip))  \(sync)  \(row.view)\(row.lazyAuthors > 0 ? ", ids only for \(row.lazyAuthors) authors" : "")"
         }
     }
 

@@ -20,7 +20,7 @@ struct OverlayMessageTests {
             .overlay(.disconnect(alive: true)), .overlay(.disconnect(alive: false)),
             .overlay(.shuffle(peers)), .overlay(.shuffle([])), .overlay(.shuffleReply(Array(peers.prefix(3)))),
             .overlay(.keep(port: 7733)),
-            .ihave([Dependency(author: author, sequence: 42)]), .ihave([]), .prune, .graft,
+            .ihave([Dependency(author: author, sequence: 42)]), .ihave([]), .prune([author]), .prune([]), .graft([author]), .graft([]),
         ]
         for m in messages { #expect(try GossipMessage.decode(m.encoded) == m) }
     }
@@ -36,8 +36,8 @@ struct OverlayMessageTests {
         #expect(GossipMessage.overlay(.shuffle([p])).encoded == [8, 6, 1] + p.identity.bytes + [10, 0, 0, 7, 0x1E, 0x35])
         #expect(GossipMessage.overlay(.shuffleReply([])).encoded == [8, 7, 0])
         #expect(GossipMessage.overlay(.keep(port: 1)).encoded == [8, 8, 0, 1])
-        #expect(GossipMessage.prune.encoded == [10])
-        #expect(GossipMessage.graft.encoded == [11])
+        #expect(GossipMessage.prune([p.identity]).encoded == [10, 1] + p.identity.bytes)
+        #expect(GossipMessage.graft([]).encoded == [11, 0])
         #expect(GossipMessage.ihave([]).encoded == [9, 0])
     }
 
@@ -63,8 +63,13 @@ struct OverlayMessageTests {
         #expect(throws: EnvelopeError.unknownKind(0)) { try GossipMessage.decode([8, 0]) }
         #expect(throws: EnvelopeError.truncated(field: "overlay kind")) { try GossipMessage.decode([8]) }
         #expect(throws: EnvelopeError.truncated(field: "peer address")) { try GossipMessage.decode([8, 6, 1] + peers[0].identity.bytes + [10]) }
-        #expect(throws: EnvelopeError.trailingBytes(count: 1)) { try GossipMessage.decode([10, 0]) }
-        #expect(throws: EnvelopeError.trailingBytes(count: 1)) { try GossipMessage.decode([11, 0]) }
+        #expect(throws: EnvelopeError.trailingBytes(count: 1)) { try GossipMessage.decode([10, 0, 0]) }
+        #expect(throws: EnvelopeError.truncated(field: "count")) { try GossipMessage.decode([11]) }
+        // Authors in a prune or graft: strictly ascending, at most 4 096.
+        let sorted = [peers[0].identity, peers[1].identity].sorted()
+        #expect(throws: EnvelopeError.dependenciesNotCanonical) { try GossipMessage.decode([10, 2] + sorted[1].bytes + sorted[0].bytes) }
+        #expect(throws: EnvelopeError.dependenciesNotCanonical) { try GossipMessage.decode([11, 2] + sorted[0].bytes + sorted[0].bytes) }
+        #expect(throws: EnvelopeError.tooManyDependencies(count: 4_097, limit: 4_096)) { try GossipMessage.decode([10, 0x81, 0x20]) }
         #expect(throws: EnvelopeError.trailingBytes(count: 1)) { try GossipMessage.decode([8, 8, 0, 1, 0]) }
     }
 

@@ -178,8 +178,8 @@ final class Simulation {
             case .fullClockWanted: perform(to, nodes[to].replicator.fullClockWanted(from))
             case let .stored(entries): perform(to, nodes[to].replicator.storedReceived(from, entries: entries, now: now))
             case let .ihave(entries): perform(to, nodes[to].replicator.ihaveReceived(from, entries: entries, now: now))
-            case .prune: nodes[to].replicator.pruneReceived(from)
-            case .graft: nodes[to].replicator.graftReceived(from)
+            case let .prune(authors): nodes[to].replicator.pruneReceived(from, authors: authors)
+            case let .graft(authors): nodes[to].replicator.graftReceived(from, authors: authors)
             case .overlay: break
             }
             clockBytes += message.isClock ? message.encoded.count : 0

@@ -2,8 +2,9 @@ import Crypto
 import Gossip
 import Testing
 
-/// Tree push on version-4 links (`Replicator+Tree.swift`), as event lists.
-@Suite("Tree push: eager and lazy links, prune on a duplicate, graft on a missing id")
+/// Tree push on version-4 links (`Replicator+Tree.swift`), as event lists:
+/// one tree per author.
+@Suite("Tree push: per author, eager and lazy links, prune on a duplicate, graft on a missing id")
 struct TreePushTests {
     static func carried(_ e: Envelope) -> CarriedEnvelope { CarriedEnvelope(hops: 0, envelope: e) }
 
@@ -12,8 +13,8 @@ struct TreePushTests {
     }
 
     /// A replicator with links 1, 2 (version 4) and 3 (version 3), clocks exchanged.
-    static func replicator() throws -> Replicator {
-        var r = Replicator(me: try SigningKey.generate().publicKey, clock: VectorClock(), random: SystemRandomNumberGenerator())
+    static func replicator(me: PublicKey? = nil) throws -> Replicator {
+        var r = Replicator(me: try me ?? SigningKey.generate().publicKey, clock: VectorClock(), random: SystemRandomNumberGenerator())
         _ = r.linkUp(1, now: 0, version: .v4)
         _ = r.linkUp(2, now: 0, version: .v4)
         _ = r.linkUp(3, now: 0, version: .v3)
@@ -21,52 +22,58 @@ struct TreePushTests {
         return r
     }
 
-    @Test("a push that brings only what is held prunes its link, both ends; a pruned link gets ids at the next tick, not envelopes")
+    /// Takes `e` from `link` and stores it.
+    static func take(_ r: inout Replicator, _ e: Envelope, from link: LinkID, now: Double) -> [Replicator.Action] {
+        let received = r.envelopesReceived(link, [carried(e)], now: now)
+        return received + r.stored(from: link, checked: [carried(e)], inserted: [carried(e)], invalid: 0,
+                                   newClock: [Dependency(author: e.author, sequence: e.sequence)], now: now)
+    }
+
+    @Test("a push of an author's envelopes that brings only what is held prunes that author on the link, both ends; its ids go at the next tick, other authors still in full")
     func pruneOnDuplicate() throws {
         var r = try Self.replicator()
-        let a = try Author()
-        let e1 = try a.envelope(1)
-        // Link 1 brings it first; it is stored; link 2 brings it again.
-        let first = r.envelopesReceived(1, [Self.carried(e1)], now: 1)
-        #expect(first == [.verifyAndStore(1, [Self.carried(e1)])])
-        _ = r.stored(from: 1, checked: [Self.carried(e1)], inserted: [Self.carried(e1)], invalid: 0,
-                     newClock: [Dependency(author: a.key.publicKey, sequence: 1)], now: 1)
-        let again = r.envelopesReceived(2, [Self.carried(e1)], now: 1)
-        #expect(again == [.duplicates(2, 1), .send(2, .prune)])
-        #expect(r.isEager(2) == false && r.isEager(1) == true)
-        // A second duplicate on a lazy link is counted, and pruned no more.
-        #expect(r.envelopesReceived(2, [Self.carried(e1)], now: 1) == [.duplicates(2, 1)])
-        // A new envelope from link 1 goes on in full to the version-3 link, as an id to lazy link 2.
-        let e2 = try a.envelope(2, previous: e1.id)
-        _ = r.envelopesReceived(1, [Self.carried(e2)], now: 2)
-        let pushed = Self.sends(r.stored(from: 1, checked: [Self.carried(e2)], inserted: [Self.carried(e2)], invalid: 0,
-                                         newClock: [Dependency(author: a.key.publicKey, sequence: 2)], now: 2))
-        #expect(pushed.contains { $0.0 == 3 && $0.1 == .envelopes([CarriedEnvelope(hops: 1, envelope: e2)]) })
-        #expect(!pushed.contains { $0.0 == 2 })
-        let tick = Self.sends(r.tick(now: 3))
-        #expect(tick.contains { $0.0 == 2 && $0.1 == .ihave([Dependency(author: a.key.publicKey, sequence: 2)]) })
+        let a = try Author(), b = try Author()
+        let a1 = try a.envelope(1)
+        _ = Self.take(&r, a1, from: 1, now: 1)
+        // Link 2 brings a's first again: a duplicate, and a is pruned on link 2.
+        let again = r.envelopesReceived(2, [Self.carried(a1)], now: 1)
+        #expect(again == [.duplicates(2, 1), .send(2, .prune([a.key.publicKey]))])
+        #expect(r.isEager(2, for: a.key.publicKey) == false && r.isEager(1, for: a.key.publicKey) == true)
+        #expect(r.lazyAuthors(of: 2) == 1)
+        // A second duplicate of a pruned author is counted and pruned no more.
+        #expect(r.envelopesReceived(2, [Self.carried(a1)], now: 1) == [.duplicates(2, 1)])
+        // a's next from link 1: in full to the version-3 link, as an id to link 2 at the next tick.
+        let a2 = try a.envelope(2, previous: a1.id)
+        let pushed = Self.sends(Self.take(&r, a2, from: 1, now: 2))
+        #expect(pushed.contains { $0.0 == 3 && $0.1 == .envelopes([CarriedEnvelope(hops: 1, envelope: a2)]) })
+        #expect(!pushed.contains { if $0.0 == 2, case .envelopes = $0.1 { true } else { false } })
+        #expect(Self.sends(r.tick(now: 3)).contains { $0.0 == 2 && $0.1 == .ihave([Dependency(author: a.key.publicKey, sequence: 2)]) })
+        // b has its own tree: its first envelope goes to link 2 in full.
+        let b1 = try b.envelope(1)
+        #expect(Self.sends(Self.take(&r, b1, from: 1, now: 4)).contains { $0.0 == 2 && $0.1 == .envelopes([CarriedEnvelope(hops: 1, envelope: b1)]) })
         // The version-3 link is never lazy, whatever it is told.
-        r.pruneReceived(3)
-        #expect(r.isEager(3) == true)
+        r.pruneReceived(3, authors: [a.key.publicKey])
+        #expect(r.isEager(3, for: a.key.publicKey) == true)
     }
 
-    @Test("the receiver of a prune sends ids only; a graft makes it push in full again")
+    @Test("a prune names only authors we hold (made-up ones cost nothing); a graft makes an author go in full again")
     func pruneAndGraftReceived() throws {
-        var r = try Self.replicator()
         let me = try Author()
-        r = Replicator(me: me.key.publicKey, clock: VectorClock(), random: SystemRandomNumberGenerator())
-        _ = r.linkUp(1, now: 0, version: .v4)
-        _ = r.clockReceived(1, entries: [], full: true, now: 0)
-        r.pruneReceived(1)
+        var r = try Self.replicator(me: me.key.publicKey)
         let e1 = try me.envelope(1)
-        #expect(Self.sends(r.localPost(e1)).isEmpty)
-        #expect(Self.sends(r.tick(now: 1)).contains { $0.1 == .ihave([Dependency(author: me.key.publicKey, sequence: 1)]) })
-        r.graftReceived(1)
+        _ = r.localPost(e1)
+        let strangers = try (0..<100).map { _ in try SigningKey.generate().publicKey }
+        r.pruneReceived(1, authors: [me.key.publicKey] + strangers)
+        #expect(r.lazyAuthors(of: 1) == 1)
         let e2 = try me.envelope(2, previous: e1.id)
-        #expect(Self.sends(r.localPost(e2)).map(\.1) == [.envelopes([Self.carried(e2)])])
+        #expect(!Self.sends(r.localPost(e2)).contains { $0.0 == 1 })
+        #expect(Self.sends(r.tick(now: 1)).contains { $0.0 == 1 && $0.1 == .ihave([Dependency(author: me.key.publicKey, sequence: 2)]) })
+        r.graftReceived(1, authors: [me.key.publicKey])
+        let e3 = try me.envelope(3, previous: e2.id)
+        #expect(Self.sends(r.localPost(e3)).contains { $0.0 == 1 && $0.1 == .envelopes([Self.carried(e3)]) })
     }
 
-    @Test("an id announced and still missing after graftTimeout grafts its announcer and is asked for; one that arrives in time costs nothing")
+    @Test("an id announced and still missing after graftTimeout grafts its author on the announcer's link and is asked for; one that arrives in time costs nothing")
     func graftOnMissing() throws {
         var r = try Self.replicator()
         let a = try Author(), b = try Author()
@@ -75,18 +82,15 @@ struct TreePushTests {
         #expect(r.missingCount == 1)
         #expect(requests(r.tick(now: 10 + Replicator.graftTimeout / 2)).isEmpty)
         let late = r.tick(now: 10 + Replicator.graftTimeout)
-        #expect(Self.sends(late).contains { $0.0 == 2 && $0.1 == .graft })
+        #expect(Self.sends(late).contains { $0.0 == 2 && $0.1 == .graft([a.key.publicKey]) })
         #expect(requests(late) == [GossipRequest(author: a.key.publicKey, from: 1, count: 3)])
-        #expect(r.isEager(2) == true)
+        #expect(r.isEager(2, for: a.key.publicKey) == true)
         // b's announced id arrives through the tree before the timeout: no graft, no request.
         r = try Self.replicator()
         _ = r.ihaveReceived(1, entries: [Dependency(author: b.key.publicKey, sequence: 1)], now: 20)
-        let e = try b.envelope(1)
-        _ = r.envelopesReceived(2, [Self.carried(e)], now: 20.2)
-        _ = r.stored(from: 2, checked: [Self.carried(e)], inserted: [Self.carried(e)], invalid: 0,
-                     newClock: [Dependency(author: b.key.publicKey, sequence: 1)], now: 20.2)
+        _ = Self.take(&r, try b.envelope(1), from: 2, now: 20.2)
         let quiet = r.tick(now: 22)
-        #expect(!Self.sends(quiet).contains { $0.1 == .graft })
+        #expect(!Self.sends(quiet).contains { if case .graft = $0.1 { true } else { false } })
         #expect(requests(quiet).isEmpty)
         #expect(r.missingCount == 0)
     }
