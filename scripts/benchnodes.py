@@ -22,7 +22,7 @@ class JSONNode:
     def __init__(self, command, env=None):
         self.events, self.buffer = [], b""
         self.proc = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
+                                     stderr=open(os.environ["BENCH_STDERR"], "a") if os.environ.get("BENCH_STDERR") else subprocess.DEVNULL)
         os.set_blocking(self.proc.stdout.fileno(), False)
 
     def read(self):

@@ -52,8 +52,15 @@ extension LinkCore {
             }
             membership(.known(remote), now: now, into: &out)
         }
-        for message in overlay.outbox.removeValue(forKey: remote) ?? [] {
+        let waiting = overlay.outbox.removeValue(forKey: remote) ?? []
+        for message in waiting {
             send(.overlay(message), on: id, now: now, into: &out)
+        }
+        if waiting.isEmpty, overlay.membership.requested[remote] != nil {
+            // Asked on another connection to it, which lost the tie-break to this
+            // one: the answer may have gone down with it. Asked again (the peer
+            // answers a second ask alike).
+            send(.overlay(.neighbor(urgent: overlay.membership.active.isEmpty, port: overlay.configuration.port)), on: id, now: now, into: &out)
         }
         guard !overlay.wants(remote) else { return }
         if table.links[id]?.dialer != nil, !table.isUserLink(id) {
@@ -81,6 +88,8 @@ extension LinkCore {
     /// A dialler the overlay asked for ended without a link to its peer.
     mutating func overlayReleased(_ peer: PublicKey, now: Double, into out: inout [Effect]) {
         guard !table.carries(peer), overlay.membership.active.contains(peer) || overlay.membership.requested[peer] != nil else { return }
+        // Another connection to it is open (the other of two dials, before its handshake ends): not gone.
+        guard !links.values.contains(where: { $0.session.remoteIdentity == peer }) else { return }
         overlay.outbox[peer] = nil
         membership(.unreachable(peer), now: now, into: &out)
     }

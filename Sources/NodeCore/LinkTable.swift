@@ -178,7 +178,9 @@ public struct LinkTable {
                 effects.append(.peerDown(remote, reason: reason))
             }
         }
-        if let d = link.dialer { effects += redialLater(d, now: now) }
+        // A link the peer closed as the loser of a tie-break: its other link
+        // carries the peer (or soon will), so a one-shot dialler ends quietly.
+        if let d = link.dialer { effects += redialLater(d, now: now, released: !duplicate) }
         return effects
     }
 
@@ -320,13 +322,13 @@ public struct LinkTable {
         return [.dial(d, host: dialer.host, port: dialer.port)]
     }
 
-    private mutating func redialLater(_ d: DialerID, now: Double) -> [Effect] {
+    private mutating func redialLater(_ d: DialerID, now: Double, released: Bool = true) -> [Effect] {
         guard var dialer = dialers[d] else { return [] }
         dialer.connecting = false
         if dialer.oneShot {
             dialer.retired = true
             dialers[d] = dialer
-            return dialer.remote.map { [.released($0)] } ?? []
+            return released ? dialer.remote.map { [.released($0)] } ?? [] : []
         }
         let delay = min(Self.backoffCap, Self.backoffBase * Double(1 << dialer.attempt))
         dialer.attempt = min(dialer.attempt + 1, Self.maximumAttempt)

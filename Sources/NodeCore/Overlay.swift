@@ -31,9 +31,10 @@ public struct Overlay {
     public static let defaultPinned = 64
     /// A relay's: every machine that names it with `--peer` keeps its link.
     public static let relayPinned = 1_024
-    /// Seconds an inbound link may stay up without its peer asking to be a
-    /// neighbour (join, neighbour, keep): then it is closed.
-    public static let claimGrace = 10.0
+    /// Seconds a link may stay up without its peer being a neighbour, one
+    /// asked, or kept: then it is closed. A peer asks right after the
+    /// handshake; the grace covers a loaded machine and a request that crossed ours.
+    public static let claimGrace = 5.0
     /// Seconds between two offers of the peers discovery knows to the
     /// membership again (after they left its views).
     public static let rediscoverInterval = 30.0

@@ -35,8 +35,11 @@ extension NetworkNode {
             var row = PeerRow(id: remote, address: links[id]?.connection.remoteAddress ?? "?", state: "linked", linkedFor: now - (link.since ?? now),
                               roundTrip: links[id]?.roundTrip, sending: replicator.clock.count(beyond: known),
                               receiving: known.count(beyond: replicator.clock))
+            let overlay = core.overlay
             row.view = core.version(of: id)?.speaksOverlay != true ? "older version"
-                : core.overlay.pinned.contains(remote) ? "kept" : "neighbour"
+                : overlay.pinned.contains(remote) ? "kept"
+                : overlay.membership.active.contains(remote) || !overlay.configuration.bounded ? "neighbour"
+                : overlay.membership.requested[remote] != nil ? "asked" : "unclaimed"
             row.lazyAuthors = replicator.lazyAuthors(of: id) ?? 0
             rows.append(row)
         }

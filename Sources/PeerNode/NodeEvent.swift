@@ -97,7 +97,10 @@ struct PeerRow {
     /// Envelopes we hold that it lacks, and it holds that we lack.
     let sending: UInt64, receiving: UInt64
     /// Why a linked peer is linked: "neighbour" (the overlay keeps it), "kept"
-    /// (a --peer, ours or its), "older version" (a link of an earlier build); "" when not linked.
+    /// (a --peer, ours or its), "asked" (we asked it to be a neighbour and wait
+    /// for the answer), "unclaimed" (it has not said what it wants yet; closed
+    /// after `Overlay.claimGrace`), "older version" (a link of an earlier build);
+    /// "" when not linked.
     var view = ""
     /// Authors whose new messages go to it as ids only (their tree reaches it
     /// by another link); everyone else's go in full.

@@ -131,6 +131,32 @@ struct LinkTableTests {
         #expect(table.closed(3, reason: PeerText("node quitting"), duplicate: false, now: 11) == [.down(3), .peerDown(peer, reason: PeerText("node quitting"))])
     }
 
+    @Test("want: one dial for the overlay, retired when it ends; a failure or a close releases the peer, a close as the loser of a tie-break does not")
+    func want() throws {
+        let (me, peer) = try twoKeys()
+        var table = LinkTable(me: me, random: SeededRandom(state: 1))
+        let first = dials(table.want(peer, host: "10.0.0.2", port: 7733, now: 0))
+        #expect(first.count == 1)
+        #expect(table.expectedRemote(of: first[0]) == peer, "dialled only for its identity")
+        #expect(table.dialFailed(first[0], now: 1) == [.released(peer)])
+        #expect(dials(table.tick(now: 100)).isEmpty, "a one-shot dialler does not try again")
+        // Wanted again: a link, closed by the peer as a duplicate: no release (its other link carries it).
+        let second = dials(table.want(peer, host: "10.0.0.2", port: 7733, now: 200))
+        #expect(second.count == 1)
+        table.opened(5, dialer: second[0])
+        _ = table.established(5, remote: peer, now: 200)
+        #expect(!table.closed(5, reason: PeerText("duplicate link"), duplicate: true, now: 201).contains(.released(peer)))
+        // Closed otherwise: released.
+        let third = dials(table.want(peer, host: "10.0.0.2", port: 7733, now: 300))
+        table.opened(6, dialer: third[0])
+        _ = table.established(6, remote: peer, now: 300)
+        #expect(table.closed(6, reason: PeerText("node quitting"), duplicate: false, now: 301).contains(.released(peer)))
+        // Linked already: no dial.
+        table.opened(7, dialer: nil)
+        _ = table.established(7, remote: peer, now: 400)
+        #expect(dials(table.want(peer, host: "10.0.0.2", port: 7733, now: 400)).isEmpty)
+    }
+
     @Test("discovery: the smaller id dials at once, the larger after discoveredDialDelay (at once when not listening); expired stops; found again starts; a --peer that knows the identity needs no second dialler")
     func discovery() throws {
         let (small, large) = try twoKeys()

@@ -78,7 +78,7 @@ struct OwnHistoryLiarTests {
         let me = try PublicKey(hex: node.id)
         let network = HostilePeer.lan
         func liar(_ sequence: UInt64) throws -> HostilePeer {
-            // `keep` first, as a --peer link would say: an unclaimed link is closed after Overlay.claimGrace (10 s).
+            // `keep` first, as a --peer link would say: an unclaimed link is closed after Overlay.claimGrace (5 s).
             try HostilePeer(identity: try SigningKey.generate(), network: network,
                             messages: [.overlay(.keep(port: 0)), .clock(entries: [Dependency(author: me, sequence: sequence)], full: true)])
         }
