@@ -16,6 +16,7 @@ BENCH_RELAY_STORE ?= 1000000
 BENCH_IDLE_SECONDS ?= 30
 # nodes authors messages mesh-messages for `peernode-bench overlay`.
 BENCH_SCALE ?= 1000 10000 1000000 30
+BENCH_OVERLAY_NODES ?= 12 24 32 64
 SOAK_CYCLES ?= 100
 SOAK_FLOOD_SECONDS ?= 60
 SOAK_LAB_SECONDS ?= 180
@@ -52,6 +53,8 @@ bench: setup-bench
 	scripts/bench-websocket.sh $(BENCH_SECONDS) $(BENCH_RUNS)
 	$(SWIFT) build -c release --product peernode
 	python3 scripts/bench-gossip.py .build/release/peernode .build/release/peernode-bench $(BENCH_ENVELOPES)
+	@# Many real nodes on this host by loopback multicast (docs/SCALE.md): links, envelopes per message, memory, a quarter killed.
+	python3 scripts/bench-overlay.py .build/release/peernode $(BENCH_OVERLAY_NODES)
 	python3 scripts/bench-relay.py .build/release/peernode .build/release/peernode-bench $(BENCH_RELAY_MESSAGES) 50 $(BENCH_RELAY_STORE)
 	@# Needs root for the namespace lab, as the lab tests do.
 	python3 scripts/bench-discovery.py .build/release/peernode $(BENCH_DISCOVERY_RUNS) $(BENCH_IDLE_SECONDS)

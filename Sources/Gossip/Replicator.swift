@@ -14,7 +14,9 @@ public typealias LinkID = Int
 ///   A peer on a version-1 link does not ask: it is sent, per author in
 ///   sequence order, what its clock lacks (`.sendStored`).
 /// - New envelopes (own or received) are pushed to every link whose known
-///   clock lacks them. Duplicates are dropped by (author, sequence) against
+///   clock lacks them: in full where the link is eager for their author,
+///   as ids where it is lazy (tree push, `Replicator+Tree.swift`, link
+///   version 4 on). Duplicates are dropped by (author, sequence) against
 ///   the local clock and what is already being verified, before any
 ///   signature or decryption work.
 /// - A periodic clock delta per link repairs whatever was lost; a peer's
