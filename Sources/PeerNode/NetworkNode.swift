@@ -18,8 +18,9 @@ final class NetworkNode: @unchecked Sendable {
     /// carries and its dialler are the core's (`core`).
     struct Link {
         let connection: WebSocketConnection
-        /// Smoothed round-trip time (seconds), from WebSocket pings.
+        /// Round-trip time (seconds), from WebSocket pings: the least of `samples`.
         var roundTrip: Double?
+        var samples: [Double] = []
         /// The probe in flight: its number (the ping's payload) and when it left.
         var probe: (number: UInt32, sentAt: Double)?
         var lastProbe = 0.0
@@ -293,7 +294,9 @@ final class NetworkNode: @unchecked Sendable {
     func linkUp(_ id: LinkID, remote: PublicKey, announce: Bool, nick: String?) {
         guard let link = links[id] else { return }
         let now = monotonic()
-        probeRoundTrip(on: id, now: now)
+        // The first probe waits a second: what a new link does first (the
+        // clock exchange, a catch-up) would be timed with it.
+        links[id]?.lastProbe = now
         discovery?.setLinked(remote, true)
         if announce {
             // The nick from its messages if we have them, else the one it claimed in the handshake.
@@ -357,10 +360,12 @@ final class NetworkNode: @unchecked Sendable {
         feed(.tick)
         savePeerClocks(now: now)
         tickOwnHistory(now: now)
-        for (id, link) in links.sorted(by: { $0.key < $1.key })
-        where table.links[id]?.remote != nil && now - link.lastProbe >= Self.roundTripProbeInterval {
-            probeRoundTrip(on: id, now: now)
-        }
+        let due = links.sorted(by: { $0.key < $1.key }).filter { id, link in
+            table.links[id]?.remote != nil && now - link.lastProbe >= Self.probeInterval(link)
+        }.map(\.key)
+        // Sent once this turn's work is done: a pong read after the tick's
+        // work would time the tick, not the link.
+        if !due.isEmpty { loop.after(0) { [self] in for id in due { probeRoundTrip(on: id, now: monotonic()) } } }
     }
 
     /// Seconds a stopping node waits for its links to finish closing.

@@ -12,7 +12,7 @@ struct PeerListTests {
         await a.wait { $0["text"] == "hi alice" }
         await b.wait { $0["text"] == "hi bob" }
 
-        // A probe leaves as the link comes up and every 10 s after: ask until its answer is in.
+        // A probe leaves a second after the link comes up and every 10 s after: ask until its answer is in.
         var row: [String: String]?
         for _ in 0..<30 where row == nil {
             let before = b.events.value.count
