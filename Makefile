@@ -71,6 +71,7 @@ soak: setup-test
 	python3 scripts/abuse.py .build/debug/peernode flood $(SOAK_FLOOD_SECONDS)
 	python3 scripts/capture-check.py .build/debug/peernode
 	python3 scripts/lab-soak.py .build/debug/peernode 8 $(SOAK_LAB_SECONDS)
+	python3 scripts/bench-overlay.py .build/debug/peernode 64 --check
 
 ## fuzz: run every libFuzzer target for FUZZ_SECONDS each (default 180).
 fuzz: setup
