@@ -153,6 +153,11 @@ struct BlockInputTests {
         }
     }
 
+    @Test("--max-links: 0 (the full mesh) and 1024 accepted, 1025 and words refused")
+    func maxLinks() throws {
+        try checkNumericOption("--max-links", \.maxLinks, good: ["0", "6", "1024"], bad: ["1025", "-1", "all"], message: "0 to 1024")
+    }
+
     @Test("--push-rate: 1 and 1000000 accepted, 0 and 1000001 and words refused")
     func pushRate() throws {
         try checkNumericOption("--push-rate", \.pushRate, good: ["1", "1000000"], bad: ["0", "1000001", "many", "-5"], message: "1 to 1000000")
