@@ -20,6 +20,7 @@ let package = Package(
         .executable(name: "fuzz-link", targets: ["FuzzLink"]),
         .executable(name: "fuzz-ui", targets: ["FuzzUI"]),
         .executable(name: "fuzz-gossip", targets: ["FuzzGossip"]),
+        .executable(name: "fuzz-overlay", targets: ["FuzzOverlay"]),
     ],
     targets: [
         .systemLibrary(
@@ -69,6 +70,7 @@ let package = Package(
         .executableTarget(name: "FuzzAnnouncement", dependencies: ["Discovery", "Crypto", "FuzzSupport"], path: "Fuzz/FuzzAnnouncement"),
         .executableTarget(name: "FuzzLink", dependencies: ["Gossip", "Crypto", "FuzzSupport"], path: "Fuzz/FuzzLink"),
         .executableTarget(name: "FuzzGossip", dependencies: ["Gossip", "NodeCore", "Crypto", "FuzzSupport"], path: "Fuzz/FuzzGossip"),
+        .executableTarget(name: "FuzzOverlay", dependencies: ["Gossip", "NodeCore", "Crypto", "NetworkText", "FuzzSupport"], path: "Fuzz/FuzzOverlay"),
         .executableTarget(name: "FuzzUI", dependencies: ["TermUI", "ChatText", "FuzzSupport"], path: "Fuzz/FuzzUI"),
         // What every fuzz target shares: a broken invariant aborts, so libFuzzer keeps the input.
         .target(name: "FuzzSupport", path: "Fuzz/FuzzSupport"),
