@@ -13,18 +13,6 @@ import NodeCore
 // only moves forward and never past what is stored; we only send what we hold,
 // only to links that are up.
 
-/// A tiny deterministic generator, so a crash input replays the same way.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 let me = (try? PublicKey(bytes: [UInt8](repeating: 0x11, count: 32)))
 
 /// What the simulated store holds: author → sequences.

@@ -14,17 +14,6 @@ import NodeCore
 // view and table the overlay keeps stays within its bound, and the node
 // never holds more neighbours than its bound.
 
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 let network = NetworkKey.derived(fromName: "fuzz")
 let nodeKey = try? SigningKey(seed: [UInt8](repeating: 1, count: 32))
 let memberKey = try? SigningKey(seed: [UInt8](repeating: 2, count: 32))

@@ -224,7 +224,7 @@ public enum GossipMessage: Equatable, Sendable {
         return value
     }
 
-    private static func key(_ bytes: ArraySlice<UInt8>) throws(EnvelopeError) -> PublicKey {
+    static func key(_ bytes: ArraySlice<UInt8>) throws(EnvelopeError) -> PublicKey {
         do { return try PublicKey(bytes: bytes) } catch { throw .badLength(field: "public key", expected: 32, actual: bytes.count) }
     }
 }

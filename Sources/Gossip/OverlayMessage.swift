@@ -142,9 +142,7 @@ public enum OverlayMessage: Equatable, Sendable {
     }
 
     private static func readPeer(_ r: inout ByteReader) throws(EnvelopeError) -> OverlayPeer {
-        let keyBytes = try r.take(32, "peer identity")
-        let identity: PublicKey
-        do { identity = try PublicKey(bytes: keyBytes) } catch { throw .badLength(field: "peer identity", expected: 32, actual: keyBytes.count) }
+        let identity = try GossipMessage.key(r.take(32, "peer identity"))
         let address = Array(try r.take(4, "peer address"))
         let port = try r.u16("peer port")
         // A peer that listens nowhere cannot be dialled: no use to anyone.

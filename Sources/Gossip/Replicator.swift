@@ -133,7 +133,7 @@ public struct Replicator {
     public private(set) var clock: VectorClock
     var links: [LinkID: Link] = [:]
     /// (author, sequence) handed out for verification and not yet answered.
-    private(set) var pending: Set<Dependency> = []
+    private var pending: Set<Dependency> = []
     /// Authors a lazy link announced past our clock: the newest sequence
     /// announced, and since when we wait for it (`Replicator+Tree.swift`).
     var missing: [PublicKey: (sequence: UInt64, since: Double)] = [:]
@@ -294,6 +294,7 @@ public struct Replicator {
         l.refilledAt = now
         for c in batch {
             let e = c.envelope
+            let key = Dependency(author: e.author, sequence: e.sequence)
             // Not asked for: a live push, which spends budget, whatever the
             // link declared. Over budget it is not taken, and the link is
             // dropped below.
@@ -305,13 +306,12 @@ public struct Replicator {
                     continue
                 }
                 l.pushTokens -= 1
-                let held = e.sequence <= clock[e.author] || pending.contains(Dependency(author: e.author, sequence: e.sequence))
+                let held = e.sequence <= clock[e.author] || pending.contains(key)
                 let so = pushed[e.author] ?? (0, 0)
                 pushed[e.author] = (so.count + 1, so.duplicates + (held ? 1 : 0))
             }
             // The sender holds it: remember, so we do not push it back.
             l.known[e.author] = max(l.known[e.author], e.sequence)
-            let key = Dependency(author: e.author, sequence: e.sequence)
             guard e.sequence > clock[e.author], !pending.contains(key), pending.count < Self.pendingLimit,
                   c.hops < CarriedEnvelope.maximumHops else { continue }
             pending.insert(key)
@@ -400,13 +400,16 @@ public struct Replicator {
             if readable.count < batch.count { actions.append(.heldBack(id, batch.count - readable.count)) }
             let lacking = readable.filter { $0.envelope.sequence > l.known[$0.envelope.author] && $0.hops < CarriedEnvelope.maximumHops }
             guard !lacking.isEmpty else { continue }
-            var full: [CarriedEnvelope] = []
-            for c in lacking {
-                if l.tree && l.lazy.contains(c.envelope.author) {
-                    // Lazy for this author: its id goes at the next tick; the peer does not hold it yet.
-                    l.lazyQueue[c.envelope.author] = max(l.lazyQueue[c.envelope.author] ?? 0, c.envelope.sequence)
-                } else {
-                    full.append(c)
+            // Lazy authors' ids go at the next tick (the peer does not hold them yet); the rest in full.
+            var full = lacking
+            if l.tree && !l.lazy.isEmpty {
+                full = []
+                for c in lacking {
+                    if l.lazy.contains(c.envelope.author) {
+                        l.lazyQueue[c.envelope.author] = max(l.lazyQueue[c.envelope.author] ?? 0, c.envelope.sequence)
+                    } else {
+                        full.append(c)
+                    }
                 }
             }
             for c in full { l.known[c.envelope.author] = max(l.known[c.envelope.author], c.envelope.sequence) }

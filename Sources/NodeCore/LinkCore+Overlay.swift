@@ -79,7 +79,7 @@ extension LinkCore {
         overlay.unclaimed[id] = nil
         guard let remote, !table.carries(remote) else { return }
         if !table.dialers.values.contains(where: { $0.remote == remote && !$0.discovered }) { overlay.pinned.remove(remote) }
-        if overlay.membership.active.contains(remote) || overlay.membership.requested[remote] != nil {
+        if overlay.isNeighbourOrAsked(remote) {
             count(.overlayPeerLost)
             membership(.unreachable(remote), now: now, into: &out)
         }
@@ -87,7 +87,7 @@ extension LinkCore {
 
     /// A dialler the overlay asked for ended without a link to its peer.
     mutating func overlayReleased(_ peer: PublicKey, now: Double, into out: inout [Effect]) {
-        guard !table.carries(peer), overlay.membership.active.contains(peer) || overlay.membership.requested[peer] != nil else { return }
+        guard !table.carries(peer), overlay.isNeighbourOrAsked(peer) else { return }
         // Another connection to it is open (the other of two dials, before its handshake ends): not gone.
         guard !links.values.contains(where: { $0.session.remoteIdentity == peer }) else { return }
         overlay.outbox[peer] = nil
@@ -99,22 +99,23 @@ extension LinkCore {
         guard overlay.configuration.bounded, let remote = remote(of: id) else { return }
         guard overlay.spend(id, now: now) else { return count(.overlayLimited) }
         count(.overlayReceived)
+        // Where the sender listens: this link's host and the port it names.
         let host = links[id].flatMap { Self.host(of: $0.address) }
-        let learn = { (port: UInt16, overlay: inout Overlay) in
+        func learn(_ port: UInt16) {
             if let host, let entry = OverlayPeer(identity: remote, host: host, port: port) { overlay.learn(entry, fromDiscovery: false) }
         }
         switch message {
         case let .join(port):
             if let last = overlay.joinedAt[remote], now - last < Overlay.joinInterval { return count(.overlayJoinsIgnored) }
             overlay.joinedAt[remote] = now
-            learn(port, &overlay)
+            learn(port)
             membership(.received(.join, from: remote), via: id, now: now, into: &out)
         case let .forwardJoin(peer, ttl):
             guard peer.identity != me else { break }
             overlay.learn(peer, fromDiscovery: false)
             membership(.received(.forwardJoin(peer.identity, ttl: ttl), from: remote), via: id, now: now, into: &out)
         case let .neighbor(urgent, port):
-            learn(port, &overlay)
+            learn(port)
             membership(.received(.neighbor(urgent: urgent), from: remote), via: id, now: now, into: &out)
         case let .neighborReply(accepted):
             let asked = overlay.membership.requested[remote] != nil
@@ -130,7 +131,7 @@ extension LinkCore {
             for peer in peers { overlay.learn(peer, fromDiscovery: false) }
             membership(.received(.shuffleReply(peers: peers.map(\.identity)), from: remote), via: id, now: now, into: &out)
         case let .keep(port):
-            learn(port, &overlay)
+            learn(port)
             if overlay.pinned.contains(remote) { break }
             if overlay.pinned.count < overlay.configuration.maximumPinned {
                 overlay.pinned.insert(remote)
@@ -165,6 +166,7 @@ extension LinkCore {
                 membership(.known(peer), now: now, into: &out)
             }
             overlay.forgetUnused()
+            overlay.forgetOldJoins(now: now)
         }
     }
 

@@ -178,18 +178,18 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
             }
         case let .neighborReply(accepted):
             let asked = requested.removeValue(forKey: from) != nil
-            if accepted && asked {
+            guard accepted else {
+                refusedAt[from] = now
+                fill(now: now, into: &out)
+                break
+            }
+            if asked {
                 addActive(from, into: &out)
-            } else if accepted && !active.contains(from) {
+            } else if !active.contains(from) {
                 // A late yes (our request timed out, or we linked and dropped it
                 // meanwhile): the peer holds us as active now; tell it we do not,
                 // or it keeps a link we will never use.
                 out.append(.send(from, .disconnect(alive: true)))
-            } else if accepted {
-                break
-            } else {
-                refusedAt[from] = now
-                fill(now: now, into: &out)
             }
         case let .disconnect(alive):
             guard active.remove(from) != nil else { break }

@@ -68,16 +68,32 @@ public struct Overlay {
 
     public init(me: PublicKey, configuration: Configuration, random: some RandomNumberGenerator) {
         self.configuration = configuration
-        var settings = Membership<PublicKey>.Configuration()
+        membership = Membership(me: me, configuration: Self.membershipSettings(configuration), random: random)
+    }
+
+    /// How the node sets its membership core (the simulator sets its own alike):
+    /// shuffles answered by the neighbour they are sent to, as their replies go
+    /// back on the link they came on.
+    public static func membershipSettings<Peer>(_ configuration: Configuration) -> Membership<Peer>.Configuration {
+        var settings = Membership<Peer>.Configuration()
         settings.activeSize = max(1, configuration.maximumLinks)
         settings.passiveSize = configuration.passiveSize
         settings.shuffleWalk = 1
-        membership = Membership(me: me, configuration: settings, random: random)
+        return settings
     }
 
-    /// Whether the membership wants a link to `peer` now (in its active view, or asked).
-    public func wants(_ peer: PublicKey) -> Bool {
-        membership.active.contains(peer) || membership.requested[peer] != nil || pinned.contains(peer)
+    /// Whether `peer` is a neighbour, or asked to be one.
+    public func isNeighbourOrAsked(_ peer: PublicKey) -> Bool {
+        membership.active.contains(peer) || membership.requested[peer] != nil
+    }
+
+    /// Whether we keep a link to `peer` now: a neighbour, one asked, or kept (`--peer`, `keep`).
+    public func wants(_ peer: PublicKey) -> Bool { isNeighbourOrAsked(peer) || pinned.contains(peer) }
+
+    /// Forgets joins taken longer ago than `joinInterval` (they limit nothing
+    /// any more; without this, every identity that ever joined stayed).
+    mutating func forgetOldJoins(now: Double) {
+        joinedAt = joinedAt.filter { now - $0.value < Self.joinInterval }
     }
 
     /// Remembers where `peer` listens; an address from discovery is not

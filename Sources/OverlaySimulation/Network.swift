@@ -29,10 +29,9 @@ public struct MembershipNetwork {
     /// `count` nodes with the node's settings for `maximumLinks` (0: every
     /// node linked to every other, the full mesh of earlier builds).
     public init(count: Int, maximumLinks: Int, seed: UInt64) {
-        var settings = Node.Configuration()
-        settings.activeSize = max(1, maximumLinks)
-        settings.passiveSize = Overlay.defaultPassive
-        settings.shuffleWalk = 1
+        var overlay = Overlay.Configuration()
+        overlay.maximumLinks = maximumLinks
+        let settings: Node.Configuration = Overlay.membershipSettings(overlay)
         for id in 0..<count {
             nodes.append(Node(me: id, configuration: settings, random: SplitMix(seed: seed &* 1_000_003 &+ UInt64(id))))
             alive.append(true)

@@ -21,6 +21,9 @@ public struct ScaleRun {
         public var healRate = 20
         public var seed: UInt64 = 1
         public init() {}
+
+        /// The hop count the issue sets as the aim: ⌈log2 n⌉ + 2.
+        public var hopAim: Int { ceilLog2(nodes) + 2 }
     }
 
     public struct Result: Sendable {
@@ -230,7 +233,7 @@ extension ScaleRun.Result {
             "nodes \(s.nodes), authors \(s.authors), messages \(s.messages), link bound \(bound), seed \(s.seed)",
             "  links per node: max \(maximumDegree), min \(minimumDegree), mean \(format(meanDegree)); one-sided active entries \(asymmetric)",
             "  delivered to all: \(missed == 0 ? "yes" : "NO, \(missed) (message, node) pairs missed")",
-            "  hops: median \(hopMedian), p99 \(hopP99), worst \(hopWorst) (ceil(log2 n) + 2 = \(ceilLog2(s.nodes) + 2))",
+            "  hops: median \(hopMedian), p99 \(hopP99), worst \(hopWorst) (ceil(log2 n) + 2 = \(s.hopAim))",
             "  once settled (\(measured) messages, each author's first left out): full envelopes sent per message (all nodes) \(format(fullSendsPerMessage)) (a spanning tree: \(s.nodes - 1))",
             "  once settled: duplicate full deliveries per node per message \(format(duplicatesPerNodePerMessage, 3))",
             "  once settled: ids announced per message (all nodes) \(format(announcementsPerMessage)); grafts \(grafts), prunes \(prunes)",
