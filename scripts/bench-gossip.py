@@ -146,9 +146,25 @@ try:
     for name, values in (("one hop", one), ("three hops", three)):
         print(f"live latency {name}: p50 {percentile(values, 0.5) * 1000:.2f} ms, p99 {percentile(values, 0.99) * 1000:.2f} ms "
               f"(post at A to delivery, author's fsync included)")
-    p99 = (percentile(one, 0.99) * 1000, percentile(three, 0.99) * 1000)
-    print(f"aims: one-hop p99 ≤ 2 ms: {'met' if p99[0] <= 2 else 'NOT met'} ({p99[0]:.2f}); "
-          f"three-hop p99 ≤ 5 ms: {'met' if p99[1] <= 5 else 'NOT met'} ({p99[1]:.2f})")
+    # A node forwards before it stores and shows, so D can show a message
+    # about when B does: what a hop adds is the chain's extra time per hop.
+    hop = [(t - o) / 2 for o, t in zip(one, three)]
+    print(f"each hop past the first adds (three hops less one, halved; no author, no fsync): "
+          f"p50 {percentile(hop, 0.5) * 1000:.2f} ms, p99 {percentile(hop, 0.99) * 1000:.2f} ms")
+    p50, p99 = percentile(one, 0.5) * 1000, (percentile(one, 0.99) * 1000, percentile(three, 0.99) * 1000)
+    print(f"aims (issue 15): one hop p50 ≤ 0.3 ms: {'met' if p50 <= 0.3 else 'NOT met'} ({p50:.2f}); "
+          f"p99 ≤ 1 ms: {'met' if p99[0] <= 1 else 'NOT met'} ({p99[0]:.2f}); "
+          f"three hops p99 ≤ 3 ms: {'met' if p99[1] <= 3 else 'NOT met'} ({p99[1]:.2f})")
+    # Where the time goes: the author (A) and a node that forwards (B), from /stats.
+    for name, n in (("A, the author", chain[0]), ("B, receives and forwards", chain[1])):
+        mark = len(n.events)
+        n.post("/stats")
+        pump([n], lambda: (head := next((e for e in n.events[mark:] if e["type"] == "stats"), None)) is not None
+             and sum(1 for e in n.events[mark:] if e["type"] == "stage") >= head["stages"])
+        print(f"stages at {name} (µs: median / p99 / max, runs):")
+        for e in n.events[mark:]:
+            if e["type"] == "stage":
+                print(f"  {e['stage']:<8} {e['median_ns'] / 1e3:8.1f} {e['p99_ns'] / 1e3:8.1f} {e['max_ns'] / 1e3:9.1f}  ×{e['count']}")
     for n in chain:
         n.stop()
 finally:

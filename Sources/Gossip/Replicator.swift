@@ -360,6 +360,14 @@ public struct Replicator {
         return actions
     }
 
+    /// Verified envelopes that continue their authors' chains here (the
+    /// shell checked them against the store): pushed now, before they are
+    /// stored, so the store's write is off the forwarding path. `stored`
+    /// does not push them again: the links count them as known.
+    public mutating func verifiedAhead(_ batch: [CarriedEnvelope], from link: LinkID?) -> [Action] {
+        push(batch.map { CarriedEnvelope(hops: $0.hops &+ 1, envelope: $0.envelope) }, except: link)
+    }
+
     /// This node posted (already stored durably).
     public mutating func localPost(_ envelope: Envelope) -> [Action] {
         clock[envelope.author] = max(clock[envelope.author], envelope.sequence)

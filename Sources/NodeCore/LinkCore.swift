@@ -35,6 +35,10 @@ public struct LinkCore {
         case replicate(LinkID, memory: PeerClocks?)
         /// Send a gossip message on a link (catch-up batches the shell read).
         case send(LinkID, GossipMessage)
+        /// Envelopes of a batch `verifyAndStore` asked for that verified and
+        /// continue their authors' chains in the store: forwarded now, before
+        /// they are stored (`stored` follows, and pushes nothing twice).
+        case verified(from: LinkID?, ahead: [CarriedEnvelope])
         /// A batch `verifyAndStore` asked for was verified and stored:
         /// `inserted` are new, `invalid` failed verification, `newClock`
         /// is where their authors' chains stand now.
@@ -94,6 +98,11 @@ public struct LinkCore {
     /// Who we keep links to (`LinkCore+Overlay.swift`).
     public internal(set) var overlay: Overlay
     var links: [LinkID: Link] = [:]
+    /// Where the time goes (`StageTimes`): the shell's stages, and Noise and
+    /// decoding here when `stopwatch` is set (the node's monotonic clock;
+    /// tests leave it nil and nothing is timed).
+    public var stages = StageTimes()
+    public var stopwatch: (@Sendable () -> Double)?
 
     public init(me: PublicKey, clock: VectorClock, overlay: Overlay.Configuration = Overlay.Configuration(), random: some RandomNumberGenerator) {
         self.me = me
@@ -134,7 +143,7 @@ public struct LinkCore {
             if dialer != nil { step(id, now: now, into: &out) { $0.start() } }
         case let .received(id, bytes):
             count(.bytesIn, by: bytes.count)
-            step(id, now: now, into: &out) { $0.receive(bytes) }
+            step(id, now: now, into: &out, timed: links[id]?.session.isEstablished == true) { $0.receive(bytes) }
         case let .closed(id, reason):
             let remote = remote(of: id)
             guard links.removeValue(forKey: id) != nil else { break }
@@ -150,6 +159,8 @@ public struct LinkCore {
             follow(replicator.linkUp(id, now: now, memory: memory, version: link.version), now: now, into: &out)
         case let .send(id, message):
             send(message, on: id, now: now, into: &out)
+        case let .verified(from, ahead):
+            follow(replicator.verifiedAhead(ahead, from: from), now: now, into: &out)
         case let .stored(from, checked, inserted, invalid, newClock):
             follow(replicator.stored(from: from, checked: checked, inserted: inserted, invalid: invalid, newClock: newClock, now: now),
                       now: now, into: &out)
@@ -180,9 +191,14 @@ public struct LinkCore {
     // MARK: inside
 
     /// Runs `step` on a link's session and does what it decided.
-    mutating func step(_ id: LinkID, now: Double, into out: inout [Effect], _ body: (inout LinkSession) -> [LinkSession.Action]) {
+    /// `timed`: a transport message received, whose opening and decoding go into `stages`.
+    mutating func step(_ id: LinkID, now: Double, into out: inout [Effect], timed: Bool = false,
+                       _ body: (inout LinkSession) -> [LinkSession.Action]) {
         guard var link = links[id] else { return }
+        let watch = timed ? stopwatch : nil
+        let opening = watch?()
         let actions = body(&link.session)
+        if let watch, let opening { stages.record(.noise, watch() - opening) }
         links[id] = link
         for action in actions {
             guard let link = links[id] else { return }
@@ -195,9 +211,14 @@ public struct LinkCore {
             case let .deliver(chunk):
                 do {
                     var chunker = link.chunker
+                    let decoding = watch?()
                     let whole = try chunker.add(chunk)
                     links[id]?.chunker = chunker
-                    if let whole { gossip(try GossipMessage.decode(whole), from: id, now: now, into: &out) }
+                    if let whole {
+                        let message = try GossipMessage.decode(whole)
+                        gossip(message, from: id, now: now, into: &out)
+                        if let watch, let decoding, case .envelopes = message { stages.record(.decode, watch() - decoding) }
+                    }
                 } catch {
                     count(.badGossipMessage)
                     out.append(.close(id, .policyViolation, reason: "bad gossip message: \(error)"))

@@ -9,6 +9,12 @@ enum JSONEvents {
         /// Text from the network: escaped here like any string (RFC 8259 §7,
         /// and invisible characters too), the one place it is written out whole.
         case text(PeerText)
+
+        /// Seconds as whole nanoseconds.
+        static func nanoseconds(_ seconds: Double) -> Value {
+            let ns = (max(0, seconds) * 1e9).rounded()
+            return .number(ns.isFinite && ns < 1.8e19 ? UInt64(ns) : UInt64.max)
+        }
     }
 
     /// `{"k":v,...}` with the keys in the order given.

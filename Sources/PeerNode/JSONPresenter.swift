@@ -33,9 +33,15 @@ struct JSONPresenter: LinePresenter {
             return [JSONEvents.line(["type": .string("invite_accepted"), "room": .string(room.value), "by": .string(by.hex)])]
         case let .inviteDeclined(room, by):
             return [JSONEvents.line(["type": .string("invite_declined"), "room": .string(room), "by": .string(by.hex)])]
-        case let .stats(links, counters):
-            return [JSONEvents.line(pairs: [("type", .string("stats")), ("links", .number(UInt64(links)))]
+        case let .stats(links, counters, stages):
+            // One `stage` line per stage that ran follows the counters (docs/SCALE.md).
+            return [JSONEvents.line(pairs: [("type", .string("stats")), ("links", .number(UInt64(links))), ("stages", .number(UInt64(stages.count)))]
                 + counters.map { ($0.name, .number(UInt64(max(0, $0.value)))) })]
+                + stages.map { stage, s in
+                    JSONEvents.line(pairs: [("type", .string("stage")), ("stage", .string(stage.rawValue)), ("count", .number(s.count)),
+                                            ("median_ns", .nanoseconds(s.median)), ("p99_ns", .nanoseconds(s.p99)),
+                                            ("max_ns", .nanoseconds(s.maximum)), ("total_ns", .nanoseconds(s.total))])
+                }
         case let .peers(list):
             return [JSONEvents.line(["type": .string("peers"), "linked": .number(UInt64(list.linked)), "rows": .number(UInt64(list.rows.count)),
                                      "max_links": .number(UInt64(list.maximumLinks)), "reserve": .number(UInt64(list.reserve))])]

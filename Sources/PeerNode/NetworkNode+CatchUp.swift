@@ -9,13 +9,20 @@ extension NetworkNode {
     func queueCatchUp(_ id: LinkID, author: PublicKey, from: UInt64, through: UInt64) {
         guard links[id] != nil else { return }
         links[id]?.catchUp.add(author: author, from: from, through: through)
-        // Its window is measured on the socket: wait for what is being sealed to reach it.
-        if feeding { catchUpDue.insert(id) } else { pumpCatchUp(id) }
+        pumpCatchUp(id)
     }
 
     /// Sends batches while the link has room in its window; then waits for
     /// the socket to take half of it.
     func pumpCatchUp(_ id: LinkID) {
+        // While effects are being done a batch sent here would wait in
+        // `feed`'s queue, unseen by the window, and the loop would read the
+        // whole range into it: a socket that drains then (a forward written
+        // at once, `forwardAhead`) pumps once they are done.
+        if feeding {
+            catchUpDue.insert(id)
+            return
+        }
         while let link = links[id] {
             switch link.catchUp.next(unsent: link.connection.unsentBytes) {
             case .idle:

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Gossip
 import NodeCore
+import Reactor
 import Store
 
 /// What the person (or script) sees and types: deliveries applied to the
@@ -155,9 +156,13 @@ extension NetworkNode {
         // keeps the pending nick instead of failing it on the way.
         try ensureOwnHistoryIsBack()
         if let nick = ownHistory.takePendingNick() { post(nick: nick) }
+        let posting = monotonicNow()
         let e = try node.post(text, kind: kind, in: session.room)
+        core.stages.record(.post, monotonicNow() - posting)
         receipts.posted(e.sequence, in: e.room)
         feed(.posted(e))
+        // On the links before it is shown here.
+        if !feeding { loop.flushNow() }
         showDeliveries()
     }
 
@@ -165,6 +170,7 @@ extension NetworkNode {
     func stats() -> NodeEvent {
         var all = counters.byName.merging(discovery?.counters ?? [:]) { a, _ in a }
         if node.refusedNicks > 0 { all["bad_nick"] = node.refusedNicks }
-        return .stats(links: linkedPeers.count, counters: all.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) })
+        return .stats(links: linkedPeers.count, counters: all.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) },
+                      stages: core.stages.summaries)
     }
 }

@@ -115,6 +115,13 @@ final class NetworkNode: @unchecked Sendable {
         receipts = ReceiptLedger(me: node.me, sendsRead: sendsReadReceipts)
         ownHistory = OwnHistoryGate(pendingNick: pendingNick)
         blocked.set(try node.store.blockedIdentities())
+        core.stopwatch = { monotonicNow() }
+        loop.turnEnded = { [unowned self] woke, flushing, flushed in
+            guard storedThisTurn else { return }
+            storedThisTurn = false
+            core.stages.record(.write, flushed - flushing)
+            core.stages.record(.turn, flushed - woke)
+        }
         node.postingGate = { [weak self] in
             guard let self else { return }
             try ensureOwnHistoryIsBack()
@@ -225,7 +232,10 @@ final class NetworkNode: @unchecked Sendable {
 
     func receive(_ bytes: [UInt8], on id: LinkID) {
         lastLinkTraffic = monotonic()
+        let handed = monotonicNow()
+        core.stages.record(.receive, handed - max(loop.wokeAt, lastReceiveDone))
         feed(.received(id, bytes))
+        lastReceiveDone = monotonicNow()
     }
 
     /// Hands the core an event and does what it decided. An event that
@@ -252,14 +262,24 @@ final class NetworkNode: @unchecked Sendable {
         for id in due.sorted() { pumpCatchUp(id) }
     }
 
+    /// When the last link message was done with (`receive`'s stage starts
+    /// at the later of this and the loop's wake).
+    private var lastReceiveDone = 0.0
+    /// A batch was stored this loop turn: the turn is timed (`StageTimes.Stage.turn`).
+    var storedThisTurn = false
+
     /// Inputs waiting for the effects being done (`feed`).
     private var inputs: [LinkCore.Input] = []
     private(set) var feeding = false
     /// Links with catch-up queued while effects were being done.
     var catchUpDue: Set<LinkID> = []
 
-    /// Does what the core decided.
+    /// Does what the core decided. Batches to verify and store go last: what
+    /// they forward at once (`forwardAhead`) is sealed after, and so must be
+    /// written after, every message of this list.
     func perform(_ effects: [LinkCore.Effect]) {
+        var batches: [(LinkID, [CarriedEnvelope])] = []
+        defer { for (id, batch) in batches { verifyAndStore(batch, from: id) } }
         for effect in effects {
             switch effect {
             case let .transmit(id, bytes):
@@ -276,7 +296,7 @@ final class NetworkNode: @unchecked Sendable {
             case let .catchUp(id, author, from, through):
                 queueCatchUp(id, author: author, from: from, through: through)
             case let .verifyAndStore(id, batch):
-                verifyAndStore(batch, from: id)
+                batches.append((id, batch))
             case let .remember(remote, clocks):
                 // Saved with the others at most every `peerClockSaveInterval`.
                 unsavedPeerClocks[remote] = clocks

@@ -131,8 +131,18 @@ final class Node {
     /// The key of a room we know: a private room's own, or the public one derived from its name.
     func roomKey(_ id: RoomID) -> SymmetricKey? {
         if let own = privateRooms[id] { return own.key }
-        return roomNames[id].map { network.publicRoomKey(roomName: $0.value) }
+        guard let name = roomNames[id]?.value else { return nil }
+        if let key = publicRoomKeys[name] { return key }
+        let key = network.publicRoomKey(roomName: name)
+        publicRoomKeys[name] = key
+        return key
     }
+
+    /// Public room name → its key, derived once: each envelope is opened
+    /// twice on its way in (its kind filed, then shown), and a derivation
+    /// costs a KDF and guarded key memory (three system calls). One entry
+    /// per public room name this node has joined.
+    private var publicRoomKeys: [String: SymmetricKey] = [:]
 
     /// Conversation room (either version) → the other party, for every peer mapped so far.
     var dmPeers: [RoomID: PublicKey] = [:]

@@ -34,7 +34,8 @@ enum NodeEvent {
     case invited(Person, room: String)
     case blockChanged(Person, blocked: Bool)
     case readReceipts(on: Bool)
-    case stats(links: Int, counters: [(name: String, value: Int)])
+    /// `/stats`: counters by name, and where the time goes (`StageTimes`).
+    case stats(links: Int, counters: [(name: String, value: Int)], stages: [(stage: StageTimes.Stage, summary: StageTimes.Summary)])
     case peers(PeerList)
     case members(room: RoomName, [Member])
     case sync(SyncReport)

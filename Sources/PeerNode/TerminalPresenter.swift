@@ -47,8 +47,12 @@ struct TerminalPresenter: LinePresenter {
             return ["-- \(blocked ? "blocked" : "unblocked") \(plain.label(person))"]
         case let .readReceipts(on):
             return ["-- read receipts \(on ? "on" : "off")"]
-        case let .stats(links, counters):
+        case let .stats(links, counters, stages):
+            let times = stages.map { stage, s in
+                "\(stage.rawValue) \(Self.micros(s.median))/\(Self.micros(s.p99))/\(Self.micros(s.maximum)) ×\(s.count)"
+            }
             return ["-- stats: " + (["links=\(links)"] + counters.map { "\($0.name)=\(max(0, $0.value))" }).joined(separator: " ")]
+                + (times.isEmpty ? [] : ["-- time per stage (µs: median/p99/max ×runs): " + times.joined(separator: ", ")])
         case let .peers(list):
             return peerLines(list)
         case let .members(room, members):
@@ -106,6 +110,12 @@ struct TerminalPresenter: LinePresenter {
     }
 
     /// "0.42 ms", "12 ms", or "?" before the first answer.
+    /// Seconds as microseconds, one decimal below 10 µs.
+    static func micros(_ seconds: Double) -> String {
+        let us = seconds * 1e6
+        return us < 10 ? String(format: "%.1f", us) : String(Int(us.rounded()))
+    }
+
     static func roundTripText(_ seconds: Double?) -> String {
         guard let seconds else { return "rtt ?" }
         let ms = seconds * 1000

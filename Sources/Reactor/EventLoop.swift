@@ -52,6 +52,13 @@ public final class EventLoop: @unchecked Sendable {
     private var signalHandler: ((Int32) -> Void)?
     /// Shared read buffer: data is parsed straight out of it where possible.
     public let scratch: UnsafeMutableRawBufferPointer
+    /// When epoll last returned with events (monotonic seconds; loop thread only).
+    public private(set) var wokeAt = 0.0
+    /// Called on the loop thread at the end of each turn that had events,
+    /// once everything scheduled was flushed, with the turn's `wokeAt`, when
+    /// the flush began and the time then (the node times a message's whole
+    /// turn with it).
+    public var turnEnded: ((_ woke: Double, _ flushing: Double, _ flushed: Double) -> Void)?
 
     public init() throws(SystemError) {
         epoll = try Syscall.check("epoll_create1") { epoll_create1(Int32(EPOLL_CLOEXEC)) }
@@ -130,6 +137,11 @@ public final class EventLoop: @unchecked Sendable {
         flushQueue.append(target)
     }
 
+    /// Writes what `scheduleFlush` queued now instead of at the end of the
+    /// turn (loop thread only): the node forwards an envelope to its links
+    /// before it stores and shows it.
+    public func flushNow() { flushScheduled() }
+
     /// Runs `body` on the loop every `interval` seconds, the first time
     /// `interval` from now, until `cancel`.
     @discardableResult
@@ -172,6 +184,7 @@ public final class EventLoop: @unchecked Sendable {
             let timeout = Int32((min(Self.tickInterval, untilTimer) * 1000).rounded(.up))
             let n = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, Int32($0.count), timeout) }
             if n > 0 {
+                wokeAt = monotonicNow()
                 for i in 0..<Int(n) {
                     let token = withUnsafePointer(to: &events[i]) { peernode_epoll_token($0) }
                     let flags = withUnsafePointer(to: &events[i]) { peernode_epoll_events($0) }
@@ -187,8 +200,10 @@ public final class EventLoop: @unchecked Sendable {
                 }
             }
             runPending()
+            let flushing = n > 0 && turnEnded != nil ? monotonicNow() : 0
             flushScheduled()
             let now = monotonicNow()
+            if n > 0, let turnEnded { turnEnded(wokeAt, flushing, now) }
             for body in timers.takeDue(now: now) { body() }
             if now - lastTick >= Self.tickInterval {
                 lastTick = now

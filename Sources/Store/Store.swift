@@ -28,7 +28,18 @@ public final class Store {
     public let path: String
     let directory: DataDirectory
     let db: Connection
-    var authors: [PublicKey: AuthorState] = [:]
+    /// Every author's state, changed only through `setAuthor` (which keeps
+    /// `undeliveredAuthors` and a transaction's undo log with it).
+    private(set) var authors: [PublicKey: AuthorState] = [:]
+    /// Authors holding envelopes not delivered yet (`delivered < contiguous`):
+    /// what `deliverPending` looks at, instead of every author there is.
+    private var undeliveredAuthors: Set<PublicKey> = []
+    /// In a write transaction: each touched author's state before it (nil:
+    /// not there), put back if the commit fails. An undo log, not a copy of
+    /// `authors`: a copy made the first change of every transaction cost a
+    /// copy of every author's state (10,000 authors: 10,000 entries, for one
+    /// envelope).
+    private var undo: [PublicKey: AuthorState?]?
     var roomRows: [RoomID: Int64] = [:]
     var lastDelivery: Int64 = 0
 
@@ -113,9 +124,9 @@ public final class Store {
             """)
         while try rows.step() {
             let key = try PublicKey(bytes: rows.blob(1))
-            authors[key] = AuthorState(
+            setAuthor(key, AuthorState(
                 rowid: rows.int64(0), contiguous: UInt64(rows.int64(2)), delivered: UInt64(rows.int64(3)),
-                highest: UInt64(rows.int64(4)), lastCausalTime: rows.int64(5), contiguousID: nil)
+                highest: UInt64(rows.int64(4)), lastCausalTime: rows.int64(5), contiguousID: nil))
         }
         let rooms = try db.statement("SELECT rowid, room_id FROM rooms")
         while try rooms.step() {
@@ -227,7 +238,7 @@ public final class Store {
                 st.contiguousID = next
             }
         }
-        authors[e.author] = st
+        setAuthor(e.author, st)
         dirtyAuthors.insert(e.author)
         return .inserted
     }
@@ -238,12 +249,35 @@ public final class Store {
     /// did not happen: the next envelope gets the same sequence again, not one
     /// past a hole.
     func writeTransaction<R>(_ body: () throws -> R) throws -> R {
-        let saved = (authors, roomRows, lastDelivery, dirtyAuthors)
+        // Inside another: the outer one's log covers this one.
+        if undo != nil { return try db.transaction(body) }
+        let saved = (roomRows, lastDelivery, dirtyAuthors)
+        undo = [:]
+        defer { undo = nil }
         do {
             return try db.transaction(body)
         } catch {
-            (authors, roomRows, lastDelivery, dirtyAuthors) = saved
+            (roomRows, lastDelivery, dirtyAuthors) = saved
+            for (key, before) in undo ?? [:] {
+                authors[key] = before
+                updateUndelivered(key)
+            }
             throw error
+        }
+    }
+
+    /// The one way an author's state changes.
+    private func setAuthor(_ key: PublicKey, _ state: AuthorState) {
+        if undo != nil, undo?.index(forKey: key) == nil { undo?[key] = .some(authors[key]) }
+        authors[key] = state
+        updateUndelivered(key)
+    }
+
+    private func updateUndelivered(_ key: PublicKey) {
+        if let st = authors[key], st.delivered < st.contiguous {
+            undeliveredAuthors.insert(key)
+        } else {
+            undeliveredAuthors.remove(key)
         }
     }
 
@@ -258,16 +292,17 @@ public final class Store {
         var progress = true
         while progress {
             progress = false
-            for key in authors.keys where authors[key].map({ $0.delivered < $0.contiguous }) == true {
-                while let st = authors[key], st.delivered < st.contiguous {
+            for key in undeliveredAuthors {
+                while var st = authors[key], st.delivered < st.contiguous {
                     let sequence = st.delivered + 1
                     guard let e = try inMemory[key]?[sequence] ?? loadEnvelope(st.rowid, sequence) else { break }
                     guard let causal = try causalTime(of: e, after: st) else { break }
                     lastDelivery += 1
                     try db.statement("UPDATE envelopes SET causal_time = ?1, delivery = ?2 WHERE author = ?3 AND sequence = ?4")
                         .bind(1, causal).bind(2, lastDelivery).bind(3, st.rowid).bind(4, Int64(clamping: sequence)).run()
-                    authors[key]?.delivered = sequence
-                    authors[key]?.lastCausalTime = causal
+                    st.delivered = sequence
+                    st.lastCausalTime = causal
+                    setAuthor(key, st)
                     dirtyAuthors.insert(key)
                     progress = true
                 }
@@ -303,7 +338,7 @@ public final class Store {
         let st = AuthorState(
             rowid: try db.integer("SELECT last_insert_rowid()"), contiguous: 0, delivered: 0, highest: 0,
             lastCausalTime: 0, contiguousID: nil)
-        authors[key] = st
+        setAuthor(key, st)
         return st
     }
 

@@ -92,6 +92,17 @@ extension Store {
         return (st.highest, e.id)
     }
 
+    /// Where an author's chain ends here, when an envelope that continues it
+    /// is certain to be inserted as it is: nothing is held past a gap, and
+    /// the last id is known without a query. (0, zero) for an author with
+    /// nothing here. The node forwards such envelopes before storing them.
+    public func chainEnd(of author: PublicKey) -> (sequence: UInt64, id: MessageID)? {
+        guard let st = authors[author] else { return (0, .zero) }
+        guard st.highest == st.contiguous else { return nil }
+        if st.contiguous == 0 { return (0, .zero) }
+        return st.contiguousID.map { (st.contiguous, $0) }
+    }
+
     /// What an author's next post should name as dependencies: every delivered
     /// clock entry ahead of what its earlier posts named (at most
     /// `Envelope.maximumDependencies`; the rest follow in the next post).

@@ -1,0 +1,112 @@
+/// Where a node's time goes on the path of a message (issue 15, "the
+/// forwarding path"): each stage keeps how often it ran, its total, its
+/// longest, and its last `window` durations, from which `/stats`, `--json`,
+/// `/metrics` and `make bench` give the median and the 99th percentile.
+///
+/// Pure and bounded: the shell (and `LinkCore`, when given a stopwatch)
+/// records durations measured with the monotonic clock; nothing here reads
+/// a clock. docs/SCALE.md, "The forwarding path", says what each stage spans.
+public struct StageTimes: Sendable {
+    public enum Stage: String, CaseIterable, Sendable {
+        /// From the loop waking (or the previous message of the same wake
+        /// being done) to a link's WebSocket message handed over: the socket
+        /// read and the frame.
+        case receive
+        /// Opening one Noise transport message (ChaChaPoly).
+        case noise
+        /// Chunks put together and the gossip message decoded, and what
+        /// replication decides about it (which envelopes are new).
+        case decode
+        /// Ed25519 signatures of one batch of received envelopes.
+        case verify
+        /// One store transaction of received envelopes (no fsync).
+        case store
+        /// What the links are sent once a batch is stored: deciding, encoding
+        /// and sealing the pushes (the bytes reach the sockets at the end of
+        /// the loop's turn, counted in `turn`).
+        case forward
+        /// New deliveries read back and handed to the presenter (the
+        /// terminal, `--json`, a page).
+        case deliver
+        /// The turn's queued link bytes written to their sockets.
+        case write
+        /// A whole loop turn that stored envelopes: from the wake to every
+        /// socket written.
+        case turn
+        /// Our own post: sealed, signed and stored with its fsync.
+        case post
+
+        var index: Int {
+            switch self {
+            case .receive: 0
+            case .noise: 1
+            case .decode: 2
+            case .verify: 3
+            case .store: 4
+            case .forward: 5
+            case .deliver: 6
+            case .write: 7
+            case .turn: 8
+            case .post: 9
+            }
+        }
+    }
+
+    /// Durations kept per stage for the percentiles.
+    public static let window = 4_096
+
+    public struct Summary: Equatable, Sendable {
+        public var count: UInt64
+        /// Seconds, over every run (not only the window).
+        public var total: Double
+        public var maximum: Double
+        /// Seconds, over the last `window` runs.
+        public var median: Double
+        public var p99: Double
+    }
+
+    struct Series: Sendable {
+        var recent: [Double] = []
+        var next = 0
+        var count: UInt64 = 0
+        var total = 0.0
+        var maximum = 0.0
+
+        mutating func add(_ seconds: Double) {
+            if recent.count < StageTimes.window {
+                recent.append(seconds)
+            } else {
+                recent[next] = seconds
+                next = (next + 1) % StageTimes.window
+            }
+            count &+= 1
+            total += seconds
+            maximum = max(maximum, seconds)
+        }
+    }
+
+    /// One per stage, in `Stage.allCases` order (an array: recording is on
+    /// every message's path, and a dictionary's hashing showed in profiles).
+    private var series = [Series](repeating: Series(), count: Stage.allCases.count)
+
+    public init() {}
+
+    /// A duration in seconds (a negative one, from a clock that stepped, counts as 0).
+    public mutating func record(_ stage: Stage, _ seconds: Double) {
+        series[stage.index].add(max(0, seconds.isFinite ? seconds : 0))
+    }
+
+    /// The figures of `stage`, or nil if it never ran.
+    public func summary(_ stage: Stage) -> Summary? {
+        let s = series[stage.index]
+        guard s.count > 0 else { return nil }
+        let sorted = s.recent.sorted()
+        func at(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+        return Summary(count: s.count, total: s.total, maximum: s.maximum, median: at(0.5), p99: at(0.99))
+    }
+
+    /// Every stage that ran, in the order of a message's path.
+    public var summaries: [(stage: Stage, summary: Summary)] {
+        Stage.allCases.compactMap { stage in summary(stage).map { (stage, $0) } }
+    }
+}
