@@ -17,19 +17,17 @@ public struct StageTimes: Sendable {
         /// Chunks put together and the gossip message decoded, and what
         /// replication decides about it (which envelopes are new).
         case decode
-        /// Ed25519 signatures of one batch of received envelopes.
+        /// Ed25519 signatures of the envelopes a turn brought, from every
+        /// link (on both cores when there are many).
         case verify
-        /// One store transaction of received envelopes (no fsync).
-        case store
-        /// What the links are sent once a batch is stored: deciding, encoding
-        /// and sealing the pushes (the bytes reach the sockets at the end of
-        /// the loop's turn, counted in `turn`).
+        /// What the links are sent of them: deciding, encoding, sealing, and
+        /// writing to the sockets (before they are stored).
         case forward
+        /// One store transaction of the turn's envelopes (no fsync).
+        case store
         /// New deliveries read back and handed to the presenter (the
         /// terminal, `--json`, a page).
         case deliver
-        /// The turn's queued link bytes written to their sockets.
-        case write
         /// A whole loop turn that stored envelopes: from the wake to every
         /// socket written.
         case turn
@@ -42,12 +40,11 @@ public struct StageTimes: Sendable {
             case .noise: 1
             case .decode: 2
             case .verify: 3
-            case .store: 4
-            case .forward: 5
+            case .forward: 4
+            case .store: 5
             case .deliver: 6
-            case .write: 7
-            case .turn: 8
-            case .post: 9
+            case .turn: 7
+            case .post: 8
             }
         }
     }

@@ -35,6 +35,13 @@ extension NetworkNode {
     }
 
 
+    /// Verifies and stores a batch a link brought. A batch that comes while
+    /// nothing is being verified off the loop waits for the end of the
+    /// loop's turn (`TurnEnd`), with every other batch of the turn from any
+    /// link: their signatures are checked together (on both cores when there
+    /// are many), stored in one transaction, and forwarded in one message per
+    /// link. A large batch, or any batch while one is being verified, goes to
+    /// the verifier thread (in order) and is stored when it comes back.
     func verifyAndStore(_ batch: [CarriedEnvelope], from id: LinkID) {
         if storeFull {
             // Refused, not lost: the clock exchange offers them again once there is room.
@@ -43,10 +50,11 @@ extension NetworkNode {
             return
         }
         if batchesVerifying == 0, batch.count <= Self.inlineVerifyLimit {
-            let started = monotonicNow()
-            let valid = Self.verified(batch)
-            core.stages.record(.verify, monotonicNow() - started)
-            store(valid, checked: batch, from: id)
+            arrivals.append((id, batch))
+            if !turnEnd.scheduled {
+                turnEnd.scheduled = true
+                loop.scheduleFlush(turnEnd)
+            }
             return
         }
         batchesVerifying += 1
@@ -58,36 +66,65 @@ extension NetworkNode {
             loop.execute { [self] in
                 batchesVerifying -= 1
                 core.stages.record(.verify, took)
-                store(valid, checked: batch, from: id)
+                store([(id, batch)], valid: valid)
             }
         }
     }
 
-    func store(_ valid: [CarriedEnvelope], checked batch: [CarriedEnvelope], from id: LinkID) {
-        if valid.count < batch.count { count(.invalidEnvelope, by: batch.count - valid.count) }
-        let forwardedAhead = forwardAhead(valid, from: id)
-        var inserted: [CarriedEnvelope] = []
+    /// The end of the loop's turn: every batch that arrived in it, verified
+    /// together and stored.
+    func storeArrivals() {
+        turnEnd.scheduled = false
+        let taken = arrivals
+        arrivals = []
+        guard !taken.isEmpty else { return }
+        let started = monotonicNow()
+        let valid = Self.verified(taken.flatMap(\.1))
+        core.stages.record(.verify, monotonicNow() - started)
+        store(taken, valid: valid)
+    }
+
+    /// Stores what verified (`valid`, one flag per envelope of `arrived`, in
+    /// order) in one transaction, tells each link what it brought that is
+    /// now stored, and shows what was delivered.
+    func store(_ arrived: [(LinkID, [CarriedEnvelope])], valid: [Bool]) {
+        var all: [CarriedEnvelope] = []
+        var source: [LinkID] = []
+        for (id, batch) in arrived {
+            all += batch
+            source += repeatElement(id, count: batch.count)
+        }
+        let kept = all.indices.filter { valid[$0] }
+        if kept.count < all.count { count(.invalidEnvelope, by: all.count - kept.count) }
+        let forwardedAhead = forwardAhead(kept.map { all[$0] })
+        var inserted: [LinkID: [CarriedEnvelope]] = [:]
         var clock: [Dependency] = []
         let storing = monotonicNow()
         do {
-            let outcomes = try node.store.insert(valid.map(\.envelope), receivedAt: Node.now())
-            for (c, o) in zip(valid, outcomes) {
+            let outcomes = try node.store.insert(kept.map { all[$0].envelope }, receivedAt: Node.now())
+            for (k, o) in zip(kept, outcomes) {
                 switch o {
-                case .inserted: inserted.append(c)
+                case .inserted: inserted[source[k], default: []].append(all[k])
                 case let .fork(kept), let .brokenChain(kept):
                     count(.fork)
-                    forkFound(c.envelope, kept: kept)
+                    forkFound(all[k].envelope, kept: kept)
                 case .duplicate: break
                 }
             }
-            // Only the authors of this batch can have moved.
-            clock = Set(valid.map(\.envelope.author)).map { Dependency(author: $0, sequence: node.store.contiguous(of: $0)) }
+            // Only the authors of these batches can have moved.
+            clock = Set(kept.map { all[$0].envelope.author }).map { Dependency(author: $0, sequence: node.store.contiguous(of: $0)) }
         } catch {
             log.warning("storing failed: \(error)")
         }
         let forwarding = monotonicNow()
         core.stages.record(.store, forwarding - storing)
-        feed(.stored(from: id, checked: batch, inserted: inserted, invalid: batch.count - valid.count, newClock: clock))
+        // One answer per link, with everything it brought this turn.
+        var seen: Set<LinkID> = []
+        for id in source where seen.insert(id).inserted {
+            let checked = all.indices.filter { source[$0] == id }
+            feed(.stored(from: id, checked: checked.map { all[$0] }, inserted: inserted[id] ?? [],
+                         invalid: checked.count { !valid[$0] }, newClock: clock))
+        }
         let delivering = monotonicNow()
         if !inserted.isEmpty {
             storedThisTurn = true
@@ -100,10 +137,12 @@ extension NetworkNode {
     /// Forwards, before they are stored, the verified envelopes that continue
     /// their authors' chains here (`Store.chainEnd`): certain to be inserted
     /// as they are, so the links need not wait for the store's write, nor for
-    /// what the presenter shows. Their bytes are written at once. Runs only
-    /// where no sealed message waits to be written (a stored batch, or the
-    /// end of `perform`), so the Noise order holds. Returns whether any went.
-    private func forwardAhead(_ valid: [CarriedEnvelope], from id: LinkID) -> Bool {
+    /// what the presenter shows. One message per link, whichever links they
+    /// came on (a link is not sent what it brought: replication counts it as
+    /// known there). Their bytes are written at once. Runs only where no
+    /// sealed message waits to be written (the end of a turn, or a batch back
+    /// from the verifier), so the Noise order holds. Returns whether any went.
+    private func forwardAhead(_ valid: [CarriedEnvelope]) -> Bool {
         var ends: [PublicKey: (sequence: UInt64, id: MessageID)?] = [:]
         var ahead: [CarriedEnvelope] = []
         for c in valid {
@@ -119,7 +158,7 @@ extension NetworkNode {
         }
         guard !ahead.isEmpty else { return false }
         let forwarding = monotonicNow()
-        perform(core.handle(.verified(from: id, ahead: ahead), now: monotonic()))
+        perform(core.handle(.verified(from: nil, ahead: ahead), now: monotonic()))
         loop.flushNow()
         core.stages.record(.forward, monotonicNow() - forwarding)
         return true
@@ -132,11 +171,11 @@ extension NetworkNode {
         emit(.fork(node.people[e.author], sequence: e.sequence, kept: kept, fork: e.id))
     }
 
-    /// The envelopes whose signatures verify, in order. Large batches are
-    /// split across the machine's cores.
-    static func verified(_ batch: [CarriedEnvelope]) -> [CarriedEnvelope] {
+    /// Whether each envelope's signature verifies, in order. Large batches
+    /// are split across the machine's cores.
+    static func verified(_ batch: [CarriedEnvelope]) -> [Bool] {
         guard batch.count >= 32, cores > 1 else {
-            return batch.filter { (try? $0.envelope.verifySignature()) != nil }
+            return batch.map { (try? $0.envelope.verifySignature()) != nil }
         }
         let flags = UnsafeMutableBufferPointer<Bool>.allocate(capacity: batch.count)
         flags.initialize(repeating: false)
@@ -151,7 +190,7 @@ extension NetworkNode {
                 shared[i] = (try? batch[i].envelope.verifySignature()) != nil
             }
         }
-        return batch.indices.filter { flags[$0] }.map { batch[$0] }
+        return Array(flags)
     }
 
     /// The cores verification is split across. Read once: Foundation reads

@@ -97,6 +97,15 @@ extension NetworkNode {
         }
         metric("sync_lag_envelopes", "gauge", "Envelopes this node holds that a linked peer is not known to hold (the largest, or per peer with --metrics-peer-labels).", lag)
         metric("uptime_seconds", "gauge", "Seconds since start.", [("", Int(max(0, monotonic() - started)))])
+        lines.append("# HELP peernode_stage_seconds Where a message's time goes in this node, by stage (docs/SCALE.md); quantiles over the last \(StageTimes.window) runs.")
+        lines.append("# TYPE peernode_stage_seconds summary")
+        for (stage, s) in core.stages.summaries {
+            let label = "stage=\"\(stage.rawValue)\""
+            lines.append("peernode_stage_seconds{\(label),quantile=\"0.5\"} \(s.median)")
+            lines.append("peernode_stage_seconds{\(label),quantile=\"0.99\"} \(s.p99)")
+            lines.append("peernode_stage_seconds_sum{\(label)} \(s.total)")
+            lines.append("peernode_stage_seconds_count{\(label)} \(s.count)")
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 

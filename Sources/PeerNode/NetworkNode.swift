@@ -116,10 +116,9 @@ final class NetworkNode: @unchecked Sendable {
         ownHistory = OwnHistoryGate(pendingNick: pendingNick)
         blocked.set(try node.store.blockedIdentities())
         core.stopwatch = { monotonicNow() }
-        loop.turnEnded = { [unowned self] woke, flushing, flushed in
+        loop.turnEnded = { [unowned self] woke, flushed in
             guard storedThisTurn else { return }
             storedThisTurn = false
-            core.stages.record(.write, flushed - flushing)
             core.stages.record(.turn, flushed - woke)
         }
         node.postingGate = { [weak self] in
@@ -351,6 +350,17 @@ final class NetworkNode: @unchecked Sendable {
     let verifier = DispatchQueue(label: "peernode.verify")
     var batchesVerifying = 0
     static let inlineVerifyLimit = 8
+    /// Batches that arrived this turn, verified and stored at its end (`storeArrivals`).
+    var arrivals: [(LinkID, [CarriedEnvelope])] = []
+    lazy var turnEnd = TurnEnd { [unowned self] in storeArrivals() }
+
+    /// What the loop runs at the end of a turn, once scheduled (`EventLoop.scheduleFlush`).
+    final class TurnEnd: Flushable {
+        var scheduled = false
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+        func flush() { body() }
+    }
 
     func tick() {
         let now = monotonic()

@@ -55,10 +55,9 @@ public final class EventLoop: @unchecked Sendable {
     /// When epoll last returned with events (monotonic seconds; loop thread only).
     public private(set) var wokeAt = 0.0
     /// Called on the loop thread at the end of each turn that had events,
-    /// once everything scheduled was flushed, with the turn's `wokeAt`, when
-    /// the flush began and the time then (the node times a message's whole
-    /// turn with it).
-    public var turnEnded: ((_ woke: Double, _ flushing: Double, _ flushed: Double) -> Void)?
+    /// once everything scheduled was flushed, with the turn's `wokeAt` and
+    /// the time then (the node times a message's whole turn with it).
+    public var turnEnded: ((_ woke: Double, _ flushed: Double) -> Void)?
 
     public init() throws(SystemError) {
         epoll = try Syscall.check("epoll_create1") { epoll_create1(Int32(EPOLL_CLOEXEC)) }
@@ -200,10 +199,9 @@ public final class EventLoop: @unchecked Sendable {
                 }
             }
             runPending()
-            let flushing = n > 0 && turnEnded != nil ? monotonicNow() : 0
             flushScheduled()
             let now = monotonicNow()
-            if n > 0, let turnEnded { turnEnded(wokeAt, flushing, now) }
+            if n > 0, let turnEnded { turnEnded(wokeAt, now) }
             for body in timers.takeDue(now: now) { body() }
             if now - lastTick >= Self.tickInterval {
                 lastTick = now

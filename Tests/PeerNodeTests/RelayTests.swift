@@ -61,11 +61,11 @@ func httpGet(_ hostPort: String, _ path: String) -> (status: Int, body: String)?
 }
 
 /// Prometheus text: every sample line as name{labels} → value; nil if any line does not parse.
-func parseMetrics(_ text: String) -> [String: Int]? {
-    var out: [String: Int] = [:]
+func parseMetrics(_ text: String) -> [String: Double]? {
+    var out: [String: Double] = [:]
     for line in text.split(separator: "\n") where !line.hasPrefix("#") {
         let parts = line.split(separator: " ")
-        guard parts.count == 2, let value = Int(parts[1]), parts[0].hasPrefix("peernode_") else { return nil }
+        guard parts.count == 2, let value = Double(parts[1]), value.isFinite, parts[0].hasPrefix("peernode_") else { return nil }
         out[String(parts[0])] = value
     }
     return out
@@ -110,7 +110,12 @@ struct RelayTests {
         #expect(metricsResponse.status == 200)
         let metrics = try #require(parseMetrics(metricsResponse.body), "\(metricsResponse.body)")
         #expect(metrics["peernode_links"] == 2)
-        #expect(metrics["peernode_envelopes_stored"] == stored)
+        #expect(metrics["peernode_envelopes_stored"] == Double(stored))
+        // Where the time goes: the relay verified and stored what it relayed.
+        #expect((metrics["peernode_stage_seconds_count{stage=\"verify\"}"] ?? 0) >= 1)
+        #expect((metrics["peernode_stage_seconds_count{stage=\"store\"}"] ?? 0) >= 1)
+        let verifyMedian = try #require(metrics["peernode_stage_seconds{stage=\"verify\",quantile=\"0.5\"}"])
+        #expect(verifyMedian > 0 && verifyMedian < 1)
         #expect((metrics["peernode_envelopes_relayed_total"] ?? 0) >= 21)
         #expect((metrics["peernode_bytes_received_total"] ?? 0) > 0 && (metrics["peernode_bytes_sent_total"] ?? 0) > 0)
         // Peer ids stay out of the labels unless --metrics-peer-labels asks (see maxStore).
@@ -145,7 +150,7 @@ struct RelayTests {
         #expect(await a.wait { $0["type"] == "peer_up" } != nil)
         for i in 1...5 { a.send("too much \(i)") }
         #expect(await eventuallyValue { relay.log.value.first { $0["msg"]?.hasPrefix("store full") == true } } != nil)
-        let metrics = await eventuallyValue { () -> [String: Int]? in
+        let metrics = await eventuallyValue { () -> [String: Double]? in
             guard let m = httpGet(metricsAddress, "/metrics").flatMap({ parseMetrics($0.body) }),
                   (m["peernode_drops_total{reason=\"store_full\"}"] ?? 0) > 0 else { return nil }
             return m

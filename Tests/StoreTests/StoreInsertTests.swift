@@ -36,6 +36,30 @@ struct StoreInsertTests {
         #expect(forks.first?.detectedAt == 7)
     }
 
+    @Test("forks kept per author: Store.maximumForksPerAuthor, and one past it is refused yet still reported")
+    func forkLimit() throws {
+        let fixture = try StoreFixture()
+        let store = try #require(fixture.store)
+        let alice = try ChainAuthor()
+        let first = try alice.next()
+        _ = try store.insert([first], receivedAt: 1)
+        let limit = Int(Store.maximumForksPerAuthor)
+        // Sequence 2, each linking to a made-up sequence 1: a broken chain each.
+        let forks = try (0...limit).map { i in
+            try Envelope.sign(by: alice.key, sequence: 2, previous: MessageID(bytes: [UInt8](repeating: UInt8(i + 1), count: 32)),
+                              dependencies: [], timestamp: 1, room: general, kind: .text, body: [])
+        }
+        for (i, f) in forks.enumerated() {
+            #expect(try store.insert([f], receivedAt: 2) == [.brokenChain(kept: first.id)])
+            #expect(try store.forks().count == min(i + 1, limit))
+        }
+        // Another author's fork is not held back by this one's.
+        let bob = try ChainAuthor()
+        _ = try store.insert([try bob.next()], receivedAt: 1)
+        #expect(try store.insert([try bob.fork(of: 1)], receivedAt: 3).count == 1)
+        #expect(try store.forks().count == limit + 1)
+    }
+
     @Test("an envelope that does not link to its held neighbours is refused and recorded")
     func brokenChain() throws {
         let fixture = try StoreFixture()
