@@ -32,7 +32,7 @@ extension NetworkNode {
                 return
             case let .read(author, from, count):
                 let read: [Envelope]
-                do { read = try node.store.envelopes(from: author, startingAt: from, limit: count) } catch {
+                do { read = try node.store.envelopes(from: author, startingAt: from, limit: count, bytes: GossipMessage.batchBytes) } catch {
                     // The range ends here; the peer's next clock exchange asks again.
                     log.warning("reading \(author.shortFingerprint)'s envelopes for a catch-up failed: \(error)")
                     read = []

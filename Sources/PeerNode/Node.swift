@@ -251,28 +251,46 @@ final class Node {
     /// tick runs on the link loop (a long history is indexed over many
     /// seconds, or all at once when someone searches).
     static let indexPerTick = 500
+    /// Most envelope bytes indexed in one go: the envelopes read back, their
+    /// texts and SQLite's full-text terms all sit in memory until the
+    /// transaction ends. 500 messages of 60 KB (a burst that just passed)
+    /// took the node from 42 to 133 MB at once; counted in bytes too, a
+    /// batch stays near this.
+    static let indexBytes = 256 << 10
     /// Most messages indexed in one go when a search needs the index complete.
     static let indexBatch = 10_000
+    /// Envelopes read back from the store at a time while indexing.
+    static let indexPage = 64
 
     /// Adds what was delivered since the last call to the search index
-    /// (texts, actions and direct messages this node can read). Returns how
-    /// many envelopes it looked at.
+    /// (texts, actions and direct messages this node can read), up to
+    /// `limit` envelopes or `indexBytes` of them (at least one). Returns how
+    /// many envelopes it looked at: 0 once the index is complete.
     @discardableResult
     func indexNewMessages(limit: Int = Node.indexPerTick) throws -> Int {
-        let fresh = try store.delivered(after: try store.indexedThrough(), limit: limit)
-        guard let last = fresh.last else { return 0 }
+        var through = try store.indexedThrough()
         var texts: [(author: PublicKey, sequence: UInt64, text: String)] = []
-        for stored in fresh {
-            let e = stored.envelope
-            if let opened = open(e), opened.isMessage { texts.append((e.author, e.sequence, opened.text.unsanitized)) }
+        var count = 0, bytes = 0
+        reading: while count < limit, bytes < Self.indexBytes {
+            let page = try store.delivered(after: through, limit: min(Self.indexPage, limit - count))
+            guard !page.isEmpty else { break }
+            for stored in page {
+                let e = stored.envelope
+                count += 1
+                bytes += e.encoded.count
+                through = stored.delivery
+                if let opened = open(e), opened.isMessage { texts.append((e.author, e.sequence, opened.text.unsanitized)) }
+                if bytes >= Self.indexBytes { break reading }
+            }
         }
-        try store.index(texts, through: last.delivery)
-        return fresh.count
+        guard count > 0 else { return 0 }
+        try store.index(texts, through: through)
+        return count
     }
 
     /// `/search`: matching messages this node can read, most recent first.
     func search(_ query: String, limit: Int) throws -> [StoredEnvelope] {
-        while try indexNewMessages(limit: Self.indexBatch) == Self.indexBatch {}
+        while try indexNewMessages(limit: Self.indexBatch) > 0 {}
         // A blocked identity's messages stay hidden here too.
         let blocked = try store.blockedIdentities()
         return try store.search(query, limit: limit).filter { !blocked.contains($0.envelope.author) }

@@ -64,12 +64,20 @@ extension Store {
         VectorClock(authors.mapValues { $0.delivered })
     }
 
-    public func envelopes(from author: PublicKey, startingAt sequence: UInt64, limit: Int) throws -> [Envelope] {
+    /// Up to `limit` envelopes, and no more once `bytes` are read (at least
+    /// one): a catch-up reads about one batch message of large bodies, not
+    /// `limit` of them.
+    public func envelopes(from author: PublicKey, startingAt sequence: UInt64, limit: Int, bytes: Int = .max) throws -> [Envelope] {
         guard let st = authors[author], limit > 0 else { return [] }
         let s = try db.statement("SELECT bytes FROM envelopes WHERE author = ?1 AND sequence >= ?2 ORDER BY sequence LIMIT ?3")
             .bind(1, st.rowid).bind(2, Int64(clamping: sequence)).bind(3, limit)
         var out: [Envelope] = []
-        while try s.step() { out.append(try Envelope.decode(s.blob(0), verification: .trustedStorage)) }
+        var total = 0
+        while total < bytes, try s.step() {
+            let blob = s.blob(0)
+            total += blob.count
+            out.append(try Envelope.decode(blob, verification: .trustedStorage))
+        }
         return out
     }
 

@@ -115,6 +115,12 @@ struct StoreInsertTests {
         #expect(try store.envelopes(from: alice.publicKey, startingAt: 4, limit: 3) == Array(chain[3..<6]))
         #expect(try store.envelopes(from: alice.publicKey, startingAt: 9, limit: 100) == Array(chain[8..<10]))
         #expect(try store.envelopes(from: try SigningKey.generate().publicKey, startingAt: 1, limit: 5).isEmpty)
+        // A byte budget: reading stops once it is reached (the one that reaches it included), never below one.
+        let size = chain[0].encoded.count
+        #expect(try store.envelopes(from: alice.publicKey, startingAt: 1, limit: 100, bytes: 3 * size) == Array(chain[0..<3]))
+        #expect(try store.envelopes(from: alice.publicKey, startingAt: 1, limit: 100, bytes: 3 * size - 1) == Array(chain[0..<3]))
+        #expect(try store.envelopes(from: alice.publicKey, startingAt: 1, limit: 100, bytes: 3 * size + 1) == Array(chain[0..<4]))
+        #expect(try store.envelopes(from: alice.publicKey, startingAt: 1, limit: 100, bytes: 1) == [chain[0]])
     }
 
     @Test("own posts: the next sequence, previous id and dependencies come from the store")
