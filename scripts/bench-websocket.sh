@@ -13,6 +13,7 @@ mkdir -p "$out"
 gcc -O2 -Wall -o "$out/wsload" Benchmarks/websocket/wsload.c
 gcc -O2 -Wall -o "$out/lws_echo" Benchmarks/websocket/lws_echo.c -lwebsockets
 swift build -c release --product peernode-ws-echo >/dev/null
+swift build -c release --product peernode >/dev/null
 
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
@@ -79,3 +80,9 @@ for i in "${!cases[@]}"; do
 done
 printf '%-32s %12s %12s %12s %12s\n' "ping-pong latency p50 / p99 us" "${p50[ours,0]}/${p99[ours,0]}" "${p50[lws,0]}/${p99[lws,0]}" "${p50[node,0]}/${p99[node,0]}" "${p50[python,0]}/${p99[python,0]}"
 echo "our server's peak memory (VmHWM) after the 32-connection case: ${peak_kb} kB"
+# A node's link round trip in /peers (a WebSocket ping on a Noise link
+# between two nodes), beside the ping-pong above; issue 15: within 2x.
+rtt=$(python3 scripts/link-rtt.py .build/release/peernode)
+ratio=$(echo "$rtt / ${p50[ours,0]}" | bc -l)
+printf 'link round trip in /peers: %s us = %.2fx our ping-pong p50 (aim: within 2x: %s)\n' "$rtt" "$ratio" \
+  "$(echo "$ratio <= 2" | bc -l | sed 's/1/met/;s/0/NOT met/')"
