@@ -43,11 +43,13 @@ let package = Package(
         // `TerminalText`); depends on nothing.
         .target(name: "NetworkText"),
         .target(name: "Gossip", dependencies: ["Crypto"]),
+        // splitmix64, seeded: for simulations, tests and fuzzing; depends on nothing.
+        .target(name: "Seeded"),
         // The node's pure parts (summaries of what peers declared, claims about our history): no I/O.
         .target(name: "NodeCore", dependencies: ["Gossip", "Crypto", "NetworkText"]),
         .target(name: "Store", dependencies: ["Gossip", "Crypto", "CSQLite"]),
         // A whole LAN in one process: the real membership cores and the tree push's rules, seeded (docs/SCALE.md).
-        .target(name: "OverlaySimulation", dependencies: ["NodeCore", "Gossip", "Crypto"]),
+        .target(name: "OverlaySimulation", dependencies: ["NodeCore", "Gossip", "Crypto", "Seeded"]),
         // LAN discovery: signed, sealed UDP multicast announcements; knows nothing of links.
         .target(name: "Discovery", dependencies: ["Crypto", "Reactor", "CEpoll"]),
         // The line-mode terminal: keys, line editing, prompt redraw; knows nothing of chat.
@@ -73,9 +75,9 @@ let package = Package(
         .executableTarget(name: "FuzzOverlay", dependencies: ["Gossip", "NodeCore", "Crypto", "NetworkText", "FuzzSupport"], path: "Fuzz/FuzzOverlay"),
         .executableTarget(name: "FuzzUI", dependencies: ["TermUI", "ChatText", "FuzzSupport"], path: "Fuzz/FuzzUI"),
         // What every fuzz target shares: a broken invariant aborts, so libFuzzer keeps the input.
-        .target(name: "FuzzSupport", path: "Fuzz/FuzzSupport"),
+        .target(name: "FuzzSupport", dependencies: ["Seeded"], path: "Fuzz/FuzzSupport"),
         // Helpers every test target shares: temporary directories, hex, file modes.
-        .target(name: "TestSupport", dependencies: ["Crypto"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Crypto", "Seeded"], path: "Tests/TestSupport"),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Reactor", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "CEpoll"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], exclude: ["Peers"]),

@@ -32,7 +32,7 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     var held = Held()
     held.sequences[me] = [1, 2, 3]
-    var replicator = Replicator(me: me, clock: VectorClock([me: 3]), random: SplitMix(state: 1))
+    var replicator = Replicator(me: me, clock: VectorClock([me: 3]), random: SplitMix(seed: 1))
     var up: Set<LinkID> = []
     var now = 0.0
     var queue: [Replicator.Action] = []

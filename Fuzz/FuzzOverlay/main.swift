@@ -91,9 +91,9 @@ public func fuzzOverlay(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     invariant(nodeKey != nil && memberKey != nil, "the fuzz target's keys could not be made")
     guard let nodeKey, let memberKey else { return 0 }
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
-    var node = LinkCore(me: nodeKey.publicKey, clock: VectorClock(), random: SplitMix(state: 1))
+    var node = LinkCore(me: nodeKey.publicKey, clock: VectorClock(), random: SplitMix(seed: 1))
     node.listens(on: 7733)
-    var member = LinkCore(me: memberKey.publicKey, clock: VectorClock(), random: SplitMix(state: 2))
+    var member = LinkCore(me: memberKey.publicKey, clock: VectorClock(), random: SplitMix(seed: 2))
     member.listens(on: 7733)
     member.addPeer(host: "10.0.0.1", port: 7733)
     var pair = Pair(cores: [node, member])
@@ -102,7 +102,7 @@ public func fuzzOverlay(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     // Otherwise nothing below would reach the node's overlay.
     invariant(pair.cores[0].table.carries(memberKey.publicKey) && pair.cores[0].overlay.pinned.contains(memberKey.publicKey),
               "the member's link did not come up")
-    var random = SplitMix(state: 3)
+    var random = SplitMix(seed: 3)
     var rest = bytes[...]
     while rest.count >= 3 {
         let selector = rest[rest.startIndex] % 4

@@ -362,10 +362,12 @@ public struct Replicator {
 
     /// Verified envelopes that continue their authors' chains here (the
     /// shell checked them against the store): pushed now, before they are
-    /// stored, so the store's write is off the forwarding path. `stored`
-    /// does not push them again: the links count them as known.
-    public mutating func verifiedAhead(_ batch: [CarriedEnvelope], from link: LinkID?) -> [Action] {
-        push(batch.map { CarriedEnvelope(hops: $0.hops &+ 1, envelope: $0.envelope) }, except: link)
+    /// stored, so the store's write is off the forwarding path. They may
+    /// come from several links: none is sent back what it brought, since
+    /// `envelopesReceived` counted them as known there. `stored` does not
+    /// push them again: the links count them as known.
+    public mutating func verifiedAhead(_ batch: [CarriedEnvelope]) -> [Action] {
+        push(batch.map { CarriedEnvelope(hops: $0.hops &+ 1, envelope: $0.envelope) }, except: nil)
     }
 
     /// This node posted (already stored durably).

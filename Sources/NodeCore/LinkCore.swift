@@ -38,7 +38,7 @@ public struct LinkCore {
         /// Envelopes of a batch `verifyAndStore` asked for that verified and
         /// continue their authors' chains in the store: forwarded now, before
         /// they are stored (`stored` follows, and pushes nothing twice).
-        case verified(from: LinkID?, ahead: [CarriedEnvelope])
+        case verified([CarriedEnvelope])
         /// A batch `verifyAndStore` asked for was verified and stored:
         /// `inserted` are new, `invalid` failed verification, `newClock`
         /// is where their authors' chains stand now.
@@ -159,8 +159,8 @@ public struct LinkCore {
             follow(replicator.linkUp(id, now: now, memory: memory, version: link.version), now: now, into: &out)
         case let .send(id, message):
             send(message, on: id, now: now, into: &out)
-        case let .verified(from, ahead):
-            follow(replicator.verifiedAhead(ahead, from: from), now: now, into: &out)
+        case let .verified(ahead):
+            follow(replicator.verifiedAhead(ahead), now: now, into: &out)
         case let .stored(from, checked, inserted, invalid, newClock):
             follow(replicator.stored(from: from, checked: checked, inserted: inserted, invalid: invalid, newClock: newClock, now: now),
                       now: now, into: &out)

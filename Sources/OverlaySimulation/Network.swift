@@ -1,17 +1,6 @@
 import NodeCore
-
-/// A seeded generator (splitmix64), so a run is the same run every time.
-public struct SplitMix: RandomNumberGenerator, Sendable {
-    public var state: UInt64
-    public init(seed: UInt64) { state = seed }
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+// The seeded generator every run here takes (and its users with it).
+@_exported import Seeded
 
 /// Many `Membership` cores, set as the node sets them (`Overlay`), and the
 /// links between them: a link is up while either end keeps the other in its

@@ -158,7 +158,7 @@ extension NetworkNode {
         }
         guard !ahead.isEmpty else { return false }
         let forwarding = monotonicNow()
-        perform(core.handle(.verified(from: nil, ahead: ahead), now: monotonic()))
+        perform(core.handle(.verified(ahead), now: monotonic()))
         loop.flushNow()
         core.stages.record(.forward, monotonicNow() - forwarding)
         return true

@@ -273,12 +273,8 @@ final class NetworkNode: @unchecked Sendable {
     /// Links with catch-up queued while effects were being done.
     var catchUpDue: Set<LinkID> = []
 
-    /// Does what the core decided. Batches to verify and store go last: what
-    /// they forward at once (`forwardAhead`) is sealed after, and so must be
-    /// written after, every message of this list.
+    /// Does what the core decided.
     func perform(_ effects: [LinkCore.Effect]) {
-        var batches: [(LinkID, [CarriedEnvelope])] = []
-        defer { for (id, batch) in batches { verifyAndStore(batch, from: id) } }
         for effect in effects {
             switch effect {
             case let .transmit(id, bytes):
@@ -295,7 +291,7 @@ final class NetworkNode: @unchecked Sendable {
             case let .catchUp(id, author, from, through):
                 queueCatchUp(id, author: author, from: from, through: through)
             case let .verifyAndStore(id, batch):
-                batches.append((id, batch))
+                verifyAndStore(batch, from: id)
             case let .remember(remote, clocks):
                 // Saved with the others at most every `peerClockSaveInterval`.
                 unsavedPeerClocks[remote] = clocks

@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 func core(_ signer: SigningKey, port: UInt16 = 7733, network: NetworkKey = labNetwork) -> DiscoveryCore {
-    DiscoveryCore(signer: signer, network: network, port: port, random: SeededRandom(state: 42))
+    DiscoveryCore(signer: signer, network: network, port: port, random: SeededRandom(seed: 42))
 }
 
 func datagrams(_ actions: [DiscoveryCore.Action]) -> [[UInt8]] {

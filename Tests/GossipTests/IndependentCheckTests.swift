@@ -25,7 +25,7 @@ struct EnvelopeMutationTests {
             try a.envelope(), try a.envelope(2, previous: try a.envelope().id, dependencies: [Dependency(author: b.key.publicKey, sequence: 3)]),
             try a.envelope(body: [UInt8](repeating: 9, count: 300)),
         ]
-        var rng = SeededRandom(state: 42)
+        var rng = SeededRandom(seed: 42)
         var refused = 0
         for i in 0..<20_000 {
             var bytes = seeds[i % seeds.count].encoded

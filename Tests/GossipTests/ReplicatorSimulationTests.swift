@@ -82,18 +82,18 @@ final class Simulation {
     var pushBudget: (burst: Double, perSecond: Double)?
 
     func replicator(_ key: PublicKey, clock: VectorClock) -> Replicator {
-        var r = Replicator(me: key, clock: clock, random: SeededRandom(state: random.next()))
+        var r = Replicator(me: key, clock: clock, random: SeededRandom(seed: random.next()))
         if let pushBudget { r.pushBudget = pushBudget }
         return r
     }
     let room: RoomID
 
     init(seed: UInt64, nodes count: Int) throws {
-        random = SeededRandom(state: seed)
+        random = SeededRandom(seed: seed)
         room = RoomID.publicRoom(.general, network: .derived(fromName: "sim"))
         for _ in 0..<count {
             let key = try SigningKey(seed: (0..<32).map { _ in UInt8.random(in: 0...255, using: &random) })
-            nodes.append(Node(key: key, replicator: Replicator(me: key.publicKey, clock: VectorClock(), random: SeededRandom(state: random.next()))))
+            nodes.append(Node(key: key, replicator: Replicator(me: key.publicKey, clock: VectorClock(), random: SeededRandom(seed: random.next()))))
         }
         // A ring (connected) plus random chords.
         for i in 0..<count { edges.insert([i, (i + 1) % count].sorted()) }
@@ -252,7 +252,7 @@ struct ReplicatorSimulationTests {
             for t in stride(from: 0.0, to: 400, by: 2.5) { sim.schedule(t + Double(i) / 100, .tick(i)) }
         }
         // Faults during the first 100 s: partitions and restarts; posts throughout.
-        var r = SeededRandom(state: seed &* 31)
+        var r = SeededRandom(seed: seed &* 31)
         let edges = Array(sim.edges).sorted { $0.lexicographicallyPrecedes($1) }
         for _ in 0..<12 {
             let e = edges[Int.random(in: 0..<edges.count, using: &r)]

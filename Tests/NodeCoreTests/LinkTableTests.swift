@@ -28,7 +28,7 @@ private struct Pair {
 
     init(_ a: PublicKey, _ b: PublicKey, seed: UInt64) {
         keys = [a, b]
-        tables = [LinkTable(me: a, random: SeededRandom(state: seed)), LinkTable(me: b, random: SeededRandom(state: seed + 1))]
+        tables = [LinkTable(me: a, random: SeededRandom(seed: seed)), LinkTable(me: b, random: SeededRandom(seed: seed + 1))]
     }
 
     mutating func run(_ side: Int, _ effects: [LinkTable.Effect], now: Double) {
@@ -92,7 +92,7 @@ struct LinkTableTests {
     @Test("a dial that fails waits 0.5 s doubling to 30 s (±25 %); a link resets the wait")
     func backoff() throws {
         let (me, peer) = try twoKeys()
-        var table = LinkTable(me: me, random: SeededRandom(state: 7))
+        var table = LinkTable(me: me, random: SeededRandom(seed: 7))
         let d = table.addPeer(host: "h", port: 9)
         var now = 0.0
         #expect(dials(table.tick(now: now)) == [d])
@@ -116,7 +116,7 @@ struct LinkTableTests {
     @Test("a link closed as a duplicate keeps its peer up for duplicateGrace: a new link then is no new peer; none by then is a peer down")
     func duplicateGrace() throws {
         let (me, peer) = try twoKeys()
-        var table = LinkTable(me: me, random: SeededRandom(state: 1))
+        var table = LinkTable(me: me, random: SeededRandom(seed: 1))
         table.opened(1, dialer: nil)
         #expect(table.established(1, remote: peer, now: 0) == [.up(1, peer, announce: true)])
         #expect(table.closed(1, reason: PeerText("duplicate link"), duplicate: true, now: 1) == [.down(1)])
@@ -134,7 +134,7 @@ struct LinkTableTests {
     @Test("want: one dial for the overlay, retired when it ends; a failure or a close releases the peer, a close as the loser of a tie-break does not")
     func want() throws {
         let (me, peer) = try twoKeys()
-        var table = LinkTable(me: me, random: SeededRandom(state: 1))
+        var table = LinkTable(me: me, random: SeededRandom(seed: 1))
         let first = dials(table.want(peer, host: "10.0.0.2", port: 7733, now: 0))
         #expect(first.count == 1)
         #expect(table.expectedRemote(of: first[0]) == peer, "dialled only for its identity")
@@ -160,13 +160,13 @@ struct LinkTableTests {
     @Test("discovery: the smaller id dials at once, the larger after discoveredDialDelay (at once when not listening); expired stops; found again starts; a --peer that knows the identity needs no second dialler")
     func discovery() throws {
         let (small, large) = try twoKeys()
-        var low = LinkTable(me: small, random: SeededRandom(state: 1))
+        var low = LinkTable(me: small, random: SeededRandom(seed: 1))
         #expect(dials(low.found(large, host: "10.0.0.2", port: 7733, listening: true, now: 0)).count == 1)
-        var high = LinkTable(me: large, random: SeededRandom(state: 2))
+        var high = LinkTable(me: large, random: SeededRandom(seed: 2))
         #expect(dials(high.found(small, host: "10.0.0.1", port: 7733, listening: true, now: 0)).isEmpty)
         #expect(dials(high.tick(now: LinkTable.discoveredDialDelay - 0.01)).isEmpty)
         let d = try #require(dials(high.tick(now: LinkTable.discoveredDialDelay)).first)
-        var quiet = LinkTable(me: large, random: SeededRandom(state: 3))
+        var quiet = LinkTable(me: large, random: SeededRandom(seed: 3))
         #expect(dials(quiet.found(small, host: "10.0.0.1", port: 7733, listening: false, now: 0)).count == 1, "a node nobody can dial dials at once")
         #expect(high.found(small, host: "10.0.0.1", port: 0, listening: true, now: 0).isEmpty, "no port: nothing to dial")
 
@@ -177,7 +177,7 @@ struct LinkTableTests {
         #expect(dials(high.tick(now: 1_000 + LinkTable.discoveredDialDelay)) == [d], "the same dialler, revived")
         #expect(high.dialers.count == 1)
 
-        var withPeer = LinkTable(me: small, random: SeededRandom(state: 4))
+        var withPeer = LinkTable(me: small, random: SeededRandom(seed: 4))
         let p = withPeer.addPeer(host: "10.0.0.2", port: 7733)
         withPeer.opened(1, dialer: p)
         _ = withPeer.established(1, remote: large, now: 0)
@@ -189,7 +189,7 @@ struct LinkTableTests {
     func misdirected() throws {
         let (me, announced) = try twoKeys()
         let answered = try SigningKey.generate().publicKey, third = try SigningKey.generate().publicKey
-        var table = LinkTable(me: me, random: SeededRandom(state: 5))
+        var table = LinkTable(me: me, random: SeededRandom(seed: 5))
         let d = try #require(dials(table.found(announced, host: "10.0.0.9", port: 7733, listening: false, now: 0)).first)
         table.opened(1, dialer: d)
         #expect(table.misdirected(1, answered: answered, now: 0) == [
@@ -205,7 +205,7 @@ struct LinkTableTests {
         #expect(dials(table.found(answered, host: "10.0.0.9", port: 7733, listening: false, now: 60)).count == 1, "the one that answered is")
         #expect(dials(table.tick(now: LinkTable.misdirectedHold)).count == 2, "the hold is over")
         // A --peer dialler is never held: the user asked for that address.
-        var peer = LinkTable(me: me, random: SeededRandom(state: 6))
+        var peer = LinkTable(me: me, random: SeededRandom(seed: 6))
         let p = peer.addPeer(host: "10.0.0.9", port: 7733)
         _ = peer.tick(now: 0)
         peer.opened(1, dialer: p)
@@ -215,7 +215,7 @@ struct LinkTableTests {
     @Test("held addresses: maximumMisdirected at once; one more forgets the hold made longest ago")
     func misdirectedLimit() throws {
         let me = try SigningKey.generate().publicKey, answered = try SigningKey.generate().publicKey
-        var table = LinkTable(me: me, random: SeededRandom(state: 8))
+        var table = LinkTable(me: me, random: SeededRandom(seed: 8))
         for i in 0...LinkTable.maximumMisdirected {
             let key = try SigningKey.generate().publicKey
             // A hundredth of a second apart: every hold still runs at the end.
@@ -233,7 +233,7 @@ struct LinkTableTests {
     @Test("a block closes every link that carries the peer")
     func block() throws {
         let (me, peer) = try twoKeys()
-        var table = LinkTable(me: me, random: SeededRandom(state: 9))
+        var table = LinkTable(me: me, random: SeededRandom(seed: 9))
         table.opened(4, dialer: nil)
         _ = table.established(4, remote: peer, now: 0)
         #expect(table.block(peer) == [.close(4, .blocked)])

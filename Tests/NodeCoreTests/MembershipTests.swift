@@ -17,7 +17,7 @@ private struct Overlay {
 
     mutating func add() -> Int {
         let id = nodes.count
-        nodes.append(Node(me: id, random: SeededRandom(state: seed &* 1_000_003 &+ UInt64(id))))
+        nodes.append(Node(me: id, random: SeededRandom(seed: seed &* 1_000_003 &+ UInt64(id))))
         alive.append(true)
         return id
     }
@@ -87,7 +87,7 @@ struct MembershipTests {
     /// `count` nodes, each joining through a random earlier one, then a minute of shuffles.
     private func grown(_ count: Int, seed: UInt64) -> Overlay {
         var overlay = Overlay(seed: seed)
-        var random = SeededRandom(state: seed)
+        var random = SeededRandom(seed: seed)
         _ = overlay.add()
         for _ in 1..<count {
             let contact = Int.random(in: 0..<overlay.nodes.count, using: &random)
@@ -115,7 +115,7 @@ struct MembershipTests {
     @Test("20 % of 1,000 nodes die at once: the survivors heal from their passive views, stay one overlay, and within the bound")
     func fifthDies() {
         var overlay = grown(1_000, seed: 3)
-        var random = SeededRandom(state: 99)
+        var random = SeededRandom(seed: 99)
         var dead: Set<Int> = []
         while dead.count < 200 { dead.insert(Int.random(in: 0..<1_000, using: &random)) }
         overlay.kill(dead)
@@ -129,7 +129,7 @@ struct MembershipTests {
     @Test("1,000 nodes that only know what discovery told them (10 random others each) link up into one overlay within the bound", arguments: [5, 6, 7] as [UInt64])
     func discoveryOnly(seed: UInt64) {
         var overlay = Overlay(seed: seed)
-        var random = SeededRandom(state: seed)
+        var random = SeededRandom(seed: seed)
         for _ in 0..<1_000 { _ = overlay.add() }
         for node in 0..<1_000 {
             for _ in 0..<10 {
@@ -146,17 +146,17 @@ struct MembershipTests {
 
     @Test("a shuffle naming 1,000 peers: 8 are taken (the limit), the rest counted; the passive view stays at its size")
     func longShuffle() {
-        var node = Membership<Int>(me: 0, random: SeededRandom(state: 1))
+        var node = Membership<Int>(me: 0, random: SeededRandom(seed: 1))
         let limit = node.maximumShufflePeers
         #expect(limit == 8)
         _ = node.handle(.received(.shuffle(origin: 5, ttl: 1, peers: Array(1_000..<2_000)), from: 5), now: 0)
         #expect(node.passive.count == limit)
         #expect(node.refusedEntries == 1_000 - limit)
         // At the limit: all taken; one past it: one refused.
-        var exact = Membership<Int>(me: 0, random: SeededRandom(state: 1))
+        var exact = Membership<Int>(me: 0, random: SeededRandom(seed: 1))
         _ = exact.handle(.received(.shuffle(origin: 5, ttl: 1, peers: Array(10..<(10 + limit))), from: 5), now: 0)
         #expect(exact.passive.count == limit && exact.refusedEntries == 0)
-        var over = Membership<Int>(me: 0, random: SeededRandom(state: 1))
+        var over = Membership<Int>(me: 0, random: SeededRandom(seed: 1))
         _ = over.handle(.received(.shuffle(origin: 5, ttl: 1, peers: Array(10..<(11 + limit))), from: 5), now: 0)
         #expect(over.passive.count == limit && over.refusedEntries == 1)
         // Many shuffles: the passive view never passes its size.
@@ -168,7 +168,7 @@ struct MembershipTests {
 
     @Test("a walk longer than the configured one is cut to it: a forward-join with ttl 255 goes on with at most activeWalk − 1")
     func walkCapped() {
-        var node = Membership<Int>(me: 0, random: SeededRandom(state: 1))
+        var node = Membership<Int>(me: 0, random: SeededRandom(seed: 1))
         for peer in 1...3 { _ = node.handle(.received(.neighbor(urgent: true), from: peer), now: 0) }
         let effects = node.handle(.received(.forwardJoin(77, ttl: 255), from: 1), now: 0)
         let forwarded = effects.compactMap { effect -> UInt8? in
@@ -179,7 +179,7 @@ struct MembershipTests {
 
     @Test("a neighbour request is refused when full unless urgent; an urgent one evicts a link, which is told and kept as passive")
     func neighbourRequests() {
-        var node = Membership<Int>(me: 0, random: SeededRandom(state: 1))
+        var node = Membership<Int>(me: 0, random: SeededRandom(seed: 1))
         for peer in 1...6 { _ = node.handle(.received(.neighbor(urgent: false), from: peer), now: 0) }
         #expect(node.active == Set(1...6))
         #expect(node.handle(.received(.neighbor(urgent: false), from: 7), now: 0) == [.send(7, .neighborReply(accepted: false))])

@@ -58,7 +58,7 @@ struct OverlayHostileTests {
         mesh.maximumLinks = 0
         var wire = try Wire(2, seed: 6, overlay: none)
         // Side 1 keeps every link it dials and asks for nothing more (the overlay off).
-        wire.sides[1].core.configureOverlay(mesh, random: SeededRandom(state: 1))
+        wire.sides[1].core.configureOverlay(mesh, random: SeededRandom(seed: 1))
         wire.sides[1].core.listens(on: 7733)
         wire.peer(1, dials: 0)
         wire.tick()

@@ -8,7 +8,7 @@ import Testing
 @Suite("Overlay limits: the outbox and the address book")
 struct OverlayLimitTests {
     static func overlay() throws -> Overlay {
-        Overlay(me: try SigningKey.generate().publicKey, configuration: Overlay.Configuration(), random: SeededRandom(state: 1))
+        Overlay(me: try SigningKey.generate().publicKey, configuration: Overlay.Configuration(), random: SeededRandom(seed: 1))
     }
 
     @Test("maximumOutbox messages wait for one peer's link; one more is refused")

@@ -40,7 +40,7 @@ struct Wire {
         let shared = NetworkKey.generate()
         sides = try (0..<count).map { i in
             let identity = try SigningKey.generate()
-            var core = LinkCore(me: identity.publicKey, clock: VectorClock(), overlay: overlay, random: SeededRandom(state: seed + UInt64(i)))
+            var core = LinkCore(me: identity.publicKey, clock: VectorClock(), overlay: overlay, random: SeededRandom(seed: seed + UInt64(i)))
             core.listens(on: 7733)
             return Side(core: core, identity: identity, network: networks?[i] ?? shared)
         }

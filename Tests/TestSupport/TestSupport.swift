@@ -1,3 +1,4 @@
+@_exported import Seeded
 import Crypto
 import Foundation
 
@@ -138,18 +139,8 @@ public func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) 
     }
 }
 
-/// SplitMix64: small, seedable, good enough to drive a simulation.
-public struct SeededRandom: RandomNumberGenerator {
-    public var state: UInt64
-    public init(state: UInt64) { self.state = state }
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// The seeded generator tests drive simulations with (`Seeded.SplitMix`).
+public typealias SeededRandom = SplitMix
 
 /// A line handler for `Child(onLine:)` that appends each line that is a JSON
 /// object to `events`, every value as text (enough for tests, and Sendable).

@@ -1,0 +1,2 @@
+// The seeded generator fuzz targets share (`Seeded.SplitMix`).
+@_exported import Seeded
