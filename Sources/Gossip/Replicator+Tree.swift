@@ -34,8 +34,11 @@ extension Replicator {
     /// After a batch from `link`: what it pushed unasked that we held
     /// already. An author whose pushes in the batch were all duplicates is
     /// pruned on the link (that author's tree reaches us another way).
-    mutating func pushedDuplicates(_ link: LinkID, _ pushed: [PublicKey: (count: Int, duplicates: Int)]) -> [Action] {
-        let duplicates = pushed.values.reduce(0) { $0 + $1.duplicates }
+    /// `crossed` more were answers to a request that a push beat: counted,
+    /// never pruned for (on a link to the author itself that would make its
+    /// own next posts go as ids).
+    mutating func pushedDuplicates(_ link: LinkID, _ pushed: [PublicKey: (count: Int, duplicates: Int)], crossed: Int) -> [Action] {
+        let duplicates = pushed.values.reduce(crossed) { $0 + $1.duplicates }
         guard duplicates > 0 else { return [] }
         var actions: [Action] = [.duplicates(link, duplicates)]
         guard var l = links[link], l.tree else { return actions }

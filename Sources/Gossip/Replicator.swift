@@ -290,6 +290,7 @@ public struct Replicator {
         var answered = false
         // Per author: live pushes, and how many of them were held already.
         var pushed: [PublicKey: (count: Int, duplicates: Int)] = [:]
+        var crossed = 0
         l.pushTokens = min(pushBudget.burst, l.pushTokens + max(0, now - l.refilledAt) * pushBudget.perSecond)
         l.refilledAt = now
         for c in batch {
@@ -307,8 +308,15 @@ public struct Replicator {
                 }
                 l.pushTokens -= 1
                 let held = e.sequence <= clock[e.author] || pending.contains(key)
-                let so = pushed[e.author] ?? (0, 0)
-                pushed[e.author] = (so.count + 1, so.duplicates + (held ? 1 : 0))
+                if held, let asked = l.asked[e.author], e.sequence <= asked.through {
+                    // What we asked for, which a push of the same envelope
+                    // answered first: the two crossed on the link. A
+                    // duplicate, but no sign of a second path to its author.
+                    crossed += 1
+                } else {
+                    let so = pushed[e.author] ?? (0, 0)
+                    pushed[e.author] = (so.count + 1, so.duplicates + (held ? 1 : 0))
+                }
             }
             // The sender holds it: remember, so we do not push it back.
             l.known[e.author] = max(l.known[e.author], e.sequence)
@@ -323,7 +331,7 @@ public struct Replicator {
             return (fresh.isEmpty ? [] : [.verifyAndStore(link, fresh)]) + [.pushesLimited(link, limited)]
         }
         links[link] = l
-        return (fresh.isEmpty ? [] : [.verifyAndStore(link, fresh)]) + pushedDuplicates(link, pushed)
+        return (fresh.isEmpty ? [] : [.verifyAndStore(link, fresh)]) + pushedDuplicates(link, pushed, crossed: crossed)
             + (answered ? pullWhenHalfAnswered(link, now: now) : [])
     }
 

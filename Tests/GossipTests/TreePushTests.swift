@@ -105,4 +105,25 @@ struct TreePushTests {
         #expect(!Self.sends(actions).contains { $0.0 == 2 })
         #expect(r.missingCount == 0)
     }
+
+    @Test("a request and a push of the same envelope that cross on the link (the author posts as we catch up) are a duplicate, not a prune: its next post still comes in full (CI, PeerListTests)")
+    func crossedAnswerDoesNotPrune() throws {
+        var r = try Self.replicator()
+        let a = try Author()
+        let a1 = try a.envelope(1), a2 = try a.envelope(2, previous: a1.id)
+        // Link 1 holds a's 1...2: asked for.
+        let asked = Self.sends(r.clockReceived(1, entries: [Dependency(author: a.key.publicKey, sequence: 2)], full: false, now: 1))
+        #expect(asked.contains { $0.0 == 1 && $0.1 == .request([GossipRequest(author: a.key.publicKey, from: 1, count: 2)]) })
+        // a posts its 2nd as the request crosses: the push comes first and takes one answer…
+        _ = Self.take(&r, a2, from: 1, now: 1)
+        // …then the answer, 1 and 2: 2 is held, and the link stays eager for a.
+        let answer = r.envelopesReceived(1, [Self.carried(a1), Self.carried(a2)], now: 1)
+        #expect(answer.contains(.duplicates(1, 1)))
+        #expect(!Self.sends(answer).contains { if case .prune = $0.1 { true } else { false } })
+        #expect(r.isEager(1, for: a.key.publicKey) == true)
+        // Past what was asked, a held push is a second path again: pruned.
+        let a3 = try a.envelope(3, previous: a2.id)
+        _ = Self.take(&r, a3, from: 2, now: 2)
+        #expect(Self.sends(r.envelopesReceived(1, [Self.carried(a3)], now: 2)).contains { $0.0 == 1 && $0.1 == .prune([a.key.publicKey]) })
+    }
 }
