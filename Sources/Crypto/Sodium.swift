@@ -29,3 +29,12 @@ enum Sodium {
 public func secureRandomBytes(_ count: Int) -> [UInt8] {
     Sodium.randomBytes(count)
 }
+
+/// Whether two byte strings are equal, in time that depends only on their
+/// lengths (`sodium_memcmp`): for secrets a client presents, such as the
+/// web page's token.
+public func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    guard a.count == b.count else { return false }
+    guard !a.isEmpty else { return true }
+    return a.withUnsafeBytes { x in b.withUnsafeBytes { y in sodium_memcmp(x.baseAddress, y.baseAddress, a.count) == 0 } }
+}

@@ -32,6 +32,12 @@ struct Options: Equatable {
     var metricsListen: String?
     /// Relay: label `/metrics` samples with peer ids (off: who is linked is nobody's business but the operator's).
     var metricsPeerLabels = false
+    /// [HOST:]PORT to serve the page and its API on (`--web`).
+    var web: String?
+    /// Let `--web` listen on an address other machines reach.
+    var webAllowRemote = false
+    /// `web-url --new`: replace the page's token.
+    var newWebToken = false
 }
 
 enum Command: Equatable {
@@ -43,6 +49,8 @@ enum Command: Equatable {
     case id(Options)
     /// Write a new random network key to a file.
     case newNetworkKey(path: String)
+    /// Print the page's address with its token (`--new`: a new token).
+    case webURL(Options)
     case help
     case version
 }
@@ -96,6 +104,9 @@ enum CommandLineSpec {
         OptionSpec(name: "--push-rate", argument: "N",
                    help: "close a link that sends envelopes we did not ask for faster than N a second, past a burst of 5 s of it, and ask for catch-up no faster (default 10000, catch-up 40000; 1 to 1000000)",
                    apply: { $0.pushRate = $1 }),
+        OptionSpec(name: "--web", argument: "[HOST:]PORT",
+                   help: "serve the chat page and its API here (HOST defaults to 127.0.0.1: this machine only; see --web-allow-remote); the address to open, with its token, is printed at start and by `peernode web-url`",
+                   apply: { $0.web = $1 }),
         OptionSpec(name: "--max-links", argument: "N",
                    help: "keep at most N links to peers found on the LAN or learned from peers, and know more in reserve (default 6, a relay 32; 0: link to every peer found, as earlier builds did; --peer links come on top)",
                    apply: { $0.maxLinks = $1 }),
@@ -106,6 +117,8 @@ enum CommandLineSpec {
         ("--json", "one JSON object per line on stdout (events for scripts and bots)", { $0.json = true }),
         ("--no-discovery", "do not look for peers on the LAN by multicast (links come from --peer only)", { $0.discovery = false }),
         ("--metrics-peer-labels", "relay: label /metrics samples with linked peers' ids (off by default)", { $0.metricsPeerLabels = true }),
+        ("--web-allow-remote", "let --web listen on an address other machines reach: anyone who gets the token can then read and post as you, over plain HTTP that others on the LAN can watch", { $0.webAllowRemote = true }),
+        ("--new", "web-url: replace the page's token first (pages open with the old one are closed)", { $0.newWebToken = true }),
     ]
 
     static let commands: [(usage: String, help: String)] = [
@@ -113,6 +126,7 @@ enum CommandLineSpec {
         ("peernode relay [OPTIONS]", "run a headless relay: store and forward everything, /healthz and /metrics on --metrics-listen"),
         ("peernode id [--data-dir DIR]", "print this node's id (64 hex characters) and its short fingerprint"),
         ("peernode network new FILE", "write a new random network key to FILE (mode 0600, never overwrites)"),
+        ("peernode web-url [--new]", "print the address of the page a node with --web serves, with its token"),
         ("peernode help", "show this help (also --help, -h)"),
         ("peernode version", "show the version (also --version)"),
     ]
@@ -169,6 +183,14 @@ enum CommandLineSpec {
         try expectNumber(options.maxPerAddress, for: "--max-per-address", in: maxPerAddressRange)
         try expectNumber(options.pushRate, for: "--push-rate", in: pushRateRange)
         try expectNumber(options.maxLinks, for: "--max-links", in: maxLinksRange)
+        if let web = options.web {
+            guard let (host, _) = webAddress(web) else {
+                throw UsageError(message: "--web takes PORT or HOST:PORT (e.g. 8080 or 127.0.0.1:8080), got \(web)")
+            }
+            if !WebAccess.isLoopback(host), !options.webAllowRemote {
+                throw UsageError(message: "--web \(web) is reachable from other machines: add --web-allow-remote if that is meant (anyone with the token could then chat as you)")
+            }
+        }
         switch words.first {
         case nil:
             return .chat(options)
@@ -188,6 +210,9 @@ enum CommandLineSpec {
         case "id":
             try expectNoMore(words, after: 1)
             return .id(options)
+        case "web-url":
+            try expectNoMore(words, after: 1)
+            return .webURL(options)
         case "network":
             guard words.count >= 2, words[1] == "new" else {
                 throw UsageError(message: "unknown network command (expected: peernode network new FILE)")
@@ -200,6 +225,13 @@ enum CommandLineSpec {
     }
 
     /// Bytes in "123", "500K", "500M", "2G" (powers of 1024); nil if not a size.
+    /// `--web`'s value: "8080" → ("127.0.0.1", 8080); "HOST:PORT" as given. Port 0 picks a free one.
+    static func webAddress(_ text: String) -> (host: String, port: UInt16)? {
+        if let port = UInt16(text) { return ("127.0.0.1", port) }
+        guard let (host, port) = WebAccess.split(text) else { return nil }
+        return (host, port)
+    }
+
     static func parseSize(_ text: String) -> UInt64? {
         let units: [Character: UInt64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
         var digits = Substring(text.uppercased())

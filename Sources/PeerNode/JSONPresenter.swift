@@ -67,6 +67,8 @@ struct JSONPresenter: LinePresenter {
                                      "forks": .number(UInt64(report.forks.count))])]
         case let .failed(reason):
             return [JSONEvents.line(["type": .string("error"), "error": .string(reason)])]
+        case let .webPage(url):
+            return [JSONEvents.line(["type": .string("web"), "url": .string(url)])]
         case .greeting, .noInvites, .invited, .blockChanged, .readReceipts, .chatLines:
             return []
         }

@@ -151,19 +151,34 @@ extension NetworkNode {
         return [.chatLines(lines)]
     }
 
-    func post(_ text: String, kind: Kind) throws {
+    /// Posts in `room` (the open one when nil), on the links before it is shown.
+    @discardableResult
+    func post(_ text: String, kind: Kind, in room: RoomName? = nil) throws -> Envelope {
         // Checked here too (the gate would check the post), so a refusal
         // keeps the pending nick instead of failing it on the way.
         try ensureOwnHistoryIsBack()
         if let nick = ownHistory.takePendingNick() { post(nick: nick) }
         let posting = monotonicNow()
-        let e = try node.post(text, kind: kind, in: session.room)
+        let e = try node.post(text, kind: kind, in: room ?? session.room)
         core.stages.record(.post, monotonicNow() - posting)
         receipts.posted(e.sequence, in: e.room)
         feed(.posted(e))
         // On the links before it is shown here.
         if !feeding { loop.flushNow() }
         showDeliveries()
+        return e
+    }
+
+    /// A command from the web API (`WebService`): what a typed line does,
+    /// with its events returned to the one client that asked instead of
+    /// shown to every presenter. Quitting is not the API's to do.
+    func run(_ input: ChatInput) -> (events: [NodeEvent], failure: String?) {
+        if case .quit = input { return ([], "the API cannot stop the node") }
+        do {
+            return (try handle(input, line: "").events, nil)
+        } catch {
+            return ([], "\(error)")
+        }
     }
 
     /// `/stats`: links, then every counter that moved, by name.

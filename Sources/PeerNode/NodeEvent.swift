@@ -43,6 +43,8 @@ enum NodeEvent {
     case failed(String)
     /// Lines of the plain chat (history, search, help, rooms) that have no event of their own yet.
     case chatLines([String])
+    /// `--web`: the page's address, with its token, to open in a browser.
+    case webPage(url: String)
 }
 
 /// A message shown: in a room (`room`), or a direct one (`to`).
@@ -145,6 +147,17 @@ protocol Presenter {
 
 extension Presenter {
     var showsReceipts: Bool { false }
+}
+
+/// Several presenters at once (the terminal or the JSON lines, and the web page).
+struct PresenterGroup: Presenter {
+    let all: [any Presenter]
+
+    func present(_ events: [NodeEvent]) {
+        for p in all { p.present(events) }
+    }
+
+    var showsReceipts: Bool { all.contains { $0.showsReceipts } }
 }
 
 /// A presenter that turns each event into lines on an `Output`.

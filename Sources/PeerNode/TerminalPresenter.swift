@@ -17,6 +17,8 @@ struct TerminalPresenter: LinePresenter {
             return []
         case let .greeting(lines), let .chatLines(lines):
             return lines
+        case let .webPage(url):
+            return ["-- the chat page: \(url) (`peernode web-url` prints it again; keep it to yourself, it lets whoever has it chat as you)"]
         case let .peerUp(person, address):
             return ["-- linked to \(plain.label(person)) at \(address)"]
         case let .peerDown(key, reason):

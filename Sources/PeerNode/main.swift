@@ -69,7 +69,14 @@ func run(_ command: Command) throws {
         }
         let log = try Logger(format: .chat)
         if let terminal { log.sink = { terminal.print([$0]) } }
-        let presenter: any Presenter = options.json ? JSONPresenter(out: out) : TerminalPresenter(out: out)
+        let lines: any Presenter = options.json ? JSONPresenter(out: out) : TerminalPresenter(out: out)
+        let web = try options.web.map { wanted throws(NodeError) -> WebService in
+            guard let (host, port) = CommandLineSpec.webAddress(wanted) else {
+                throw NodeError.badAddress(option: "--web", needs: "PORT or HOST:PORT", got: wanted)
+            }
+            return WebService(access: WebAccess(host: host, port: port), directory: node.directory.path)
+        }
+        let presenter: any Presenter = web.map { PresenterGroup(all: [lines, $0]) } ?? lines
         // Read receipts: a person at a terminal reads what is shown, unless they said otherwise.
         let readReceipts = (try node.store.setting("receipts")).map { $0 == "on" } ?? (terminal != nil)
         let network = try NetworkNode(node: node, room: room, presenter: presenter, log: log,
@@ -80,6 +87,14 @@ func run(_ command: Command) throws {
             try network.loop.onSignals([SIGWINCH]) { _ in terminal.resized() }
         }
         try network.start(listen: options.listen, peers: options.peers, discovery: try discoveryConfiguration(options))
+        if let web {
+            let address: String
+            do { address = try web.start(network: network) } catch {
+                throw NodeError.cannotBind(serving: "web", address: options.web ?? "", reason: "\(error)")
+            }
+            let url = WebAccess.url(address: address, token: WebToken.load(directory: node.directory.path) ?? [])
+            network.loop.execute { network.emit(.webPage(url: url)) }
+        }
         let done = DispatchSemaphore(value: 0)
         let input = StandardInput(network: network, terminal: terminal) { done.signal() }
         network.loop.execute {
@@ -93,6 +108,9 @@ func run(_ command: Command) throws {
         terminal?.finish()
     case let .relay(options):
         try runRelay(options, environment: environment)
+    case let .webURL(options):
+        guard let path = resolveDataDirectory(options, environment: environment) else { throw NodeError.noDataDirectory }
+        writeLines([try WebToken.url(directory: path, replace: options.newWebToken)])
     }
 }
 

@@ -35,6 +35,8 @@ public struct CloseCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let policyViolation = CloseCode(rawValue: 1008)
     public static let messageTooBig = CloseCode(rawValue: 1009)
     public static let internalError = CloseCode(rawValue: 1011)
+    /// The server is overloaded (a limit on clients): try again later (RFC 6455 §7.4.1, IANA registry).
+    public static let tryAgainLater = CloseCode(rawValue: 1013)
 
     /// May this code appear in a close frame on the wire (§7.4.1, §7.4.2)?
     var isSendable: Bool {

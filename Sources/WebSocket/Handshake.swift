@@ -41,6 +41,19 @@ public func websocketAccept(forKey key: String) -> String {
 public struct HTTPRequest: Sendable, Equatable {
     public let path: String
     public let head: HTTPHead
+    /// What follows the `?` of the request target ("" when there is none), as it came.
+    public var query: String = ""
+
+    /// The value of one `name=value` pair of the query (the first), percent-decoded;
+    /// nil when absent or not decodable.
+    public func queryValue(_ name: String) -> String? {
+        for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.first.map(String.init) == name else { continue }
+            return parts.count == 2 ? String(parts[1]).removingPercentEncoding : ""
+        }
+        return nil
+    }
 }
 
 /// A plain HTTP response from the application.
@@ -48,15 +61,18 @@ public struct HTTPResponse: Sendable, Equatable {
     public var status: Int
     public var contentType: String
     public var body: [UInt8]
+    /// More header fields, by name (written in name order after the fixed ones).
+    public var fields: [String: String]
 
-    public init(status: Int, contentType: String = "text/plain; charset=utf-8", body: [UInt8]) {
+    public init(status: Int, contentType: String = "text/plain; charset=utf-8", body: [UInt8], fields: [String: String] = [:]) {
         self.status = status
         self.contentType = contentType
         self.body = body
+        self.fields = fields
     }
 
-    public init(status: Int, text: String) {
-        self.init(status: status, body: Array(text.utf8))
+    public init(status: Int, text: String, fields: [String: String] = [:]) {
+        self.init(status: status, body: Array(text.utf8), fields: fields)
     }
 
     static func reason(_ status: Int) -> String {
@@ -64,6 +80,8 @@ public struct HTTPResponse: Sendable, Equatable {
         case 101: return "Switching Protocols"
         case 200: return "OK"
         case 400: return "Bad Request"
+        case 401: return "Unauthorized"
+        case 403: return "Forbidden"
         case 404: return "Not Found"
         case 405: return "Method Not Allowed"
         case 426: return "Upgrade Required"
@@ -79,7 +97,7 @@ public struct HTTPResponse: Sendable, Equatable {
     func encoded(extraFields: [(String, String)] = []) -> [UInt8] {
         var head = "HTTP/1.1 \(status) \(Self.reason(status))\r\n"
         head += "Content-Type: \(contentType)\r\nContent-Length: \(body.count)\r\nConnection: close\r\n"
-        for (name, value) in extraFields { head += "\(name): \(value)\r\n" }
+        for (name, value) in fields.sorted(by: { $0.key < $1.key }) + extraFields { head += "\(name): \(value)\r\n" }
         head += "\r\n"
         return Array(head.utf8) + body
     }
@@ -109,12 +127,13 @@ enum ServerHandshake {
         guard method == "GET" else { return refuse(405, "only GET", [("Allow", "GET")]) }
         guard target.hasPrefix("/") else { return refuse(400, "bad request target") }
         let path = String(target.prefix { $0 != "?" })
+        let query = target.firstIndex(of: "?").map { String(target[target.index(after: $0)...]) } ?? ""
         // §4.2.1 (2): a Host header is required.
         guard head.values("Host").count == 1 else { return refuse(400, "exactly one Host header is required") }
         let upgrade = head.tokens("Upgrade")
         guard upgrade.contains("websocket") else {
             // Not a WebSocket request: plain HTTP for the application.
-            return .http(HTTPRequest(path: path, head: head))
+            return .http(HTTPRequest(path: path, head: head, query: query))
         }
         // §4.2.1 (4): Connection must include the "Upgrade" token.
         guard head.tokens("Connection").contains("upgrade") else { return refuse(400, "Connection must include Upgrade") }
@@ -128,6 +147,10 @@ enum ServerHandshake {
             return refuse(400, "Sec-WebSocket-Key must be base64 of 16 bytes")
         }
         if let paths = configuration.paths, !paths.contains(path) { return refuse(404, "no WebSocket endpoint at \(path)") }
+        // The application's own checks (who may open it) come after the protocol's.
+        if let refusal = configuration.admit?(HTTPRequest(path: path, head: head, query: query)) {
+            return .reject(response: refusal.encoded(), status: refusal.status)
+        }
         let offered = head.tokens("Sec-WebSocket-Protocol")
         let chosen = configuration.subprotocols.first { offered.contains($0.lowercased()) }
         if chosen == nil && configuration.requireSubprotocol {

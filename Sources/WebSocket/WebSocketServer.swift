@@ -23,6 +23,10 @@ public final class WebSocketServer: @unchecked Sendable {
         public var maximumConnectionsPerAddress: Int
         /// Told (on the loop) of each connection refused by that limit, with the address.
         public var onRefused: (@Sendable (String) -> Void)?
+        /// Decides, on the loop, whether an upgrade that the protocol allows
+        /// may open: a response refuses it (sent, then the socket closes);
+        /// nil lets it open. For checks of who is asking (a token, `Origin`).
+        public var admit: (@Sendable (HTTPRequest) -> HTTPResponse?)?
 
         /// Default for `maximumConnectionsPerAddress`: far above one node's
         /// needs (one link per pair, a few HTTP scrapes), far below the

@@ -26,6 +26,33 @@ func status(_ d: ServerHandshake.Decision?) -> Int? {
 
 @Suite("Opening handshake (RFC 6455 §4)")
 struct HandshakeTests {
+    @Test("the application's admit check runs after the protocol's, sees the query, and its answer refuses with its status and fields")
+    func admit() throws {
+        var configuration = WebSocketServer.Configuration(paths: ["/api"], subprotocols: [])
+        configuration.admit = { r in
+            r.queryValue("token") == "a b" ? nil : HTTPResponse(status: 401, text: "no\n", fields: ["WWW-Authenticate": "Token"])
+        }
+        var lines = goodRequest
+        lines[0] = "GET /api?x=1&token=a%20b HTTP/1.1"
+        #expect(status(decide(lines, configuration)) == 101)
+        lines[0] = "GET /api?token=wrong HTTP/1.1"
+        guard case let .reject(response, 401) = decide(lines, configuration) else {
+            Issue.record("not refused")
+            return
+        }
+        let text = String(decoding: response, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 401 Unauthorized\r\n") && text.contains("WWW-Authenticate: Token\r\n"))
+        // A request the protocol refuses never reaches the check.
+        lines[0] = "GET /elsewhere?token=a%20b HTTP/1.1"
+        #expect(status(decide(lines, configuration)) == 404)
+        // Plain GETs keep their query too.
+        guard case let .http(request) = decide(["GET /page?q=%41 HTTP/1.1", "Host: h"], configuration) else {
+            Issue.record("not plain HTTP")
+            return
+        }
+        #expect(request.path == "/page" && request.queryValue("q") == "A" && request.queryValue("r") == nil)
+    }
+
     @Test("a good request is accepted with the right accept value and subprotocol")
     func accept() throws {
         guard case let .accept(response, path, sub) = decide(goodRequest) else {

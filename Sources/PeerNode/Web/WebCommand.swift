@@ -1,0 +1,91 @@
+import ChatText
+import Foundation
+import Gossip
+
+/// One command from an API client (docs/API.md, "Commands"): a JSON object
+/// with `cmd`, the command's fields, and an optional `ref` echoed in its
+/// answer. Parsed into what the typed line of the same command parses to,
+/// so both run the same code. Pure.
+struct WebCommand {
+    enum Action {
+        /// A message or `/me` in a room (the open one when nil).
+        case post(text: String, kind: Kind, room: RoomName?)
+        /// Everything else: as the typed command.
+        case input(ChatInput)
+    }
+
+    struct Failure: Error, Equatable {
+        let ref: String?
+        let message: String
+    }
+
+    let name: String
+    let ref: String?
+    let action: Action
+
+    /// Commands and the fields each takes (all strings), for the errors and docs/API.md.
+    static let fields: [String: [String]] = [
+        "post": ["text", "room", "kind"],
+        "msg": ["to", "text"],
+        "peers": [], "sync": [], "who": [], "stats": [], "invites": [],
+        "accept": ["room"], "decline": ["room"],
+        "invite": ["who", "room"],
+    ]
+
+    static func parse(_ text: String) throws(Failure) -> WebCommand {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else {
+            throw Failure(ref: nil, message: "not a JSON object")
+        }
+        var ref: String?
+        if let r = object["ref"] {
+            guard let s = r as? String, s.utf8.count <= WebService.maximumRefLength else {
+                throw Failure(ref: nil, message: "ref must be a string of at most \(WebService.maximumRefLength) bytes")
+            }
+            ref = s
+        }
+        guard let name = object["cmd"] as? String else { throw Failure(ref: ref, message: "no cmd (a string)") }
+        guard let allowed = fields[name] else {
+            throw Failure(ref: ref, message: "unknown cmd \(WebAccess.quoted(name)); known: \(fields.keys.sorted().joined(separator: ", "))")
+        }
+        for key in object.keys where key != "cmd" && key != "ref" && !allowed.contains(key) {
+            throw Failure(ref: ref, message: "\(name) takes no field \(WebAccess.quoted(key))")
+        }
+        func string(_ key: String, required: Bool = true) throws(Failure) -> String? {
+            guard let value = object[key] else {
+                if required { throw Failure(ref: ref, message: "\(name) needs \(key) (a string)") }
+                return nil
+            }
+            guard let s = value as? String else { throw Failure(ref: ref, message: "\(key) must be a string") }
+            return s
+        }
+        func need(_ key: String) throws(Failure) -> String { try string(key) ?? "" }
+        let action: Action
+        switch name {
+        case "post":
+            let text = try need("text")
+            guard !text.isEmpty else { throw Failure(ref: ref, message: "post needs a non-empty text") }
+            let kind: Kind
+            switch try string("kind", required: false) ?? "text" {
+            case "text": kind = .text
+            case "action": kind = .action
+            case let other: throw Failure(ref: ref, message: "kind is text or action, not \(WebAccess.quoted(other))")
+            }
+            var room: RoomName?
+            if let name = try string("room", required: false) {
+                do { room = try RoomName(name) } catch { throw Failure(ref: ref, message: "\(error)") }
+            }
+            action = .post(text: text, kind: kind, room: room)
+        case "msg": action = .input(.direct(to: try need("to"), text: try need("text")))
+        case "peers": action = .input(.peers)
+        case "sync": action = .input(.sync)
+        case "who": action = .input(.who)
+        case "stats": action = .input(.stats)
+        case "invites": action = .input(.invites)
+        case "accept": action = .input(.answerInvite(room: try need("room"), accept: true))
+        case "decline": action = .input(.answerInvite(room: try need("room"), accept: false))
+        case "invite": action = .input(.invite(who: try need("who"), room: try need("room")))
+        default: throw Failure(ref: ref, message: "unknown cmd \(WebAccess.quoted(name))")
+        }
+        return WebCommand(name: name, ref: ref, action: action)
+    }
+}

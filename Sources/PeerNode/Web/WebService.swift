@@ -1,0 +1,152 @@
+import ChatText
+import Foundation
+import Gossip
+import NetworkText
+import Reactor
+import Store
+import WebSocket
+
+/// `--web`: the page and its API on one port (docs/API.md). A presenter
+/// like the terminal and the JSON lines: every event goes to every API
+/// client as its `--json` line, one text message each; commands come back
+/// as JSON and run as the typed lines do. State is confined to the node's
+/// loop (every callback, `present`, and the token check run there).
+final class WebService: Presenter, @unchecked Sendable {
+    /// API clients at once (a browser tab or two, a few bots); one more is
+    /// closed at once with 1013 ("try again later").
+    static let maximumClients = 16
+    /// Largest command a client may send (a post's text is far smaller).
+    static let maximumCommandBytes = 64 << 10
+    /// Events queued for a client that has not taken them: past this it is
+    /// not reading, and is closed (1008) so that it holds up nobody else.
+    static let maximumUnsentBytes = 4 << 20
+    /// Seconds between looks at the token file: a token replaced by
+    /// `peernode web-url --new` closes the clients let in with the old one.
+    static let tokenCheckInterval = 1.0
+    /// The longest `ref` a command may carry (echoed in its answer).
+    static let maximumRefLength = 64
+
+    var showsReceipts: Bool { true }
+
+    /// Loop only once started (its port is the bound one from then).
+    private(set) var access: WebAccess
+    let directory: String
+    weak var network: NetworkNode?
+    private var server: WebSocketServer?
+    private var clients: [ObjectIdentifier: WebSocketConnection] = [:]
+    private var token: [UInt8]?
+
+    init(access: WebAccess, directory: String) {
+        self.access = access
+        self.directory = directory
+    }
+
+    /// Listens on the node's loop; returns the address the page is at.
+    func start(network: NetworkNode) throws -> String {
+        self.network = network
+        token = try WebToken.ensure(directory: directory)
+        var configuration = WebSocketServer.Configuration(paths: [WebAccess.apiPath])
+        configuration.limits = WebSocketLimits(maximumMessageSize: Self.maximumCommandBytes, maximumSendQueue: Self.maximumUnsentBytes)
+        configuration.admit = { [unowned self] request in
+            access.refusal(for: request, token: WebToken.load(directory: directory), needsToken: true)?.response
+        }
+        let callbacks = WebSocketCallbacks(
+            onOpen: { [unowned self] c in opened(c) },
+            onMessage: { [unowned self] c, m in received(m, from: c) },
+            onClose: { [unowned self] c, _ in clients[ObjectIdentifier(c)] = nil }
+        )
+        let server = WebSocketServer(loop: network.loop, configuration: configuration, callbacks: callbacks) { [unowned self] request in
+            if let refusal = access.refusal(for: request, token: nil, needsToken: false) { return refusal.response }
+            return WebPage.response(for: request.path, host: request.head.value("Host") ?? "")
+        }
+        let port = try server.listen(host: access.host, port: access.port)
+        self.server = server
+        // Port 0 picked one: `Host` must name that. Queued right behind the
+        // listener's start, so it is in place before the first request is read.
+        let bound = WebAccess(host: access.host, port: port)
+        network.loop.execute { [unowned self] in access = bound }
+        _ = network.loop.every(Self.tokenCheckInterval) { [unowned self] in checkToken() }
+        let shownHost = access.host.contains(":") ? "[\(access.host)]" : access.host
+        let address = "\(shownHost == "0.0.0.0" || shownHost == "[::]" ? "127.0.0.1" : shownHost):\(port)"
+        let path = directory + "/" + WebAccess.addressFileName
+        if !FileManager.default.createFile(atPath: path, contents: Data((address + "\n").utf8), attributes: [.posixPermissions: 0o600]) {
+            network.log.warning("cannot write \(path): `peernode web-url` will not know this address")
+        }
+        return address
+    }
+
+    func stop() {
+        server?.stop()
+        for c in clients.values { c.close(code: .goingAway, reason: "node quitting") }
+    }
+
+    // MARK: the presenter
+
+    func present(_ events: [NodeEvent]) {
+        guard !clients.isEmpty else { return }
+        let lines = events.flatMap(JSONPresenter.lines)
+        for c in clients.values {
+            for line in lines { c.send(.text(line)) }
+        }
+    }
+
+    // MARK: clients
+
+    private func opened(_ c: WebSocketConnection) {
+        guard clients.count < Self.maximumClients else {
+            c.close(code: .tryAgainLater, reason: "too many API clients (at most \(Self.maximumClients))")
+            return
+        }
+        clients[ObjectIdentifier(c)] = c
+        guard let network else { return }
+        c.send(.text(JSONEvents.line([
+            "type": .string("hello"), "api": .number(1), "id": .string(network.node.me.hex),
+            "nick": .text(PeerText(network.node.nick ?? "")), "room": .string(network.session.room.value),
+        ])))
+    }
+
+    private func checkToken() {
+        let now = WebToken.load(directory: directory)
+        guard now != token else { return }
+        token = now
+        for c in clients.values { c.close(code: .policyViolation, reason: "the token was replaced") }
+    }
+
+    private func received(_ message: WebSocketMessage, from c: WebSocketConnection) {
+        guard case let .text(text) = message else {
+            return c.send(.text(Self.error(ref: nil, "commands are JSON text messages, not binary")))
+        }
+        let command: WebCommand
+        do { command = try WebCommand.parse(text) } catch {
+            return c.send(.text(Self.error(ref: error.ref, error.message)))
+        }
+        guard let network else { return }
+        let lines = run(command, on: network)
+        for line in lines { c.send(.text(line)) }
+    }
+
+    /// The lines that answer one command, for the client that sent it.
+    private func run(_ command: WebCommand, on network: NetworkNode) -> [String] {
+        let ref = command.ref
+        func ok(_ extra: [(String, JSONEvents.Value)] = []) -> String {
+            JSONEvents.line(pairs: [("type", .string("ok")), ("cmd", .string(command.name))] + (ref.map { [("ref", .string($0))] } ?? []) + extra)
+        }
+        switch command.action {
+        case let .post(text, kind, room):
+            do {
+                let e = try network.post(text, kind: kind, in: room)
+                return [ok([("id", .string(e.id.hex)), ("seq", .number(e.sequence))])]
+            } catch {
+                return [Self.error(ref: ref, "\(error)")]
+            }
+        case let .input(input):
+            let (events, failure) = network.run(input)
+            if let failure { return [Self.error(ref: ref, failure)] }
+            return events.flatMap(JSONPresenter.lines) + [ok()]
+        }
+    }
+
+    static func error(ref: String?, _ message: String) -> String {
+        JSONEvents.line(pairs: [("type", .string("error"))] + (ref.map { [("ref", .string($0))] } ?? []) + [("error", .string(message))])
+    }
+}

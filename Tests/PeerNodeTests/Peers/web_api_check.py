@@ -1,0 +1,188 @@
+"""Python `websockets` and `http.client` against a node's --web page and API.
+
+Usage: web_api_check.py ADDRESS TOKEN PEERNODE DATA_DIR
+Prints "ok NAME" or "FAIL NAME DETAIL" per check, "POSTED ID" once the
+hostile-looking post is stored, then waits for a line "REPLIED" on stdin
+(the test has the other node answer) before the checks that need the
+answer. Exits non-zero if any check failed.
+"""
+import asyncio
+import http.client
+import json
+import subprocess
+import sys
+
+import websockets
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+ADDRESS, TOKEN, PEERNODE, DATA_DIR = sys.argv[1:5]
+HOST, PORT = ADDRESS.rsplit(":", 1)
+ORIGIN = "http://" + ADDRESS
+API = "ws://" + ADDRESS + "/api/v1"
+MAX_COMMAND = 64 << 10
+MAX_CLIENTS = 16
+failures = []
+
+
+def check(name, condition, detail=""):
+    print(("ok " if condition else "FAIL ") + name + ("" if condition else " " + str(detail)), flush=True)
+    if not condition:
+        failures.append(name)
+
+
+def get(path, host=None, origin=None):
+    c = http.client.HTTPConnection(HOST, int(PORT), timeout=10)
+    headers = {"Host": host or ADDRESS}
+    if origin:
+        headers["Origin"] = origin
+    c.putrequest("GET", path, skip_host=True)
+    for k, v in headers.items():
+        c.putheader(k, v)
+    c.endheaders()
+    r = c.getresponse()
+    return r.status, dict((k.lower(), v) for k, v in r.getheaders()), r.read()
+
+
+async def refused(url, status, name, **kw):
+    try:
+        async with websockets.connect(url, open_timeout=10, **kw):
+            check(name, False, "opened")
+    except InvalidStatus as e:
+        check(name, e.response.status_code == status, e.response.status_code)
+
+
+# Every event each connection brought, so a wait also finds what came
+# while an earlier wait looked for something else.
+backlog = {}
+
+
+async def events_until(ws, match, timeout=20):
+    seen = backlog.setdefault(id(ws), [])
+    for e in seen:
+        if match(e):
+            return e
+    async def loop():
+        while True:
+            e = json.loads(await ws.recv())
+            seen.append(e)
+            if match(e):
+                return e
+    try:
+        return await asyncio.wait_for(loop(), timeout)
+    except asyncio.TimeoutError:
+        return None
+
+
+async def main():
+    # The page: served with a policy that allows no inline script.
+    status, headers, body = get("/")
+    check("page 200", status == 200, status)
+    csp = headers.get("content-security-policy", "")
+    check("page policy", "script-src 'self'" in csp and "unsafe-inline" not in csp and "frame-ancestors 'none'" in csp, csp)
+    check("page has no inline script", b"<script>" not in body and b"<script src=\"/app.js\"" in body)
+    status, headers, body = get("/app.js")
+    check("script 200", status == 200 and b"innerHTML" not in body, status)
+    check("missing file 404", get("/nothing")[0] == 404)
+    check("page on a DNS name (rebinding) 403", get("/", host="rebind.example:" + PORT)[0] == 403)
+    check("page on another port 403", get("/", host=HOST + ":1")[0] == 403)
+
+    # Who gets in.
+    await refused(API, 401, "no token 401")
+    await refused(API + "?token=" + "0" * 64, 401, "wrong token 401")
+    await refused(API + "?token=" + TOKEN[:-1], 401, "short token 401")
+    await refused(API + "?token=" + TOKEN, 403, "another origin 403", origin="http://evil.example")
+    await refused(API + "?token=" + TOKEN, 403, "null origin 403", origin="null")
+    good = API + "?token=" + TOKEN
+
+    async with websockets.connect(good, origin=ORIGIN, max_size=None) as ws:
+        hello = json.loads(await ws.recv())
+        check("hello", hello.get("type") == "hello" and hello.get("api") == 1 and len(hello.get("id", "")) == 64, hello)
+        me = hello.get("id")
+
+        await ws.send("{not json")
+        e = json.loads(await ws.recv())
+        check("bad JSON is an error", e.get("type") == "error", e)
+        await ws.send(json.dumps({"cmd": "launch", "ref": "x1"}))
+        e = json.loads(await ws.recv())
+        check("unknown cmd is an error with its ref", e.get("type") == "error" and e.get("ref") == "x1" and "launch" in e.get("error", ""), e)
+        await ws.send(json.dumps({"cmd": "post", "text": "hi", "colour": "red", "ref": "x2"}))
+        e = json.loads(await ws.recv())
+        check("unknown field is an error", e.get("type") == "error" and "colour" in e.get("error", ""), e)
+        await ws.send(b"\x00binary")
+        e = json.loads(await ws.recv())
+        check("binary is an error", e.get("type") == "error", e)
+        # At the limit: a whole command of exactly MAX_COMMAND bytes is read and answered.
+        filler = {"cmd": "post", "ref": "big", "text": ""}
+        filler["text"] = "a" * (MAX_COMMAND - len(json.dumps(filler)))
+        at_limit = json.dumps(filler)
+        check("command at the limit is MAX_COMMAND bytes", len(at_limit.encode()) == MAX_COMMAND, len(at_limit))
+        await ws.send(at_limit)
+        e = await events_until(ws, lambda e: e.get("ref") == "big")
+        check("command at the limit is answered", e is not None and e.get("type") in ("ok", "error"), e)
+
+        await ws.send(json.dumps({"cmd": "post", "text": "<img src=x onerror=alert(1)> from the page", "ref": "p1"}))
+        ok = await events_until(ws, lambda e: e.get("type") == "ok" and e.get("ref") == "p1")
+        check("post ok with id", ok is not None and len(ok.get("id", "")) == 64, ok)
+        posted = ok.get("id") if ok else ""
+        print("POSTED " + posted, flush=True)
+        delivered = await events_until(ws, lambda e: e.get("type") == "receipt" and e.get("id") == posted and e.get("state") == "delivered", 30)
+        check("own message reaches delivered", delivered is not None)
+
+        # The other node answers (the test has it post once it saw ours).
+        line = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        check("test says replied", line.strip() == "REPLIED", line)
+        reply = await events_until(ws, lambda e: e.get("type") == "message" and e.get("text") == "hi page" and e.get("author") != me, 30)
+        check("reply arrives live", reply is not None)
+
+        await ws.send(json.dumps({"cmd": "peers", "ref": "q"}))
+        rows = []
+        e = await events_until(ws, lambda e: (rows.append(e) or True) and e.get("ref") == "q")
+        check("peers answered", e is not None and e.get("type") == "ok" and any(r.get("type") == "peer" and r.get("state") == "linked" for r in rows), rows[-3:])
+
+    # One past the limit: closed with 1009, and the node still serves others.
+    async with websockets.connect(good, origin=ORIGIN, max_size=None) as ws:
+        await ws.recv()
+        await ws.send("x" * (MAX_COMMAND + 1))
+        try:
+            await asyncio.wait_for(ws.recv(), 10)
+            check("command past the limit closes 1009", False, "answered")
+        except ConnectionClosed as c:
+            check("command past the limit closes 1009", c.rcvd is not None and c.rcvd.code == 1009, c)
+
+    # At most MAX_CLIENTS at once: one more is closed with 1013.
+    clients = []
+    for _ in range(MAX_CLIENTS):
+        ws = await websockets.connect(good, origin=ORIGIN)
+        await ws.recv()
+        clients.append(ws)
+    extra = await websockets.connect(good, origin=ORIGIN)
+    try:
+        await asyncio.wait_for(extra.recv(), 10)
+        check("client past the limit closes 1013", False, "opened")
+    except ConnectionClosed as c:
+        check("client past the limit closes 1013", c.rcvd is not None and c.rcvd.code == 1013, c)
+    for ws in clients[1:]:
+        await ws.close()
+    survivor = clients[0]
+
+    # A new token closes the clients of the old one, and only the new one opens.
+    new_url = subprocess.run([PEERNODE, "web-url", "--new", "--data-dir", DATA_DIR], capture_output=True, text=True, timeout=20).stdout.strip()
+    new_token = new_url.rsplit("#token=", 1)[-1]
+    check("web-url --new gives a new token", len(new_token) == 64 and new_token != TOKEN, new_url)
+    try:
+        while True:
+            await asyncio.wait_for(survivor.recv(), 10)
+    except ConnectionClosed as c:
+        check("old token's client closed 1008", c.rcvd is not None and c.rcvd.code == 1008, c)
+    except asyncio.TimeoutError:
+        check("old token's client closed 1008", False, "still open")
+    await refused(good, 401, "old token refused")
+    async with websockets.connect(API + "?token=" + new_token, origin=ORIGIN) as ws:
+        check("new token opens", json.loads(await ws.recv()).get("type") == "hello")
+    # A bot sends no Origin: the token is enough.
+    async with websockets.connect(API + "?token=" + new_token) as ws:
+        check("no origin with the token opens", json.loads(await ws.recv()).get("type") == "hello")
+
+
+asyncio.run(main())
+sys.exit(1 if failures else 0)
