@@ -3,7 +3,8 @@
 # Usage: scripts/setup-system.sh run|test
 #   run  — what building and running a node needs
 #   test — that, plus what the tests use (the sqlite3 shell, python3-venv,
-#          systemd-analyze for the unit, tcpdump for the capture test, ...)
+#          systemd-analyze for the unit, tcpdump for the capture test,
+#          chromium for the web page, ...)
 #   bench — test's packages, plus libwebsockets-dev, gcc and bc (WebSocket benchmark) and mosquitto (relay benchmark)
 # Runs apt-get as root, or through sudo when that works without a password
 # prompt; otherwise it stops with a plain message naming the packages.
@@ -12,7 +13,7 @@ set -euo pipefail
 mode="${1:-run}"
 packages=(libsodium-dev libsqlite3-dev pkg-config)
 if [ "$mode" = "test" ] || [ "$mode" = "bench" ]; then
-  packages+=(sqlite3 python3 python3-venv python3-cryptography strace nodejs node-ws iproute2 iptables systemd tcpdump)
+  packages+=(sqlite3 python3 python3-venv python3-cryptography strace nodejs node-ws iproute2 iptables systemd tcpdump chromium)
 fi
 if [ "$mode" = "bench" ]; then
   packages+=(libwebsockets-dev gcc bc mosquitto)

@@ -1,0 +1,173 @@
+"""Real headless Chromium, driven through its DevTools protocol, on a node's page.
+
+Usage: web_page_check.py ADDRESS TOKEN SCREENSHOT
+Talks with the test in lines: prints "POSTED" once the page has sent its
+messages and waits for "REPLIED"; prints "RESTART" and waits for "BACK"
+(the node is up again) then prints "RECONNECTED" and waits for "SENT".
+Prints "ok NAME" or "FAIL NAME DETAIL" per check; exits non-zero if any
+check failed.
+"""
+import asyncio
+import base64
+import http.server
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import websockets
+
+ADDRESS, TOKEN, SCREENSHOT = sys.argv[1:4]
+PAGE = "http://" + ADDRESS + "/"
+API = "ws://" + ADDRESS + "/api/v1?token=" + TOKEN
+HOSTILE = "<img src=x onerror=alert(1)> stays text"
+failures = []
+
+
+def check(name, condition, detail=""):
+    print(("ok " if condition else "FAIL ") + name + ("" if condition else " " + str(detail)), flush=True)
+    if not condition:
+        failures.append(name)
+
+
+def expect_line(word):
+    line = sys.stdin.readline().strip()
+    check("test says " + word, line == word, line)
+
+
+class Browser:
+    def __init__(self, ws):
+        self.ws, self.n = ws, 0
+
+    async def call(self, method, params=None, session=None):
+        self.n += 1
+        mid = self.n
+        message = {"id": mid, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = session
+        await self.ws.send(json.dumps(message))
+        while True:
+            r = json.loads(await self.ws.recv())
+            if r.get("id") == mid:
+                return r
+
+    async def tab(self, url):
+        target = (await self.call("Target.createTarget", {"url": "about:blank"}))["result"]["targetId"]
+        session = (await self.call("Target.attachToTarget", {"targetId": target, "flatten": True}))["result"]["sessionId"]
+        await self.call("Page.enable", session=session)
+        await self.call("Page.navigate", {"url": url}, session=session)
+        return session
+
+    async def js(self, session, expression, wait=False):
+        r = await self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": wait}, session=session)
+        return r.get("result", {}).get("result", {}).get("value")
+
+    async def until(self, session, expression, timeout=20):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = await self.js(session, expression)
+            if value:
+                return value
+            await asyncio.sleep(0.2)
+        return None
+
+
+def other_origin_server():
+    """A page on another origin (another port): what a hostile site would be."""
+    class Quiet(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b"<!doctype html><title>elsewhere</title>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+    server = http.server.HTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+OPEN_API = "new Promise(done => { const w = new WebSocket(%s); w.onopen = () => { w.close(); done('open'); }; w.onerror = () => done('refused'); })"
+
+
+async def main():
+    profile = tempfile.mkdtemp()
+    chromium = subprocess.Popen(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + profile,
+                                 "--remote-debugging-port=0", "--window-size=900,640", "about:blank"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    devtools = None
+    while devtools is None:
+        line = chromium.stderr.readline()
+        if not line:
+            check("chromium starts", False, "no DevTools address")
+            return
+        m = re.search(r"(ws://\S+)", line)
+        devtools = m.group(1) if m else None
+    try:
+        async with websockets.connect(devtools, max_size=None) as ws:
+            await run(Browser(ws))
+    finally:
+        chromium.kill()
+
+
+async def run(b):
+    page = await b.tab(PAGE + "#token=" + TOKEN)
+    me = await b.until(page, "document.getElementById('me').textContent")
+    check("page says who we are", bool(me) and "·" in me, me)
+    check("token taken out of the address bar", await b.js(page, "location.hash") == "")
+    await b.js(page, "window.loadedOnce = 1; window.alerted = 0; window.alert = () => { window.alerted = 1; };")
+    for text in ["hello from the page", "/me waves", HOSTILE]:
+        await b.js(page, "document.getElementById('text').value = %s; document.getElementById('composer').requestSubmit();" % json.dumps(text))
+    sent = await b.until(page, "document.querySelectorAll('#messages li .status').length === 3 && "
+                               "[...document.querySelectorAll('#messages li .status')].every(s => s.dataset.state !== 'sending')")
+    check("three posts stored", bool(sent))
+    print("POSTED", flush=True)
+    expect_line("REPLIED")
+    reply = await b.until(page, "[...document.querySelectorAll('#messages li')].some(li => li.querySelector('.text').textContent === 'hi page')")
+    check("reply shown without a reload", bool(reply) and await b.js(page, "window.loadedOnce") == 1)
+    read = await b.until(page, "[...document.querySelectorAll('#messages li')].filter(li => li.querySelector('.text').textContent === 'hello from the page')"
+                               ".every(li => li.querySelector('.status').dataset.state === 'read')", 40)
+    check("own message reaches read", bool(read), await b.js(page, "document.getElementById('messages').textContent"))
+    texts = await b.js(page, "[...document.querySelectorAll('#messages .text')].map(t => t.textContent)")
+    check("hostile text shown as its characters", HOSTILE in (texts or []), texts)
+    check("no element made of it", await b.js(page, "document.querySelectorAll('#messages img, #messages script').length") == 0)
+    await asyncio.sleep(0.5)
+    check("nothing ran", await b.js(page, "window.alerted") == 0)
+    shot = await b.call("Page.captureScreenshot", {"format": "png"}, session=page)
+    with open(SCREENSHOT, "wb") as f:
+        f.write(base64.b64decode(shot["result"]["data"]))
+
+    # Its own origin opens the API; a page on another origin, with the token, cannot.
+    check("own origin opens the API", await b.js(page, OPEN_API % json.dumps(API), wait=True) == "open")
+    elsewhere = other_origin_server()
+    other = await b.tab("http://127.0.0.1:%d/" % elsewhere.server_port)
+    await b.until(other, "document.title === 'elsewhere'")
+    check("another origin cannot open the API", await b.js(other, OPEN_API % json.dumps(API), wait=True) == "refused")
+    elsewhere.shutdown()
+
+    # A tab without the token is refused, and says so.
+    bare = await b.tab(PAGE)
+    refused = await b.until(bare, "!document.getElementById('banner').hidden && document.getElementById('banner').textContent")
+    check("no token: refused, with a banner", bool(refused) and "refused" in refused, refused)
+
+    # The node restarts: a banner while it is away, and the page comes back by itself.
+    print("RESTART", flush=True)
+    away = await b.until(page, "!document.getElementById('banner').hidden", 20)
+    check("banner while the node is away", bool(away))
+    expect_line("BACK")
+    back = await b.until(page, "document.getElementById('banner').hidden", 30)
+    check("page reconnects", bool(back))
+    print("RECONNECTED", flush=True)
+    expect_line("SENT")
+    later = await b.until(page, "[...document.querySelectorAll('#messages .text')].some(t => t.textContent === 'after the restart')", 30)
+    check("a message after the restart shows", bool(later) and await b.js(page, "window.loadedOnce") == 1)
+
+
+asyncio.run(main())
+sys.exit(1 if failures else 0)

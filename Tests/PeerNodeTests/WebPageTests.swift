@@ -1,0 +1,68 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// The page in real headless Chromium (Debian's `chromium`, driven over
+/// its DevTools protocol by Tests/PeerNodeTests/Peers/web_page_check.py),
+/// against two nodes: the page's and one at the --json lines.
+@Suite("The chat page in headless Chromium", .serialized)
+struct WebPageTests {
+    static let chromium = "/usr/bin/chromium"
+    static let screenshot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent(".build/web-page.png").path
+
+    @Test("the page posts and the peer sees it; the reply shows without a reload; the status reaches read; hostile text stays text in the DOM; another origin and a missing token are refused; after a restart the page reconnects by itself")
+    func page() async throws {
+        guard FileManager.default.isExecutableFile(atPath: WebAPITests.python), FileManager.default.isExecutableFile(atPath: Self.chromium) else {
+            Issue.record("\(Self.chromium) or \(WebAPITests.python) is missing: run `make test`, which installs them")
+            return
+        }
+        let dirs = [TemporaryDirectory(), TemporaryDirectory()]
+        var a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice", "--web", "127.0.0.1:0"])
+        #expect(await started(a))
+        let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
+        #expect(await started(b))
+        #expect(await linked(b, to: a))
+        b.send("/set receipts on")
+        let url = try #require(await a.wait { $0["type"] == "web" }?["url"])
+        let address = String(url.dropFirst("http://".count).prefix { $0 != "/" })
+        let token = String(url.split(separator: "=").last ?? "")
+        let check = try Child(WebAPITests.python, [Self.script, address, token, Self.screenshot],
+                              environment: ProcessInfo.processInfo.environment.merging(["PYTHONUNBUFFERED": "1"]) { $1 },
+                              stdin: .pipe, stdout: .pipe, stderr: .stdout)
+        func said(_ word: String, _ timeout: Double = 90) async -> Bool {
+            await eventuallyValue(timeout) { () -> Bool? in
+                if check.output.split(separator: "\n").contains(where: { $0 == word }) { return true }
+                return check.isRunning ? nil : false
+            } == true
+        }
+        #expect(await said("POSTED"), "\(check.output)")
+        let seen = await b.wait { $0["type"] == "message" && $0["author"] == a.id && $0["text"] == "<img src=x onerror=alert(1)> stays text" }
+        #expect(seen != nil, "\(b.events.value.suffix(5))")
+        b.send("hi page")
+        check.send("REPLIED\n")
+        #expect(await said("RESTART"), "\(check.output)")
+        await a.quit()
+        // The same ports again, so the page and Bob find it where it was.
+        let listen = String(a.ready?["listen"] ?? "")
+        a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice", "--web", address], listen: listen)
+        #expect(await started(a))
+        #expect(await linked(a, to: b))
+        check.send("BACK\n")
+        #expect(await said("RECONNECTED"), "\(check.output)")
+        b.send("after the restart")
+        check.send("SENT\n")
+        let status = await check.exited()
+        // Beside the screenshot: what each check said, to read after a run.
+        try? check.output.write(toFile: Self.screenshot.replacingOccurrences(of: ".png", with: ".log"), atomically: true, encoding: .utf8)
+        #expect(status == 0 && !check.output.contains("FAIL"), "\(check.output)")
+        #expect(check.output.split(separator: "\n").count { $0.hasPrefix("ok ") } >= 17, "\(check.output)")
+        #expect(FileManager.default.fileExists(atPath: Self.screenshot))
+        await a.quit()
+        await b.quit()
+        withExtendedLifetime(dirs) {}
+    }
+
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Peers/web_page_check.py").path
+}
