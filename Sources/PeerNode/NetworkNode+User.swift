@@ -169,6 +169,20 @@ extension NetworkNode {
         return e
     }
 
+    /// A page of `room`'s history for the API: the messages before `cursor`
+    /// (the newest when nil), oldest first, and where the page before starts
+    /// (nil at the room's beginning). Reading it changes no read mark.
+    func historyPage(of room: RoomName, limit: Int, before cursor: HistoryCursor?) throws -> (events: [NodeEvent], next: HistoryCursor?) {
+        let entries = try node.store.history(of: node.roomID(room), limit: limit, before: cursor)
+        var events: [NodeEvent] = []
+        for entry in entries {
+            guard let opened = node.open(entry.envelope), opened.kind != .receipt, !blocked.contains(entry.envelope.author) else { continue }
+            node.observe(entry.envelope, opened)
+            events.append(.message(ShownMessage(envelope: entry.envelope, opened: opened, room: room, to: nil, me: node.me, book: node.people)))
+        }
+        return (events, entries.count == limit ? entries.first.map(HistoryCursor.init(before:)) : nil)
+    }
+
     /// A command from the web API (`WebService`): what a typed line does,
     /// with its events returned to the one client that asked instead of
     /// shown to every presenter. Quitting is not the API's to do.

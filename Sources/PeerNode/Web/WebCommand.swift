@@ -1,6 +1,8 @@
 import ChatText
+import Crypto
 import Foundation
 import Gossip
+import Store
 
 /// One command from an API client (docs/API.md, "Commands"): a JSON object
 /// with `cmd`, the command's fields, and an optional `ref` echoed in its
@@ -10,6 +12,8 @@ struct WebCommand {
     enum Action {
         /// A message or `/me` in a room (the open one when nil).
         case post(text: String, kind: Kind, room: RoomName?)
+        /// A page of a room's history (the open room when nil), before `cursor`.
+        case history(room: RoomName?, limit: Int, before: HistoryCursor?)
         /// Everything else: as the typed command.
         case input(ChatInput)
     }
@@ -27,10 +31,25 @@ struct WebCommand {
     static let fields: [String: [String]] = [
         "post": ["text", "room", "kind"],
         "msg": ["to", "text"],
+        "history": ["room", "limit", "before"],
         "peers": [], "sync": [], "who": [], "stats": [], "invites": [],
         "accept": ["room"], "decline": ["room"],
         "invite": ["who", "room"],
     ]
+
+    /// Messages in one history page: by default, and at most.
+    static let defaultHistoryPage = 50
+    static let maximumHistoryPage = 500
+
+    /// A history cursor as the API writes it: "CAUSALTIME:ID" (opaque to clients).
+    static func cursorText(_ c: HistoryCursor) -> String { "\(c.causalTime):\(c.id.hex)" }
+
+    static func cursor(_ text: String) -> HistoryCursor? {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, let time = Int64(parts[0]), let bytes = try? Hex.decode(String(parts[1])),
+              let id = try? MessageID(bytes: bytes) else { return nil }
+        return HistoryCursor(causalTime: time, id: id)
+    }
 
     static func parse(_ text: String) throws(Failure) -> WebCommand {
         guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else {
@@ -76,6 +95,24 @@ struct WebCommand {
             }
             action = .post(text: text, kind: kind, room: room)
         case "msg": action = .input(.direct(to: try need("to"), text: try need("text")))
+        case "history":
+            var room: RoomName?
+            if let name = try string("room", required: false) {
+                do { room = try RoomName(name) } catch { throw Failure(ref: ref, message: "\(error)") }
+            }
+            var limit = defaultHistoryPage
+            if let text = try string("limit", required: false) {
+                guard let n = Int(text), n >= 1, n <= maximumHistoryPage else {
+                    throw Failure(ref: ref, message: "limit is a number from 1 to \(maximumHistoryPage)")
+                }
+                limit = n
+            }
+            var before: HistoryCursor?
+            if let text = try string("before", required: false) {
+                guard let c = cursor(text) else { throw Failure(ref: ref, message: "before is a cursor from an earlier history answer") }
+                before = c
+            }
+            action = .history(room: room, limit: limit, before: before)
         case "peers": action = .input(.peers)
         case "sync": action = .input(.sync)
         case "who": action = .input(.who)

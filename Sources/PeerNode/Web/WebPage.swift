@@ -90,6 +90,8 @@ enum WebPage {
       const form = document.getElementById("composer");
       const input = document.getElementById("text");
       let socket = null, room = "#general", backoff = 500, refs = 0;
+      // While a history page loads: its messages (and any live one) by id, in order.
+      let loading = null;
       const pending = new Map();   // ref -> the li of a message being sent
       const mine = new Map();      // message id -> its status span
       const order = { sending: 0, stored: 1, delivered: 2, read: 3 };
@@ -129,10 +131,20 @@ enum WebPage {
           case "hello":
             self.id = e.id; room = e.room; roomTitle.textContent = room;
             document.getElementById("me").textContent = (e.nick || "") + "·" + e.id.slice(0, 8);
+            // On every (re)connect: the room's last page, which holds what came while away.
+            list.textContent = ""; mine.clear(); pending.clear(); loading = new Map();
+            socket.send(JSON.stringify({ cmd: "history", room: room, ref: "history" }));
             break;
-          case "message": message(e); break;
+          case "message":
+            if (loading && e.room === room) { loading.delete(e.id); loading.set(e.id, e); } else message(e);
+            break;
           case "receipt": { const s = mine.get(e.id); if (s) setStatus(s, e.state); break; }
           case "ok":
+            if (e.cmd === "history" && loading) {
+              const page = loading; loading = null;
+              for (const m of page.values()) message(m);
+              keepBottom(true);
+            }
             if (e.cmd === "post" && pending.has(e.ref)) {
               const li = pending.get(e.ref); pending.delete(e.ref);
               const existing = list.querySelector('li[data-id="' + e.id + '"]');
@@ -141,6 +153,7 @@ enum WebPage {
             }
             break;
           case "error":
+            if (e.ref === "history" && loading) { const page = loading; loading = null; for (const m of page.values()) message(m); }
             if (e.ref && pending.has(e.ref)) { const li = pending.get(e.ref); pending.delete(e.ref); li.querySelector(".status").textContent = "not sent: " + e.error; }
             else show(e.error);
             break;

@@ -139,6 +139,16 @@ final class WebService: Presenter, @unchecked Sendable {
             } catch {
                 return [Self.error(ref: ref, "\(error)")]
             }
+        case let .history(room, limit, before):
+            let name = room ?? network.session.room
+            do {
+                let (events, next) = try network.historyPage(of: name, limit: limit, before: before)
+                let lines = events.flatMap(JSONPresenter.lines)
+                return lines + [ok([("room", .string(name.value)), ("count", .number(UInt64(lines.count)))]
+                                   + (next.map { [("before", .string(WebCommand.cursorText($0)))] } ?? []))]
+            } catch {
+                return [Self.error(ref: ref, "\(error)")]
+            }
         case let .input(input):
             let (events, failure) = network.run(input)
             if let failure { return [Self.error(ref: ref, failure)] }

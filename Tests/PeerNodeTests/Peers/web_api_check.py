@@ -134,6 +134,27 @@ async def main():
         reply = await events_until(ws, lambda e: e.get("type") == "message" and e.get("text") == "hi page" and e.get("author") != me, 30)
         check("reply arrives live", reply is not None)
 
+        # History in pages, newest first: at the page limit and one past it.
+        backlog[id(ws)] = []  # only what answers these from here on
+        await ws.send(json.dumps({"cmd": "history", "limit": "1", "ref": "h1"}))
+        page = []
+        e = await events_until(ws, lambda e: (e.get("type") == "message" and e.get("room") and page.append(e)) or e.get("ref") == "h1")
+        check("history page of 1", e is not None and e.get("type") == "ok" and e.get("count") == 1 and "before" in e, e)
+        check("history page holds the newest", len(page) >= 1 and page[-1].get("text") == "hi page", page[-1:])
+        backlog[id(ws)] = []
+        await ws.send(json.dumps({"cmd": "history", "limit": "500", "before": (e or {}).get("before", ""), "ref": "h2"}))
+        older = []
+        e2 = await events_until(ws, lambda x: (x.get("type") == "message" and x.get("room") and older.append(x)) or x.get("ref") == "h2")
+        check("the page before it", e2 is not None and e2.get("type") == "ok" and "before" not in e2
+              and any(m.get("id") == posted for m in older) and all(m.get("text") != "hi page" for m in older), e2)
+        for bad in ["0", "501", "x"]:
+            await ws.send(json.dumps({"cmd": "history", "limit": bad, "ref": "hb" + bad}))
+            e3 = await events_until(ws, lambda x: x.get("ref") == "hb" + bad)
+            check("history limit " + bad + " refused", e3 is not None and e3.get("type") == "error", e3)
+        await ws.send(json.dumps({"cmd": "history", "before": "1:zz", "ref": "hc"}))
+        e3 = await events_until(ws, lambda x: x.get("ref") == "hc")
+        check("a made-up cursor refused", e3 is not None and e3.get("type") == "error", e3)
+
         await ws.send(json.dumps({"cmd": "peers", "ref": "q"}))
         rows = []
         e = await events_until(ws, lambda e: (rows.append(e) or True) and e.get("ref") == "q")

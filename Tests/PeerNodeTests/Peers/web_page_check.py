@@ -167,6 +167,11 @@ async def run(b):
     expect_line("SENT")
     later = await b.until(page, "[...document.querySelectorAll('#messages .text')].some(t => t.textContent === 'after the restart')", 30)
     check("a message after the restart shows", bool(later) and await b.js(page, "window.loadedOnce") == 1)
+    texts = await b.js(page, "[...document.querySelectorAll('#messages .text')].map(t => t.textContent)") or []
+    check("what came while it was away shows", "while the page was away" in texts, texts)
+    check("earlier messages shown again, once each", texts.count("hello from the page") == 1 and texts.count("hi page") == 1, texts)
+    check("in causal order", texts.index("hi page") < texts.index("while the page was away") < texts.index("after the restart")
+          if all(t in texts for t in ("hi page", "while the page was away", "after the restart")) else False, texts)
 
 
 asyncio.run(main())
