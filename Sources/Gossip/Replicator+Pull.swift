@@ -71,6 +71,7 @@ extension Replicator {
             asked.through = from + count - 1
             asked.remaining += count
             l.asked[author] = asked
+            l.askedThrough[author] = max(l.askedThrough[author] ?? 0, asked.through)
             room -= count
             l.pullTokens -= Double(count)
         }

@@ -67,10 +67,15 @@ extension Replicator {
     }
 
     /// The peer gets these authors by another way: it gets their ids from
-    /// now on. Only authors we hold are taken (a made-up one costs nothing).
+    /// now on. Only authors we hold are taken (a made-up one costs nothing),
+    /// and never ourselves: a node is the root of its own tree, so its own
+    /// new envelopes always go in full to every neighbour (a prune of it
+    /// can only come from a duplicate that crossed with catch-up, and
+    /// would make its next post, a /quit reason say, wait for a tick that
+    /// may never come).
     public mutating func pruneReceived(_ link: LinkID, authors: [PublicKey]) {
         guard var l = links[link], l.tree else { return }
-        for author in authors where clock[author] > 0 { l.lazy.insert(author) }
+        for author in authors where clock[author] > 0 && author != me { l.lazy.insert(author) }
         links[link] = l
     }
 

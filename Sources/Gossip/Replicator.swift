@@ -109,6 +109,10 @@ public struct Replicator {
         let envelopeVersion: UInt8
         /// What we asked this link for and it has not sent yet, per author.
         var asked: [PublicKey: AskedRange] = [:]
+        /// The highest sequence ever asked of this link, per author: kept
+        /// after `asked` forgets a range, since an answer may still be on
+        /// its way behind a push of the same envelope (`pushedDuplicates`).
+        var askedThrough: [PublicKey: UInt64] = [:]
         /// Envelopes we may still ask for now (the pull budget), and when that was worked out.
         var pullTokens: Double
         var pullRefilledAt: Double
@@ -308,7 +312,7 @@ public struct Replicator {
                 }
                 l.pushTokens -= 1
                 let held = e.sequence <= clock[e.author] || pending.contains(key)
-                if held, let asked = l.asked[e.author], e.sequence <= asked.through {
+                if held, e.sequence <= l.askedThrough[e.author] ?? 0 {
                     // What we asked for, which a push of the same envelope
                     // answered first: the two crossed on the link. A
                     // duplicate, but no sign of a second path to its author.

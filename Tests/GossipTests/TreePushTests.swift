@@ -56,21 +56,27 @@ struct TreePushTests {
         #expect(r.isEager(3, for: a.key.publicKey) == true)
     }
 
-    @Test("a prune names only authors we hold (made-up ones cost nothing); a graft makes an author go in full again")
+    @Test("a prune names only authors we hold (made-up ones cost nothing), never ourselves; a graft makes an author go in full again")
     func pruneAndGraftReceived() throws {
-        let me = try Author()
+        let me = try Author(), a = try Author()
         var r = try Self.replicator(me: me.key.publicKey)
         let e1 = try me.envelope(1)
         _ = r.localPost(e1)
+        let a1 = try a.envelope(1)
+        _ = Self.take(&r, a1, from: 2, now: 0)
         let strangers = try (0..<100).map { _ in try SigningKey.generate().publicKey }
-        r.pruneReceived(1, authors: [me.key.publicKey] + strangers)
+        r.pruneReceived(1, authors: [me.key.publicKey, a.key.publicKey] + strangers)
         #expect(r.lazyAuthors(of: 1) == 1)
+        // Our own next post still goes in full: we are the root of our tree.
         let e2 = try me.envelope(2, previous: e1.id)
-        #expect(!Self.sends(r.localPost(e2)).contains { $0.0 == 1 })
-        #expect(Self.sends(r.tick(now: 1)).contains { $0.0 == 1 && $0.1 == .ihave([Dependency(author: me.key.publicKey, sequence: 2)]) })
-        r.graftReceived(1, authors: [me.key.publicKey])
-        let e3 = try me.envelope(3, previous: e2.id)
-        #expect(Self.sends(r.localPost(e3)).contains { $0.0 == 1 && $0.1 == .envelopes([Self.carried(e3)]) })
+        #expect(Self.sends(r.localPost(e2)).contains { $0.0 == 1 && $0.1 == .envelopes([Self.carried(e2)]) })
+        // a's next goes to link 1 as an id, at the next tick.
+        let a2 = try a.envelope(2, previous: a1.id)
+        #expect(!Self.sends(Self.take(&r, a2, from: 2, now: 1)).contains { if $0.0 == 1, case .envelopes = $0.1 { true } else { false } })
+        #expect(Self.sends(r.tick(now: 1)).contains { $0.0 == 1 && $0.1 == .ihave([Dependency(author: a.key.publicKey, sequence: 2)]) })
+        r.graftReceived(1, authors: [a.key.publicKey])
+        let a3 = try a.envelope(3, previous: a2.id)
+        #expect(Self.sends(Self.take(&r, a3, from: 2, now: 2)).contains { $0.0 == 1 && $0.1 == .envelopes([CarriedEnvelope(hops: 1, envelope: a3)]) })
     }
 
     @Test("an id announced and still missing after graftTimeout grafts its author on the announcer's link and is asked for; one that arrives in time costs nothing")
@@ -116,9 +122,11 @@ struct TreePushTests {
         #expect(asked.contains { $0.0 == 1 && $0.1 == .request([GossipRequest(author: a.key.publicKey, from: 1, count: 2)]) })
         // a posts its 2nd as the request crosses: the push comes first and takes one answer…
         _ = Self.take(&r, a2, from: 1, now: 1)
+        // (and a later pull forgets the range once 2 is held: the answer is still on its way)
+        _ = r.tick(now: 1.5)
         // …then the answer, 1 and 2: 2 is held, and the link stays eager for a.
         let answer = r.envelopesReceived(1, [Self.carried(a1), Self.carried(a2)], now: 1)
-        #expect(answer.contains(.duplicates(1, 1)))
+        #expect(answer.contains { if case .duplicates(1, _) = $0 { true } else { false } })
         #expect(!Self.sends(answer).contains { if case .prune = $0.1 { true } else { false } })
         #expect(r.isEager(1, for: a.key.publicKey) == true)
         // Past what was asked, a held push is a second path again: pruned.

@@ -38,7 +38,7 @@ struct PeerListTests {
         // /quit with a reason: the room is told, as an action, before the link closes.
         b.send("/quit gone home")
         let told = await a.wait { $0["kind"] == "action" && $0["author"] == b.id }
-        #expect(told?["text"] == "has quit (gone home)")
+        #expect(told?["text"] == "has quit (gone home)", "alice saw: \(a.events.value.suffix(6)); bob saw: \(b.events.value.suffix(6)); bob logged: \(b.log.suffix(1_000)); alice logged: \(a.log.suffix(1_000))")
         #expect(await b.child.exited() == 0)
         await a.quit()
         withExtendedLifetime(dirs) {}  // the data directories outlive the nodes
