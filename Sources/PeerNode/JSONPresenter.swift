@@ -86,6 +86,12 @@ struct JSONPresenter: LinePresenter {
             pairs += [("kind", .string("dm")), ("to", .string((m.to ?? e.author).hex))]
         }
         pairs += [("text", .text(m.opened.text)), ("ts", .number(e.timestamp))]
+        // What the terminal shows beside the nick: nick⚠·fp✔(forked).
+        let author = m.people[e.author]
+        pairs.append(("fp", .string(e.author.shortFingerprint)))
+        if author.trusted { pairs.append(("trusted", .string("yes"))) }
+        if author.lookAlike { pairs.append(("look_alike", .string("yes"))) }
+        if author.forked { pairs.append(("forked", .string("yes"))) }
         return JSONEvents.line(pairs: pairs)
     }
 }

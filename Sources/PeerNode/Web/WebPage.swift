@@ -109,8 +109,10 @@ enum WebPage {
         li.dataset.id = m.id || "";
         const t = m.ts ? new Date(Number(m.ts)) : new Date();
         li.append(el("span", "time", t.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })));
-        const who = el("span", "nick", m.nick || "?");
-        who.append(el("span", "fp", "·" + (m.author || "").slice(0, 8)));
+        // As the terminal labels an author: nick⚠·fp✔(forked).
+        const who = el("span", "nick", (m.nick || "") + (m.look_alike ? "⚠" : ""));
+        who.append(el("span", "fp", (m.nick ? "·" : "") + (m.fp || "") + (m.trusted ? "✔" : "") + (m.forked ? "(forked)" : "")));
+        if (m.look_alike) who.title = "this nick looks like another's";
         li.append(who, el("span", "text", m.text));
         return li;
       }
@@ -125,12 +127,13 @@ enum WebPage {
         list.append(li);
         keepBottom(was);
       }
-      const self = { id: "" };
+      const self = { id: "", fp: "", nick: "" };
       function event(e) {
         switch (e.type) {
           case "hello":
             self.id = e.id; room = e.room; roomTitle.textContent = room;
-            document.getElementById("me").textContent = (e.nick || "") + "·" + e.id.slice(0, 8);
+            self.fp = e.fp || ""; self.nick = e.nick || "";
+            document.getElementById("me").textContent = (e.nick ? e.nick + "·" : "") + self.fp;
             // On every (re)connect: the room's last page, which holds what came while away.
             list.textContent = ""; mine.clear(); pending.clear(); loading = new Map();
             socket.send(JSON.stringify({ cmd: "history", room: room, ref: "history" }));
@@ -174,7 +177,7 @@ enum WebPage {
         let kind = "text";
         if (text.startsWith("/me ")) { kind = "action"; text = text.slice(4); }
         const ref = "p" + (++refs);
-        const li = line({ nick: "you", author: self.id, text: text, kind: kind });
+        const li = line({ nick: self.nick, fp: self.fp, author: self.id, text: text, kind: kind });
         const s = el("span", "status", "sending"); s.dataset.state = "sending"; li.append(s);
         list.append(li); pending.set(ref, li); keepBottom(true);
         socket.send(JSON.stringify({ cmd: "post", room: room, text: text, kind: kind, ref: ref }));

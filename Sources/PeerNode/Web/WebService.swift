@@ -100,7 +100,7 @@ final class WebService: Presenter, @unchecked Sendable {
         clients[ObjectIdentifier(c)] = c
         guard let network else { return }
         c.send(.text(JSONEvents.line([
-            "type": .string("hello"), "api": .number(1), "id": .string(network.node.me.hex),
+            "type": .string("hello"), "api": .number(1), "id": .string(network.node.me.hex), "fp": .string(network.node.me.shortFingerprint),
             "nick": .text(PeerText(network.node.nick ?? "")), "room": .string(network.session.room.value),
         ])))
     }

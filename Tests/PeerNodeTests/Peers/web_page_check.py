@@ -27,8 +27,13 @@ HOSTILE = "<img src=x onerror=alert(1)> stays text"
 failures = []
 
 
+STARTED = time.monotonic()
+
+
 def check(name, condition, detail=""):
-    print(("ok " if condition else "FAIL ") + name + ("" if condition else " " + str(detail)), flush=True)
+    # The seconds since the start, to see which wait took the time.
+    when = " (%.1f s)" % (time.monotonic() - STARTED)
+    print(("ok " if condition else "FAIL ") + name + ("" if condition else " " + str(detail)) + when, flush=True)
     if not condition:
         failures.append(name)
 
@@ -88,7 +93,10 @@ def other_origin_server():
 
         def log_message(self, *args):
             pass
-    server = http.server.HTTPServer(("127.0.0.1", 0), Quiet)
+    # Threads: Chromium opens spare connections it may never use, and a
+    # one-at-a-time server would wait on them.
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
@@ -128,9 +136,14 @@ async def run(b):
                                "[...document.querySelectorAll('#messages li .status')].every(s => s.dataset.state !== 'sending')")
     check("three posts stored", bool(sent))
     print("POSTED", flush=True)
-    expect_line("REPLIED")
+    words = sys.stdin.readline().split()
+    check("test says REPLIED with bob's fingerprint", len(words) == 2 and words[0] == "REPLIED", words)
+    bob_fp = words[1] if len(words) == 2 else "?"
     reply = await b.until(page, "[...document.querySelectorAll('#messages li')].some(li => li.querySelector('.text').textContent === 'hi page')")
     check("reply shown without a reload", bool(reply) and await b.js(page, "window.loadedOnce") == 1)
+    label = await b.js(page, "[...document.querySelectorAll('#messages li')].filter(li => li.querySelector('.text').textContent === 'hi page')"
+                             ".map(li => li.querySelector('.nick').textContent)[0]")
+    check("author labelled as the terminal does: nick·fp", label == "bob·" + bob_fp, label)
     read = await b.until(page, "[...document.querySelectorAll('#messages li')].filter(li => li.querySelector('.text').textContent === 'hello from the page')"
                                ".every(li => li.querySelector('.status').dataset.state === 'read')", 40)
     check("own message reaches read", bool(read), await b.js(page, "document.getElementById('messages').textContent"))
@@ -149,7 +162,7 @@ async def run(b):
     other = await b.tab("http://127.0.0.1:%d/" % elsewhere.server_port)
     await b.until(other, "document.title === 'elsewhere'")
     check("another origin cannot open the API", await b.js(other, OPEN_API % json.dumps(API), wait=True) == "refused")
-    elsewhere.shutdown()
+    # (its threads end with this process: a shutdown would wait for Chromium's spare connections)
 
     # A tab without the token is refused, and says so.
     bare = await b.tab(PAGE)
