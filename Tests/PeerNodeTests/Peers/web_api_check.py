@@ -9,6 +9,7 @@ answer. Exits non-zero if any check failed.
 import asyncio
 import http.client
 import json
+import signal
 import subprocess
 import sys
 
@@ -205,5 +206,13 @@ async def main():
         check("no origin with the token opens", json.loads(await ws.recv()).get("type") == "hello")
 
 
+def give_up(*_):
+    # A hung browser or node must not hang the test run: fail, and say so.
+    print("FAIL gave up after 240 s", flush=True)
+    raise SystemExit(2)
+
+
+signal.signal(signal.SIGALRM, give_up)
+signal.alarm(240)
 asyncio.run(main())
 sys.exit(1 if failures else 0)

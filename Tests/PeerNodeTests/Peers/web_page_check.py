@@ -11,6 +11,7 @@ import asyncio
 import base64
 import http.server
 import json
+import signal
 import re
 import subprocess
 import sys
@@ -106,7 +107,8 @@ OPEN_API = "new Promise(done => { const w = new WebSocket(%s); w.onopen = () => 
 
 async def main():
     profile = tempfile.mkdtemp()
-    chromium = subprocess.Popen(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + profile,
+    # (no sandbox: CI runs as root; no /dev/shm: a container may give it 64 MB)
+    chromium = subprocess.Popen(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--user-data-dir=" + profile,
                                  "--remote-debugging-port=0", "--window-size=900,640", "about:blank"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     devtools = None
@@ -187,5 +189,13 @@ async def run(b):
           if all(t in texts for t in ("hi page", "while the page was away", "after the restart")) else False, texts)
 
 
+def give_up(*_):
+    # A hung browser or node must not hang the test run: fail, and say so.
+    print("FAIL gave up after 240 s", flush=True)
+    raise SystemExit(2)
+
+
+signal.signal(signal.SIGALRM, give_up)
+signal.alarm(240)
 asyncio.run(main())
 sys.exit(1 if failures else 0)
