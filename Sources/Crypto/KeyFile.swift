@@ -112,10 +112,18 @@ public enum KeyFile {
         return buffer.withUnsafeBytes { SecretBytes(copying: $0[0..<size]) }
     }
 
+    /// Writes `bytes` to a private file (mode 0600) as `writeNew` does; with
+    /// `replacing`, over a file that exists (renamed over it, so a reader
+    /// sees the old contents or the new, never part of them). For small
+    /// private files that are not keys: the web page's token and address.
+    public static func writePrivate(_ bytes: [UInt8], to path: String, replacing: Bool) throws(CryptoError) {
+        try writeNew(path: path, contents: SecretBytes(copying: bytes), replacing: replacing)
+    }
+
     /// Writes a new file atomically with mode 0600: a temporary file is
     /// written and fsynced, then hard-linked to `path`, which fails rather
-    /// than replace a file that exists.
-    static func writeNew(path: String, contents: SecretBytes) throws(CryptoError) {
+    /// than replace a file that exists (`replacing`: renamed over it).
+    static func writeNew(path: String, contents: SecretBytes, replacing: Bool = false) throws(CryptoError) {
         let temporary = "\(path).tmp-\(getpid())"
         unlink(temporary)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
@@ -139,7 +147,7 @@ public enum KeyFile {
         if writeError == 0 && fsync(fd) != 0 { writeError = errno }
         close(fd)
         if writeError != 0 { throw .keyFile(path: path, problem: .io(operation: "writing", errno: writeError)) }
-        guard link(temporary, path) == 0 else {
+        guard (replacing ? rename(temporary, path) : link(temporary, path)) == 0 else {
             let e = errno
             throw .keyFile(path: path, problem: e == EEXIST ? .alreadyExists : .io(operation: "creating", errno: e))
         }

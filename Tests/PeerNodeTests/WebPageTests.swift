@@ -14,23 +14,15 @@ struct WebPageTests {
 
     @Test("the page posts and the peer sees it; the reply shows without a reload; the status reaches read; hostile text stays text in the DOM; another origin and a missing token are refused; after a restart the page reconnects by itself and shows what it missed")
     func page() async throws {
-        guard FileManager.default.isExecutableFile(atPath: WebAPITests.python), FileManager.default.isExecutableFile(atPath: Self.chromium) else {
-            Issue.record("\(Self.chromium) or \(WebAPITests.python) is missing: run `make test`, which installs them")
+        guard FileManager.default.isExecutableFile(atPath: WebPeers.python), FileManager.default.isExecutableFile(atPath: Self.chromium) else {
+            Issue.record("\(Self.chromium) or \(WebPeers.python) is missing: run `make test`, which installs them")
             return
         }
-        let dirs = [TemporaryDirectory(), TemporaryDirectory()]
-        var a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice", "--web", "127.0.0.1:0"])
-        #expect(await started(a))
-        let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
-        #expect(await started(b))
-        #expect(await linked(b, to: a))
+        let pair = try await PageAndPeer()
+        let (dirs, b, address) = (pair.dirs, pair.b, pair.address)
+        var a = pair.a
         b.send("/set receipts on")
-        let url = try #require(await a.wait { $0["type"] == "web" }?["url"])
-        let address = String(url.dropFirst("http://".count).prefix { $0 != "/" })
-        let token = String(url.split(separator: "=").last ?? "")
-        let check = try Child(WebAPITests.python, [Self.script, address, token, Self.screenshot],
-                              environment: ProcessInfo.processInfo.environment.merging(["PYTHONUNBUFFERED": "1"]) { $1 },
-                              stdin: .pipe, stdout: .pipe, stderr: .stdout)
+        let check = try WebPeers.start("web_page_check.py", [address, pair.token, Self.screenshot])
         func said(_ word: String, _ timeout: Double = 90) async -> Bool {
             await eventuallyValue(timeout) { () -> Bool? in
                 if check.output.split(separator: "\n").contains(where: { $0 == word }) { return true }
@@ -66,6 +58,4 @@ struct WebPageTests {
         await b.quit()
         withExtendedLifetime(dirs) {}
     }
-
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Peers/web_page_check.py").path
 }

@@ -77,7 +77,7 @@ struct WebAccess: Sendable {
         }
         guard needsToken else { return nil }
         guard let given = request.queryValue("token"), !given.isEmpty else { return .noToken }
-        guard let token, constantTimeEqual(Array(given.utf8), Array(Self.hex(token).utf8)) else { return .badToken }
+        guard let token, constantTimeEqual(Array(given.utf8), Array(Hex.encode(token).utf8)) else { return .badToken }
         return nil
     }
 
@@ -107,24 +107,22 @@ struct WebAccess: Sendable {
         return String(decoding: out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
-
     /// The URL a person opens: the token rides in the fragment, which a
     /// browser never sends to a server or in a `Referer`.
     static func url(address: String, token: [UInt8]) -> String {
-        "http://\(address)/#token=\(hex(token))"
+        "http://\(address)/#token=\(Hex.encode(token))"
     }
 }
 
 /// The token file: made on first use, replaced by `peernode web-url --new`.
 enum WebToken {
     enum Problem: Error, CustomStringConvertible {
-        case unreadable(path: String, reason: String)
+        case unwritable(path: String, reason: String)
         case notServed(directory: String)
 
         var description: String {
             switch self {
-            case let .unreadable(path, reason): "cannot use the web token \(path): \(reason)"
+            case let .unwritable(path, reason): "cannot write \(path): \(reason)"
             case let .notServed(directory): "no node has served the page from \(directory) yet (start one with --web PORT)"
             }
         }
@@ -136,41 +134,26 @@ enum WebToken {
         let path = directory + "/" + WebAccess.tokenFileName
         var info = stat()
         guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o077 == 0,
-              let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
-        let hex = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard hex.count == WebAccess.tokenBytes * 2 else { return nil }
-        var bytes: [UInt8] = []
-        var i = hex.startIndex
-        while i < hex.endIndex {
-            let j = hex.index(i, offsetBy: 2)
-            guard let b = UInt8(hex[i..<j], radix: 16) else { return nil }
-            bytes.append(b)
-            i = j
-        }
+              let text = try? String(contentsOfFile: path, encoding: .utf8),
+              let bytes = try? Hex.decode(text.trimmingCharacters(in: .whitespacesAndNewlines)),
+              bytes.count == WebAccess.tokenBytes else { return nil }
         return bytes
     }
 
-    /// The token, made now when there is none (or `replace`): written to a
-    /// temporary file of mode 0600 and renamed over the old one, so a node
-    /// reading it sees the old token or the new one, never half of one.
+    /// The token, made now when there is none (or `replace`), written as
+    /// `KeyFile` writes keys: private, fsynced, renamed over the old one.
     static func ensure(directory: String, replace: Bool = false) throws(Problem) -> [UInt8] {
         if !replace, let token = load(directory: directory) { return token }
         let token = secureRandomBytes(WebAccess.tokenBytes)
-        let path = directory + "/" + WebAccess.tokenFileName
-        let temporary = path + ".new"
-        unlink(temporary)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .unreadable(path: temporary, reason: String(cString: strerror(errno))) }
-        let text = Array((WebAccess.hex(token) + "\n").utf8)
-        let written = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written == text.count, synced, rename(temporary, path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(temporary)
-            throw .unreadable(path: path, reason: reason)
-        }
+        try write(Hex.encode(token), to: directory + "/" + WebAccess.tokenFileName)
         return token
+    }
+
+    /// A line in a private file of the data directory, replacing what was there.
+    static func write(_ line: String, to path: String) throws(Problem) {
+        do { try KeyFile.writePrivate(Array((line + "\n").utf8), to: path, replacing: true) } catch {
+            throw .unwritable(path: path, reason: "\(error)")
+        }
     }
 
     /// `peernode web-url [--new]`: the URL of the page the node of

@@ -69,8 +69,8 @@ final class WebService: Presenter, @unchecked Sendable {
         let shownHost = access.host.contains(":") ? "[\(access.host)]" : access.host
         let address = "\(shownHost == "0.0.0.0" || shownHost == "[::]" ? "127.0.0.1" : shownHost):\(port)"
         let path = directory + "/" + WebAccess.addressFileName
-        if !FileManager.default.createFile(atPath: path, contents: Data((address + "\n").utf8), attributes: [.posixPermissions: 0o600]) {
-            network.log.warning("cannot write \(path): `peernode web-url` will not know this address")
+        do { try WebToken.write(address, to: path) } catch {
+            network.log.warning("\(error): `peernode web-url` will not know this address")
         }
         return address
     }

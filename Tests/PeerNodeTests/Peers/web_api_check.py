@@ -9,12 +9,13 @@ answer. Exits non-zero if any check failed.
 import asyncio
 import http.client
 import json
-import signal
 import subprocess
 import sys
 
 import websockets
 from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from checks import check, finish, give_up_after
 
 ADDRESS, TOKEN, PEERNODE, DATA_DIR = sys.argv[1:5]
 HOST, PORT = ADDRESS.rsplit(":", 1)
@@ -22,13 +23,6 @@ ORIGIN = "http://" + ADDRESS
 API = "ws://" + ADDRESS + "/api/v1"
 MAX_COMMAND = 64 << 10
 MAX_CLIENTS = 16
-failures = []
-
-
-def check(name, condition, detail=""):
-    print(("ok " if condition else "FAIL ") + name + ("" if condition else " " + str(detail)), flush=True)
-    if not condition:
-        failures.append(name)
 
 
 def get(path, host=None, origin=None):
@@ -206,13 +200,6 @@ async def main():
         check("no origin with the token opens", json.loads(await ws.recv()).get("type") == "hello")
 
 
-def give_up(*_):
-    # A hung browser or node must not hang the test run: fail, and say so.
-    print("FAIL gave up after 240 s", flush=True)
-    raise SystemExit(2)
-
-
-signal.signal(signal.SIGALRM, give_up)
-signal.alarm(240)
+give_up_after(240)
 asyncio.run(main())
-sys.exit(1 if failures else 0)
+finish()

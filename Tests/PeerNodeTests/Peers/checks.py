@@ -1,0 +1,28 @@
+"""What the web test peers share: checks that print their result, and a deadline."""
+import signal
+import sys
+import time
+
+STARTED = time.monotonic()
+failures = []
+
+
+def check(name, condition, detail=""):
+    """Prints "ok NAME (T s)" or "FAIL NAME DETAIL (T s)": T, the seconds since the start, shows which wait took the time."""
+    when = " (%.1f s)" % (time.monotonic() - STARTED)
+    print(("ok " if condition else "FAIL ") + name + ("" if condition else " " + str(detail)) + when, flush=True)
+    if not condition:
+        failures.append(name)
+
+
+def give_up_after(seconds):
+    """A hung browser or node must not hang the test run: fail, and say so."""
+    def give_up(*_):
+        print("FAIL gave up after %d s" % seconds, flush=True)
+        raise SystemExit(2)
+    signal.signal(signal.SIGALRM, give_up)
+    signal.alarm(seconds)
+
+
+def finish():
+    sys.exit(1 if failures else 0)

@@ -1,0 +1,48 @@
+import Foundation
+import TestSupport
+import Testing
+
+// What the web suites share: Alice serving the page, Bob linked to her at
+// the --json lines, and the Python test peers that check them.
+
+enum WebPeers {
+    /// The virtualenv `make test` fills with Python `websockets`.
+    static let python = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent(".build/peers-venv/bin/python").path
+
+    /// A peer script of Tests/PeerNodeTests/Peers, started with its stdin
+    /// and stdout piped (stderr joins stdout).
+    static func start(_ script: String, _ arguments: [String]) throws -> Child {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Peers/" + script).path
+        return try Child(python, [path] + arguments,
+                         environment: ProcessInfo.processInfo.environment.merging(["PYTHONUNBUFFERED": "1"]) { $1 },
+                         stdin: .pipe, stdout: .pipe, stderr: .stdout)
+    }
+}
+
+/// Alice with `--web` on a free port and Bob dialling her, both up and
+/// linked; the page's URL and what is in it.
+struct PageAndPeer {
+    let dirs: [TemporaryDirectory]
+    let a: NodeProcess
+    let b: NodeProcess
+    /// http://127.0.0.1:PORT/#token=HEX
+    let url: String
+    /// "127.0.0.1:PORT"
+    let address: String
+    let token: String
+
+    init() async throws {
+        dirs = [TemporaryDirectory(), TemporaryDirectory()]
+        a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice", "--web", "127.0.0.1:0"])
+        #expect(await started(a))
+        b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
+        #expect(await started(b))
+        #expect(await linked(a, to: b))
+        #expect(await linked(b, to: a))
+        let alice = a
+        url = try #require(await a.wait { $0["type"] == "web" }?["url"], "no web event: \(alice.events.value.prefix(5))")
+        address = String(url.dropFirst("http://".count).prefix { $0 != "/" })
+        token = String(url.split(separator: "=").last ?? "")
+    }
+}
