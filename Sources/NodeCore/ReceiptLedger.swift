@@ -60,6 +60,17 @@ public struct ReceiptLedger: Sendable {
         owed[room] = debts
     }
 
+    /// A person read a whole room (the page showed it, docs/API.md `read`):
+    /// owe each author a read receipt up to `marks`, if read receipts are on.
+    public mutating func read(_ marks: [PublicKey: UInt64], in room: RoomID) {
+        guard sendsRead else { return }
+        var debts = owed[room, default: [:]]
+        for (author, sequence) in marks where author != me {
+            debts[.read, default: [:]][author] = max(debts[.read]?[author] ?? 0, sequence)
+        }
+        if !debts.isEmpty { owed[room] = debts }
+    }
+
     /// The receipts to post now: for each room whose interval has passed,
     /// delivered then read, at most `Receipt.maximumMarks` authors each
     /// (more in further receipts), authors in order. What is returned is no

@@ -94,12 +94,19 @@ final class ChatSession {
 
     /// `/part`: leaves the open room (not #general) and goes home.
     func part() throws -> [String] {
-        guard room != .general else { throw NodeError.generalIsHome }
-        _ = try node.post("", kind: .leave, in: room)
         let left = room
-        try node.leave(left)
-        room = .general
+        try leave(left)
         return ["-- left \(left.value)"] + (try history(ChatInput.defaultHistory))
+    }
+
+    /// Leaves `name` (not #general): a leave is posted there and the room
+    /// is no longer listed. If it was the open room, #general is opened.
+    func leave(_ name: RoomName) throws {
+        guard name != .general else { throw NodeError.generalIsHome }
+        guard node.roomName(node.roomID(name)) != nil else { throw NodeError.notIn(name) }
+        _ = try node.post("", kind: .leave, in: name)
+        try node.leave(name)
+        if room == name { room = .general }
     }
 
     /// `/private #room`: made, and opened.

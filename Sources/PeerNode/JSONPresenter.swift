@@ -47,7 +47,8 @@ struct JSONPresenter: LinePresenter {
                                      "max_links": .number(UInt64(list.maximumLinks)), "reserve": .number(UInt64(list.reserve))])]
                 + list.rows.map { row in
                     var pairs: [(String, JSONEvents.Value)] = [("type", .string("peer")), ("id", .string(row.id?.hex ?? "")),
-                                                              ("nick", .text(row.id.flatMap { list.people.nicks[$0] } ?? PeerText(""))), ("addr", .string(row.address)),
+                                                              ("nick", .text(row.id.flatMap { list.people.nicks[$0] } ?? PeerText(""))),
+                                                              ("fp", .string(row.id?.shortFingerprint ?? "")), ("addr", .string(row.address)),
                                                               ("state", .string(row.linkedFor == nil ? "not linked" : "linked"))]
                     if let linkedFor = row.linkedFor { pairs.append(("linked_s", .number(UInt64(max(0, linkedFor))))) }
                     if let rtt = row.roundTrip { pairs.append(("rtt_us", .number(UInt64(max(0, rtt * 1_000_000))))) }
@@ -59,7 +60,8 @@ struct JSONPresenter: LinePresenter {
         case let .members(room, members):
             return members.map { member in
                 JSONEvents.line(["type": .string("member"), "room": .string(room.value), "id": .string(member.person.key.hex),
-                                 "nick": .text(member.person.nick ?? PeerText("")), "state": .string(member.state.rawValue)])
+                                 "nick": .text(member.person.nick ?? PeerText("")), "fp": .string(member.person.key.shortFingerprint),
+                                 "state": .string(member.state.rawValue)])
             }
         case let .sync(report):
             return [JSONEvents.line(["type": .string("sync"), "complete": .string(report.gaps.isEmpty ? "yes" : "no"),
@@ -69,16 +71,23 @@ struct JSONPresenter: LinePresenter {
             return [JSONEvents.line(["type": .string("error"), "error": .string(reason)])]
         case let .webPage(url):
             return [JSONEvents.line(["type": .string("web"), "url": .string(url)])]
+        case let .conversations(rows):
+            return rows.map(conversation)
+        case let .found(messages):
+            return messages.compactMap { message($0, type: "found") }
         case .greeting, .noInvites, .invited, .blockChanged, .readReceipts, .chatLines:
             return []
         }
     }
 
     /// A text, `/me` or direct message; other kinds (nicks, joins) are not events here.
-    static func message(_ m: ShownMessage) -> String? {
+    static func message(_ m: ShownMessage) -> String? { message(m, type: "message") }
+
+    /// The same fields under another `type` (`found`: a search match).
+    static func message(_ m: ShownMessage, type: String) -> String? {
         guard m.opened.isMessage else { return nil }
         let e = m.envelope
-        var pairs: [(String, JSONEvents.Value)] = [("type", .string("message")), ("id", .string(e.id.hex)), ("author", .string(e.author.hex)),
+        var pairs: [(String, JSONEvents.Value)] = [("type", .string(type)), ("id", .string(e.id.hex)), ("author", .string(e.author.hex)),
                                                   ("nick", .text(m.people.nicks[e.author] ?? PeerText(""))), ("seq", .number(e.sequence))]
         if let room = m.room {
             pairs += [("room", .string(room.value)), ("kind", .string(m.opened.kind == .text ? "text" : "action"))]
@@ -92,6 +101,29 @@ struct JSONPresenter: LinePresenter {
         if author.trusted { pairs.append(("trusted", .string("yes"))) }
         if author.lookAlike { pairs.append(("look_alike", .string("yes"))) }
         if author.forked { pairs.append(("forked", .string("yes"))) }
+        return JSONEvents.line(pairs: pairs)
+    }
+
+    /// One row of the API's `rooms` (docs/API.md): a room by `room`, a
+    /// direct conversation by `with`, and its last message as `last_…`.
+    static func conversation(_ row: ConversationRow) -> String {
+        var pairs: [(String, JSONEvents.Value)] = [("type", .string("conversation"))]
+        if let room = row.room {
+            pairs.append(("room", .string(room.value)))
+            if row.isPrivate { pairs.append(("private", .string("yes"))) }
+        } else if let peer = row.peer {
+            pairs += [("with", .string(peer.key.hex)), ("nick", .text(peer.nick ?? PeerText(""))), ("fp", .string(peer.key.shortFingerprint))]
+            if peer.trusted { pairs.append(("trusted", .string("yes"))) }
+            if peer.lookAlike { pairs.append(("look_alike", .string("yes"))) }
+        }
+        pairs.append(("unread", .number(UInt64(max(0, row.unread)))))
+        if let last = row.last, last.opened.isMessage {
+            let e = last.envelope
+            pairs += [("last_id", .string(e.id.hex)), ("last_author", .string(e.author.hex)),
+                      ("last_nick", .text(last.people.nicks[e.author] ?? PeerText(""))), ("last_fp", .string(e.author.shortFingerprint)),
+                      ("last_kind", .string(last.opened.kind == .action ? "action" : "text")),
+                      ("last_text", .text(last.opened.text)), ("last_ts", .number(e.timestamp))]
+        }
         return JSONEvents.line(pairs: pairs)
     }
 }

@@ -15,11 +15,12 @@ extension NetworkNode {
 }
 
 extension NetworkNode {
-    /// `/who`: who has posted in the current room; who of them is linked now.
-    func members() throws -> NodeEvent {
+    /// `/who`: who has posted in `room` (the open one when nil); who of them is linked now.
+    func members(in room: RoomName? = nil) throws -> NodeEvent {
         let online = Set(linkedPeers.values)
-        let authors = try node.store.authors(in: node.roomID(session.room))
-        return .members(room: session.room, authors.map { author in
+        let room = room ?? session.room
+        let authors = try node.store.authors(in: node.roomID(room))
+        return .members(room: room, authors.map { author in
             Member(person: node.people[author], state: author == node.me ? .you : online.contains(author) ? .linked : .notLinked)
         })
     }

@@ -110,10 +110,7 @@ extension NetworkNode {
             if on { feed(.blocked(key)) }
             return ([.blockChanged(node.people[key], blocked: on)], true)
         case let .direct(who, text):
-            // `node.postingGate` refuses it while our history may be elsewhere.
-            let peer = try node.resolve(who)
-            feed(.posted(try node.postDirect(text, to: peer)))
-            showDeliveries()
+            try postDirect(text, to: who)
         case .empty:
             break
         case let .nick(name):
@@ -169,18 +166,15 @@ extension NetworkNode {
         return e
     }
 
-    /// A page of `room`'s history for the API: the messages before `cursor`
-    /// (the newest when nil), oldest first, and where the page before starts
-    /// (nil at the room's beginning). Reading it changes no read mark.
-    func historyPage(of room: RoomName, limit: Int, before cursor: HistoryCursor?) throws -> (events: [NodeEvent], next: HistoryCursor?) {
-        let entries = try node.store.history(of: node.roomID(room), limit: limit, before: cursor)
-        var events: [NodeEvent] = []
-        for entry in entries {
-            guard let opened = node.open(entry.envelope), opened.kind != .receipt, !blocked.contains(entry.envelope.author) else { continue }
-            node.observe(entry.envelope, opened)
-            events.append(.message(ShownMessage(envelope: entry.envelope, opened: opened, room: room, to: nil, me: node.me, book: node.people)))
-        }
-        return (events, entries.count == limit ? entries.first.map(HistoryCursor.init(before:)) : nil)
+    /// A direct message to `who` (a nick, `nick·fp` or an id), on the links before it is shown.
+    @discardableResult
+    func postDirect(_ text: String, to who: String) throws -> Envelope {
+        // `node.postingGate` refuses it while our history may be elsewhere.
+        let peer = try node.resolve(who)
+        let e = try node.postDirect(text, to: peer)
+        feed(.posted(e))
+        showDeliveries()
+        return e
     }
 
     /// A command from the web API (`WebService`): what a typed line does,

@@ -397,6 +397,8 @@ final class NetworkNode: @unchecked Sendable {
     /// Seconds a stopping node waits for its links to finish closing.
     static let closeGrace = 2.0
     private var stopping = false
+    /// Run once when the node stops, before its links close (the API's clients are told).
+    var onStop: [() -> Void] = []
 
     /// Stops (on the loop): no new links, discovery silent, every link
     /// closed cleanly (1001). Once they have finished closing (at most
@@ -411,6 +413,8 @@ final class NetworkNode: @unchecked Sendable {
         metricsServer?.stop()
         metricsServer = nil
         discovery?.stop()
+        for hook in onStop { hook() }
+        onStop = []
         for link in links.values { link.connection.close(code: .goingAway, reason: "node quitting") }
         let deadline = monotonic() + Self.closeGrace
         var waiting: TimerID?

@@ -163,10 +163,27 @@ final class Node {
         if roomNames[id] == nil {
             roomNames[id] = name
             try store.registerRoom(id, name: name.value)
-            // What was stored before we could read it is filed under its kinds now.
+            // What was stored before we could read it is filed under its kinds now,
+            // and found by /search.
             try store.fileSealed(in: id)
+            try indexJoinedRoom(id)
         }
         return id
+    }
+
+    /// Indexes for /search what a room held before this node could read it
+    /// (the index passed it by then), a page at a time.
+    private func indexJoinedRoom(_ id: RoomID) throws {
+        var after: Int64 = 0
+        while true {
+            let page = try store.unindexed(in: id, after: after, limit: Self.indexPage)
+            guard let last = page.last else { return }
+            after = last.rowid
+            try store.index(rows: page.compactMap { row in
+                guard let opened = open(row.envelope), opened.isMessage else { return nil }
+                return (row.rowid, opened.text.unsanitized)
+            })
+        }
     }
 
     // MARK: posting

@@ -45,6 +45,23 @@ enum NodeEvent {
     case chatLines([String])
     /// `--web`: the page's address, with its token, to open in a browser.
     case webPage(url: String)
+    /// The API's `rooms`: the rooms and direct conversations, most recent first.
+    case conversations([ConversationRow])
+    /// The API's `search`: the matches, newest first.
+    case found([ShownMessage])
+}
+
+/// A room or direct conversation, as the page's list shows it.
+struct ConversationRow {
+    /// The room; nil for a direct conversation.
+    let room: RoomName?
+    /// The other party of a direct conversation.
+    let peer: Person?
+    let isPrivate: Bool
+    /// Texts and actions from others after the read mark.
+    let unread: Int
+    /// Its last message, for the preview (nil: none yet, or not a message).
+    let last: ShownMessage?
 }
 
 /// A message shown: in a room (`room`), or a direct one (`to`).

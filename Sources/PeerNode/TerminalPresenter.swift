@@ -15,6 +15,9 @@ struct TerminalPresenter: LinePresenter {
         case .ready, .receipt:
             // The greeting says who we are; receipts show as the prompt's mark.
             return []
+        case .conversations, .found:
+            // Answers to the page's API only (the terminal has /rooms and /search).
+            return []
         case let .greeting(lines), let .chatLines(lines):
             return lines
         case let .webPage(url):

@@ -77,8 +77,9 @@ func run(_ command: Command) throws {
             return WebService(access: WebAccess(host: host, port: port), directory: node.directory.path)
         }
         let presenter: any Presenter = web.map { PresenterGroup(all: [lines, $0]) } ?? lines
-        // Read receipts: a person at a terminal reads what is shown, unless they said otherwise.
-        let readReceipts = (try node.store.setting("receipts")).map { $0 == "on" } ?? (terminal != nil)
+        // Read receipts: a person at a terminal or the page reads what is shown, unless they said otherwise
+        // (the page says what it showed with the API's `read`).
+        let readReceipts = (try node.store.setting("receipts")).map { $0 == "on" } ?? (terminal != nil || web != nil)
         let network = try NetworkNode(node: node, room: room, presenter: presenter, log: log,
                                       pendingNick: startupNick, sendsReadReceipts: readReceipts)
         network.applyLimits(options)

@@ -206,20 +206,46 @@ extension Store {
         return out
     }
 
+    /// One room's unread count and last delivered text or action; nil when
+    /// this store holds nothing of it (cheap: no query then).
+    public func roomSummary(of room: RoomID, name: String?, me: PublicKey) throws -> RoomSummary? {
+        guard let row = roomRows[room] else { return nil }
+        let last = try db.statement(
+            """
+            SELECT bytes, causal_time, delivery FROM envelopes
+            WHERE room = ?1 AND causal_time IS NOT NULL AND kind IN (\(Kind.text.rawValue), \(Kind.action.rawValue))
+            ORDER BY causal_time DESC, id DESC LIMIT 1
+            """
+        ).bind(1, row).single { try stored($0) }
+        return RoomSummary(room: room, name: name, unread: try unreadCount(of: room, me: me), last: last)
+    }
+
+    /// Each author's highest delivered sequence in `room` (texts and actions
+    /// only, ours left out): what a read receipt for the whole room says.
+    public func latestSequences(in room: RoomID, me: PublicKey) throws -> [PublicKey: UInt64] {
+        guard let row = roomRows[room] else { return [:] }
+        let s = try db.statement(
+            """
+            SELECT a.key, max(e.sequence) FROM envelopes e JOIN authors a ON a.rowid = e.author
+            WHERE e.room = ?1 AND e.delivery IS NOT NULL AND e.kind IN (\(Kind.text.rawValue), \(Kind.action.rawValue))
+            GROUP BY e.author
+            """
+        ).bind(1, row)
+        var out: [PublicKey: UInt64] = [:]
+        while try s.step() {
+            let key = try PublicKey(bytes: s.blob(0))
+            if key != me { out[key] = UInt64(max(0, s.int64(1))) }
+        }
+        return out
+    }
+
     public func roomSummaries(me: PublicKey) throws -> [RoomSummary] {
         var out: [RoomSummary] = []
-        let rooms = try db.statement("SELECT rowid, room_id, name FROM rooms")
-        var rows: [(Int64, RoomID, String?)] = []
-        while try rooms.step() { rows.append((rooms.int64(0), try RoomID(bytes: rooms.blob(1)), rooms.text(2))) }
-        for (row, room, name) in rows {
-            let last = try db.statement(
-                """
-                SELECT bytes, causal_time, delivery FROM envelopes
-                WHERE room = ?1 AND causal_time IS NOT NULL AND kind != \(Kind.receipt.rawValue) ORDER BY causal_time DESC, id DESC LIMIT 1
-                """
-            ).bind(1, row)
-            let lastMessage = try last.single { try stored($0) }
-            out.append(RoomSummary(room: room, name: name, unread: try unreadCount(of: room, me: me), last: lastMessage))
+        let rooms = try db.statement("SELECT room_id, name FROM rooms")
+        var rows: [(RoomID, String?)] = []
+        while try rooms.step() { rows.append((try RoomID(bytes: rooms.blob(0)), rooms.text(1))) }
+        for (room, name) in rows {
+            if let summary = try roomSummary(of: room, name: name, me: me) { out.append(summary) }
         }
         return out.sorted { a, b in
             switch (a.last, b.last) {
@@ -415,6 +441,33 @@ extension Store {
                     .bind(1, author.rowid).bind(2, Int64(clamping: entry.sequence)).bind(3, entry.text).run()
             }
             try db.statement("INSERT OR REPLACE INTO settings(key, value) VALUES ('search_indexed_through', ?1)").bind(1, delivery).run()
+        }
+    }
+
+    /// Delivered envelopes of `room` that the index has passed but does not
+    /// hold (they came before this node could read the room: it joined it
+    /// or accepted its invite later), after `rowid`, oldest first.
+    public func unindexed(in room: RoomID, after rowid: Int64, limit: Int) throws -> [(rowid: Int64, envelope: Envelope)] {
+        guard let row = roomRows[room], limit > 0 else { return [] }
+        let s = try db.statement(
+            """
+            SELECT e.rowid, e.bytes FROM envelopes e
+            WHERE e.room = ?1 AND e.rowid > ?2 AND e.delivery IS NOT NULL AND e.delivery <= ?3
+              AND NOT EXISTS (SELECT 1 FROM message_text m WHERE m.rowid = e.rowid)
+            ORDER BY e.rowid LIMIT ?4
+            """).bind(1, row).bind(2, rowid).bind(3, try indexedThrough()).bind(4, limit)
+        var out: [(rowid: Int64, envelope: Envelope)] = []
+        while try s.step() { out.append((s.int64(0), try Envelope.decode(s.blob(1), verification: .trustedStorage))) }
+        return out
+    }
+
+    /// Adds texts to the index by envelope row (what `unindexed` found), in one transaction.
+    public func index(rows: [(rowid: Int64, text: String)]) throws {
+        guard !rows.isEmpty else { return }
+        try writeTransaction {
+            for entry in rows {
+                try db.statement("INSERT INTO message_text(rowid, text) VALUES (?1, ?2)").bind(1, entry.rowid).bind(2, entry.text).run()
+            }
         }
     }
 

@@ -21,6 +21,12 @@ struct WebAPITests {
         let printed = try await PeerNodeProcess.run(["web-url", "--data-dir", dirs[0].path])
         #expect(printed.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == url, "\(printed.stdout) \(printed.stderr)")
 
+        // A room Bob posts in before Alice joins it: her node holds it sealed until she does.
+        for line in ["/join #later", "posted before joining", "/join #general"] { b.send(line) }
+        let bob = b.id
+        let early = await b.wait { $0["type"] == "message" && $0["author"] == bob && $0["text"] == "posted before joining" }
+        let earlyID = try #require(early?["id"])
+        #expect(await b.wait { $0["type"] == "receipt" && $0["id"] == earlyID && $0["state"] == "stored" } != nil, "Alice never stored it")
         let check = try WebPeers.start("web_api_check.py", [address, token, PeerNodeProcess.binary, dirs[0].path])
         let posted = await eventuallyValue(60) { () -> String?? in
             if let line = check.output.split(separator: "\n").first(where: { $0.hasPrefix("POSTED ") }) { return .some(String(line.dropFirst(7))) }
@@ -33,11 +39,43 @@ struct WebAPITests {
         b.send("hi page")
         check.send("REPLIED\n")
         let status = await check.exited()
+        // What each check said, to read after a run.
+        try? check.output.write(toFile: WebPeers.logDirectory + "/web-api.log", atomically: true, encoding: .utf8)
         #expect(status == 0, "\(check.output)")
         #expect(!check.output.contains("FAIL"), "\(check.output)")
         await a.quit()
         await b.quit()
         withExtendedLifetime(dirs) {}
+    }
+
+    @Test("the example bot of docs/API.md, run as written, answers a peer's !ping with pong")
+    func exampleBot() async throws {
+        guard FileManager.default.isExecutableFile(atPath: WebPeers.python) else {
+            Issue.record("Python with websockets not found at \(WebPeers.python): run `make test`, which installs the test peers")
+            return
+        }
+        let doc = try String(contentsOfFile: WebPeers.repository + "/docs/API.md", encoding: .utf8)
+        let section = try #require(doc.range(of: "## An example bot"), "docs/API.md has no example bot")
+        let rest = doc[section.upperBound...]
+        let start = try #require(rest.range(of: "```python\n")), end = try #require(rest.range(of: "\n```", range: start.upperBound..<rest.endIndex))
+        let dir = TemporaryDirectory()
+        let bot = dir.path + "/bot.py"
+        try String(rest[start.upperBound..<end.lowerBound]).write(toFile: bot, atomically: true, encoding: .utf8)
+        let pair = try await PageAndPeer()
+        let running = try Child(WebPeers.python, [bot, pair.url], stdin: .pipe, stdout: .pipe, stderr: .stdout)
+        let alice = pair.a.id
+        // The bot is connected once its hello came; a first !ping may be
+        // sent before that, so ask again until it answers.
+        var pong: [String: String]?
+        for _ in 0..<15 where pong == nil && running.isRunning {
+            pair.b.send("!ping")
+            pong = await pair.b.wait(timeout: 2) { $0["type"] == "message" && $0["author"] == alice && $0["text"] == "pong" }
+        }
+        #expect(pong?["room"] == "#general", "no pong: \(running.output)")
+        running.signal(SIGTERM)
+        await pair.a.quit()
+        await pair.b.quit()
+        withExtendedLifetime((dir, pair.dirs)) {}
     }
 
     @Test("--web on an address other machines reach needs --web-allow-remote; a bad --web is a usage error")

@@ -58,4 +58,41 @@ struct WebPageTests {
         await b.quit()
         withExtendedLifetime(dirs) {}
     }
+
+    @Test("the page lists rooms and direct conversations with unread counts and previews, answers an invite, joins and leaves rooms, loads older history on scroll without moving the reader, searches, shows who is here, the peers and the sync state, works from the keyboard, folds at phone width and follows a dark system")
+    func features() async throws {
+        guard FileManager.default.isExecutableFile(atPath: WebPeers.python), FileManager.default.isExecutableFile(atPath: Self.chromium) else {
+            Issue.record("\(Self.chromium) or \(WebPeers.python) is missing: run `make test`, which installs them")
+            return
+        }
+        let pair = try await PageAndPeer()
+        let (a, b) = (pair.a, pair.b)
+        let alice = a.id
+        // Bob's side of the story, before the page opens: the last line, a
+        // direct message, comes after everything else in his chain.
+        let history = (1...120).map { String(format: "h%03d", $0) }
+        let story = ["/join #random", "first in random", "/join #history"] + history
+            + ["/private #team", "/invite \(alice) #team", "/join #general", "/msg \(alice) psst"]
+        for line in story { b.send(line) }
+        #expect(await a.wait(timeout: 60) { $0["type"] == "message" && $0["kind"] == "dm" && $0["text"] == "psst" } != nil)
+        let shot = Self.screenshot.replacingOccurrences(of: "web-page.png", with: "web-page-rooms.png")
+        let check = try WebPeers.start("web_page_features_check.py", [pair.address, pair.token, shot])
+        let joined = await eventuallyValue(120) { () -> Bool? in
+            if check.output.split(separator: "\n").contains("JOINED") { return true }
+            return check.isRunning ? nil : false
+        }
+        #expect(joined == true, "\(check.output)")
+        for line in ["/join #random", "news in random", "/join #general"] { b.send(line) }
+        check.send("POSTED\n")
+        let status = await check.exited()
+        try? check.output.write(toFile: shot.replacingOccurrences(of: ".png", with: ".log"), atomically: true, encoding: .utf8)
+        #expect(status == 0 && !check.output.contains("FAIL"), "\(check.output)")
+        #expect(check.output.split(separator: "\n").count { $0.hasPrefix("ok ") } >= 30, "\(check.output)")
+        // The direct message the page sent reached bob.
+        let dm = await b.wait { $0["type"] == "message" && $0["kind"] == "dm" && $0["author"] == alice && $0["text"] == "hi bob, privately" }
+        #expect(dm != nil, "\(b.events.value.suffix(5))")
+        await a.quit()
+        await b.quit()
+        withExtendedLifetime(pair.dirs) {}
+    }
 }

@@ -10,6 +10,11 @@ enum WebPeers {
     static let python = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent(".build/peers-venv/bin/python").path
 
+    /// The checkout this test file is in.
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    /// Where the web suites leave their screenshots and what each check said (.build).
+    static let logDirectory = repository + "/.build"
+
     /// A peer script of Tests/PeerNodeTests/Peers, started with its stdin
     /// and stdout piped (stderr joins stdout).
     static func start(_ script: String, _ arguments: [String]) throws -> Child {

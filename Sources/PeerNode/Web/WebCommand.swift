@@ -9,11 +9,30 @@ import Store
 /// answer. Parsed into what the typed line of the same command parses to,
 /// so both run the same code. Pure.
 struct WebCommand {
+    /// A conversation a command names: a room by `room`, or a direct
+    /// conversation by `with` (a 64-hex id, `nick·fp`, or a nick only one
+    /// author uses).
+    enum Target: Equatable {
+        case room(RoomName)
+        case direct(String)
+    }
+
     enum Action {
         /// A message or `/me` in a room (the open one when nil).
         case post(text: String, kind: Kind, room: RoomName?)
-        /// A page of a room's history (the open room when nil), before `cursor`.
-        case history(room: RoomName?, limit: Int, before: HistoryCursor?)
+        /// A direct message (answered with its id, like a post).
+        case direct(to: String, text: String)
+        /// A page of a conversation's history (the open room when nil), before `cursor`.
+        case history(Target?, limit: Int, before: HistoryCursor?)
+        /// Everything in the conversation is read.
+        case read(Target)
+        /// Rooms joined, left and made, without changing the terminal's open room.
+        case join(RoomName), part(RoomName), createPrivate(RoomName)
+        /// The rooms and conversations with unread counts and last messages.
+        case rooms
+        case search(String)
+        /// Who has posted in a room (the open one when nil).
+        case who(RoomName?)
         /// Everything else: as the typed command.
         case input(ChatInput)
     }
@@ -31,8 +50,13 @@ struct WebCommand {
     static let fields: [String: [String]] = [
         "post": ["text", "room", "kind"],
         "msg": ["to", "text"],
-        "history": ["room", "limit", "before"],
-        "peers": [], "sync": [], "who": [], "stats": [], "invites": [],
+        "history": ["room", "with", "limit", "before"],
+        "read": ["room", "with"],
+        "join": ["room"], "part": ["room"], "private": ["room"],
+        "nick": ["nick"],
+        "rooms": [], "search": ["text"],
+        "who": ["room"],
+        "peers": [], "sync": [], "stats": [], "invites": [],
         "accept": ["room"], "decline": ["room"],
         "invite": ["who", "room"],
     ]
@@ -78,6 +102,21 @@ struct WebCommand {
             return s
         }
         func need(_ key: String) throws(Failure) -> String { try string(key) ?? "" }
+        func room(required: Bool = false) throws(Failure) -> RoomName? {
+            guard let name = try string("room", required: required) else { return nil }
+            do { return try RoomName(name) } catch { throw Failure(ref: ref, message: "\(error)") }
+        }
+        func target() throws(Failure) -> Target? {
+            let named = try room(), with = try string("with", required: false)
+            switch (named, with) {
+            case (nil, nil): return nil
+            case let (r?, nil): return .room(r)
+            case let (nil, w?):
+                guard !w.isEmpty else { throw Failure(ref: ref, message: "with names someone: an id, nick·fp or nick") }
+                return .direct(w)
+            case (.some, .some): throw Failure(ref: ref, message: "\(name) takes room or with, not both")
+            }
+        }
         let action: Action
         switch name {
         case "post":
@@ -89,17 +128,13 @@ struct WebCommand {
             case "action": kind = .action
             case let other: throw Failure(ref: ref, message: "kind is text or action, not \(WebAccess.quoted(other))")
             }
-            var room: RoomName?
-            if let name = try string("room", required: false) {
-                do { room = try RoomName(name) } catch { throw Failure(ref: ref, message: "\(error)") }
-            }
-            action = .post(text: text, kind: kind, room: room)
-        case "msg": action = .input(.direct(to: try need("to"), text: try need("text")))
+            action = .post(text: text, kind: kind, room: try room())
+        case "msg":
+            let to = try need("to"), text = try need("text")
+            guard !to.isEmpty, !text.isEmpty else { throw Failure(ref: ref, message: "msg needs a non-empty to and text") }
+            action = .direct(to: to, text: text)
         case "history":
-            var room: RoomName?
-            if let name = try string("room", required: false) {
-                do { room = try RoomName(name) } catch { throw Failure(ref: ref, message: "\(error)") }
-            }
+            let target = try target()
             var limit = defaultHistoryPage
             if let text = try string("limit", required: false) {
                 guard let n = Int(text), n >= 1, n <= maximumHistoryPage else {
@@ -112,10 +147,22 @@ struct WebCommand {
                 guard let c = cursor(text) else { throw Failure(ref: ref, message: "before is a cursor from an earlier history answer") }
                 before = c
             }
-            action = .history(room: room, limit: limit, before: before)
+            action = .history(target, limit: limit, before: before)
+        case "read":
+            guard let target = try target() else { throw Failure(ref: ref, message: "read needs room or with") }
+            action = .read(target)
+        case "join": action = .join(try room(required: true) ?? .general)
+        case "part": action = .part(try room(required: true) ?? .general)
+        case "private": action = .createPrivate(try room(required: true) ?? .general)
+        case "nick": action = .input(.nick(try need("nick")))
+        case "rooms": action = .rooms
+        case "search":
+            let text = try need("text")
+            guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { throw Failure(ref: ref, message: "search needs some words") }
+            action = .search(text)
+        case "who": action = .who(try room())
         case "peers": action = .input(.peers)
         case "sync": action = .input(.sync)
-        case "who": action = .input(.who)
         case "stats": action = .input(.stats)
         case "invites": action = .input(.invites)
         case "accept": action = .input(.answerInvite(room: try need("room"), accept: true))

@@ -66,6 +66,8 @@ final class WebService: Presenter, @unchecked Sendable {
         let bound = WebAccess(host: access.host, port: port)
         network.loop.execute { [unowned self] in access = bound }
         _ = network.loop.every(Self.tokenCheckInterval) { [unowned self] in checkToken() }
+        // A stopping node says so to its clients (1001), as to its links.
+        network.onStop.append { [unowned self] in stop() }
         let shownHost = access.host.contains(":") ? "[\(access.host)]" : access.host
         let address = "\(shownHost == "0.0.0.0" || shownHost == "[::]" ? "127.0.0.1" : shownHost):\(port)"
         let path = directory + "/" + WebAccess.addressFileName
@@ -125,35 +127,83 @@ final class WebService: Presenter, @unchecked Sendable {
         for line in lines { c.send(.text(line)) }
     }
 
-    /// The lines that answer one command, for the client that sent it.
+    /// The lines that answer one command, for the client that sent it:
+    /// the events it produced, each with the command's `ref`, then `ok`
+    /// (or one `error`, and nothing was done).
     private func run(_ command: WebCommand, on network: NetworkNode) -> [String] {
         let ref = command.ref
-        func ok(_ extra: [(String, JSONEvents.Value)] = []) -> String {
-            JSONEvents.line(pairs: [("type", .string("ok")), ("cmd", .string(command.name))] + (ref.map { [("ref", .string($0))] } ?? []) + extra)
+        do {
+            let (events, extra) = try answer(command.action, on: network)
+            let okLine = JSONEvents.line(pairs: [("type", .string("ok")), ("cmd", .string(command.name))]
+                + (ref.map { [("ref", .string($0))] } ?? []) + extra)
+            return events.flatMap(JSONPresenter.lines).map { Self.tagged($0, ref: ref) } + [okLine]
+        } catch let failure as WebCommand.Failure {
+            return [Self.error(ref: ref, failure.message)]
+        } catch {
+            return [Self.error(ref: ref, "\(error)")]
         }
-        switch command.action {
+    }
+
+    /// What one command does: the events that answer it and the fields of its `ok`.
+    private func answer(_ action: WebCommand.Action, on network: NetworkNode) throws -> (events: [NodeEvent], ok: [(String, JSONEvents.Value)]) {
+        switch action {
         case let .post(text, kind, room):
-            do {
-                let e = try network.post(text, kind: kind, in: room)
-                return [ok([("id", .string(e.id.hex)), ("seq", .number(e.sequence))])]
-            } catch {
-                return [Self.error(ref: ref, "\(error)")]
+            let e = try network.post(text, kind: kind, in: room)
+            return ([], [("id", .string(e.id.hex)), ("seq", .number(e.sequence))])
+        case let .direct(to, text):
+            let e = try network.postDirect(text, to: to)
+            return ([], [("id", .string(e.id.hex)), ("seq", .number(e.sequence))])
+        case let .history(target, limit, before):
+            let target = target ?? .room(network.session.room)
+            let (events, next) = try network.historyPage(of: target, limit: limit, before: before)
+            var fields: [(String, JSONEvents.Value)]
+            switch target {
+            case let .room(name): fields = [("room", .string(name.value))]
+            case .direct: fields = [("with", .string(try network.node.resolve(Self.name(of: target)).hex))]
             }
-        case let .history(room, limit, before):
-            let name = room ?? network.session.room
-            do {
-                let (events, next) = try network.historyPage(of: name, limit: limit, before: before)
-                let lines = events.flatMap(JSONPresenter.lines)
-                return lines + [ok([("room", .string(name.value)), ("count", .number(UInt64(lines.count)))]
-                                   + (next.map { [("before", .string(WebCommand.cursorText($0)))] } ?? []))]
-            } catch {
-                return [Self.error(ref: ref, "\(error)")]
-            }
+            // Messages only: nick changes and joins are in a history but are not `message` events.
+            fields.append(("count", .number(UInt64(events.count { if case let .message(m) = $0 { m.opened.isMessage } else { false } }))))
+            if let next { fields.append(("before", .string(WebCommand.cursorText(next)))) }
+            return (events, fields)
+        case let .read(target):
+            try network.markRead(target)
+            return ([], [])
+        case let .join(room):
+            let warning = try network.joinRoom(room)
+            return ([], [("room", .string(room.value))] + (warning.map { [("warning", .string($0))] } ?? []))
+        case let .part(room):
+            try network.session.leave(room)
+            network.showDeliveries()
+            return ([], [("room", .string(room.value))])
+        case let .createPrivate(room):
+            try network.node.createPrivateRoom(room)
+            return ([], [("room", .string(room.value))])
+        case .rooms:
+            return ([.conversations(try network.conversations())], [])
+        case let .search(text):
+            let found = try network.found(text)
+            return ([.found(found)], [("count", .number(UInt64(found.count)))])
+        case let .who(room):
+            return ([try network.members(in: room)], [])
         case let .input(input):
             let (events, failure) = network.run(input)
-            if let failure { return [Self.error(ref: ref, failure)] }
-            return events.flatMap(JSONPresenter.lines) + [ok()]
+            if let failure { throw WebCommand.Failure(ref: nil, message: failure) }
+            return (events, [])
         }
+    }
+
+    private static func name(of target: WebCommand.Target) -> String {
+        switch target {
+        case let .room(name): name.value
+        case let .direct(who): who
+        }
+    }
+
+    /// An event line that answers a command: its `ref` first (every line
+    /// `JSONEvents` writes is an object, so it starts with "{").
+    static func tagged(_ line: String, ref: String?) -> String {
+        guard let ref, line.hasPrefix("{") else { return line }
+        return "{\"ref\":" + JSONEvents.quoted(ref) + "," + line.dropFirst()
     }
 
     static func error(ref: String?, _ message: String) -> String {

@@ -7,10 +7,14 @@ hostile-looking post is stored, then waits for a line "REPLIED" on stdin
 answer. Exits non-zero if any check failed.
 """
 import asyncio
+import base64
 import http.client
 import json
+import os
+import socket
 import subprocess
 import sys
+import time
 
 import websockets
 from websockets.exceptions import ConnectionClosed, InvalidStatus
@@ -68,6 +72,49 @@ async def events_until(ws, match, timeout=20):
         return None
 
 
+refs = 0
+
+
+async def ask(ws, cmd, **fields):
+    """Sends a command; returns the events that answered it (each carries
+    its ref) and the closing ok or error (None when none came)."""
+    global refs
+    refs += 1
+    ref = "a%d" % refs
+    await ws.send(json.dumps(dict(cmd=cmd, ref=ref, **fields)))
+    got = []
+    final = await events_until(ws, lambda e: e.get("ref") == ref and (got.append(e) or e.get("type") in ("ok", "error")))
+    return got[:-1], final
+
+
+def stuck_client(seconds=60):
+    """A client that sends commands and never reads: the node must close it
+    once its answers pass WebService.maximumUnsentBytes (plus what the
+    kernel buffers hold), and only it. Returns the seconds it took."""
+    s = socket.create_connection((HOST, int(PORT)), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall(("GET /api/v1?token=%s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % (TOKEN, ADDRESS, key)).encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(1)
+    if not head.startswith(b"HTTP/1.1 101"):
+        return None
+    payload = json.dumps({"cmd": "stats"}).encode()
+    mask = os.urandom(4)
+    frame = bytes([0x81, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    start = time.monotonic()
+    s.settimeout(5)
+    try:
+        while time.monotonic() - start < seconds:
+            s.sendall(frame * 64)
+    except OSError:
+        return time.monotonic() - start  # reset or broken pipe: the node closed it
+    finally:
+        s.close()
+    return None
+
+
 async def main():
     # The page: served with a policy that allows no inline script.
     status, headers, body = get("/")
@@ -112,7 +159,7 @@ async def main():
         at_limit = json.dumps(filler)
         check("command at the limit is MAX_COMMAND bytes", len(at_limit.encode()) == MAX_COMMAND, len(at_limit))
         await ws.send(at_limit)
-        e = await events_until(ws, lambda e: e.get("ref") == "big")
+        e = await events_until(ws, lambda e: e.get("ref") == "big" and e.get("type") in ("ok", "error"))
         check("command at the limit is answered", e is not None and e.get("type") in ("ok", "error"), e)
 
         await ws.send(json.dumps({"cmd": "post", "text": "<img src=x onerror=alert(1)> from the page", "ref": "p1"}))
@@ -128,18 +175,20 @@ async def main():
         check("test says replied", line.strip() == "REPLIED", line)
         reply = await events_until(ws, lambda e: e.get("type") == "message" and e.get("text") == "hi page" and e.get("author") != me, 30)
         check("reply arrives live", reply is not None)
+        check("a live event carries no ref", reply is not None and "ref" not in reply, reply)
+        bob = reply.get("author", "") if reply else ""
 
         # History in pages, newest first: at the page limit and one past it.
         backlog[id(ws)] = []  # only what answers these from here on
         await ws.send(json.dumps({"cmd": "history", "limit": "1", "ref": "h1"}))
         page = []
-        e = await events_until(ws, lambda e: (e.get("type") == "message" and e.get("room") and page.append(e)) or e.get("ref") == "h1")
+        e = await events_until(ws, lambda e: (e.get("type") == "message" and e.get("room") and page.append(e)) or (e.get("ref") == "h1" and e.get("type") == "ok"))
         check("history page of 1", e is not None and e.get("type") == "ok" and e.get("count") == 1 and "before" in e, e)
         check("history page holds the newest", len(page) >= 1 and page[-1].get("text") == "hi page", page[-1:])
         backlog[id(ws)] = []
         await ws.send(json.dumps({"cmd": "history", "limit": "500", "before": (e or {}).get("before", ""), "ref": "h2"}))
         older = []
-        e2 = await events_until(ws, lambda x: (x.get("type") == "message" and x.get("room") and older.append(x)) or x.get("ref") == "h2")
+        e2 = await events_until(ws, lambda x: (x.get("type") == "message" and x.get("room") and older.append(x)) or (x.get("ref") == "h2" and x.get("type") in ("ok", "error")))
         check("the page before it", e2 is not None and e2.get("type") == "ok" and "before" not in e2
               and any(m.get("id") == posted for m in older) and all(m.get("text") != "hi page" for m in older), e2)
         for bad in ["0", "501", "x"]:
@@ -152,8 +201,10 @@ async def main():
 
         await ws.send(json.dumps({"cmd": "peers", "ref": "q"}))
         rows = []
-        e = await events_until(ws, lambda e: (rows.append(e) or True) and e.get("ref") == "q")
+        e = await events_until(ws, lambda e: (rows.append(e) or True) and e.get("ref") == "q" and e.get("type") == "ok")
         check("peers answered", e is not None and e.get("type") == "ok" and any(r.get("type") == "peer" and r.get("state") == "linked" for r in rows), rows[-3:])
+
+        await conversations(ws, bob)
 
     # One past the limit: closed with 1009, and the node still serves others.
     async with websockets.connect(good, origin=ORIGIN, max_size=None) as ws:
@@ -164,6 +215,18 @@ async def main():
             check("command past the limit closes 1009", False, "answered")
         except ConnectionClosed as c:
             check("command past the limit closes 1009", c.rcvd is not None and c.rcvd.code == 1009, c)
+
+    # A client that stops reading is closed; everyone else is still served.
+    async with websockets.connect(good, origin=ORIGIN) as other:
+        await other.recv()
+        stuck = asyncio.get_running_loop().run_in_executor(None, stuck_client)
+        await asyncio.sleep(1)
+        _, ok = await ask(other, "stats")
+        check("the others are served while it is stuck", ok is not None and ok.get("type") == "ok", ok)
+        took = await stuck
+        check("a client that never reads is closed", took is not None, took)
+        _, ok = await ask(other, "stats")
+        check("the others are still served after", ok is not None and ok.get("type") == "ok", ok)
 
     # At most MAX_CLIENTS at once: one more is closed with 1013.
     clients = []
@@ -198,6 +261,74 @@ async def main():
     # A bot sends no Origin: the token is enough.
     async with websockets.connect(API + "?token=" + new_token) as ws:
         check("no origin with the token opens", json.loads(await ws.recv()).get("type") == "hello")
+
+
+async def conversations(ws, bob):
+    """The commands a chat page needs beyond posting (docs/API.md)."""
+    events, ok = await ask(ws, "rooms")
+    general = next((e for e in events if e.get("type") == "conversation" and e.get("room") == "#general"), None)
+    check("rooms lists #general with its last message", general is not None and general.get("last_text") == "hi page" and general.get("last_nick") == "bob", events)
+    check("answering events carry the ref", all(e.get("ref") == ok.get("ref") for e in events) and ok.get("type") == "ok", events)
+    check("#general has bob's message unread", general is not None and general.get("unread", 0) >= 1, general)
+    _, ok = await ask(ws, "read", room="#general")
+    check("read answered", ok is not None and ok.get("type") == "ok", ok)
+    events, _ = await ask(ws, "rooms")
+    general = next((e for e in events if e.get("room") == "#general"), {})
+    check("read brings the unread count to 0", general.get("unread") == 0, general)
+
+    # A room bob posted in before this node joined it: readable, and found by search, once joined.
+    events, ok = await ask(ws, "search", text="before joining")
+    check("search does not find what this node cannot read", ok.get("type") == "ok" and ok.get("count") == 0 and not events, events)
+    events, ok = await ask(ws, "history", room="#later")
+    check("history of a room not joined is an error", ok.get("type") == "error", ok)
+    _, ok = await ask(ws, "join", room="#later")
+    check("join answered with the room", ok.get("type") == "ok" and ok.get("room") == "#later", ok)
+    events, ok = await ask(ws, "search", text="before joining")
+    check("search finds what came before the join", ok.get("count") == 1 and events and events[0].get("type") == "found"
+          and events[0].get("room") == "#later" and events[0].get("text") == "posted before joining", events)
+    events, ok = await ask(ws, "history", room="#later")
+    check("its history", [e.get("text") for e in events if e.get("type") == "message"] == ["posted before joining"] and ok.get("count") == 1, events)
+    events, ok = await ask(ws, "who", room="#later")
+    check("who in a named room", any(e.get("type") == "member" and e.get("id") == bob and e.get("fp") for e in events), events)
+    events, _ = await ask(ws, "rooms")
+    check("the joined room is listed", any(e.get("room") == "#later" for e in events), events)
+    _, ok = await ask(ws, "part", room="#later")
+    check("part answered", ok.get("type") == "ok", ok)
+    events, _ = await ask(ws, "rooms")
+    check("a room left is no longer listed", not any(e.get("room") == "#later" for e in events), events)
+    _, ok = await ask(ws, "part", room="#general")
+    check("#general cannot be left", ok.get("type") == "error", ok)
+    _, ok = await ask(ws, "part", room="#never-joined")
+    check("a room not joined cannot be left", ok.get("type") == "error", ok)
+
+    # A private room of our own.
+    _, ok = await ask(ws, "private", room="#api-team")
+    check("private answered", ok.get("type") == "ok", ok)
+    events, _ = await ask(ws, "rooms")
+    check("the private room is listed as private", any(e.get("room") == "#api-team" and e.get("private") == "yes" for e in events), events)
+    _, ok = await ask(ws, "private", room="#api-team")
+    check("the same private room twice is an error", ok.get("type") == "error", ok)
+
+    # Direct messages: sent with an id, listed, in their own history.
+    _, ok = await ask(ws, "msg", to=bob, text="a direct word")
+    check("msg answered with its id", ok.get("type") == "ok" and len(ok.get("id", "")) == 64, ok)
+    dm_id = ok.get("id")
+    events, ok = await ask(ws, "history", **{"with": bob})
+    check("a direct conversation's history", ok.get("with") == bob and any(e.get("id") == dm_id and e.get("kind") == "dm" for e in events), (ok, events))
+    events, _ = await ask(ws, "rooms")
+    check("the direct conversation is listed", any(e.get("with") == bob and e.get("last_text") == "a direct word" and e.get("fp") for e in events), events)
+    _, ok = await ask(ws, "read", **{"with": bob})
+    check("read of a direct conversation", ok.get("type") == "ok", ok)
+
+    # Refusals.
+    for name, cmd, fields in [("room and with at once", "history", {"room": "#general", "with": bob}),
+                              ("read of nothing", "read", {}), ("search of nothing", "search", {"text": "  "}),
+                              ("msg to nobody", "msg", {"to": "", "text": "x"}), ("msg to someone unknown", "msg", {"to": "nobody-here", "text": "x"}),
+                              ("join of a bad name", "join", {"room": "#" + "x" * 200}), ("nick of nothing", "nick", {"nick": ""})]:
+        _, ok = await ask(ws, cmd, **fields)
+        check(name + " is refused", ok is not None and ok.get("type") == "error" and ok.get("error"), ok)
+    _, ok = await ask(ws, "nick", nick="alice-api")
+    check("nick answered", ok.get("type") == "ok", ok)
 
 
 give_up_after(240)

@@ -11,14 +11,10 @@ import asyncio
 import base64
 import http.server
 import json
-import re
-import subprocess
 import sys
-import tempfile
 import threading
 
-import websockets
-
+from browser import with_chromium
 from checks import check, finish, give_up_after
 
 ADDRESS, TOKEN, SCREENSHOT = sys.argv[1:4]
@@ -27,68 +23,9 @@ API = "ws://" + ADDRESS + "/api/v1?token=" + TOKEN
 HOSTILE = "<img src=x onerror=alert(1)> stays text"
 
 
-
 def expect_line(word):
     line = sys.stdin.readline().strip()
     check("test says " + word, line == word, line)
-
-
-class Browser:
-    def __init__(self, ws):
-        self.ws, self.n = ws, 0
-        self.events = []  # DevTools events that came while waiting for an answer
-
-    async def call(self, method, params=None, session=None):
-        self.n += 1
-        mid = self.n
-        message = {"id": mid, "method": method, "params": params or {}}
-        if session:
-            message["sessionId"] = session
-        await self.ws.send(json.dumps(message))
-        while True:
-            r = json.loads(await self.ws.recv())
-            if r.get("id") == mid:
-                return r
-            if "method" in r:
-                self.events.append(r)
-
-    async def event(self, method, session):
-        """Waits for a DevTools event of `session` (one that came already counts)."""
-        while True:
-            for e in self.events:
-                if e.get("method") == method and e.get("sessionId") == session:
-                    self.events.remove(e)
-                    return e
-            r = json.loads(await self.ws.recv())
-            if "method" in r:
-                self.events.append(r)
-
-    async def tab(self, url):
-        """A new tab at `url`, once its page has loaded."""
-        target = (await self.call("Target.createTarget", {"url": "about:blank"}))["result"]["targetId"]
-        session = (await self.call("Target.attachToTarget", {"targetId": target, "flatten": True}))["result"]["sessionId"]
-        await self.call("Page.enable", session=session)
-        await self.call("Page.navigate", {"url": url}, session=session)
-        await self.event("Page.loadEventFired", session)
-        return session
-
-    async def js(self, session, expression, wait=False):
-        r = await self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": wait}, session=session)
-        return r.get("result", {}).get("result", {}).get("value")
-
-    async def until(self, session, expression, timeout=20):
-        """The value of `expression` once it is truthy, tested in the page
-        at once and at every change of the document (no polling); what it
-        is after `timeout` seconds otherwise."""
-        waiting = """new Promise(done => {
-          const test = () => { try { return (%s); } catch (e) { return null; } };
-          const now = test();
-          if (now) return done(now);
-          const watch = new MutationObserver(() => { const v = test(); if (v) { watch.disconnect(); done(v); } });
-          watch.observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
-          setTimeout(() => { watch.disconnect(); done(test()); }, %d);
-        })""" % (expression, int(timeout * 1000))
-        return await self.js(session, waiting, wait=True)
 
 
 def other_origin_server():
@@ -116,24 +53,7 @@ OPEN_API = "new Promise(done => { const w = new WebSocket(%s); w.onopen = () => 
 
 
 async def main():
-    profile = tempfile.mkdtemp()
-    # (no sandbox: CI runs as root; no /dev/shm: a container may give it 64 MB)
-    chromium = subprocess.Popen(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--user-data-dir=" + profile,
-                                 "--remote-debugging-port=0", "--window-size=900,640", "about:blank"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    devtools = None
-    while devtools is None:
-        line = chromium.stderr.readline()
-        if not line:
-            check("chromium starts", False, "no DevTools address")
-            return
-        m = re.search(r"(ws://\S+)", line)
-        devtools = m.group(1) if m else None
-    try:
-        async with websockets.connect(devtools, max_size=None) as ws:
-            await run(Browser(ws))
-    finally:
-        chromium.kill()
+    await with_chromium(run)
 
 
 async def run(b):
@@ -185,6 +105,8 @@ async def run(b):
     print("RESTART", flush=True)
     away = await b.until(page, "!document.getElementById('banner').hidden", 20)
     check("banner while the node is away", bool(away))
+    code = await b.js(page, "document.getElementById('banner').dataset.code")
+    check("a stopping node closes the page's connection as going away (1001)", code == "1001", code)
     expect_line("BACK")
     back = await b.until(page, "document.getElementById('banner').hidden", 30)
     check("page reconnects", bool(back))
