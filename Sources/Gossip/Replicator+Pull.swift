@@ -13,6 +13,10 @@ extension Replicator {
     /// A link that sent nothing we asked for in this long is asked again
     /// from where we are (it may not hold what it declared).
     public static let pullTimeout = 30.0
+    /// How long a link that stalled on an author is not asked for it again
+    /// while another link holds it (so a link that never answers cannot
+    /// hold the same share back again and again).
+    public static let stallMemory = 120.0
 
     /// What we asked one link for, for one author, and it has not sent yet.
     struct AskedRange {
@@ -26,6 +30,9 @@ extension Replicator {
         /// for `pullTimeout` is forgotten and asked again from our clock
         /// (the link did not send it, or what it sent was not stored).
         var since: Double
+
+        /// The sequences it was asked for (some may have come already).
+        var span: ClosedRange<UInt64> { min(from, through)...through }
 
         /// Takes `sequence` as an answer if it is in the range and one is
         /// still owed (a sender may interleave a push, so any order is taken,
@@ -48,35 +55,103 @@ extension Replicator {
         guard var l = links[link] else { return [] }
         l.pullTokens = min(pullBudget.burst, l.pullTokens + max(0, now - l.pullRefilledAt) * pullBudget.perSecond)
         l.pullRefilledAt = now
-        // Held here now: no more watching. Still for too long: asked again.
-        l.asked = l.asked.filter { author, range in
-            clock[author] < range.through && now - range.since < Self.pullTimeout
+        // Held here now: no more watching. Still for too long: asked again,
+        // of another link that holds it if there is one.
+        for (author, range) in l.asked where clock[author] >= range.through || now - range.since >= Self.pullTimeout {
+            if clock[author] < range.through { l.stalled[author] = now }
+            l.asked[author] = nil
         }
+        l.stalled = l.stalled.filter { now - $0.value < Self.stallMemory }
         var room = min(UInt64(Self.pullWindow).saturatingSubtract(outstanding(l)), UInt64(max(0, l.pullTokens.rounded(.down))))
+        // Catch-up is bounded by verifying, not by the senders: a few links
+        // at a time bring it as fast, and more only add work on both ends.
+        if outstanding(l) == 0, pullingLinks(except: link, now: now) >= Self.maximumPullingLinks { room = 0 }
         var ranges: [GossipRequest] = []
         guard room > 0 else {
             links[link] = l
             return []
         }
-        // From past what we hold, or past what is on its way or being stored.
-        let (held, asked) = (clock, l.asked)
-        let start = { (author: PublicKey) in max(held[author], asked[author]?.through ?? 0) &+ 1 }
-        let wanted = l.known.entries.filter { $0.value >= start($0.key) }.sorted { $0.key < $1.key }
+        // From the first sequence past what we hold that no link is asked
+        // for (this one or another): several neighbours that hold the same
+        // history share it out instead of each sending all of it (a node
+        // back from a week away on an office LAN links to six that hold
+        // what it missed). A share that stalled is asked again.
+        // Authors no other link is asked for come first, so each author's
+        // history comes in order from one link where it can (what comes
+        // past a gap waits, stored, until the gap fills).
+        let elsewhere = inFlight(except: link, now: now)
+        var covered = elsewhere
+        for (author, range) in l.asked { covered[author, default: []].append(range.span) }
+        let wanted = l.known.entries.filter { $0.value > clock[$0.key] }
+            .sorted { (elsewhere[$0.key] == nil ? 0 : 1, $0.key) < (elsewhere[$1.key] == nil ? 0 : 1, $1.key) }
         for (author, theirs) in wanted where room > 0 && ranges.count < GossipMessage.maximumRequests {
-            let from = start(author)
-            let count = min(theirs - from + 1, room)
+            guard let (from, most) = Self.firstUnasked(after: clock[author], upTo: theirs, covered: covered[author] ?? []) else { continue }
+            if l.stalled[author] != nil, links.contains(where: { $0.key != link && $0.value.known[author] >= from }) { continue }
+            let count = min(most, room)
             ranges.append(GossipRequest(author: author, from: from, count: count))
             var asked = l.asked[author] ?? AskedRange(from: from, through: from, remaining: 0, since: now)
             if asked.remaining == 0 { asked.from = from; asked.since = now }
-            asked.through = from + count - 1
+            asked.from = min(asked.from, from)
+            asked.through = max(asked.through, from + count - 1)
             asked.remaining += count
             l.asked[author] = asked
             l.askedThrough[author] = max(l.askedThrough[author] ?? 0, asked.through)
+            covered[author, default: []].append(from...(from + count - 1))
             room -= count
             l.pullTokens -= Double(count)
         }
         links[link] = l
         return ranges.isEmpty ? [] : [.send(link, .request(ranges))]
+    }
+
+    /// Links asked for catch-up at once: others wait for one of them to
+    /// finish, or to go quiet for `pullSlotTimeout`, before they are asked.
+    public static let maximumPullingLinks = 2
+    /// A link that was asked and sent nothing for this long no longer holds
+    /// one of the `maximumPullingLinks` places (what it was asked for stays
+    /// its own until `pullTimeout`), so a link that never answers holds
+    /// back the others' catch-up for this long at most.
+    public static let pullSlotTimeout = 2.0
+
+    /// Links other than `link` with answers outstanding that asked or
+    /// answered within `pullSlotTimeout`.
+    func pullingLinks(except link: LinkID, now: Double) -> Int {
+        links.reduce(0) { count, entry in
+            count + (entry.key != link && entry.value.asked.values.contains { $0.remaining > 0 && now - $0.since < Self.pullSlotTimeout } ? 1 : 0)
+        }
+    }
+
+    /// The sequences per author asked of links other than `link` and still
+    /// expected from them or held past a gap (a range that stalled for
+    /// `pullTimeout` no longer counts, so what a silent link owes is asked
+    /// of another). Only links with something outstanding are looked at.
+    func inFlight(except link: LinkID, now: Double) -> [PublicKey: [ClosedRange<UInt64>]] {
+        var out: [PublicKey: [ClosedRange<UInt64>]] = [:]
+        for (id, other) in links where id != link && !other.asked.isEmpty {
+            for (author, range) in other.asked where clock[author] < range.through && now - range.since < Self.pullTimeout {
+                out[author, default: []].append(range.span)
+            }
+        }
+        return out
+    }
+
+    /// The first run of sequences after `held` and up to `theirs` that no
+    /// range in `covered` holds: where it starts and how long it is.
+    static func firstUnasked(after held: UInt64, upTo theirs: UInt64, covered: [ClosedRange<UInt64>]) -> (from: UInt64, count: UInt64)? {
+        var from = held &+ 1
+        let sorted = covered.sorted { $0.lowerBound < $1.lowerBound }
+        var next: UInt64?
+        for r in sorted {
+            if r.lowerBound <= from {
+                if r.upperBound >= from { from = r.upperBound &+ 1 }
+            } else {
+                next = r.lowerBound
+                break
+            }
+        }
+        guard from > held, from <= theirs else { return nil }
+        let end = min(theirs, (next ?? UInt64.max) &- 1)
+        return (from, end - from + 1)
     }
 
     /// Asks for more once half the window has been answered (not on every batch).

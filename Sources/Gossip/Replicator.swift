@@ -113,6 +113,9 @@ public struct Replicator {
         /// after `asked` forgets a range, since an answer may still be on
         /// its way behind a push of the same envelope (`pushedDuplicates`).
         var askedThrough: [PublicKey: UInt64] = [:]
+        /// Authors this link was asked for and did not send within
+        /// `pullTimeout`, and when that was found (`Replicator+Pull.swift`).
+        var stalled: [PublicKey: Double] = [:]
         /// Envelopes we may still ask for now (the pull budget), and when that was worked out.
         var pullTokens: Double
         var pullRefilledAt: Double

@@ -31,6 +31,33 @@ struct PullTests {
         #expect(r.knownClock(of: 1)?[author] == 7)
     }
 
+    @Test("links that hold the same history share it out: what one was asked for is not asked of another, and at most maximumPullingLinks are asked at once; a share that stalls for pullTimeout is asked again, once, of another link")
+    func sharedOut() throws {
+        let a = try Author(), b = try Author()
+        var r = Replicator(me: try SigningKey.generate().publicKey, clock: VectorClock(), random: SystemRandomNumberGenerator())
+        let window = UInt64(Replicator.pullWindow)
+        let declared = [Dependency(author: a.key.publicKey, sequence: window), Dependency(author: b.key.publicKey, sequence: window)]
+            .sorted { $0.author < $1.author }
+        _ = r.linkUp(1, now: 0)
+        _ = r.linkUp(2, now: 0)
+        let first = requests(r.clockReceived(1, entries: declared, full: true, now: 0))
+        let second = requests(r.clockReceived(2, entries: declared, full: true, now: 0))
+        // The first link is asked for one author's whole history (its window), the second for the other's.
+        #expect(first == [GossipRequest(author: declared[0].author, from: 1, count: window)])
+        #expect(second == [GossipRequest(author: declared[1].author, from: 1, count: window)])
+        // A third link that holds the same is not asked while two are at work.
+        #expect(Replicator.maximumPullingLinks == 2)
+        _ = r.linkUp(3, now: 0)
+        #expect(requests(r.clockReceived(3, entries: declared, full: true, now: 0)).isEmpty)
+        // Nothing comes: after the timeout each share is asked again, once, and not of the link that stalled on it.
+        var askedOf: [PublicKey: [LinkID]] = [:]
+        for action in r.tick(now: Replicator.pullTimeout + 1) {
+            if case let .send(link, .request(ranges)) = action { for range in ranges { askedOf[range.author, default: []].append(link) } }
+        }
+        #expect(askedOf[declared[0].author]?.count == 1 && askedOf[declared[0].author] != [1], "\(askedOf)")
+        #expect(askedOf[declared[1].author]?.count == 1 && askedOf[declared[1].author] != [2], "\(askedOf)")
+    }
+
     @Test("at most pullWindow envelopes are asked for at once; more once half have come; none faster than the pull budget")
     func window() throws {
         let a = try Author()

@@ -110,12 +110,16 @@ extension WebPage {
         $("start").hidden = true; $("older").hidden = true;
         renderConvs();
         loadHistory(false);
-        markRead();
+        markRead(true);
       }
       function target(c) { return c.room ? { room: c.room } : { with: c.with }; }
-      function markRead() {
+      // Read now (a conversation just opened), or once messages stop arriving
+      // for 300 ms; either way the conversation that was open when they came.
+      function markRead(now) {
+        const c = convs.get(open);
         clearTimeout(readTimer);
-        readTimer = setTimeout(() => { const c = convs.get(open); if (c && reading()) send("read", target(c)); }, 300);
+        if (!c || !reading()) return;
+        if (now) send("read", target(c)); else readTimer = setTimeout(() => send("read", target(c)), 300);
       }
 
       // --- messages ------------------------------------------------------
