@@ -26,6 +26,8 @@ public enum ChatInput: Equatable, Sendable {
     case helpOn(String)
     /// `/search TEXT`.
     case search(String)
+    /// `/mentions`: messages that named us, newest last.
+    case mentions
     /// `/set receipts on|off`.
     case set(String, String)
     /// `/trust WHO` and `/untrust WHO`.
@@ -68,6 +70,7 @@ public enum ChatInput: Equatable, Sendable {
         (["sync"], "/sync", "whether this node holds everything its peers have announced, and what is missing from whom"),
         (["history"], "/history [N]", "the last N messages of the room (default 20)"),
         (["search"], "/search TEXT", "messages you can read that contain every word of TEXT, newest first"),
+        (["mentions"], "/mentions", "messages that named you (your nick as a word); [Act: 2,4*] before the prompt lists rooms with news, * where you were named"),
         (["trust", "untrust"], "/trust WHO", "mark WHO as verified (you compared the fingerprint with them): shown with ✔; /untrust WHO undoes it"),
         (["block", "unblock"], "/block WHO", "refuse WHO's links and hide their messages; /unblock WHO undoes it"),
         (["set"], "/set receipts on|off", "send read receipts when you read a room (on by default at a terminal)"),
@@ -135,9 +138,10 @@ public enum ChatInput: Equatable, Sendable {
             let wanted = argument.hasPrefix("/") ? String(argument.dropFirst()) : argument
             guard let entry = commands.first(where: { $0.names.contains(wanted) }) else { return .error("no command /\(wanted) (try /help)") }
             return .helpOn(entry.usage + "  " + entry.help)
-        case "rooms", "who", "peers", "part", "sync", "invites":
+        case "rooms", "who", "peers", "part", "sync", "invites", "mentions":
             guard argument.isEmpty else { return .error("/\(name) takes no argument") }
-            return ["rooms": .rooms, "who": .who, "peers": .peers, "part": .part, "sync": .sync, "invites": .invites][String(name)] ?? .empty
+            return ["rooms": .rooms, "who": .who, "peers": .peers, "part": .part, "sync": .sync, "invites": .invites,
+                    "mentions": .mentions][String(name)] ?? .empty
         case "set":
             let parts = argument.split(separator: " ").map(String.init)
             guard parts.count == 2, parts[0] == "receipts", parts[1] == "on" || parts[1] == "off" else {

@@ -66,15 +66,20 @@ final class ChatSession {
     /// `/search WORDS`: the newest matches, oldest first.
     func search(_ query: String) throws -> [String] {
         let found = try node.search(query, limit: ChatSession.searchLimit)
+        let lines = foundLines(found)
+        let header = "-- \(found.count) \(found.count == 1 ? "message" : "messages") with \"\(TerminalText.sanitize(query))\"\(found.count == ChatSession.searchLimit ? " (the newest \(ChatSession.searchLimit))" : "")"
+        return [header] + lines
+    }
+
+    /// Messages found (newest first) as lines, oldest first: in their room, or as direct messages.
+    private func foundLines(_ found: [StoredEnvelope]) -> [String] {
         let renderer = Renderer(people: node.people)
-        let lines = found.reversed().map { stored -> String in
+        return found.reversed().map { stored -> String in
             let e = stored.envelope
             if let name = node.roomName(e.room) { return renderer.line(e, room: name.value, opened: node.open(e)) }
             guard let (peer, text) = node.direct(e) else { return renderer.line(e, room: "?", opened: nil) }
             return renderer.directLine(e, to: e.author == node.me ? peer : node.me, text: text)
         }
-        let header = "-- \(found.count) \(found.count == 1 ? "message" : "messages") with \"\(TerminalText.sanitize(query))\"\(found.count == ChatSession.searchLimit ? " (the newest \(ChatSession.searchLimit))" : "")"
-        return [header] + lines
     }
 
     /// `/switch N` or `/switch #room`: a room already joined.
@@ -132,14 +137,24 @@ final class ChatSession {
         try node.store.roomSummaries(me: node.me).compactMap { summary in summary.name.flatMap { try? RoomName($0) } }
     }
 
-    func roomList() throws -> [String] {
+    /// `/mentions`: the newest messages that named our nick, oldest first.
+    func mentions() throws -> [String] {
+        guard let nick = node.nick else { return ["-- you have no nick yet, so no message can name you: /nick NAME"] }
+        let found = try node.mentions(limit: ChatSession.searchLimit)
+        let lines = foundLines(found)
+        return ["-- \(found.count) \(found.count == 1 ? "message names" : "messages name") \(TerminalText.sanitize(nick))"
+            + (found.count == ChatSession.searchLimit ? " (the newest \(ChatSession.searchLimit))" : "")] + lines
+    }
+
+    func roomList(mentioned: (String) -> Bool = { _ in false }) throws -> [String] {
         let summaries = try node.store.roomSummaries(me: node.me).filter { $0.name != nil }
         guard !summaries.isEmpty else { return ["-- no rooms yet: /join #room"] }
         let renderer = Renderer(people: node.people)
         return ["-- rooms (most recent first):"] + summaries.enumerated().map { index, summary in
             let name = TerminalText.sanitize(summary.name ?? "")
             let marker = summary.name == room.value ? "*" : " "
-            let unread = summary.unread > 0 ? " (\(summary.unread) unread)" : ""
+            let named = mentioned(summary.name ?? "")
+            let unread = summary.unread > 0 ? " (\(summary.unread) unread\(named ? ", names you" : ""))" : (named ? " (names you)" : "")
             var preview = ""
             if let last = summary.last, let text = node.plaintext(of: last.envelope)?.description {
                 let short = text.count > 40 ? String(text.prefix(39)) + "…" : text

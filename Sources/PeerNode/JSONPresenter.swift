@@ -101,6 +101,7 @@ struct JSONPresenter: LinePresenter {
         if author.trusted { pairs.append(("trusted", .string("yes"))) }
         if author.lookAlike { pairs.append(("look_alike", .string("yes"))) }
         if author.forked { pairs.append(("forked", .string("yes"))) }
+        if m.mention { pairs.append(("mention", .string("yes"))) }
         return JSONEvents.line(pairs: pairs)
     }
 

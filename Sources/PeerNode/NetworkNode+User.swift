@@ -21,11 +21,13 @@ extension NetworkNode {
             return
         }
         var events: [NodeEvent] = []
+        let before = activity
         for stored in fresh {
             lastShown = stored.delivery
             events += applyDelivered(stored.envelope)
         }
         emit(events)
+        if activity != before { refreshPrompt() }
     }
 
     /// One delivered envelope: the model changes it makes, and what to show of it.
@@ -54,7 +56,12 @@ extension NetworkNode {
         }
         guard let roomName = node.roomName(e.room) else { return [] }
         receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: opened.isMessage, current: roomName == session.room)
-        return [.message(ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, me: node.me, book: node.people))]
+        let shown = ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, me: node.me, book: node.people)
+        if roomName != session.room, opened.isMessage, e.author != node.me {
+            if activity.unseen[roomName.value] == nil { roomOrderStale = true }
+            activity.arrived(in: roomName.value, mention: shown.mention)
+        }
+        return [.message(shown)]
     }
 
     // MARK: commands
@@ -121,12 +128,14 @@ extension NetworkNode {
             return (try chatLines(session.history(count)), true)
         case let .search(query):
             return (try chatLines(session.search(query)), true)
+        case .mentions:
+            return (try chatLines(session.mentions()), true)
         case let .helpOn(text):
             return ([.chatLines(["  " + text])], true)
         case .help:
             return ([.chatLines(ChatInput.helpText.split(separator: "\n").map(String.init))], true)
         case .rooms:
-            return (try chatLines(session.roomList()), true)
+            return (try chatLines(session.roomList(mentioned: activity.mentioned(in:))), true)
         case let .switchRoom(which):
             return (try chatLines(session.switchTo(which)), true)
         case .part:
@@ -145,6 +154,10 @@ extension NetworkNode {
     /// (a nick, a leave) is in them, so it is not shown again.
     private func chatLines(_ lines: [String]) -> [NodeEvent] {
         lastShown = max(lastShown, node.store.lastDeliveryNumber)
+        // The open room (perhaps a new one) is seen; the act list's numbers may have moved.
+        activity.seen(session.room.value)
+        roomOrderStale = true
+        refreshPrompt()
         return [.chatLines(lines)]
     }
 

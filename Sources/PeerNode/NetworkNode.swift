@@ -1,4 +1,5 @@
 import CMalloc
+import ChatText
 import Crypto
 import Discovery
 import Foundation
@@ -67,6 +68,12 @@ final class NetworkNode: @unchecked Sendable {
     /// Receipts owed, and how far our own messages have got (pure).
     var receipts: ReceiptLedger
     var syncProgress = SyncProgress()
+    /// Rooms with news since the person last had them open (the act list).
+    var activity = Activity()
+    /// Room names in `/rooms` order (the act list's numbers), read again
+    /// from the store when `roomOrderStale`.
+    var roomOrder: [String] = []
+    var roomOrderStale = true
     /// When a link last brought bytes, and when background work last ran (monotonic seconds).
     var lastLinkTraffic = 0.0
     var lastBackgroundWork = 0.0
@@ -376,13 +383,7 @@ final class NetworkNode: @unchecked Sendable {
             lastMemoryTrim = now
             _ = malloc_trim(0)
         }
-        if let promptChanged {
-            let current = prompt()
-            if current != lastPrompt {
-                lastPrompt = current
-                promptChanged(current)
-            }
-        }
+        refreshPrompt()
         feed(.tick)
         savePeerClocks(now: now)
         tickOwnHistory(now: now)
@@ -449,4 +450,19 @@ final class NetworkNode: @unchecked Sendable {
     }
 
     func monotonic() -> Double { ProcessInfo.processInfo.systemUptime }
+
+    /// At a terminal: the prompt again if it changed (each tick, and as
+    /// soon as the act list may have).
+    func refreshPrompt() {
+        guard let promptChanged else { return }
+        if roomOrderStale, let order = readLogged("the room list", { try session.joinedRooms().map(\.value) }) {
+            roomOrder = order
+            roomOrderStale = false
+        }
+        let current = prompt()
+        if current != lastPrompt {
+            lastPrompt = current
+            promptChanged(current)
+        }
+    }
 }

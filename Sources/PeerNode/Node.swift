@@ -313,6 +313,16 @@ final class Node {
         return try store.search(query, limit: limit).filter { !blocked.contains($0.envelope.author) }
     }
 
+    /// Messages (newest first, at most `limit`) from others that name our
+    /// nick as a word (`Mentions`): the index finds the word, the rule
+    /// keeps what names it whole.
+    func mentions(limit: Int) throws -> [StoredEnvelope] {
+        guard let nick, !nick.isEmpty else { return [] }
+        return try search(nick, limit: limit * 4).filter { stored in
+            stored.envelope.author != me && open(stored.envelope).map { $0.isMessage && Mentions.names(nick, in: $0.text.unsanitized) } == true
+        }.prefix(limit).map { $0 }
+    }
+
     /// `/trust` and `/untrust`: the mark is kept in the store and shown at once.
     func setTrusted(_ key: PublicKey, _ on: Bool) throws {
         try store.setTrusted(key, on, at: Node.now())

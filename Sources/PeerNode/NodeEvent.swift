@@ -1,3 +1,4 @@
+import ChatText
 import Crypto
 import Gossip
 import NetworkText
@@ -75,6 +76,8 @@ struct ShownMessage {
     /// Nicks and marks of its author, the other party and this node (for
     /// mentions) when it was shown.
     let people: People
+    /// Someone else's text or action that names our nick (`Mentions`).
+    let mention: Bool
 
     /// `people` is taken from the node's book for those it names.
     init(envelope: Envelope, opened: OpenedEnvelope, room: RoomName?, to: PublicKey?, me: PublicKey, book: People) {
@@ -83,6 +86,7 @@ struct ShownMessage {
         self.room = room
         self.to = to
         people = book.only([envelope.author, me] + (to.map { [$0] } ?? []))
+        mention = envelope.author != me && opened.isMessage && Mentions.names(book.nicks[me]?.unsanitized ?? "", in: opened.text.unsanitized)
     }
 }
 

@@ -41,9 +41,8 @@ struct Renderer {
 
     /// Whether `text` mentions our nick (a whole word, any case), in terminal style.
     func mentionsMe(_ text: String, author: PublicKey) -> Bool {
-        guard case let .terminal(_, me) = Self.style, author != me, let nick = people.nicks[me]?.unsanitized.lowercased(), !nick.isEmpty else { return false }
-        let words = text.lowercased().split { !$0.isLetter && !$0.isNumber && $0 != "_" && $0 != "-" }
-        return words.contains { $0 == nick }
+        guard case let .terminal(_, me) = Self.style, author != me, let nick = people.nicks[me]?.unsanitized else { return false }
+        return Mentions.names(nick, in: text)
     }
 
     /// A mention: bold, and the bell (only at a terminal).

@@ -82,7 +82,7 @@ struct WebPageTests {
             return check.isRunning ? nil : false
         }
         #expect(joined == true, "\(check.output)")
-        for line in ["/join #random", "news in random", "/join #general"] { b.send(line) }
+        for line in ["/join #random", "news in random for alice", "/join #general"] { b.send(line) }
         check.send("POSTED\n")
         let status = await check.exited()
         try? check.output.write(toFile: shot.replacingOccurrences(of: ".png", with: ".log"), atomically: true, encoding: .utf8)

@@ -102,7 +102,18 @@ extension NetworkNode {
     /// The API's `search`: what `/search` finds (rooms and conversations
     /// this node can read), newest first, as messages.
     func found(_ query: String) throws -> [ShownMessage] {
-        try node.search(query, limit: ChatSession.searchLimit).compactMap { stored in
+        shown(try node.search(query, limit: ChatSession.searchLimit))
+    }
+
+    /// The API's `mentions`: what `/mentions` lists, newest first, as messages.
+    func foundMentions() throws -> [ShownMessage] {
+        shown(try node.mentions(limit: ChatSession.searchLimit))
+    }
+
+    /// Stored messages as the API shows them (in a room, or direct), blocked
+    /// identities' and what this node cannot read left out.
+    private func shown(_ found: [StoredEnvelope]) -> [ShownMessage] {
+        found.compactMap { stored in
             let e = stored.envelope
             guard !blocked.contains(e.author), let opened = node.open(e), opened.isMessage else { return nil }
             if let name = node.roomName(e.room) {

@@ -31,6 +31,8 @@ struct WebCommand {
         /// The rooms and conversations with unread counts and last messages.
         case rooms
         case search(String)
+        /// Messages that named us (`/mentions`).
+        case mentions
         /// Who has posted in a room (the open one when nil).
         case who(RoomName?)
         /// Everything else: as the typed command.
@@ -54,7 +56,7 @@ struct WebCommand {
         "read": ["room", "with"],
         "join": ["room"], "part": ["room"], "private": ["room"],
         "nick": ["nick"],
-        "rooms": [], "search": ["text"],
+        "rooms": [], "search": ["text"], "mentions": [],
         "who": ["room"],
         "peers": [], "sync": [], "stats": [], "invites": [],
         "accept": ["room"], "decline": ["room"],
@@ -160,6 +162,7 @@ struct WebCommand {
             let text = try need("text")
             guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { throw Failure(ref: ref, message: "search needs some words") }
             action = .search(text)
+        case "mentions": action = .mentions
         case "who": action = .who(try room())
         case "peers": action = .input(.peers)
         case "sync": action = .input(.sync)

@@ -104,6 +104,7 @@ extension WebPage {
     .nick { font-weight: 600; margin-right: .4em; }
     .fp { color: var(--muted); font-weight: 400; }
     .action .text { font-style: italic; }
+    #messages li.mention { background: var(--sel); border-left: 3px solid var(--accent); padding-left: .4em; }
     .status { color: var(--muted); font-size: .8em; margin-left: .5em; }
     .status[data-state="read"] { color: var(--accent); }
     .time { color: var(--muted); font-size: .8em; margin-right: .5em; }

@@ -77,7 +77,7 @@ extension WebPage {
           if (c.private && c.room) title.append(el("span", "lock", " (private)"));
           if (!c.room) title.append(el("span", "lock", " (direct)"));
           name.append(title);
-          if (c.unread > 0) name.append(el("span", "badge", String(c.unread)));
+          if (c.unread > 0) name.append(el("span", "badge", (c.mentioned ? "@ " : "") + String(c.unread)));
           b.append(name);
           const p = el("div", "preview");
           if (c.last) { p.textContent = (c.last.kind === "action" ? "* " : "") + (c.last.nick || c.last.fp || "") + ": " + c.last.text; }
@@ -101,7 +101,7 @@ extension WebPage {
         if (!key) return;
         open = key; sessionStorage.setItem("peernode-open", key);
         const c = conv(key);
-        c.unread = 0;
+        c.unread = 0; c.mentioned = false;
         $("room").textContent = "";
         $("room").append(convLabel(c));
         $("leavebtn").hidden = !c.room || c.room === "#general";
@@ -128,8 +128,9 @@ extension WebPage {
         if (order[state] >= order[now]) { span.dataset.state = state; span.textContent = state; }
       }
       function line(m) {
-        const li = el("li", m.kind === "action" ? "action" : "");
+        const li = el("li", (m.kind === "action" ? "action" : "") + (m.mention ? " mention" : ""));
         li.dataset.id = m.id || "";
+        if (m.mention) li.title = "names you";
         li.append(el("span", "time", clock(m.ts)));
         li.append(label(m.nick, m.fp, m), el("span", "text", m.text));
         if (m.author === me.id) {
@@ -149,6 +150,7 @@ extension WebPage {
           if (m.author !== me.id) markRead();
         } else if (m.author !== me.id && fresh) {
           c.unread += 1;
+          if (m.mention) c.mentioned = true;
         }
         renderConvs();
       }
@@ -209,7 +211,7 @@ extension WebPage {
         [["/me TEXT", "an action"], ["/join #room", "join a room and open it"], ["/part", "leave this room"],
          ["/msg WHO TEXT", "a direct message (WHO: nick, nick·fp or id)"], ["/nick NAME", "change your nick"],
          ["/private #room", "make a private room"], ["/invite WHO #room", "invite someone to your private room"],
-         ["/accept #room, /decline #room", "answer an invite"], ["/search WORDS", "search what you can read"],
+         ["/accept #room, /decline #room", "answer an invite"], ["/search WORDS", "search what you can read"], ["/mentions", "messages that name you"],
          ["/who", "who has posted here"], ["/peers", "linked and known nodes"], ["//text", "post a line that starts with /"],
          ["Alt+↑ Alt+↓, Alt+1…9", "other conversations"], ["Ctrl+K", "search"], ["Esc", "close this, back to typing"]]
           .forEach(([k, v]) => { const li = el("li"); li.append(el("strong", "", k), el("div", "muted", v)); rows.append(li); });
@@ -344,6 +346,9 @@ extension WebPage {
           case "invite": { const p = arg.split(/\s+/); if (p.length !== 2) { say("/invite needs someone and a room: /invite bob #team"); return; } send("invite", { who: p[0], room: p[1] }, () => say("invited " + p[0] + " to " + p[1])); return; }
           case "accept": case "decline": send(name, { room: arg }, () => { send("invites"); send("rooms"); }); return;
           case "search": search(arg); return;
+          case "mentions":
+            showPanel("Messages that name you", "mentions", {}, (ok) => { if (!ok.count) panelList.append(el("li", "muted", "nothing names you yet")); });
+            return;
           case "who": who(); return;
           case "peers": peers(); return;
           case "help": help(); return;

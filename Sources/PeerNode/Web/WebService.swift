@@ -183,6 +183,9 @@ final class WebService: Presenter, @unchecked Sendable {
         case let .search(text):
             let found = try network.found(text)
             return ([.found(found)], [("count", .number(UInt64(found.count)))])
+        case .mentions:
+            let found = try network.foundMentions()
+            return ([.found(found)], [("count", .number(UInt64(found.count)))])
         case let .who(room):
             return ([try network.members(in: room)], [])
         case let .input(input):

@@ -159,6 +159,35 @@ os.write(master, b"#random\r")
 read_until(master, b"#random> ")
 print("Tab completed /join; the prompt follows the room")
 
+# The act list: news in another room shows before the prompt by its /rooms
+# number (#general is 1: the newest message), * once one names us.
+b_says("plain news")
+read_until(master, b"[Act: 1] #random> ")
+print("a message in another room puts it in the act list: [Act: 1]")
+b_says("alice, this one is for you")
+read_until(master, b"[Act: 1*] #random> ")
+print("a message naming us marks it: [Act: 1*]")
+mark = len(screen)
+os.write(master, b"/rooms\r")
+read_until(master, b"names you", start=mark)
+print("/rooms says which room names us")
+mark = len(screen)
+os.write(master, b"/mentions\r")
+listing = read_until(master, b"this one is for you", start=mark)
+if b"2 messages name alice" not in listing or b"hello alice" not in listing:
+    fail("/mentions did not list the two messages that named alice")
+print("/mentions lists the messages that named us")
+mark = len(screen)
+os.write(master, b"/switch 1\r")
+# The prompt is drawn again at the start of a cleared line: no act list before the room now.
+read_until(master, b"\x1b[K#general ", start=mark)
+print("opening the room takes it off the act list")
+os.write(master, b"thanks bob\r")
+b_wait(lambda e: e.get("type") == "message" and e.get("text") == "thanks bob" and e.get("mention") == "yes", "a message marked as naming bob")
+print("--json marks a message that names its reader (mention: yes)")
+os.write(master, b"/switch #random\r")
+read_until(master, b"#random> ")
+
 # Terminal escape sequences from the network are shown inert.
 b_says("/join #random")
 time.sleep(0.3)

@@ -103,8 +103,8 @@ async def run(b):
     check("test says POSTED", line == "POSTED", line)
     badge = await b.until(page, conv("#random") + ".textContent.includes('news in random') && " + conv("#random") + ".querySelector('.badge') && "
                                 + conv("#random") + ".textContent")
-    check("a new message elsewhere shows as unread, with its preview", bool(badge) and "news in random" in badge
-          and await b.js(page, conv("#random") + ".querySelector('.badge').textContent") == "1", badge)
+    check("a new message elsewhere that names us shows as unread (@), with its preview", bool(badge) and "news in random" in badge
+          and await b.js(page, conv("#random") + ".querySelector('.badge').textContent") == "@ 1", badge)
 
     # The keyboard: Alt+Down and Alt+Up move between conversations; Alt+1 opens the first.
     order = await b.js(page, "[...document.querySelectorAll('#convs li')].map(li => li.dataset.key)")
@@ -119,6 +119,14 @@ async def run(b):
     await b.js(page, conv("#random") + ".querySelector('button').click()")
     cleared = await b.until(page, "document.getElementById('room').textContent === '#random' && !" + conv("#random") + ".querySelector('.badge')")
     check("opening the room clears its count", bool(cleared))
+    marked = await b.until(page, "document.querySelectorAll('#messages li.mention').length > 0 && "
+                                 "[...document.querySelectorAll('#messages li.mention')].map(li => li.querySelector('.text').textContent)")
+    check("the message that names us is marked", marked == ["news in random for alice"], marked)
+    await submit(b, page, "composer", "text", "/mentions")
+    named = await b.until(page, "document.getElementById('paneltitle').textContent.includes('name you') && "
+                                "document.querySelectorAll('#panellist li button').length >= 1 && document.getElementById('panellist').textContent")
+    check("/mentions lists it", bool(named) and "news in random for alice" in named, named)
+    await key(b, page, "Escape", "Escape", 0)
 
     # The direct conversation: its messages, and a reply from the page that bob gets.
     await b.js(page, "document.querySelector('#convs li[data-key^=\"@\"] button').click()")
