@@ -101,6 +101,8 @@ extension WebPage {
     #older { position: absolute; left: 0; right: 0; top: 3em; z-index: 1; pointer-events: none; }
     #messages { list-style: none; margin: 0; padding: 0; }
     #messages li { padding: .15em 0; overflow-wrap: anywhere; }
+    /* Each piece of network text is its own bidi island: right-to-left text in a nick or a body cannot reorder what is beside it. */
+    .nick, .fp, .text, .preview, .convname span, #me, #room { unicode-bidi: isolate; }
     .nick { font-weight: 600; margin-right: .4em; }
     .fp { color: var(--muted); font-weight: 400; }
     .action .text { font-style: italic; }

@@ -25,7 +25,21 @@ extension WebPage {
       const linked = new Set();
 
       // --- small helpers -------------------------------------------------
-      function el(tag, cls, text) { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; }
+      // Text from the network is shown as the terminal shows it: control
+      // characters as ^X and invisible or formatting ones (bidi overrides,
+      // zero-width joiners…) as <U+XXXX>, so none can reorder or hide what
+      // is around it. Every text the page shows goes through here.
+      const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cs}\p{Cn}]/gu;
+      function inert(text) {
+        return String(text).replace(INVISIBLE, (ch) => {
+          const v = ch.codePointAt(0);
+          if (v === 0x7f) return "^?";
+          if (v < 0x20) return "^" + String.fromCharCode(v + 0x40);
+          return "<U+" + v.toString(16).toUpperCase().padStart(4, "0") + ">";
+        });
+      }
+      function setText(node, text) { node.textContent = inert(text); }
+      function el(tag, cls, text) { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) setText(e, text); return e; }
       function send(cmd, fields, then) {
         if (!socket || socket.readyState !== 1) { say("not connected to the node"); return null; }
         const ref = cmd.slice(0, 2) + (++refs);
@@ -34,7 +48,7 @@ extension WebPage {
         return ref;
       }
       function say(text) {
-        notice.textContent = text; notice.hidden = false;
+        setText(notice, text); notice.hidden = false;
         clearTimeout(noticeTimer); noticeTimer = setTimeout(() => { notice.hidden = true; }, 8000);
       }
       function label(nick, fp, m) {
@@ -80,8 +94,7 @@ extension WebPage {
           if (c.unread > 0) name.append(el("span", "badge", (c.mentioned ? "@ " : "") + String(c.unread)));
           b.append(name);
           const p = el("div", "preview");
-          if (c.last) { p.textContent = (c.last.kind === "action" ? "* " : "") + (c.last.nick || c.last.fp || "") + ": " + c.last.text; }
-          else p.textContent = "no messages yet";
+          setText(p, c.last ? (c.last.kind === "action" ? "* " : "") + (c.last.nick || c.last.fp || "") + ": " + c.last.text : "no messages yet");
           b.append(p);
           b.title = (i < 9 ? "Alt+" + (i + 1) + ": " : "") + (c.room || "direct messages");
           b.addEventListener("click", () => { openConv(c.key); closeSide(); input.focus(); });
@@ -189,7 +202,7 @@ extension WebPage {
 
       // --- panels: who, peers, search, help --------------------------------
       function showPanel(title, cmd, fields, then) {
-        $("paneltitle").textContent = title; panelList.textContent = ""; panel.hidden = false;
+        setText($("paneltitle"), title); panelList.textContent = ""; panel.hidden = false;
         panelRef = send(cmd, fields, then);
       }
       function closePanel() { panel.hidden = true; }
@@ -259,7 +272,7 @@ extension WebPage {
         switch (e.type) {
           case "hello":
             me.id = e.id; me.fp = e.fp || ""; me.nick = e.nick || "";
-            $("me").textContent = (me.nick ? me.nick + "·" : "") + me.fp;
+            setText($("me"), (me.nick ? me.nick + "·" : "") + me.fp);
             waiting.clear(); pending.clear(); convs.clear(); $("invites").textContent = ""; refreshInvites();
             if (!open) open = e.room;
             send("rooms", {}, () => { openConv(open); });
@@ -307,7 +320,7 @@ extension WebPage {
           }
           case "error": {
             const then = waiting.get(e.ref); waiting.delete(e.ref); waiting.delete(e.ref + ":page");
-            if (e.ref && pending.has(e.ref)) { const li = pending.get(e.ref); pending.delete(e.ref); const s = li.querySelector(".status"); s.dataset.state = "failed"; s.textContent = "not sent: " + e.error; }
+            if (e.ref && pending.has(e.ref)) { const li = pending.get(e.ref); pending.delete(e.ref); const s = li.querySelector(".status"); s.dataset.state = "failed"; setText(s, "not sent: " + e.error); }
             else say(e.error);
             if (then && e.ref && e.ref.startsWith("hi")) then(null);
             break;
@@ -341,7 +354,7 @@ extension WebPage {
             send("msg", { to: parts[1], text: parts[2] }, (ok) => openDirect(ok.id));
             return;
           }
-          case "nick": send("nick", { nick: arg }, (ok) => { me.nick = arg; $("me").textContent = arg + "·" + me.fp; }); return;
+          case "nick": send("nick", { nick: arg }, (ok) => { me.nick = arg; setText($("me"), arg + "·" + me.fp); }); return;
           case "private": send("private", { room: arg }, (ok) => { conv(ok.room).private = true; openConv(ok.room); say("private room made: /invite WHO " + ok.room + " lets someone in"); }); return;
           case "invite": { const p = arg.split(/\s+/); if (p.length !== 2) { say("/invite needs someone and a room: /invite bob #team"); return; } send("invite", { who: p[0], room: p[1] }, () => say("invited " + p[0] + " to " + p[1])); return; }
           case "accept": case "decline": send(name, { room: arg }, () => { send("invites"); send("rooms"); }); return;

@@ -53,6 +53,11 @@ async def run(b):
     check("a direct conversation is listed, with bob's label and its last message", dm is not None and "bob·" in dm["text"] and "psst" in dm["text"], listed)
     check("its unread count is shown", dm is not None and dm["badge"] == "1", dm)
     check("#general is open", any(c["current"] and c["key"] == "#general" for c in listed or []), listed)
+    # A bidi override and a zero-width space from the network are shown as what they are, and act on nothing.
+    rtl = await b.until(page, "[...document.querySelectorAll('#messages .text')].map(t => t.textContent).find(t => t.startsWith('rtl'))")
+    check("invisible and bidi characters shown as <U+XXXX>", rtl == "rtl <U+202E>olleh<U+202C> zero<U+200B>width end", rtl)
+    preview = await b.js(page, conv("#general") + ".textContent")
+    check("and so in the preview", preview is not None and "\u202e" not in preview and "<U+202E>" in preview, preview)
 
     # The invite, answered in the page.
     invite = await b.until(page, "!document.getElementById('invitebox').hidden && document.getElementById('invites').textContent")
