@@ -5,9 +5,15 @@ import NodeCore
 /// `--json`: one object per line for each event a script acts on (README,
 /// "Scripting"). Events that only a person reads (the greeting, the plain
 /// chat's lines, acknowledgements of settings) write nothing.
-struct JSONPresenter: LinePresenter {
+struct JSONPresenter: JSONLinePresenter {
     let out: Output
     var showsReceipts: Bool { true }
+    var wantsLines: Bool { true }
+
+    func present(lines: [String]) {
+        guard !lines.isEmpty else { return }
+        out.lines(lines)
+    }
 
     static func lines(_ event: NodeEvent) -> [String] {
         switch event {

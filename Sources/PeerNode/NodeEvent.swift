@@ -171,14 +171,40 @@ extension Presenter {
 }
 
 /// Several presenters at once (the terminal or the JSON lines, and the web page).
+/// Those that show events as their `--json` lines get them formatted once.
 struct PresenterGroup: Presenter {
     let all: [any Presenter]
 
     func present(_ events: [NodeEvent]) {
-        for p in all { p.present(events) }
+        var lines: [String]?
+        for p in all {
+            guard let json = p as? any JSONLinePresenter else {
+                p.present(events)
+                continue
+            }
+            guard json.wantsLines else { continue }
+            let formatted = lines ?? events.flatMap(JSONPresenter.lines)
+            lines = formatted
+            json.present(lines: formatted)
+        }
     }
 
     var showsReceipts: Bool { all.contains { $0.showsReceipts } }
+}
+
+/// A presenter that shows each event as its `--json` line (`JSONPresenter`,
+/// the web API's clients).
+protocol JSONLinePresenter: Presenter {
+    /// False while nobody would read them (the API with no client).
+    var wantsLines: Bool { get }
+    func present(lines: [String])
+}
+
+extension JSONLinePresenter {
+    func present(_ events: [NodeEvent]) {
+        guard wantsLines else { return }
+        present(lines: events.flatMap(JSONPresenter.lines))
+    }
 }
 
 /// A presenter that turns each event into lines on an `Output`.

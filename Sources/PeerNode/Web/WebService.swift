@@ -11,7 +11,7 @@ import WebSocket
 /// client as its `--json` line, one text message each; commands come back
 /// as JSON and run as the typed lines do. State is confined to the node's
 /// loop (every callback, `present`, and the token check run there).
-final class WebService: Presenter, @unchecked Sendable {
+final class WebService: JSONLinePresenter, @unchecked Sendable {
     /// API clients at once (a browser tab or two, a few bots); one more is
     /// closed at once with 1013 ("try again later").
     static let maximumClients = 16
@@ -84,9 +84,9 @@ final class WebService: Presenter, @unchecked Sendable {
 
     // MARK: the presenter
 
-    func present(_ events: [NodeEvent]) {
-        guard !clients.isEmpty else { return }
-        let lines = events.flatMap(JSONPresenter.lines)
+    var wantsLines: Bool { !clients.isEmpty }
+
+    func present(lines: [String]) {
         for c in clients.values {
             for line in lines { c.send(.text(line)) }
         }
