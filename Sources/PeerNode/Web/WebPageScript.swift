@@ -275,7 +275,10 @@ extension WebPage {
             setText($("me"), (me.nick ? me.nick + "·" : "") + me.fp);
             waiting.clear(); pending.clear(); convs.clear(); $("invites").textContent = ""; refreshInvites();
             if (!open) open = e.room;
-            send("rooms", {}, () => { openConv(open); });
+            // Opened at once (its history asked for first), so a live message
+            // that comes meanwhile is kept below the page when it loads.
+            openConv(open);
+            send("rooms");
             send("invites");
             pollSync();
             break;

@@ -112,7 +112,8 @@ async def run(b):
     check("page reconnects", bool(back))
     print("RECONNECTED", flush=True)
     expect_line("SENT")
-    later = await b.until(page, "[...document.querySelectorAll('#messages .text')].some(t => t.textContent === 'after the restart')", 30)
+    later = await b.until(page, "[...document.querySelectorAll('#messages .text')].some(t => t.textContent === 'after the restart') && "
+                                "[...document.querySelectorAll('#messages .text')].some(t => t.textContent === 'while the page was away')", 30)
     check("a message after the restart shows", bool(later) and await b.js(page, "window.loadedOnce") == 1)
     texts = await b.js(page, "[...document.querySelectorAll('#messages .text')].map(t => t.textContent)") or []
     check("what came while it was away shows", "while the page was away" in texts, texts)
