@@ -62,10 +62,11 @@ extension Replicator {
             l.asked[author] = nil
         }
         l.stalled = l.stalled.filter { now - $0.value < Self.stallMemory }
-        var room = min(UInt64(Self.pullWindow).saturatingSubtract(outstanding(l)), UInt64(max(0, l.pullTokens.rounded(.down))))
+        let owed = outstanding(l)
+        var room = min(UInt64(Self.pullWindow).saturatingSubtract(owed), UInt64(max(0, l.pullTokens.rounded(.down))))
         // Catch-up is bounded by verifying, not by the senders: a few links
         // at a time bring it as fast, and more only add work on both ends.
-        if outstanding(l) == 0, pullingLinks(except: link, now: now) >= Self.maximumPullingLinks { room = 0 }
+        if owed == 0, pullingLinks(except: link, now: now) >= Self.maximumPullingLinks { room = 0 }
         var ranges: [GossipRequest] = []
         guard room > 0 else {
             links[link] = l
@@ -75,10 +76,9 @@ extension Replicator {
         // for (this one or another): several neighbours that hold the same
         // history share it out instead of each sending all of it (a node
         // back from a week away on an office LAN links to six that hold
-        // what it missed). A share that stalled is asked again.
-        // Authors no other link is asked for come first, so each author's
-        // history comes in order from one link where it can (what comes
-        // past a gap waits, stored, until the gap fills).
+        // what it missed). Authors no other link is asked for come first,
+        // so each author's history comes in order from one link where it
+        // can (what comes past a gap waits, stored, until the gap fills).
         let elsewhere = inFlight(except: link, now: now)
         var covered = elsewhere
         for (author, range) in l.asked { covered[author, default: []].append(range.span) }
@@ -90,8 +90,8 @@ extension Replicator {
             let count = min(most, room)
             ranges.append(GossipRequest(author: author, from: from, count: count))
             var asked = l.asked[author] ?? AskedRange(from: from, through: from, remaining: 0, since: now)
-            if asked.remaining == 0 { asked.from = from; asked.since = now }
-            asked.from = min(asked.from, from)
+            if asked.remaining == 0 { asked.since = now }
+            asked.from = asked.remaining == 0 ? from : min(asked.from, from)
             asked.through = max(asked.through, from + count - 1)
             asked.remaining += count
             l.asked[author] = asked

@@ -57,8 +57,9 @@ extension NetworkNode {
         guard let roomName = node.roomName(e.room) else { return [] }
         receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: opened.isMessage, current: roomName == session.room)
         let shown = ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, me: node.me, book: node.people)
+        // A message in any room may move it up `/rooms`, whose numbers the act list shows.
+        roomOrderStale = roomOrderStale || opened.isMessage
         if roomName != session.room, opened.isMessage, e.author != node.me {
-            if activity.unseen[roomName.value] == nil { roomOrderStale = true }
             activity.arrived(in: roomName.value, mention: shown.mention)
         }
         return [.message(shown)]

@@ -71,7 +71,7 @@ final class NetworkNode: @unchecked Sendable {
     /// Rooms with news since the person last had them open (the act list).
     var activity = Activity()
     /// Room names in `/rooms` order (the act list's numbers), read again
-    /// from the store when `roomOrderStale`.
+    /// from the store when `roomOrderStale` and the act list is not empty.
     var roomOrder: [String] = []
     var roomOrderStale = true
     /// When a link last brought bytes, and when background work last ran (monotonic seconds).
@@ -455,7 +455,8 @@ final class NetworkNode: @unchecked Sendable {
     /// soon as the act list may have).
     func refreshPrompt() {
         guard let promptChanged else { return }
-        if roomOrderStale, let order = readLogged("the room list", { try session.joinedRooms().map(\.value) }) {
+        // The room list is read again only while the act list has something to number.
+        if roomOrderStale, !activity.unseen.isEmpty, let order = readLogged("the room list", { try session.joinedRooms().map(\.value) }) {
             roomOrder = order
             roomOrderStale = false
         }

@@ -313,12 +313,17 @@ final class Node {
         return try store.search(query, limit: limit).filter { !blocked.contains($0.envelope.author) }
     }
 
+    /// How many index matches `/mentions` looks at for each it shows: the
+    /// index also finds our own messages and `bob x` for `bob-x`, which the
+    /// rule then leaves out.
+    static let mentionCandidates = 4
+
     /// Messages (newest first, at most `limit`) from others that name our
     /// nick as a word (`Mentions`): the index finds the word, the rule
     /// keeps what names it whole.
     func mentions(limit: Int) throws -> [StoredEnvelope] {
         guard let nick, !nick.isEmpty else { return [] }
-        return try search(nick, limit: limit * 4).filter { stored in
+        return try search(nick, limit: limit * Self.mentionCandidates).filter { stored in
             stored.envelope.author != me && open(stored.envelope).map { $0.isMessage && Mentions.names(nick, in: $0.text.unsanitized) } == true
         }.prefix(limit).map { $0 }
     }

@@ -10,10 +10,7 @@ import Testing
 struct WebAPITests {
     @Test("token, Origin and Host checked; bad JSON, unknown commands and fields, binary, the size limit and one past, the client limit and one past; a post from the API reaches a --json peer inert and its answer comes back live; web-url --new closes the old token's clients")
     func api() async throws {
-        guard FileManager.default.isExecutableFile(atPath: WebPeers.python) else {
-            Issue.record("Python with websockets not found at \(WebPeers.python): run `make test`, which installs the test peers")
-            return
-        }
+        if WebPeers.missing([WebPeers.python]) { return }
         let pair = try await PageAndPeer()
         let (dirs, a, b, url, address, token) = (pair.dirs, pair.a, pair.b, pair.url, pair.address, pair.token)
         #expect(token.count == 64)
@@ -50,10 +47,7 @@ struct WebAPITests {
 
     @Test("the example bot of docs/API.md, run as written, answers a peer's !ping with pong")
     func exampleBot() async throws {
-        guard FileManager.default.isExecutableFile(atPath: WebPeers.python) else {
-            Issue.record("Python with websockets not found at \(WebPeers.python): run `make test`, which installs the test peers")
-            return
-        }
+        if WebPeers.missing([WebPeers.python]) { return }
         let doc = try String(contentsOfFile: WebPeers.repository + "/docs/API.md", encoding: .utf8)
         let section = try #require(doc.range(of: "## An example bot"), "docs/API.md has no example bot")
         let rest = doc[section.upperBound...]

@@ -8,16 +8,11 @@ import Testing
 /// against two nodes: the page's and one at the --json lines.
 @Suite("The chat page in headless Chromium", .serialized)
 struct WebPageTests {
-    static let chromium = "/usr/bin/chromium"
-    static let screenshot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent(".build/web-page.png").path
+    static let screenshot = WebPeers.logDirectory + "/web-page.png"
 
     @Test("the page posts and the peer sees it; the reply shows without a reload; the status reaches read; hostile text stays text in the DOM; another origin and a missing token are refused; after a restart the page reconnects by itself and shows what it missed")
     func page() async throws {
-        guard FileManager.default.isExecutableFile(atPath: WebPeers.python), FileManager.default.isExecutableFile(atPath: Self.chromium) else {
-            Issue.record("\(Self.chromium) or \(WebPeers.python) is missing: run `make test`, which installs them")
-            return
-        }
+        if WebPeers.missing([WebPeers.python, WebPeers.chromium]) { return }
         let pair = try await PageAndPeer()
         let (dirs, b, address) = (pair.dirs, pair.b, pair.address)
         var a = pair.a
@@ -61,10 +56,7 @@ struct WebPageTests {
 
     @Test("the page lists rooms and direct conversations with unread counts and previews, answers an invite, joins and leaves rooms, loads older history on scroll without moving the reader, searches, shows who is here, the peers and the sync state, works from the keyboard, folds at phone width and follows a dark system")
     func features() async throws {
-        guard FileManager.default.isExecutableFile(atPath: WebPeers.python), FileManager.default.isExecutableFile(atPath: Self.chromium) else {
-            Issue.record("\(Self.chromium) or \(WebPeers.python) is missing: run `make test`, which installs them")
-            return
-        }
+        if WebPeers.missing([WebPeers.python, WebPeers.chromium]) { return }
         let pair = try await PageAndPeer()
         let (a, b) = (pair.a, pair.b)
         let alice = a.id

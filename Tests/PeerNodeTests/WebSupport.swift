@@ -7,13 +7,23 @@ import Testing
 
 enum WebPeers {
     /// The virtualenv `make test` fills with Python `websockets`.
-    static let python = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent(".build/peers-venv/bin/python").path
+    static let python = repository + "/.build/peers-venv/bin/python"
 
     /// The checkout this test file is in.
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
     /// Where the web suites leave their screenshots and what each check said (.build).
     static let logDirectory = repository + "/.build"
+
+    static let chromium = "/usr/bin/chromium"
+
+    /// True (and a recorded issue naming them) when any of `programs` is not
+    /// there: a web test without its peers fails loudly, never passes.
+    static func missing(_ programs: [String]) -> Bool {
+        let absent = programs.filter { !FileManager.default.isExecutableFile(atPath: $0) }
+        guard !absent.isEmpty else { return false }
+        Issue.record("\(absent.joined(separator: " and ")) missing: run `make test`, which installs the test peers")
+        return true
+    }
 
     /// A peer script of Tests/PeerNodeTests/Peers, started with its stdin
     /// and stdout piped (stderr joins stdout).

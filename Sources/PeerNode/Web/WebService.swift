@@ -154,19 +154,16 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
             let e = try network.postDirect(text, to: to)
             return ([], [("id", .string(e.id.hex)), ("seq", .number(e.sequence))])
         case let .history(target, limit, before):
-            let target = target ?? .room(network.session.room)
-            let (events, next) = try network.historyPage(of: target, limit: limit, before: before)
-            var fields: [(String, JSONEvents.Value)]
-            switch target {
-            case let .room(name): fields = [("room", .string(name.value))]
-            case .direct: fields = [("with", .string(try network.node.resolve(Self.name(of: target)).hex))]
-            }
+            let conversation = try network.resolve(target ?? .room(network.session.room))
+            let (events, next) = try network.historyPage(of: conversation, limit: limit, before: before)
+            var fields: [(String, JSONEvents.Value)] = conversation.peer.map { [("with", .string($0.hex))] }
+                ?? [("room", .string(conversation.room?.value ?? ""))]
             // Messages only: nick changes and joins are in a history but are not `message` events.
             fields.append(("count", .number(UInt64(events.count { if case let .message(m) = $0 { m.opened.isMessage } else { false } }))))
             if let next { fields.append(("before", .string(WebCommand.cursorText(next)))) }
             return (events, fields)
         case let .read(target):
-            try network.markRead(target)
+            try network.markRead(try network.resolve(target))
             return ([], [])
         case let .join(room):
             let warning = try network.joinRoom(room)
@@ -192,13 +189,6 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
             let (events, failure) = network.run(input)
             if let failure { throw WebCommand.Failure(ref: nil, message: failure) }
             return (events, [])
-        }
-    }
-
-    private static func name(of target: WebCommand.Target) -> String {
-        switch target {
-        case let .room(name): name.value
-        case let .direct(who): who
         }
     }
 

@@ -14,6 +14,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import websockets
@@ -87,10 +88,13 @@ async def ask(ws, cmd, **fields):
     return got[:-1], final
 
 
-def stuck_client(seconds=60):
+def stuck_client(backed_up, seconds=60):
     """A client that sends commands and never reads: the node must close it
     once its answers pass WebService.maximumUnsentBytes (plus what the
-    kernel buffers hold), and only it. Returns the seconds it took."""
+    kernel buffers hold), and only it. Sets `backed_up` once the node has
+    taken 16 KiB of its commands (about 500, whose answers it cannot
+    deliver).
+    Returns the seconds until it was closed."""
     s = socket.create_connection((HOST, int(PORT)), timeout=10)
     key = base64.b64encode(os.urandom(16)).decode()
     s.sendall(("GET /api/v1?token=%s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -105,12 +109,17 @@ def stuck_client(seconds=60):
     frame = bytes([0x81, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
     start = time.monotonic()
     s.settimeout(5)
+    sent = 0
     try:
         while time.monotonic() - start < seconds:
             s.sendall(frame * 64)
+            sent += len(frame) * 64
+            if sent >= 16 << 10:
+                backed_up.set()
     except OSError:
         return time.monotonic() - start  # reset or broken pipe: the node closed it
     finally:
+        backed_up.set()  # whatever happened, nobody waits on it any longer
         s.close()
     return None
 
@@ -219,8 +228,10 @@ async def main():
     # A client that stops reading is closed; everyone else is still served.
     async with websockets.connect(good, origin=ORIGIN) as other:
         await other.recv()
-        stuck = asyncio.get_running_loop().run_in_executor(None, stuck_client)
-        await asyncio.sleep(1)
+        backed_up = threading.Event()
+        loop = asyncio.get_running_loop()
+        stuck = loop.run_in_executor(None, stuck_client, backed_up)
+        check("the stuck client is backed up", await loop.run_in_executor(None, backed_up.wait, 30))
         _, ok = await ask(other, "stats")
         check("the others are served while it is stuck", ok is not None and ok.get("type") == "ok", ok)
         took = await stuck
