@@ -24,9 +24,12 @@ from cryptography.hazmat.primitives import serialization
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-envelopes.json"
 SEALED_FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-envelopes-2.json"
+ERASABLE_FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-envelopes-3.json"
 # Padded plaintext sizes of version-2 bodies (PROTOCOL.md §5).
 BUCKETS = [256 << i for i in range(9)] + [65538]
-KINDS = {1: "text", 2: "action", 3: "nick", 4: "join", 5: "leave", 6: "receipt", 7: "invite", 8: "tombstone"}
+KINDS = {1: "text", 2: "action", 3: "nick", 4: "join", 5: "leave", 6: "receipt", 7: "invite", 8: "tombstone",
+         9: "edit", 10: "reaction", 11: "reply"}
+MAX_ERASURES = 17
 
 
 def fail(message):
@@ -127,7 +130,8 @@ def main():
         if len(f["body"]) != len(item["plaintext"].encode()) + 40:
             fail(f"{name}: body length")
     sealed = check_sealed(net, alice, bob)
-    print(f"check-golden: {count} envelopes of version 1 and {sealed} of version 2 ok")
+    erasable = check_erasable(net, alice, bob)
+    print(f"check-golden: {count} envelopes of version 1, {sealed} of version 2 and {erasable} of version 3 ok")
 
 
 def sodium():
@@ -196,6 +200,106 @@ def check_sealed(net, alice, bob):
         if KINDS.get(kind) != item["kind"] or content != item["plaintext"].encode():
             fail(f"{name}: kind or content")
     return count
+
+
+class Reader:
+    def __init__(self, data):
+        self.data, self.o = data, 0
+
+    def take(self, n):
+        if self.o + n > len(self.data):
+            fail("truncated envelope")
+        chunk = self.data[self.o:self.o + n]
+        self.o += n
+        return chunk
+
+    def u(self, fmt, n):
+        return struct.unpack(fmt, self.take(n))[0]
+
+
+def parse_head3(r):
+    """A version-3 head (PROTOCOL.md §4): the signed bytes and the signature.
+    Returns the fields, the signed bytes and the signature."""
+    start = r.o
+    f = {"version": r.take(1)[0], "author": r.take(32), "sequence": r.u(">Q", 8), "previous": r.take(32)}
+    if f["version"] != 3:
+        fail(f"version {f['version']} where 3 is expected")
+    count = r.u(">H", 2)
+    f["dependencies"] = [(r.take(32), r.u(">Q", 8)) for _ in range(count)]
+    f["timestamp"] = r.u(">Q", 8)
+    f["room"] = r.take(32)
+    erased = r.take(1)[0]
+    if erased > MAX_ERASURES:
+        fail("too many erasures")
+    f["erases"] = [r.u(">Q", 8) for _ in range(erased)]
+    if f["erases"] != sorted(set(f["erases"])) or any(s < 1 or s >= f["sequence"] for s in f["erases"]):
+        fail("erasures not canonical")
+    f["body_length"] = r.u(">I", 4)
+    if f["body_length"] - 40 not in BUCKETS:
+        fail("body length not a padded size")
+    f["body_hash"] = r.take(32)
+    signed = r.data[start:r.o]
+    signature = r.take(64)
+    Ed25519PublicKey.from_public_bytes(f["author"]).verify(signature, b"peernode/1 envelope\x00" + signed)
+    return f, signed
+
+
+def parse3(data):
+    """A whole version-3 envelope: head, form byte, then the body (its
+    BLAKE2b-256 must be the signed hash) or the proof (the head of the
+    author's later envelope that erases this one)."""
+    r = Reader(data)
+    f, signed = parse_head3(r)
+    form = r.take(1)[0]
+    if form == 0:
+        f["body"] = r.take(f["body_length"])
+        if hashlib.blake2b(f["body"], digest_size=32).digest() != f["body_hash"]:
+            fail("body hash")
+        f["erased_by"] = None
+    elif form == 1:
+        proof, _ = parse_head3(r)
+        if proof["author"] != f["author"] or proof["sequence"] <= f["sequence"] or f["sequence"] not in proof["erases"]:
+            fail("proof does not erase this envelope")
+        f["body"], f["erased_by"] = b"", proof["sequence"]
+    else:
+        fail(f"form {form}")
+    if r.o != len(data):
+        fail("trailing bytes")
+    return f, hashlib.blake2b(signed, digest_size=32).digest()
+
+
+def check_erasable(net, alice, bob):
+    lib = sodium()
+    fixture = json.loads(ERASABLE_FIXTURE.read_text())
+    names = {"alice": alice, "bob": bob}
+    room = derive(net, "peernode/1 room-id", fixture["room"].encode())
+    key = derive(net, "peernode/1 room-key", fixture["room"].encode())
+    ids, by_name = {}, {}
+    for item in fixture["envelopes"]:
+        name = item["name"]
+        f, message_id = parse3(bytes.fromhex(item["bytes"]))
+        if f["erased_by"] is not None or message_id.hex() != item["id"] or f["author"] != names[item["author"]]:
+            fail(f"{name}: id, author or form")
+        previous = bytes(32) if item["previous"] == "00" * 32 else ids[item["previous"]]
+        deps = [(names[a], int(s)) for a, s in item["dependencies"]]
+        if f["previous"] != previous or f["dependencies"] != deps or f["room"] != room or f["erases"] != item["erases"]:
+            fail(f"{name}: previous, dependencies, room or erasures")
+        kind, content = open_sealed(lib, key, f["author"], room, f["body"])
+        if KINDS.get(kind) != item["kind"] or content.hex() != item["content"]:
+            fail(f"{name}: kind or content")
+        if item["kind"] in ("edit", "reaction", "reply"):
+            # The 72-byte reference: author 32 | sequence 8 | id 32 of an earlier item.
+            author, sequence, target_id = content[:32], struct.unpack(">Q", content[32:40])[0], content[40:72]
+            if not any(names[i["author"]] == author and i["sequence"] == sequence and ids[n] == target_id for n, i in by_name.items()):
+                fail(f"{name}: reference")
+        ids[name], by_name[name] = message_id, item
+    for item in fixture["envelopes"]:
+        if item.get("pruned_bytes"):
+            f, message_id = parse3(bytes.fromhex(item["pruned_bytes"]))
+            erasing = by_name[item["pruned_by"]]
+            if message_id != ids[item["name"]] or f["erased_by"] != erasing["sequence"] or f["body"]:
+                fail(f"{item['name']}: pruned form")
+    return len(fixture["envelopes"])
 
 
 if __name__ == "__main__":

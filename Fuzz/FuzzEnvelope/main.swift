@@ -2,14 +2,20 @@ import Crypto
 import FuzzSupport
 import Gossip
 
-// libFuzzer entry: envelope (both versions), carried-envelope and
-// gossip-message decoding, body padding, and chunk reassembly. Must never crash.
+// libFuzzer entry: envelope (every version, pruned forms and their proofs),
+// carried-envelope and gossip-message decoding, the contents of edits,
+// reactions and replies, body padding, and chunk reassembly. Must never crash.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzEnvelope(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     if let e = try? Envelope.decode(bytes, verification: .trustedStorage) {
         invariant(e.encoded == bytes, "a decoded envelope re-encodes to other bytes")
+        invariant(e.isPruned == e.body.isEmpty || e.version < 3, "a version-3 envelope is pruned exactly when it has no body")
+        _ = try? e.verifySignature()
     }
+    if let edit = try? MessageEdit.decode(bytes) { invariant(edit.encoded == bytes, "an edit re-encodes to other bytes") }
+    if let reply = try? Reply.decode(bytes) { invariant(reply.encoded == bytes, "a reply re-encodes to other bytes") }
+    if let reaction = try? Reaction.decode(bytes) { invariant(reaction.encoded == bytes, "a reaction re-encodes to other bytes") }
     _ = try? Envelope.decode(bytes)
     // Version-2 padding: whatever unpads pads back to the same bytes.
     if let inner = Padding.unpad(bytes) {

@@ -12,6 +12,10 @@ public enum ChatInput: Equatable, Sendable {
     /// `/block WHO` and `/unblock WHO`.
     case block(String, Bool)
     case history(Int)
+    /// `/edit [N] TEXT`: a new text for our message numbered N in `/history` (else our last).
+    case edit(number: Int?, text: String)
+    /// `/delete [N]`: our message numbered N (else our last) erased for everyone.
+    case delete(Int?)
     /// `/stats`: the node's counters (links, clock exchanges, refusals by reason).
     case stats
     case rooms
@@ -54,6 +58,8 @@ public enum ChatInput: Equatable, Sendable {
     /// Every command: the words that call it, its usage and what it does.
     /// `/help`, `/help CMD` and Tab completion all come from this table.
     public static let commands: [(names: [String], usage: String, help: String)] = [
+        (["edit"], "/edit [N] TEXT", "replace the text of your last message (or of message N in /history) for everyone; shown (edited)"),
+        (["delete"], "/delete [N]", "take back your last message (or message N in /history): its text is erased on every node"),
         (["join", "j"], "/join #room", "switch to a room (created on first use); /j for short"),
         (["part"], "/part", "leave the current room (back to #general)"),
         (["private"], "/private #room", "make a private room: only those you /invite can read it"),
@@ -125,6 +131,17 @@ public enum ChatInput: Equatable, Sendable {
             return .block(argument, name == "block")
         case "join", "j":
             return argument.isEmpty ? .error("/join needs a room: /join #random") : .join(argument)
+        case "edit":
+            let parts = argument.split(separator: " ", maxSplits: 1).map(String.init)
+            if parts.count == 2, let n = Int(parts[0]), n > 0, !parts[1].trimmingCharacters(in: .whitespaces).isEmpty {
+                return .edit(number: n, text: parts[1])
+            }
+            guard !argument.trimmingCharacters(in: .whitespaces).isEmpty else { return .error("/edit needs the new text: /edit hello, world") }
+            return .edit(number: nil, text: argument)
+        case "delete":
+            if argument.isEmpty { return .delete(nil) }
+            guard let n = Int(argument), n > 0 else { return .error("/delete takes a message number from /history, or nothing for your last message") }
+            return .delete(n)
         case "history":
             if argument.isEmpty { return .history(defaultHistory) }
             guard let n = Int(argument), n > 0, n <= maximumHistory else {

@@ -9,7 +9,15 @@ public enum Kind: UInt8, Sendable, CaseIterable {
     case leave = 5
     case receipt = 6
     case invite = 7
+    /// Takes back earlier messages of its author: what it erases is in clear
+    /// (`Envelope.erases`), so relays erase too. Content empty.
     case tombstone = 8
+    /// A new text for one of its author's messages (`MessageEdit`).
+    case edit = 9
+    /// A reaction to a message, or taking it back (`Reaction`).
+    case reaction = 10
+    /// A text that answers a message (`Reply`).
+    case reply = 11
 }
 
 /// "The author had delivered `author`'s envelopes up to `sequence`."
@@ -24,34 +32,46 @@ public struct Dependency: Hashable, Sendable {
 }
 
 /// A signed message: the unit of storage and gossip. Layout in
-/// docs/PROTOCOL.md ("Envelope"). Immutable; built by `sign` or `decode`,
-/// both of which enforce every limit.
+/// docs/PROTOCOL.md §4. Immutable; built by `sign`, `decode` or `pruned`,
+/// each of which enforces every limit.
 ///
 /// Version 1 carries its kind in clear and its body at its own length.
-/// Version 2 (what this build signs) carries neither: the kind is sealed
-/// with the body, and the body is padded to a few sizes (`SealedBody`), so
-/// a node that cannot open it learns only author, room and time.
+/// Version 2 seals the kind with the body and pads the body (`SealedBody`).
+/// Version 3 (what this build signs) is version 2 whose signature covers the
+/// body's hash instead of the body, and which may name earlier envelopes of
+/// its author to erase: a body can then be removed and the envelope still
+/// verifies and still holds its place in the author's chain (`pruned`).
 public struct Envelope: Hashable, Sendable {
     /// The version this build signs.
-    public static let newestVersion: UInt8 = 2
+    public static let newestVersion: UInt8 = 3
     /// The versions this build reads (and serves, whoever signed them).
-    public static let versions: ClosedRange<UInt8> = 1...2
+    public static let versions: ClosedRange<UInt8> = 1...3
 
     /// Largest plaintext body (64 KiB).
     public static let maximumPlaintextBody = 65_536
-    /// Largest encrypted body: a version-2 body of the largest padded size,
+    /// Largest encrypted body: a sealed body of the largest padded size,
     /// which is above any version-1 body (plaintext plus nonce and tag).
     public static let maximumBody = SealedBody.largestBucket + SymmetricKey.overhead
     /// Most causal dependencies one envelope may name.
     public static let maximumDependencies = 256
+    /// Most earlier envelopes one envelope may erase: a message and the most
+    /// edits it may have (`MessageEdit.maximumPerMessage`).
+    public static let maximumErasures = 1 + MessageEdit.maximumPerMessage
     /// Bytes before the dependency list: version, author, sequence, previous, count.
     static let headerSize = 1 + 32 + 8 + 32 + 2
     static let dependencySize = 32 + 8
-    /// Bytes after the dependency list, body excluded: timestamp, room, kind
-    /// (version 1 only), body length, signature.
+    /// Versions 1 and 2, after the dependency list, body excluded: timestamp,
+    /// room, kind (version 1 only), body length, signature.
     static let trailerSize = 8 + 32 + 1 + 4 + Signature.byteCount
+    /// Version 3, after the dependency list: timestamp, room, erase count,
+    /// erased sequences, body length, body hash, signature.
+    static let headTrailerSize = 8 + 32 + 1 + maximumErasures * 8 + 4 + 32 + Signature.byteCount
+    /// The largest version-3 head (signed bytes and signature, no body).
+    static let maximumHead = headerSize + maximumDependencies * dependencySize + headTrailerSize
     /// The largest encoded envelope; longer input is refused before parsing.
-    public static let maximumSize = headerSize + maximumDependencies * dependencySize + trailerSize + maximumBody
+    /// A version-3 head, its form byte, and the larger of a body and the
+    /// head of the envelope that erased it.
+    public static let maximumSize = maximumHead + 1 + max(maximumBody, maximumHead)
 
     public let version: UInt8
     public let author: PublicKey
@@ -61,28 +81,62 @@ public struct Envelope: Hashable, Sendable {
     /// Milliseconds since the Unix epoch, as the author's clock said.
     public let timestamp: UInt64
     public let room: RoomID
-    /// The kind, where it travels in clear (version 1). A version-2
-    /// envelope's kind is inside its body (`SealedBody.open`).
+    /// The kind, where it travels in clear (version 1). Later versions'
+    /// kind is inside the body (`SealedBody.open`).
     public let clearKind: Kind?
-    /// The encrypted body (room key or direct key).
+    /// Version 3: sequences of the author's earlier envelopes whose bodies
+    /// this one erases, ascending (empty: it erases nothing).
+    public let erases: [UInt64]
+    /// The length of the body, which a pruned envelope still states.
+    public let bodyLength: Int
+    /// Version 3: BLAKE2b-256 of the body, signed in its place.
+    public let bodyHash: [UInt8]?
+    /// The encrypted body (room key or direct key); empty once pruned.
     public let body: [UInt8]
+    /// A pruned envelope: the sequence of the author's envelope that erased
+    /// its body (whose head travels with it as the proof).
+    public let erasedBy: UInt64?
     public let signature: [UInt8]
-    /// BLAKE2b-256 of the signed bytes (everything but the signature).
+    /// BLAKE2b-256 of the signed bytes (everything before the signature).
     public let id: MessageID
-    /// The whole canonical encoding: signed bytes then signature.
+    /// The whole canonical encoding: signed bytes, signature and, for
+    /// version 3, the form byte and the body or the proof.
     public let encoded: [UInt8]
+    /// How many bytes of `encoded` the signature covers.
+    let signedCount: Int
 
-    public var signedBytes: ArraySlice<UInt8> { encoded[0..<(encoded.count - Signature.byteCount)] }
+    public var signedBytes: ArraySlice<UInt8> { encoded[0..<signedCount] }
+    /// The signed bytes and the signature: what proves an erasure (§4).
+    var head: ArraySlice<UInt8> { encoded[0..<(signedCount + Signature.byteCount)] }
+    /// Whether the body was erased (only version 3 can be).
+    public var isPruned: Bool { erasedBy != nil }
 
-    /// Builds, checks and signs a version-2 envelope: `body` is a sealed body
-    /// (`SealedBody.seal`), kind inside, of a padded size.
+    /// Builds, checks and signs a version-3 envelope: `body` is a sealed body
+    /// (`SealedBody.seal`), kind inside, of a padded size; `erases` names
+    /// earlier envelopes of this author whose bodies are to be erased.
     public static func sign(
+        by key: SigningKey, sequence: UInt64, previous: MessageID, dependencies: [Dependency],
+        timestamp: UInt64, room: RoomID, erases: [UInt64] = [], body: [UInt8]
+    ) throws(EnvelopeError) -> Envelope {
+        guard SealedBody.isSealedSize(body.count) else { throw .bodyNotPadded(size: body.count) }
+        let fields = Fields(version: 3, author: key.publicKey, sequence: sequence, previous: previous,
+                            dependencies: dependencies.sorted { $0.author < $1.author }, timestamp: timestamp, room: room,
+                            kind: nil, erases: erases, bodyLength: body.count, bodyHash: BLAKE2b.hash(body))
+        try fields.check()
+        let signed = fields.signedBytes(body: nil)
+        let signature = key.sign(signed, context: .envelope)
+        return fields.envelope(signed: signed, signature: signature, tail: [Form.body.rawValue] + body, body: body, erasedBy: nil)
+    }
+
+    /// Builds, checks and signs a version-2 envelope (kind sealed, body
+    /// signed whole). Nodes no longer sign these; tests and golden vectors do.
+    public static func signVersion2(
         by key: SigningKey, sequence: UInt64, previous: MessageID, dependencies: [Dependency],
         timestamp: UInt64, room: RoomID, body: [UInt8]
     ) throws(EnvelopeError) -> Envelope {
         guard SealedBody.isSealedSize(body.count) else { throw .bodyNotPadded(size: body.count) }
-        return try sign(version: 2, by: key, sequence: sequence, previous: previous, dependencies: dependencies,
-                        timestamp: timestamp, room: room, kind: nil, body: body)
+        return try signWhole(version: 2, by: key, sequence: sequence, previous: previous, dependencies: dependencies,
+                             timestamp: timestamp, room: room, kind: nil, body: body)
     }
 
     /// Builds, checks and signs a version-1 envelope (kind in clear). Nodes
@@ -91,100 +145,46 @@ public struct Envelope: Hashable, Sendable {
         by key: SigningKey, sequence: UInt64, previous: MessageID, dependencies: [Dependency],
         timestamp: UInt64, room: RoomID, kind: Kind, body: [UInt8]
     ) throws(EnvelopeError) -> Envelope {
-        try sign(version: 1, by: key, sequence: sequence, previous: previous, dependencies: dependencies,
-                 timestamp: timestamp, room: room, kind: kind, body: body)
+        try signWhole(version: 1, by: key, sequence: sequence, previous: previous, dependencies: dependencies,
+                      timestamp: timestamp, room: room, kind: kind, body: body)
     }
 
-    private static func sign(
+    private static func signWhole(
         version: UInt8, by key: SigningKey, sequence: UInt64, previous: MessageID, dependencies: [Dependency],
         timestamp: UInt64, room: RoomID, kind: Kind?, body: [UInt8]
     ) throws(EnvelopeError) -> Envelope {
-        let deps = dependencies.sorted { $0.author < $1.author }
-        try checkFields(author: key.publicKey, sequence: sequence, previous: previous, dependencies: deps, bodySize: body.count)
-        var w = ByteWriter(capacity: headerSize + deps.count * dependencySize + trailerSize + body.count)
-        w.u8(version)
-        w.raw(key.publicKey.bytes)
-        w.u64(sequence)
-        w.raw(previous.bytes)
-        w.u16(UInt16(deps.count))
-        for d in deps {
-            w.raw(d.author.bytes)
-            w.u64(d.sequence)
-        }
-        w.u64(timestamp)
-        w.raw(room.bytes)
-        if let kind { w.u8(kind.rawValue) }
-        w.u32(UInt32(body.count))
-        w.raw(body)
-        let signed = w.bytes
+        let fields = Fields(version: version, author: key.publicKey, sequence: sequence, previous: previous,
+                            dependencies: dependencies.sorted { $0.author < $1.author }, timestamp: timestamp, room: room,
+                            kind: kind, erases: [], bodyLength: body.count, bodyHash: nil)
+        try fields.check()
+        let signed = fields.signedBytes(body: body)
         let signature = key.sign(signed, context: .envelope)
-        return Envelope(
-            version: version, author: key.publicKey, sequence: sequence, previous: previous, dependencies: deps,
-            timestamp: timestamp, room: room, clearKind: kind, body: body, signature: signature,
-            id: MessageID(unchecked: BLAKE2b.hash(signed)), encoded: signed + signature)
+        return fields.envelope(signed: signed, signature: signature, tail: [], body: body, erasedBy: nil)
     }
 
-    /// How much to trust the bytes being decoded.
-    public enum Verification: Sendable {
-        /// From the network: the signature is checked.
-        case signature
-        /// From this node's own database, where only verified envelopes are
-        /// ever written: the structure is checked, the signature is not.
-        case trustedStorage
+    /// This envelope with its body erased, carrying `erasing`'s head as the
+    /// proof that its author asked for it. Nil unless both are version 3,
+    /// by the same author, and `erasing` names this envelope's sequence.
+    /// An envelope already pruned is returned as it is.
+    public func pruned(by erasing: Envelope) -> Envelope? {
+        if isPruned { return self }
+        guard version == 3, erasing.version == 3, erasing.author == author, erasing.sequence > sequence,
+              erasing.erases.contains(sequence) else { return nil }
+        let signed = Array(signedBytes)
+        let proof = Array(erasing.head)
+        return Envelope(
+            version: version, author: author, sequence: sequence, previous: previous, dependencies: dependencies,
+            timestamp: timestamp, room: room, clearKind: clearKind, erases: erases, bodyLength: bodyLength,
+            bodyHash: bodyHash, body: [], erasedBy: erasing.sequence, signature: signature, id: id,
+            encoded: signed + signature + [Form.proof.rawValue] + proof, signedCount: signedCount)
     }
 
-    /// Parses and (by default) verifies an envelope. Rejects, with a typed
-    /// error: input over `maximumSize`, truncation, trailing bytes, unknown
-    /// version or kind, limits, non-canonical dependencies, bad signatures.
-    public static func decode(_ bytes: [UInt8], verification: Verification = .signature) throws(EnvelopeError) -> Envelope {
-        guard bytes.count <= maximumSize else { throw .tooLarge(size: bytes.count, limit: maximumSize) }
-        var r = ByteReader(bytes)
-        let version = try r.u8("version")
-        guard versions.contains(version) else { throw .unknownVersion(version) }
-        let author = try publicKey(r.take(32, "author"))
-        let sequence = try r.u64("sequence")
-        let previous = MessageID(unchecked: Array(try r.take(32, "previous")))
-        let count = Int(try r.u16("dependency count"))
-        guard count <= maximumDependencies else { throw .tooManyDependencies(count: count, limit: maximumDependencies) }
-        var deps: [Dependency] = []
-        deps.reserveCapacity(count)
-        for _ in 0..<count {
-            let a = try publicKey(r.take(32, "dependency author"))
-            deps.append(Dependency(author: a, sequence: try r.u64("dependency sequence")))
-        }
-        let timestamp = try r.u64("timestamp")
-        let room = RoomID(unchecked: Array(try r.take(32, "room")))
-        var kind: Kind?
-        if version == 1 {
-            let kindByte = try r.u8("kind")
-            guard let known = Kind(rawValue: kindByte) else { throw .unknownKind(kindByte) }
-            kind = known
-        }
-        let bodyLength = Int(try r.u32("body length"))
-        // Checked before the body is read (or even known to be there).
-        guard bodyLength <= maximumBody else { throw .bodyTooLarge(size: bodyLength, limit: maximumBody) }
-        guard version == 1 || SealedBody.isSealedSize(bodyLength) else { throw .bodyNotPadded(size: bodyLength) }
-        let body = Array(try r.take(bodyLength, "body"))
-        let signedCount = r.offset
-        let signature = Array(try r.take(Signature.byteCount, "signature"))
-        guard r.remaining == 0 else { throw .trailingBytes(count: r.remaining) }
-        try checkFields(author: author, sequence: sequence, previous: previous, dependencies: deps, bodySize: body.count)
-
-        let id: [UInt8] = bytes.withUnsafeBytes { all in
-            let signed = UnsafeRawBufferPointer(rebasing: all[0..<signedCount])
-            return BLAKE2b.hash(signed)
-        }
-        if verification == .signature {
-            let verified: Bool = bytes.withUnsafeBytes { all in
-                let signed = UnsafeRawBufferPointer(rebasing: all[0..<signedCount])
-                return (try? author.verify(signature: signature, message: signed, context: .envelope)) != nil
-            }
-            guard verified else { throw .badSignature }
-        }
-        return Envelope(
-            version: version, author: author, sequence: sequence, previous: previous, dependencies: deps,
-            timestamp: timestamp, room: room, clearKind: kind, body: body, signature: signature,
-            id: MessageID(unchecked: id), encoded: bytes)
+    /// What follows a version-3 envelope's signature.
+    enum Form: UInt8 {
+        /// The body, whose BLAKE2b-256 is the signed body hash.
+        case body = 0
+        /// The head of the author's envelope that erased the body.
+        case proof = 1
     }
 
     /// Sequence numbers above this are refused from the network (the
@@ -204,13 +204,21 @@ public struct Envelope: Hashable, Sendable {
     }
 
     /// Checks the signature of an envelope that was decoded structurally
-    /// (`.trustedStorage`), without parsing it again.
+    /// (`.trustedStorage`), without parsing it again; for a pruned one, the
+    /// proof's signature too.
     public func verifySignature() throws(EnvelopeError) {
-        let count = encoded.count - Signature.byteCount
-        let ok: Bool = encoded.withUnsafeBytes { all in
-            (try? author.verify(signature: signature, message: UnsafeRawBufferPointer(rebasing: all[0..<count]), context: .envelope)) != nil
+        guard Self.verify(author: author, signature: signature, signed: encoded[0..<signedCount]) else { throw .badSignature }
+        guard isPruned else { return }
+        let proofStart = signedCount + Signature.byteCount + 1
+        var r = ByteReader(Array(encoded[proofStart...]))
+        let proof = try Head.read(&r)
+        guard Self.verify(author: author, signature: proof.signature, signed: encoded[proofStart..<(proofStart + proof.signedCount)]) else {
+            throw .badErasureProof
         }
-        guard ok else { throw .badSignature }
+    }
+
+    static func verify(author: PublicKey, signature: [UInt8], signed: ArraySlice<UInt8>) -> Bool {
+        signed.withUnsafeBytes { raw in (try? author.verify(signature: signature, message: raw, context: .envelope)) != nil }
     }
 
     /// Checks that this envelope links to `predecessor`, the author's
@@ -218,27 +226,6 @@ public struct Envelope: Hashable, Sendable {
     public func checkFollows(_ predecessor: Envelope) throws(EnvelopeError) {
         guard predecessor.author == author, predecessor.sequence + 1 == sequence, predecessor.id == previous else {
             throw .wrongPrevious(sequence: sequence)
-        }
-    }
-
-    private static func publicKey(_ bytes: ArraySlice<UInt8>) throws(EnvelopeError) -> PublicKey {
-        do { return try PublicKey(bytes: bytes) } catch { throw .badLength(field: "public key", expected: 32, actual: bytes.count) }
-    }
-
-    private static func checkFields(
-        author: PublicKey, sequence: UInt64, previous: MessageID, dependencies: [Dependency], bodySize: Int
-    ) throws(EnvelopeError) {
-        guard sequence > 0 else { throw .zeroSequence }
-        guard (sequence == 1) == previous.isZero else { throw .previousHashMismatch(sequence: sequence) }
-        guard dependencies.count <= maximumDependencies else {
-            throw .tooManyDependencies(count: dependencies.count, limit: maximumDependencies)
-        }
-        guard bodySize <= maximumBody else { throw .bodyTooLarge(size: bodySize, limit: maximumBody) }
-        var last: PublicKey?
-        for d in dependencies {
-            guard d.sequence > 0, d.author != author else { throw .dependenciesNotCanonical }
-            if let l = last, !(l < d.author) { throw .dependenciesNotCanonical }
-            last = d.author
         }
     }
 }

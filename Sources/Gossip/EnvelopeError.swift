@@ -29,6 +29,16 @@ public enum EnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A field of a gossip message with a value its layout does not allow
     /// (a flag that is not 0 or 1, a peer at port 0).
     case badValue(field: String, UInt64)
+    /// A version-3 envelope names more earlier envelopes to erase than
+    /// `Envelope.maximumErasures`.
+    case tooManyErasures(count: Int, limit: Int)
+    /// Erased sequences must be ascending, at least 1 and below the
+    /// envelope's own: only earlier envelopes of the author can be erased.
+    case erasuresNotCanonical
+    /// A version-3 body that is not the one whose hash was signed.
+    case bodyHashMismatch
+    /// A pruned envelope whose proof is not a signed erasure of it by its author.
+    case badErasureProof
 
     public var description: String {
         switch self {
@@ -49,6 +59,10 @@ public enum EnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .sequenceTooLarge(s, l): return "sequence \(s) exceeds \(l)"
         case let .bodyNotPadded(size): return "a version-2 body of \(size) bytes is not one of the padded sizes"
         case let .badValue(field, v): return "\(field) may not be \(v)"
+        case let .tooManyErasures(c, l): return "\(c) erased envelopes exceed \(l)"
+        case .erasuresNotCanonical: return "erased sequences are not ascending earlier envelopes of the author"
+        case .bodyHashMismatch: return "the body is not the one the signature names"
+        case .badErasureProof: return "a pruned envelope without its author's signed erasure"
         case let .badNick(n): return "not a valid nick (1 to \(Nick.maximumLength) bytes, no spaces, control characters or ·): \(n.debugDescription)"
         }
     }

@@ -18,11 +18,15 @@ public enum LinkProtocol: Int, Sendable, CaseIterable, Comparable, CustomStringC
     /// prune and graft; Plumtree). Older links are kept whole and pushed to
     /// in full, as before.
     case v4 = 4
+    /// As version 4, and envelopes of version 3 (body hash signed, bodies
+    /// that can be erased; docs/PROTOCOL.md §4) travel on it, and typing
+    /// notices (type 12).
+    case v5 = 5
 
     public static func < (a: LinkProtocol, b: LinkProtocol) -> Bool { a.rawValue < b.rawValue }
 
     /// The newest version this build speaks.
-    public static let newest = LinkProtocol.v4
+    public static let newest = LinkProtocol.v5
 
     /// The WebSocket subprotocol that names it: `peernode.N`.
     public var subprotocol: String { "peernode.\(rawValue)" }
@@ -45,7 +49,7 @@ public enum LinkProtocol: Int, Sendable, CaseIterable, Comparable, CustomStringC
 
     /// The newest envelope version the peer on a link of this version reads:
     /// a node sends it nothing newer (docs/PROTOCOL.md §10).
-    public var envelopeVersion: UInt8 { self >= .v3 ? 2 : 1 }
+    public var envelopeVersion: UInt8 { self >= .v5 ? 3 : self >= .v3 ? 2 : 1 }
 
     /// Whether membership and tree messages may be sent on a link of this version.
     public var speaksOverlay: Bool { self >= .v4 }

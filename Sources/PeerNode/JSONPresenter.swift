@@ -25,6 +25,15 @@ struct JSONPresenter: JSONLinePresenter {
             return [JSONEvents.line(["type": .string("peer_down"), "id": .string(key.hex)])]
         case let .message(m):
             return message(m).map { [$0] } ?? []
+        case let .edited(m, original):
+            return [JSONEvents.line(pairs: [("type", .string("edit"))] + place(m) + [ ("id", .string(m.envelope.id.hex)), ("original", .string(original.id.hex)),
+                                                    ("author", .string(m.envelope.author.hex)), ("nick", .text(m.people.nicks[m.envelope.author] ?? PeerText(""))),
+                                                    ("text", .text(m.opened.text)), ("ts", .number(m.envelope.timestamp))])]
+        case let .deleted(m, erased):
+            return erased.map { id in
+                JSONEvents.line(pairs: [("type", .string("delete"))] + place(m) + [ ("id", .string(id.hex)), ("by", .string(m.envelope.id.hex)),
+                                                   ("author", .string(m.envelope.author.hex)), ("ts", .number(m.envelope.timestamp))])
+            }
         case let .receipt(id, by, state):
             return [JSONEvents.line(["type": .string("receipt"), "id": .string(id.hex), "by": .string(by.hex), "state": .string(state.rawValue)])]
         case let .fork(person, sequence, kept, fork):
@@ -84,6 +93,12 @@ struct JSONPresenter: JSONLinePresenter {
         case .greeting, .noInvites, .invited, .blockChanged, .readReceipts, .chatLines:
             return []
         }
+    }
+
+    /// Where an edit or a delete happened: `room`, or `to` for a conversation.
+    static func place(_ m: ShownMessage) -> [(String, JSONEvents.Value)] {
+        if let room = m.room { return [("room", .string(room.value))] }
+        return [("to", .string((m.to ?? m.envelope.author).hex))]
     }
 
     /// A text, `/me` or direct message; other kinds (nicks, joins) are not events here.

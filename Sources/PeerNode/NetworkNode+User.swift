@@ -45,6 +45,12 @@ extension NetworkNode {
             // An invite comes in a conversation, never in a room.
             guard e.author != node.me, let peer = opened.peer, let invite = Invite.decode(opened.content) else { return [] }
             return invited(by: peer, invite)
+        case .edit:
+            guard let original = node.acceptEdit(e, opened), let shown = shownIn(e, opened) else { return [] }
+            return [.edited(shown, original: original)]
+        case .tombstone:
+            guard let shown = shownIn(e, opened) else { return [] }
+            return [.deleted(shown, erased: node.erasedIDs(by: e))]
         default:
             break
         }
@@ -63,6 +69,15 @@ extension NetworkNode {
             activity.arrived(in: roomName.value, mention: shown.mention)
         }
         return [.message(shown)]
+    }
+
+    /// `e` as shown where it was posted: a room this node shows, or a conversation of ours.
+    private func shownIn(_ e: Envelope, _ opened: OpenedEnvelope) -> ShownMessage? {
+        if let peer = opened.peer {
+            return ShownMessage(envelope: e, opened: opened, room: nil, to: e.author == node.me ? peer : node.me, me: node.me, book: node.people)
+        }
+        guard let roomName = node.roomName(e.room) else { return nil }
+        return ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, me: node.me, book: node.people)
     }
 
     // MARK: commands
@@ -85,6 +100,16 @@ extension NetworkNode {
             try post(text, kind: .text)
         case let .action(text):
             try post(text, kind: .action)
+        case let .edit(number, text):
+            try ensureOwnHistoryIsBack()
+            let room = node.roomID(session.room)
+            let target = try node.ownMessage(in: room, named: session.room, number: number)
+            sendOwn(try node.editMessage(target, text: text))
+        case let .delete(number):
+            try ensureOwnHistoryIsBack()
+            let room = node.roomID(session.room)
+            let target = try node.ownMessage(in: room, named: session.room, number: number)
+            sendOwn(try node.deleteMessage(target))
         case let .quit(reason):
             // Like IRC's QUIT message: the room sees why (and it stays in its history).
             var events: [NodeEvent] = []
@@ -164,6 +189,13 @@ extension NetworkNode {
 
     /// Posts in `room` (the open one when nil), on the links before it is shown.
     @discardableResult
+    /// An envelope of ours just stored (an edit, a tombstone): on the links, then shown.
+    private func sendOwn(_ e: Envelope) {
+        feed(.posted(e))
+        if !feeding { loop.flushNow() }
+        showDeliveries()
+    }
+
     func post(_ text: String, kind: Kind, in room: RoomName? = nil) throws -> Envelope {
         // Checked here too (the gate would check the post), so a refusal
         // keeps the pending nick instead of failing it on the way.
@@ -207,6 +239,7 @@ extension NetworkNode {
     func stats() -> NodeEvent {
         var all = counters.byName.merging(discovery?.counters ?? [:]) { a, _ in a }
         if node.refusedNicks > 0 { all["bad_nick"] = node.refusedNicks }
+        if node.refusedEdits > 0 { all["edit_refused"] = node.refusedEdits }
         return .stats(links: linkedPeers.count, counters: all.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) },
                       stages: core.stages.summaries)
     }

@@ -376,6 +376,8 @@ final class NetworkNode: @unchecked Sendable {
             lastBackgroundWork = now
             if !relay { _ = readLogged("new messages for the search index") { try node.indexNewMessages() } }
             sendReceipts(now: now)
+            // Erased bodies leave the files: the index merged, the WAL truncated.
+            if node.store.hasUnpurgedErasures { _ = readLogged("purging erased messages") { try node.store.purgeErased() } }
         }
         // After a burst (a catch-up, a flood, a peer that stopped reading) the
         // allocator keeps the freed memory; give it back once things are quiet.

@@ -10,7 +10,11 @@ struct OpenedEnvelope {
     let peer: PublicKey?
 
     /// The content as text: it came from the network, so it prints only sanitized.
-    var text: PeerText { PeerText(String(decoding: content, as: UTF8.self)) }
+    /// For an edit or a reply, the text after the reference it starts with.
+    var text: PeerText {
+        let shown = (kind == .edit || kind == .reply) && content.count >= MessageRef.byteCount ? content.dropFirst(MessageRef.byteCount) : content[...]
+        return PeerText(String(decoding: shown, as: UTF8.self))
+    }
     /// A message a person wrote: text or `/me`.
     var isMessage: Bool { kind == .text || kind == .action }
 }

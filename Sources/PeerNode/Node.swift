@@ -66,6 +66,7 @@ final class Node {
         }
         // Rows hold each envelope's kind where this node can open it.
         store.kindOf = { [weak self] in self?.open($0)?.kind }
+        store.indexedText = { [weak self] in self?.indexedText(of: $0) }
         try loadNicks()
         repairs = try repairPrivateRooms()
         people.trusted = try store.trustedIdentities()
@@ -179,10 +180,7 @@ final class Node {
             let page = try store.unindexed(in: id, after: after, limit: Self.indexPage)
             guard let last = page.last else { return }
             after = last.rowid
-            try store.index(rows: page.compactMap { row in
-                guard let opened = open(row.envelope), opened.isMessage else { return nil }
-                return (row.rowid, opened.text.unsanitized)
-            })
+            try store.index(rows: page.compactMap { row in indexedText(of: row.envelope).map { (row.rowid, $0) } })
         }
     }
 
@@ -230,7 +228,7 @@ final class Node {
     /// The next envelope of our own chain (sequence, previous hash and
     /// dependencies from the store), `content` of `kind` sealed under `key`
     /// (version 2: kind inside, padded), signed and durably stored.
-    func appendOwn(room: RoomID, kind: Kind, content: [UInt8], key: SymmetricKey) throws -> Envelope {
+    func appendOwn(room: RoomID, kind: Kind, content: [UInt8], key: SymmetricKey, erases: [UInt64] = []) throws -> Envelope {
         // Sealed first: content over the limit is refused before the gate counts a post.
         let body = try SealedBody.seal(kind: kind, content: content, key: key, author: me, room: room)
         try postingGate?()
@@ -238,13 +236,15 @@ final class Node {
         let envelope = try Envelope.sign(
             by: identity, sequence: (head?.sequence ?? 0) + 1, previous: head?.id ?? .zero,
             dependencies: try store.dependenciesForNextPost(by: me),
-            timestamp: Self.now(), room: room, body: body)
+            timestamp: Self.now(), room: room, erases: erases, body: body)
         _ = try store.insertOwn(envelope, at: Self.now())
         return envelope
     }
 
     /// Nick messages refused by `setNick` (counted as `bad_nick`).
     private(set) var refusedNicks = 0
+    /// Edits refused by `acceptEdit` (counted as `edit_refused`).
+    var refusedEdits = 0
 
     /// Our current nick, if we ever set one.
     var nick: String? { nicks[me]?.unsanitized }
@@ -296,7 +296,7 @@ final class Node {
                 count += 1
                 bytes += e.encoded.count
                 through = stored.delivery
-                if let opened = open(e), opened.isMessage { texts.append((e.author, e.sequence, opened.text.unsanitized)) }
+                if let text = indexedText(of: e) { texts.append((e.author, e.sequence, text)) }
                 if bytes >= Self.indexBytes { break reading }
             }
         }

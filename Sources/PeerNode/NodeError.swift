@@ -19,6 +19,15 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
     case cannotOpenLog(path: String, reason: String)
 
     // Commands.
+    /// `/edit` or `/delete` without a number, and no message of ours in the room.
+    case noOwnMessage(RoomName)
+    /// `/edit N` or `/delete N` for a number the room has no message at.
+    case noMessageNumbered(Int)
+    case notYourMessage(Int)
+    /// Signed before envelope version 3: its signature covers the body, which cannot go.
+    case cannotErase(version: UInt8)
+    case alreadyDeleted
+    case tooManyEdits(limit: Int)
     case notSealable(PublicKey)
     case noRoomKey(RoomName)
     case receiptRoomNotWritable
@@ -41,6 +50,13 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
 
     var description: String {
         switch self {
+        case let .noOwnMessage(room): "no message of yours in \(room.value) to change"
+        case let .noMessageNumbered(n): "no message numbered \(n) here (/history shows the numbers)"
+        case let .notYourMessage(n): "message \(n) is not yours: only its author can change it"
+        case let .cannotErase(version):
+            "that message was sent as envelope version \(version), whose signature covers its text: it cannot be erased (only messages from version 3 on can)"
+        case .alreadyDeleted: "that message was deleted"
+        case let .tooManyEdits(limit): "that message has had \(limit) edits, the most one message takes"
         case .noDataDirectory: "no data directory: set HOME or XDG_DATA_HOME, or pass --data-dir DIR"
         case .networkGivenTwice: "give --network or --network-key-file, not both"
         case let .badAddress(option, needs, got): "\(option) needs \(needs), got \(got)"

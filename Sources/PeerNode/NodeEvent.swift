@@ -20,6 +20,10 @@ enum NodeEvent {
     /// No link to the peer is left (`reason`: what its last link said when it closed).
     case peerDown(PublicKey, reason: PeerText?)
     case message(ShownMessage)
+    /// An edit (`shown` is the edit envelope, its text the new one) of `original`.
+    case edited(ShownMessage, original: Envelope)
+    /// A tombstone (`shown`) erased these messages of its author.
+    case deleted(ShownMessage, erased: [MessageID])
     /// How far one of our messages has got with a peer.
     case receipt(MessageID, by: PublicKey, state: ReceiptState)
     /// An author signed two different envelopes at one sequence; the first held is kept.

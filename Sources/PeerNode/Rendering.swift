@@ -64,8 +64,21 @@ struct Renderer {
         case .nick: return "[\(time)] \(roomLabel) -- \(envelope.author.shortFingerprint) is now known as \(body)"
         case .join: return "[\(time)] \(roomLabel) --> \(who) joined"
         case .leave: return "[\(time)] \(roomLabel) <-- \(who) left"
-        case .receipt, .invite, .tombstone: return "[\(time)] \(roomLabel) -- \(who) \(opened.kind)"
+        case .tombstone: return deletedLine(envelope, room: room)
+        case .edit: return editLine(envelope, room: room, text: opened.text)
+        case .receipt, .invite, .reaction, .reply: return "[\(time)] \(roomLabel) -- \(who) \(opened.kind)"
         }
+    }
+
+    /// An edit as it arrives: the new text, marked.
+    func editLine(_ envelope: Envelope, room: String, text: PeerText) -> String {
+        "[\(Self.clock(envelope.timestamp))] \(TerminalText.sanitize(room)) <\(label(envelope.author))> \(text) (edited)"
+    }
+
+    /// A tombstone: who took a message back (never what it said).
+    func deletedLine(_ envelope: Envelope, room: String?) -> String {
+        let place = room.map { TerminalText.sanitize($0) + " " } ?? ""
+        return "[\(Self.clock(envelope.timestamp))] \(place)-- \(label(envelope.author)) deleted a message"
     }
 
     /// A direct message between its author and `to`.

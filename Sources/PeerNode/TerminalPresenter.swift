@@ -30,6 +30,12 @@ struct TerminalPresenter: LinePresenter {
             let renderer = Renderer(people: m.people)
             if let room = m.room { return [renderer.line(m.envelope, room: room.value, opened: m.opened)] }
             return [renderer.directLine(m.envelope, to: m.to ?? m.envelope.author, text: m.opened.text)]
+        case let .edited(m, _):
+            let renderer = Renderer(people: m.people)
+            if let room = m.room { return [renderer.editLine(m.envelope, room: room.value, text: m.opened.text)] }
+            return [renderer.directLine(m.envelope, to: m.to ?? m.envelope.author, text: m.opened.text) + " (edited)"]
+        case let .deleted(m, _):
+            return [Renderer(people: m.people).deletedLine(m.envelope, room: m.room?.value)]
         case let .fork(person, sequence, _, _):
             return ["-- ⚠ \(plain.label(person)) signed two different messages as number \(sequence); the first held is kept. "
                 + "Its key may be in two places (copied, or restored from a backup): /sync lists forks"]

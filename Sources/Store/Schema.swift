@@ -127,7 +127,29 @@ enum Schema {
         """
         CREATE INDEX IF NOT EXISTS envelopes_sealed ON envelopes(room) WHERE kind = 0;
         """,
+        // 11: deletion and edits (envelope version 3, docs/PROTOCOL.md §4). Which
+        // envelopes an author's later one erased (so one that arrives afterwards
+        // is stored without its body), and which envelopes edit which message.
+        """
+        CREATE TABLE erasures(
+            author INTEGER NOT NULL REFERENCES authors(rowid),
+            sequence INTEGER NOT NULL,               -- the erased envelope
+            erased_by INTEGER NOT NULL,              -- the author's envelope that erased it
+            PRIMARY KEY(author, sequence)
+        ) WITHOUT ROWID;
+        CREATE TABLE edits(
+            author INTEGER NOT NULL REFERENCES authors(rowid),
+            original INTEGER NOT NULL,               -- sequence of the message edited
+            edit INTEGER NOT NULL,                   -- sequence of the edit
+            PRIMARY KEY(author, original, edit)
+        ) WITHOUT ROWID;
+        """,
     ]
+
+    /// The first schema that wrote with `secure_delete` on: an older file
+    /// may hold stale copies of deleted bytes in free pages and free space
+    /// within pages, so it is rebuilt (VACUUM) once when it migrates.
+    static let secureDeleteVersion = 11
 
     static var currentVersion: Int { migrations.count }
 
@@ -157,13 +179,19 @@ enum Schema {
             // journal_mode answers with the mode it is in: checked, not assumed.
             let mode = try db.text("PRAGMA journal_mode=WAL") ?? "unknown"
             guard mode.lowercased() == "wal" else { throw StoreError.walUnavailable(path: path, mode: mode) }
-            try db.execute("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384")
+            // secure_delete: what is deleted or overwritten (an erased body, full-text
+            // segments merged away) is zeroed in the file, not left in free space.
+            try db.execute("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384; PRAGMA secure_delete=ON")
             for target in (version + 1)...max(version + 1, currentVersion) where target <= currentVersion {
                 try db.transaction {
                     try db.execute(migrations[target - 1])
                     try db.execute("PRAGMA user_version=\(target)")
                     if target == 1 { try db.execute("PRAGMA application_id=\(Self.applicationID)") }
                 }
+            }
+            if !isFresh, version < secureDeleteVersion {
+                try db.execute("VACUUM")
+                try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             }
         } catch let e as StoreError {
             throw e

@@ -63,6 +63,15 @@ public final class Store {
     /// (the node sets it; a relay holds few keys). Called as envelopes are
     /// inserted and by `fileSealed(in:)`; nil: `sealedKind`.
     public var kindOf: ((Envelope) -> Kind?)?
+    /// The text the node indexed for an envelope (`index`), so that an erased
+    /// one can be taken out of the contentless index (which needs it). Nil
+    /// on a relay, which indexes nothing.
+    public var indexedText: ((Envelope) -> String?)?
+    /// Authors with erasures recorded (`StoreErasure.swift`): only their
+    /// arrivals are looked up in `erasures`.
+    var erasingAuthors: Set<PublicKey> = []
+    /// Bodies erased since the last `purgeErased`.
+    var erasedSincePurge = 0
 
     private var checkpointer: Checkpointer?
 
@@ -133,6 +142,7 @@ public final class Store {
             roomRows[try RoomID(bytes: rooms.blob(1))] = rooms.int64(0)
         }
         lastDelivery = try db.integer("SELECT coalesce(max(delivery), 0) FROM envelopes WHERE delivery IS NOT NULL")
+        try loadErasingAuthors()
     }
 
     // MARK: inserting
@@ -181,17 +191,26 @@ public final class Store {
         }
     }
 
-    private func insertOne(_ e: Envelope, receivedAt: UInt64) throws -> InsertOutcome {
-        var st = try authorRow(e.author)
-        let sequence = Int64(clamping: e.sequence)
+    private func insertOne(_ arrived: Envelope, receivedAt: UInt64) throws -> InsertOutcome {
+        var st = try authorRow(arrived.author)
+        let sequence = Int64(clamping: arrived.sequence)
 
-        // Same author and sequence already held: a duplicate or a fork.
-        if e.sequence <= st.highest, let existing = try storedBytes(st.rowid, sequence) {
-            if existing == e.encoded { return .duplicate }
-            let kept = try Envelope.decode(existing, verification: .trustedStorage).id
+        // Same author and sequence already held: a duplicate or a fork. The
+        // same envelope pruned is a duplicate that erases the held body.
+        if arrived.sequence <= st.highest, let existing = try storedBytes(st.rowid, sequence) {
+            if existing == arrived.encoded { return .duplicate }
+            let held = try Envelope.decode(existing, verification: .trustedStorage)
+            if held.id == arrived.id {
+                try pruneHeld(held, as: arrived, author: st.rowid)
+                return .duplicate
+            }
+            let e = arrived
+            let kept = held.id
             try recordFork(e, author: st.rowid, kept: kept, reason: "same author and sequence, other bytes", at: receivedAt)
             return .fork(kept: kept)
         }
+        // An envelope its author erased before it came is stored without its body.
+        let e = try erasedForm(of: arrived, author: st.rowid)
         // Must link to the envelope before it, and the one after it must link to this.
         if e.sequence > 1, let before = try id(of: st, e.sequence - 1), before != e.previous {
             try recordFork(e, author: st.rowid, kept: before, reason: "previous hash does not match sequence \(e.sequence - 1)", at: receivedAt)
@@ -240,6 +259,7 @@ public final class Store {
         }
         setAuthor(e.author, st)
         dirtyAuthors.insert(e.author)
+        if !e.erases.isEmpty { try applyErasures(of: e, author: st.rowid) }
         return .inserted
     }
 

@@ -46,13 +46,13 @@ struct EnvelopeTests {
     func framing() throws {
         let e = try Author().envelope()
         #expect(throws: EnvelopeError.trailingBytes(count: 1)) { try Envelope.decode(e.encoded + [0]) }
-        for version: UInt8 in [0, 3, 255] {
+        for version: UInt8 in [0, 4, 255] {
             var v = e.encoded
             v[0] = version
             #expect(throws: EnvelopeError.unknownVersion(version)) { try Envelope.decode(v) }
         }
         let kindOffset = 1 + 32 + 8 + 32 + 2 + 8 + 32
-        for bad: UInt8 in [0, 9, 255] {
+        for bad: UInt8 in [0, 12, 255] {
             var k = e.encoded
             k[kindOffset] = bad
             #expect(throws: EnvelopeError.unknownKind(bad)) { try Envelope.decode(k) }

@@ -154,7 +154,7 @@ struct SealedGoldenEnvelopeTests {
         let opened = try SealedBody.open(decoded, key: key)
         #expect("\(opened.kind)" == item.kind && opened.content == Array(item.plaintext.utf8))
         let body = try SealedBody.seal(kind: opened.kind, content: opened.content, key: key, author: author.publicKey, room: decoded.room, nonce: hex(file.nonce))
-        let rebuilt = try Envelope.sign(by: author, sequence: item.sequence, previous: previous, dependencies: deps,
+        let rebuilt = try Envelope.signVersion2(by: author, sequence: item.sequence, previous: previous, dependencies: deps,
                                         timestamp: item.timestamp, room: decoded.room, body: body)
         #expect(Hex.encode(rebuilt.encoded) == item.bytes)
     }

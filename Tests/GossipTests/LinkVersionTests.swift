@@ -14,7 +14,7 @@ struct LinkVersionTests {
         _ = r.linkUp(2, now: 0, version: .v3)
         let first = try Envelope.sign(by: author, sequence: 1, previous: .zero, dependencies: [], timestamp: 1, room: room, kind: .text, body: [1])
         let sealed = try SealedBody.seal(kind: .text, content: [2], key: key, author: author.publicKey, room: room)
-        let second = try Envelope.sign(by: author, sequence: 2, previous: first.id, dependencies: [], timestamp: 2, room: room, body: sealed)
+        let second = try Envelope.signVersion2(by: author, sequence: 2, previous: first.id, dependencies: [], timestamp: 2, room: room, body: sealed)
 
         let old = r.localPost(first)
         #expect(old.contains(.send(1, .envelopes([CarriedEnvelope(hops: 0, envelope: first)]))))
@@ -25,5 +25,22 @@ struct LinkVersionTests {
         #expect(new == [.heldBack(1, 1), .send(2, .envelopes([CarriedEnvelope(hops: 0, envelope: second)]))])
         #expect(r.knownClock(of: 1)?[author.publicKey] == 1, "the older link is not believed to hold what it was not sent")
         #expect(r.knownClock(of: 2)?[author.publicKey] == 2)
+    }
+
+    @Test("a version-3 envelope goes to a version-5 link only; a version-4 link is held back from it")
+    func versionThree() throws {
+        let author = try SigningKey.generate()
+        let room = RoomID.random()
+        let key = SymmetricKey.generate()
+        var r = Replicator(me: author.publicKey, clock: VectorClock(), random: SystemRandomNumberGenerator())
+        _ = r.linkUp(1, now: 0, version: .v4)
+        _ = r.linkUp(2, now: 0, version: .v5)
+        let sealed = try SealedBody.seal(kind: .text, content: [2], key: key, author: author.publicKey, room: room)
+        let e = try Envelope.sign(by: author, sequence: 1, previous: .zero, dependencies: [], timestamp: 2, room: room, body: sealed)
+        #expect(e.version == 3)
+        let sent = r.localPost(e)
+        #expect(sent.contains(.heldBack(1, 1)))
+        #expect(sent.contains { if case .send(2, _) = $0 { true } else { false } })
+        #expect(LinkProtocol.v5.envelopeVersion == 3 && LinkProtocol.v4.envelopeVersion == 2 && LinkProtocol.newest == .v5)
     }
 }

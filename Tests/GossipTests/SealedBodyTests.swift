@@ -35,10 +35,11 @@ struct SealedBodyTests {
         let e = try envelope(kind, Array("secret".utf8))
         let decoded = try Envelope.decode(e.encoded)
         #expect(decoded == e)
-        #expect(decoded.version == 2 && decoded.clearKind == nil)
+        #expect(decoded.version == 3 && decoded.clearKind == nil && !decoded.isPruned)
         #expect(try SealedBody.open(decoded, key: key) == OpenedBody(kind: kind, content: Array("secret".utf8)))
-        // Layout: the version-1 trailer less the kind byte, and a body of the smallest bucket.
-        #expect(e.encoded.count == 1 + 32 + 8 + 32 + 2 + 8 + 32 + 4 + (256 + 40) + 64)
+        // Layout (version 3): no kind byte; an empty erase list, the body's length and
+        // hash, the signature, the form byte and a body of the smallest bucket.
+        #expect(e.encoded.count == 1 + 32 + 8 + 32 + 2 + 8 + 32 + 1 + 4 + 32 + 64 + 1 + (256 + 40))
     }
 
     @Test("a text, a receipt, an invite and a join of different lengths under 255 bytes are the same size on the wire")
@@ -96,7 +97,7 @@ struct SealedBodyTests {
 
     @Test("a sealed plaintext with bad padding or an unknown kind is refused, not trusted")
     func badInside() throws {
-        for padded: [UInt8] in [[UInt8](repeating: 0, count: 256), [9] + [0x80] + [UInt8](repeating: 0, count: 254), [1, 0x80, 1] + [UInt8](repeating: 0, count: 253)] {
+        for padded: [UInt8] in [[UInt8](repeating: 0, count: 256), [12] + [0x80] + [UInt8](repeating: 0, count: 254), [1, 0x80, 1] + [UInt8](repeating: 0, count: 253)] {
             let body = try key.seal(padded, associatedData: Array("peernode/2 body".utf8) + [0] + author.publicKey.bytes + room.bytes)
             let e = try Envelope.sign(by: author, sequence: 1, previous: .zero, dependencies: [], timestamp: 1, room: room, body: body)
             #expect(throws: EnvelopeError.self) { try SealedBody.open(e, key: key) }
