@@ -118,6 +118,7 @@ public struct Envelope: Hashable, Sendable {
         by key: SigningKey, sequence: UInt64, previous: MessageID, dependencies: [Dependency],
         timestamp: UInt64, room: RoomID, erases: [UInt64] = [], body: [UInt8]
     ) throws(EnvelopeError) -> Envelope {
+        // Before `check`, which would call a body past the largest size too large: it is first of all not padded.
         guard SealedBody.isSealedSize(body.count) else { throw .bodyNotPadded(size: body.count) }
         let fields = Fields(version: 3, author: key.publicKey, sequence: sequence, previous: previous,
                             dependencies: dependencies.sorted { $0.author < $1.author }, timestamp: timestamp, room: room,

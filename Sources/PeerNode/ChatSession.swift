@@ -41,7 +41,8 @@ final class ChatSession {
         for (e, o) in zip(entries, opened) { if let o { node.observe(e.envelope, o) } }
         try node.store.markRead(id)
         let renderer = Renderer(people: node.people)
-        let lines = try zip(entries, opened).compactMap { e, o -> String? in
+        let numbers = try node.store.numbers(of: entries, in: id)
+        let lines = zip(entries, opened).compactMap { e, o -> String? in
             // A receipt sealed in version 2 is only known as one once opened; an
             // edit shows as its original's text; an erased message shows as
             // its tombstone's line.
@@ -49,7 +50,7 @@ final class ChatSession {
             guard let o, o.isMessage else { return renderer.line(e.envelope, room: room.value, opened: o) }
             let (text, edited) = node.currentText(of: e.envelope, opened: o)
             let shown = OpenedEnvelope(kind: o.kind, content: Array(text.unsanitized.utf8), peer: o.peer)
-            return "(\(try node.store.number(of: e))) " + renderer.line(e.envelope, room: room.value, opened: shown) + (edited ? " (edited)" : "")
+            return "(\(numbers[e.delivery] ?? 0)) " + renderer.line(e.envelope, room: room.value, opened: shown) + (edited ? " (edited)" : "")
         }
         return ["--- \(room.value): \(lines.isEmpty ? "no messages yet" : "last \(lines.count) message\(lines.count == 1 ? "" : "s")") ---"] + lines
     }

@@ -26,13 +26,17 @@ struct JSONPresenter: JSONLinePresenter {
         case let .message(m):
             return message(m).map { [$0] } ?? []
         case let .edited(m, original):
-            return [JSONEvents.line(pairs: [("type", .string("edit"))] + place(m) + [ ("id", .string(m.envelope.id.hex)), ("original", .string(original.id.hex)),
-                                                    ("author", .string(m.envelope.author.hex)), ("nick", .text(m.people.nicks[m.envelope.author] ?? PeerText(""))),
-                                                    ("text", .text(m.opened.text)), ("ts", .number(m.envelope.timestamp))])]
+            let e = m.envelope
+            return [JSONEvents.line(pairs: [("type", .string("edit"))] + place(m) + [
+                ("id", .string(e.id.hex)), ("original", .string(original.id.hex)), ("author", .string(e.author.hex)),
+                ("nick", .text(m.people.nicks[e.author] ?? PeerText(""))), ("text", .text(m.opened.text)), ("ts", .number(e.timestamp)),
+            ])]
         case let .deleted(m, erased):
+            let e = m.envelope
             return erased.map { id in
-                JSONEvents.line(pairs: [("type", .string("delete"))] + place(m) + [ ("id", .string(id.hex)), ("by", .string(m.envelope.id.hex)),
-                                                   ("author", .string(m.envelope.author.hex)), ("ts", .number(m.envelope.timestamp))])
+                JSONEvents.line(pairs: [("type", .string("delete"))] + place(m) + [
+                    ("id", .string(id.hex)), ("by", .string(e.id.hex)), ("author", .string(e.author.hex)), ("ts", .number(e.timestamp)),
+                ])
             }
         case let .receipt(id, by, state):
             return [JSONEvents.line(["type": .string("receipt"), "id": .string(id.hex), "by": .string(by.hex), "state": .string(state.rawValue)])]

@@ -93,9 +93,7 @@ extension NetworkNode {
     func post(nick: String) {
         guard node.nick != nick else { return }
         do {
-            let e = try node.post(nick, kind: .nick, in: session.room)
-            feed(.posted(e))
-            showDeliveries()
+            sendOwn(try node.post(nick, kind: .nick, in: session.room))
         } catch {
             log.warning("could not post the nick \(nick): \(error)")
         }

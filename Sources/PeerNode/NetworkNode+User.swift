@@ -187,15 +187,16 @@ extension NetworkNode {
         return [.chatLines(lines)]
     }
 
-    /// Posts in `room` (the open one when nil), on the links before it is shown.
-    @discardableResult
-    /// An envelope of ours just stored (an edit, a tombstone): on the links, then shown.
-    private func sendOwn(_ e: Envelope) {
+    /// An envelope of ours just stored (a post, an edit, a tombstone, a
+    /// direct message, a nick): on the links before it is shown here.
+    func sendOwn(_ e: Envelope) {
         feed(.posted(e))
         if !feeding { loop.flushNow() }
         showDeliveries()
     }
 
+    /// Posts in `room` (the open one when nil), on the links before it is shown.
+    @discardableResult
     func post(_ text: String, kind: Kind, in room: RoomName? = nil) throws -> Envelope {
         // Checked here too (the gate would check the post), so a refusal
         // keeps the pending nick instead of failing it on the way.
@@ -205,10 +206,7 @@ extension NetworkNode {
         let e = try node.post(text, kind: kind, in: room ?? session.room)
         core.stages.record(.post, monotonicNow() - posting)
         receipts.posted(e.sequence, in: e.room)
-        feed(.posted(e))
-        // On the links before it is shown here.
-        if !feeding { loop.flushNow() }
-        showDeliveries()
+        sendOwn(e)
         return e
     }
 
@@ -218,8 +216,7 @@ extension NetworkNode {
         // `node.postingGate` refuses it while our history may be elsewhere.
         let peer = try node.resolve(who)
         let e = try node.postDirect(text, to: peer)
-        feed(.posted(e))
-        showDeliveries()
+        sendOwn(e)
         return e
     }
 

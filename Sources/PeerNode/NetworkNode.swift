@@ -84,6 +84,17 @@ final class NetworkNode: @unchecked Sendable {
     /// Freed memory goes back to the system at most this often, when quiet.
     static let memoryTrimInterval = 30.0
     var lastMemoryTrim = 0.0
+    /// Erased bodies are purged from the files (`Store.purgeErased`: the
+    /// whole search index merged, the WAL truncated) at most this often, so
+    /// an author posting tombstone after tombstone costs one merge per
+    /// interval, not one each…
+    static let erasurePurgeInterval = 5.0
+    /// …and the purge takes at most this share of the loop's time: the
+    /// merge grows with the index (0.2 s for 100,000 messages here), so
+    /// after a purge that took t seconds the next waits t / share at least.
+    static let erasurePurgeShare = 0.05
+    /// When the next purge may run (monotonic seconds).
+    var nextErasurePurge = 0.0
     /// `--max-per-address`: connections accepted at once from one IP address.
     var maximumConnectionsPerAddress = WebSocketServer.Configuration.defaultMaximumConnectionsPerAddress
     /// Whether a post of ours may go now, and the startup nick that waits
@@ -377,7 +388,11 @@ final class NetworkNode: @unchecked Sendable {
             if !relay { _ = readLogged("new messages for the search index") { try node.indexNewMessages() } }
             sendReceipts(now: now)
             // Erased bodies leave the files: the index merged, the WAL truncated.
-            if node.store.hasUnpurgedErasures { _ = readLogged("purging erased messages") { try node.store.purgeErased() } }
+            if node.store.hasUnpurgedErasures, now >= nextErasurePurge {
+                _ = readLogged("purging erased messages") { try node.store.purgeErased() }
+                let took = monotonic() - now
+                nextErasurePurge = now + max(Self.erasurePurgeInterval, took / Self.erasurePurgeShare)
+            }
         }
         // After a burst (a catch-up, a flood, a peer that stopped reading) the
         // allocator keeps the freed memory; give it back once things are quiet.

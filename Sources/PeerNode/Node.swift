@@ -114,9 +114,11 @@ final class Node {
     /// number is ever used twice).
     var postingGate: (() throws -> Void)?
 
-    /// Leaves a room by name: it is no longer shown or listed.
+    /// Leaves a room by name: it is no longer shown or listed, and its texts
+    /// leave the search index.
     func leave(_ name: RoomName) throws {
         let id = roomID(name)
+        try unindexLeftRoom(id)
         roomNames[id] = nil
         try store.forgetRoomName(id)
     }
@@ -172,15 +174,30 @@ final class Node {
         return id
     }
 
+    /// Takes a room's texts out of the search index while its key is still
+    /// known: the index must be told a text to forget it, and a message
+    /// erased after we left could not be opened then. Joining again indexes
+    /// the room anew (`indexJoinedRoom`).
+    private func unindexLeftRoom(_ id: RoomID) throws {
+        try eachTextPage({ try store.indexed(in: id, after: $0, limit: Self.indexPage) }, store.unindex(rows:))
+    }
+
     /// Indexes for /search what a room held before this node could read it
     /// (the index passed it by then), a page at a time.
     private func indexJoinedRoom(_ id: RoomID) throws {
+        try eachTextPage({ try store.unindexed(in: id, after: $0, limit: Self.indexPage) }, store.index(rows:))
+    }
+
+    /// Hands `apply` the indexed texts (`indexedText`) of the envelopes
+    /// `page` gives out, a page at a time, by row after the last one.
+    private func eachTextPage(_ page: (Int64) throws -> [(rowid: Int64, envelope: Envelope)],
+                              _ apply: ([(rowid: Int64, text: String)]) throws -> Void) throws {
         var after: Int64 = 0
         while true {
-            let page = try store.unindexed(in: id, after: after, limit: Self.indexPage)
-            guard let last = page.last else { return }
+            let rows = try page(after)
+            guard let last = rows.last else { return }
             after = last.rowid
-            try store.index(rows: page.compactMap { row in indexedText(of: row.envelope).map { (row.rowid, $0) } })
+            try apply(rows.compactMap { row in indexedText(of: row.envelope).map { (row.rowid, $0) } })
         }
     }
 
@@ -227,7 +244,8 @@ final class Node {
 
     /// The next envelope of our own chain (sequence, previous hash and
     /// dependencies from the store), `content` of `kind` sealed under `key`
-    /// (version 2: kind inside, padded), signed and durably stored.
+    /// (kind inside, padded), `erases` naming earlier envelopes of ours to
+    /// erase, signed (version 3) and durably stored.
     func appendOwn(room: RoomID, kind: Kind, content: [UInt8], key: SymmetricKey, erases: [UInt64] = []) throws -> Envelope {
         // Sealed first: content over the limit is refused before the gate counts a post.
         let body = try SealedBody.seal(kind: kind, content: content, key: key, author: me, room: room)

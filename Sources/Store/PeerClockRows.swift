@@ -13,9 +13,8 @@ extension Store {
 
     /// The clocks saved for `peer` by `savePeerClocks`, or nil.
     public func peerClocks(of peer: PublicKey) throws -> PeerClocks? {
-        let head = try db.statement("SELECT declared_known FROM peer_clocks WHERE peer = ?1").bind(1, peer.bytes)
-        guard try head.step() else { return nil }
-        let declaredKnown = head.int64(0) != 0
+        guard let declaredKnown = try db.statement("SELECT declared_known FROM peer_clocks WHERE peer = ?1").bind(1, peer.bytes)
+            .single({ $0.int64(0) != 0 }) else { return nil }
         var sides = [VectorClock(), VectorClock()]
         let s = try db.statement("SELECT side, author, sequence FROM peer_clock_entries WHERE peer = ?1").bind(1, peer.bytes)
         while try s.step() {

@@ -64,6 +64,14 @@ final class Connection {
         return s
     }
 
+    /// Resets every cached statement. A statement left part-way through its
+    /// rows keeps a read transaction open until it is reset, and while one
+    /// is open a checkpoint cannot truncate the WAL (`SQLITE_LOCKED`):
+    /// called before such a checkpoint.
+    func resetStatements() {
+        for s in statements.values { s.reset() }
+    }
+
     var changes: Int { Int(sqlite3_changes(handle)) }
 
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction; rolls back if it throws.

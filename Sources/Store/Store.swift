@@ -96,6 +96,7 @@ public final class Store {
     public func checkpointForExit() {
         checkpointer?.stop()
         checkpointer = nil
+        db.resetStatements()
         try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     }
 
@@ -197,17 +198,15 @@ public final class Store {
 
         // Same author and sequence already held: a duplicate or a fork. The
         // same envelope pruned is a duplicate that erases the held body.
-        if arrived.sequence <= st.highest, let existing = try storedBytes(st.rowid, sequence) {
-            if existing == arrived.encoded { return .duplicate }
-            let held = try Envelope.decode(existing, verification: .trustedStorage)
+        if arrived.sequence <= st.highest, let existing = try storedRow(st.rowid, arrived.sequence) {
+            if existing.bytes == arrived.encoded { return .duplicate }
+            let held = try Envelope.decode(existing.bytes, verification: .trustedStorage)
             if held.id == arrived.id {
-                try pruneHeld(held, as: arrived, author: st.rowid)
+                if arrived.isPruned, !held.isPruned { try replace(row: existing.rowid, held, with: arrived) }
                 return .duplicate
             }
-            let e = arrived
-            let kept = held.id
-            try recordFork(e, author: st.rowid, kept: kept, reason: "same author and sequence, other bytes", at: receivedAt)
-            return .fork(kept: kept)
+            try recordFork(arrived, author: st.rowid, kept: held.id, reason: "same author and sequence, other bytes", at: receivedAt)
+            return .fork(kept: held.id)
         }
         // An envelope its author erased before it came is stored without its body.
         let e = try erasedForm(of: arrived, author: st.rowid)
@@ -216,8 +215,8 @@ public final class Store {
             try recordFork(e, author: st.rowid, kept: before, reason: "previous hash does not match sequence \(e.sequence - 1)", at: receivedAt)
             return .brokenChain(kept: before)
         }
-        if e.sequence < st.highest, let after = try storedBytes(st.rowid, sequence + 1) {
-            let next = try Envelope.decode(after, verification: .trustedStorage)
+        if e.sequence < st.highest, let after = try storedRow(st.rowid, e.sequence + 1) {
+            let next = try Envelope.decode(after.bytes, verification: .trustedStorage)
             if next.previous != e.id {
                 try recordFork(e, author: st.rowid, kept: next.id, reason: "sequence \(e.sequence + 1) links to another envelope", at: receivedAt)
                 return .brokenChain(kept: next.id)
@@ -379,10 +378,11 @@ public final class Store {
         dirtyAuthors.removeAll(keepingCapacity: true)
     }
 
-    func storedBytes(_ author: Int64, _ sequence: Int64) throws -> [UInt8]? {
-        let s = try db.statement("SELECT bytes FROM envelopes WHERE author = ?1 AND sequence = ?2")
-            .bind(1, author).bind(2, sequence)
-        return try s.single { $0.blob(0) }
+    /// The row and bytes of `author`'s envelope at `sequence`, if held.
+    func storedRow(_ author: Int64, _ sequence: UInt64) throws -> (rowid: Int64, bytes: [UInt8])? {
+        let s = try db.statement("SELECT rowid, bytes FROM envelopes WHERE author = ?1 AND sequence = ?2")
+            .bind(1, author).bind(2, Int64(clamping: sequence))
+        return try s.single { ($0.int64(0), $0.blob(1)) }
     }
 
     private func id(of st: AuthorState, _ sequence: UInt64) throws -> MessageID? {
@@ -393,7 +393,7 @@ public final class Store {
     }
 
     func loadEnvelope(_ author: Int64, _ sequence: UInt64) throws -> Envelope? {
-        try storedBytes(author, Int64(clamping: sequence)).map { try Envelope.decode($0, verification: .trustedStorage) }
+        try storedRow(author, sequence).map { try Envelope.decode($0.bytes, verification: .trustedStorage) }
     }
 
     /// Forks kept per author: each is a whole envelope the author signed, and

@@ -16,10 +16,9 @@ extension Store {
         for sequence in erasing.erases {
             try db.statement("INSERT OR IGNORE INTO erasures(author, sequence, erased_by) VALUES (?1, ?2, ?3)")
                 .bind(1, author).bind(2, Int64(clamping: sequence)).bind(3, Int64(clamping: erasing.sequence)).run()
-            if let row = try db.statement("SELECT rowid, bytes FROM envelopes WHERE author = ?1 AND sequence = ?2")
-                .bind(1, author).bind(2, Int64(clamping: sequence)).single({ ($0.int64(0), $0.blob(1)) }) {
-                let held = try Envelope.decode(row.1, verification: .trustedStorage)
-                if let pruned = held.pruned(by: erasing), !held.isPruned { try replace(row: row.0, held, with: pruned) }
+            if let row = try storedRow(author, sequence) {
+                let held = try Envelope.decode(row.bytes, verification: .trustedStorage)
+                if !held.isPruned, let pruned = held.pruned(by: erasing) { try replace(row: row.rowid, held, with: pruned) }
             }
             let forks = try db.statement("SELECT rowid, bytes FROM forks WHERE author = ?1 AND sequence = ?2")
                 .bind(1, author).bind(2, Int64(clamping: sequence))
@@ -40,29 +39,24 @@ extension Store {
     /// author already erased it (an original that arrives after its tombstone).
     func erasedForm(of e: Envelope, author: Int64) throws -> Envelope {
         guard e.version == 3, !e.isPruned, erasingAuthors.contains(e.author),
-              let by = try db.statement("SELECT erased_by FROM erasures WHERE author = ?1 AND sequence = ?2")
-                .bind(1, author).bind(2, Int64(clamping: e.sequence)).single({ $0.int64(0) }),
-              let erasing = try loadEnvelope(author, UInt64(clamping: by)) else { return e }
+              let by = try erasingSequence(author, e.sequence), let erasing = try loadEnvelope(author, by) else { return e }
         return e.pruned(by: erasing) ?? e
     }
 
-    /// A held envelope with the same id as a pruned one that arrived: pruned too.
-    func pruneHeld(_ held: Envelope, as pruned: Envelope, author: Int64) throws {
-        guard pruned.isPruned, !held.isPruned, pruned.id == held.id,
-              let row = try db.statement("SELECT rowid FROM envelopes WHERE author = ?1 AND sequence = ?2")
-                .bind(1, author).bind(2, Int64(clamping: held.sequence)).single({ $0.int64(0) }) else { return }
-        try replace(row: row, held, with: pruned)
+    /// The sequence of the envelope of `author` (a row) that erased its envelope `sequence`, if one did.
+    private func erasingSequence(_ author: Int64, _ sequence: UInt64) throws -> UInt64? {
+        try db.statement("SELECT erased_by FROM erasures WHERE author = ?1 AND sequence = ?2")
+            .bind(1, author).bind(2, Int64(clamping: sequence)).single { UInt64(clamping: $0.int64(0)) }
     }
 
     /// Overwrites a row's envelope with its pruned form, and takes its text
     /// out of the full-text index (a contentless index is told the text it
     /// held, which only the node can read: `indexedText`).
-    private func replace(row: Int64, _ held: Envelope, with pruned: Envelope) throws {
+    func replace(row: Int64, _ held: Envelope, with pruned: Envelope) throws {
         let indexed = try db.statement("SELECT 1 FROM message_text WHERE rowid = ?1").bind(1, row).single { _ in true } ?? false
-        if indexed, let text = indexedText?(held) {
-            try db.statement("INSERT INTO message_text(message_text, rowid, text) VALUES ('delete', ?1, ?2)").bind(1, row).bind(2, text).run()
-        }
-        try db.statement("UPDATE envelopes SET bytes = ?2 WHERE rowid = ?1").bind(1, row).bind(2, pruned.encoded).run()
+        if indexed, let text = indexedText?(held) { try removeFromIndex(row: row, text: text) }
+        // Nothing readable is left: the row no longer counts as a message (unread counts, previews).
+        try db.statement("UPDATE envelopes SET bytes = ?2, kind = ?3 WHERE rowid = ?1").bind(1, row).bind(2, pruned.encoded).bind(3, Self.sealedKind).run()
         erasedSincePurge += 1
     }
 
@@ -85,6 +79,7 @@ extension Store {
     public func purgeErased() throws -> Bool {
         guard erasedSincePurge > 0 else { return true }
         try db.execute("INSERT INTO message_text(message_text) VALUES ('optimize')")
+        db.resetStatements()
         let busy = try db.statement("PRAGMA wal_checkpoint(TRUNCATE)").single { $0.int64(0) } ?? 1
         guard busy == 0 else { return false }
         erasedSincePurge = 0
@@ -95,7 +90,6 @@ extension Store {
     /// envelope that erased it), if any.
     public func erasedBy(_ author: PublicKey, _ sequence: UInt64) throws -> UInt64? {
         guard erasingAuthors.contains(author), let row = authors[author]?.rowid else { return nil }
-        return try db.statement("SELECT erased_by FROM erasures WHERE author = ?1 AND sequence = ?2")
-            .bind(1, row).bind(2, Int64(clamping: sequence)).single { UInt64(clamping: $0.int64(0)) }
+        return try erasingSequence(row, sequence)
     }
 }

@@ -49,6 +49,7 @@ extension Store {
             .bind(1, st.rowid).bind(2, Int64(clamping: sequence)).bind(3, limit)
         var out: [Envelope] = []
         var total = 0
+        defer { s.reset() }
         while total < bytes, try s.step() {
             let blob = s.blob(0)
             total += blob.count

@@ -42,6 +42,36 @@ extension Store {
         return out
     }
 
+    /// Envelopes of `room` whose texts the index holds, after `rowid`,
+    /// oldest first (what leaving the room takes out of it).
+    public func indexed(in room: RoomID, after rowid: Int64, limit: Int) throws -> [(rowid: Int64, envelope: Envelope)] {
+        guard let row = roomRows[room], limit > 0 else { return [] }
+        let s = try db.statement(
+            """
+            SELECT e.rowid, e.bytes FROM envelopes e
+            WHERE e.room = ?1 AND e.rowid > ?2 AND EXISTS (SELECT 1 FROM message_text m WHERE m.rowid = e.rowid)
+            ORDER BY e.rowid LIMIT ?3
+            """).bind(1, row).bind(2, rowid).bind(3, limit)
+        var out: [(rowid: Int64, envelope: Envelope)] = []
+        while try s.step() { out.append((s.int64(0), try Envelope.decode(s.blob(1), verification: .trustedStorage))) }
+        return out
+    }
+
+    /// Takes texts out of the index by envelope row, in one transaction. A
+    /// contentless index must be told the very text it was given; the terms
+    /// leave the file at the next `purgeErased`.
+    public func unindex(rows: [(rowid: Int64, text: String)]) throws {
+        guard !rows.isEmpty else { return }
+        try writeTransaction {
+            for entry in rows { try removeFromIndex(row: entry.rowid, text: entry.text) }
+        }
+    }
+
+    func removeFromIndex(row: Int64, text: String) throws {
+        try db.statement("INSERT INTO message_text(message_text, rowid, text) VALUES ('delete', ?1, ?2)").bind(1, row).bind(2, text).run()
+        erasedSincePurge += 1
+    }
+
     /// Adds texts to the index by envelope row (what `unindexed` found), in one transaction.
     public func index(rows: [(rowid: Int64, text: String)]) throws {
         guard !rows.isEmpty else { return }

@@ -25,6 +25,12 @@ struct MessageLifeTests {
         }
     }
 
+    /// What each process last said, for a failure message.
+    static func state(_ nodes: [NodeProcess], _ relay: RelayProcess) -> String {
+        nodes.map { "\n\($0.id.prefix(8)): \($0.events.value.suffix(6)) log: \($0.log.suffix(800))" }.joined()
+            + "\nrelay: \(relay.log.value.suffix(12))"
+    }
+
     @Test("an edit reaches everyone as (edited); a delete erases the text and its edit from every file of three nodes and a relay; every chain still verifies; integrity_check is clean")
     func editAndDelete() async throws {
         let dirs = (0..<4).map { _ in TemporaryDirectory() }
@@ -42,7 +48,10 @@ struct MessageLifeTests {
         let secret = "zqxsecretword7f3a", edited = "zqxeditedword9b1c"
         a.send("a line that stays")
         a.send("the plan is \(secret)")
-        let original = try #require(await c.wait { $0["type"] == "message" && $0["text"] == "the plan is \(secret)" })
+        guard let original = await c.wait({ $0["type"] == "message" && $0["text"] == "the plan is \(secret)" }) else {
+            Issue.record("carol never got alice's message through the relay: \(Self.state(nodes, relay))")
+            return
+        }
         #expect(await b.wait { $0["text"] == "the plan is \(secret)" } != nil)
         a.send("/edit the plan is \(edited)")
         for n in [b, c] {
