@@ -42,6 +42,7 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var savedByEarlierVersion = VectorClock()
     var progress = SyncProgress()
     var claims = OwnHistoryClaims()
+    var typing = TypingBoard(me: me)
     for link in 0..<3 {
         up.insert(link)
         queue += replicator.linkUp(link, now: now)
@@ -79,6 +80,10 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             case let .ihave(entries): queue += replicator.ihaveReceived(selector, entries: entries, now: now)
             case let .prune(authors): replicator.pruneReceived(selector, authors: authors)
             case let .graft(authors): replicator.graftReceived(selector, authors: authors)
+            case let .typing(notice):
+                // Checked as the node checks it, the signature taken as holding (a fuzzer cannot sign).
+                if typing.examine(notice, from: selector, now: now, wall: 1_800_000_000_000) == .check { typing.accept(notice, now: now) }
+                invariant(typing.typing(in: notice.room, now: now).count <= TypingBoard.maximumTracked, "more typers shown than tracked")
             case .overlay: break
             }
         }

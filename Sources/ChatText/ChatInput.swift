@@ -16,6 +16,15 @@ public enum ChatInput: Equatable, Sendable {
     case edit(number: Int?, text: String)
     /// `/delete [N]`: our message numbered N (else our last) erased for everyone.
     case delete(Int?)
+    /// `/react [N] REACTION`: on message N in `/history` (else the last); again takes it back.
+    case react(number: Int?, reaction: String)
+    /// `/reactions [N]`: who gave which reaction to message N (else the last).
+    case reactions(Int?)
+    /// `/reply N TEXT`: a text answering message N in `/history`.
+    case reply(number: Int, text: String)
+    /// `/typing`: say we are typing in the open room (the terminal does it
+    /// by itself as keys come; for scripts).
+    case typing
     /// `/stats`: the node's counters (links, clock exchanges, refusals by reason).
     case stats
     case rooms
@@ -60,6 +69,10 @@ public enum ChatInput: Equatable, Sendable {
     public static let commands: [(names: [String], usage: String, help: String)] = [
         (["edit"], "/edit [N] TEXT", "replace the text of your last message (or of message N in /history) for everyone; shown (edited)"),
         (["delete"], "/delete [N]", "take back your last message (or message N in /history): its text is erased on every node"),
+        (["reply"], "/reply N TEXT", "answer message N in /history: shown with a one-line quote of it"),
+        (["react"], "/react [N] EMOJI", "react to message N in /history (or the last one), shown as counts; the same again takes it back"),
+        (["reactions"], "/reactions [N]", "who reacted to message N (or the last one), and with what"),
+        (["typing"], "/typing", "tell the room you are typing (the prompt does it as you type; for scripts): shown to the others for a few seconds"),
         (["join", "j"], "/join #room", "switch to a room (created on first use); /j for short"),
         (["part"], "/part", "leave the current room (back to #general)"),
         (["private"], "/private #room", "make a private room: only those you /invite can read it"),
@@ -142,6 +155,23 @@ public enum ChatInput: Equatable, Sendable {
             if argument.isEmpty { return .delete(nil) }
             guard let n = Int(argument), n > 0 else { return .error("/delete takes a message number from /history, or nothing for your last message") }
             return .delete(n)
+        case "reply":
+            let parts = argument.split(separator: " ", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let n = Int(parts[0]), n > 0, !parts[1].trimmingCharacters(in: .whitespaces).isEmpty else {
+                return .error("/reply needs a message number from /history and a text: /reply 3 sounds good")
+            }
+            return .reply(number: n, text: parts[1])
+        case "react":
+            let parts = argument.split(separator: " ").map(String.init)
+            if parts.count == 1 { return .react(number: nil, reaction: parts[0]) }
+            guard parts.count == 2, let n = Int(parts[0]), n > 0 else {
+                return .error("/react needs a reaction, after a message number from /history if not the last: /react 3 👍")
+            }
+            return .react(number: n, reaction: parts[1])
+        case "reactions":
+            if argument.isEmpty { return .reactions(nil) }
+            guard let n = Int(argument), n > 0 else { return .error("/reactions takes a message number from /history, or nothing for the last message") }
+            return .reactions(n)
         case "history":
             if argument.isEmpty { return .history(defaultHistory) }
             guard let n = Int(argument), n > 0, n <= maximumHistory else {
@@ -155,10 +185,10 @@ public enum ChatInput: Equatable, Sendable {
             let wanted = argument.hasPrefix("/") ? String(argument.dropFirst()) : argument
             guard let entry = commands.first(where: { $0.names.contains(wanted) }) else { return .error("no command /\(wanted) (try /help)") }
             return .helpOn(entry.usage + "  " + entry.help)
-        case "rooms", "who", "peers", "part", "sync", "invites", "mentions":
+        case "rooms", "who", "peers", "part", "sync", "invites", "mentions", "typing":
             guard argument.isEmpty else { return .error("/\(name) takes no argument") }
             return ["rooms": .rooms, "who": .who, "peers": .peers, "part": .part, "sync": .sync, "invites": .invites,
-                    "mentions": .mentions][String(name)] ?? .empty
+                    "mentions": .mentions, "typing": .typing][String(name)] ?? .empty
         case "set":
             let parts = argument.split(separator: " ").map(String.init)
             guard parts.count == 2, parts[0] == "receipts", parts[1] == "on" || parts[1] == "off" else {

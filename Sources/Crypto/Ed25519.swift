@@ -89,6 +89,8 @@ public enum SignatureContext: Sendable {
     case envelope
     case handshake
     case announcement
+    /// A typing notice (docs/PROTOCOL.md §10, "Typing").
+    case typing
 
     var tag: [UInt8] {
         switch self {
@@ -96,6 +98,7 @@ public enum SignatureContext: Sendable {
         case .envelope: return Array("peernode/1 envelope\0".utf8)
         case .handshake: return Array("peernode/1 handshake\0".utf8)
         case .announcement: return Array("peernode/1 announcement\0".utf8)
+        case .typing: return Array("peernode/1 typing\0".utf8)
         }
     }
 

@@ -32,6 +32,8 @@ public enum GossipMessage: Equatable, Sendable {
     case prune([PublicKey])
     /// "Push these authors to me in full again" (GRAFT); what was missed comes by `request`.
     case graft([PublicKey])
+    /// Someone is typing in a room (link version 6 on; `TypingNotice`).
+    case typing(TypingNotice)
 
     /// Most clock entries in one message (the rest go in further messages).
     public static let maximumClockEntries = 4096
@@ -70,7 +72,7 @@ public enum GossipMessage: Equatable, Sendable {
 
     enum Tag: UInt8 {
         case fullClock = 1, deltaClock = 2, envelopes = 3, request = 4, clockSince = 5, fullClockWanted = 6, stored = 7
-        case overlay = 8, ihave = 9, prune = 10, graft = 11
+        case overlay = 8, ihave = 9, prune = 10, graft = 11, typing = 12
     }
 
     private static func writeEntries(_ entries: [Dependency], to w: inout ByteWriter) {
@@ -142,6 +144,9 @@ public enum GossipMessage: Equatable, Sendable {
         case let .graft(authors):
             w.u8(Tag.graft.rawValue)
             Self.writeAuthors(authors, to: &w)
+        case let .typing(notice):
+            w.u8(Tag.typing.rawValue)
+            notice.write(&w)
         case let .envelopes(batch):
             w.u8(Tag.envelopes.rawValue)
             Varint.write(UInt64(batch.count), to: &w)
@@ -189,6 +194,8 @@ public enum GossipMessage: Equatable, Sendable {
             message = .prune(try readAuthors(&r))
         case .graft:
             message = .graft(try readAuthors(&r))
+        case .typing:
+            message = .typing(try TypingNotice.read(&r))
         case .envelopes:
             let count = try Varint.read(&r, "count")
             guard count <= UInt64(maximumBatch) else { throw .tooLarge(size: Int(clamping: count), limit: maximumBatch) }

@@ -19,14 +19,15 @@ public enum LinkProtocol: Int, Sendable, CaseIterable, Comparable, CustomStringC
     /// in full, as before.
     case v4 = 4
     /// As version 4, and envelopes of version 3 (body hash signed, bodies
-    /// that can be erased; docs/PROTOCOL.md §4) travel on it, and typing
-    /// notices (type 12).
+    /// that can be erased; docs/PROTOCOL.md §4) travel on it.
     case v5 = 5
+    /// As version 5, and typing notices (type 12) travel on it.
+    case v6 = 6
 
     public static func < (a: LinkProtocol, b: LinkProtocol) -> Bool { a.rawValue < b.rawValue }
 
     /// The newest version this build speaks.
-    public static let newest = LinkProtocol.v5
+    public static let newest = LinkProtocol.v6
 
     /// The WebSocket subprotocol that names it: `peernode.N`.
     public var subprotocol: String { "peernode.\(rawValue)" }
@@ -53,6 +54,9 @@ public enum LinkProtocol: Int, Sendable, CaseIterable, Comparable, CustomStringC
 
     /// Whether membership and tree messages may be sent on a link of this version.
     public var speaksOverlay: Bool { self >= .v4 }
+
+    /// Whether typing notices may be sent on a link of this version.
+    public var speaksTyping: Bool { self >= .v6 }
 
     public var description: String { "\(rawValue)" }
 }

@@ -68,6 +68,9 @@ public struct MessageEdit: Equatable, Sendable {
 public struct Reaction: Equatable, Sendable {
     /// Longest reaction, in UTF-8 bytes: an emoji with modifiers fits.
     public static let maximumLength = 32
+    /// Most different reactions one person keeps on one message; a node
+    /// refuses (and counts) another, so nobody can make it store more.
+    public static let maximumPerPersonAndMessage = 8
     public let target: MessageRef
     public let reaction: String
 

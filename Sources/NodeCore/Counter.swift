@@ -73,6 +73,11 @@ public enum Counter: String, CaseIterable, Sendable, Comparable {
     case pruneReceived = "prune_received"
     case graftSent = "graft_sent"
     case graftReceived = "graft_received"
+    // Typing notices (docs/PROTOCOL.md §10, "Typing").
+    case typingSent = "typing_sent"
+    case typingReceived = "typing_received"
+    /// Dropped before or at the signature check: stale, repeated, a flood, unsigned, or on a link older than version 6.
+    case typingDropped = "typing_dropped"
 
     /// The counter of a link refused in its handshake.
     public init(_ failure: LinkFailure) {

@@ -53,6 +53,9 @@ public struct LinkCore {
         case blocked(PublicKey)
         /// Once a second: timeouts, clock exchanges, redials.
         case tick
+        /// Send a typing notice (ours, or one passed on) on every link
+        /// that speaks them, but `except`.
+        case typing(TypingNotice, except: LinkID?)
     }
 
     /// How the shell closes a link (the WebSocket close code it sends).
@@ -85,6 +88,8 @@ public struct LinkCore {
         case ownStored(UInt64, by: PublicKey)
         /// A line for the operator's log (with the counter's name of a refusal).
         case warning(String, reason: String?)
+        /// A typing notice arrived on a link (not yet checked: `TypingBoard`, then its signature).
+        case typing(TypingNotice, from: LinkID)
     }
 
     /// The close reason of a link that lost the tie-break: the other side
@@ -184,6 +189,10 @@ public struct LinkCore {
             for id in links.keys.sorted() { step(id, now: now, into: &out) { $0.tick(now: now) } }
             follow(table.tick(now: now), now: now, into: &out)
             overlayTick(now: now, into: &out)
+        case let .typing(notice, except):
+            for (id, link) in links.sorted(by: { $0.key < $1.key }) where id != except && link.version.speaksTyping && table.links[id]?.remote != nil {
+                send(.typing(notice), on: id, now: now, into: &out)
+            }
         }
         return out
     }
@@ -281,6 +290,10 @@ public struct LinkCore {
         case let .graft(authors):
             count(.graftReceived, by: authors.count)
             replicator.graftReceived(id, authors: authors)
+        case let .typing(notice):
+            guard links[id]?.version.speaksTyping == true else { return count(.typingDropped) }
+            count(.typingReceived)
+            out.append(.typing(notice, from: id))
         case let .stored(entries):
             follow(replicator.storedReceived(id, entries: entries, now: now), now: now, into: &out)
             if let remote = table.links[id]?.remote, let mine = entries.first(where: { $0.author == me }) {
@@ -338,6 +351,7 @@ public struct LinkCore {
         case .ihave: count(.ihaveSent)
         case let .prune(authors): count(.pruneSent, by: authors.count)
         case let .graft(authors): count(.graftSent, by: authors.count)
+        case .typing: count(.typingSent)
         case .request, .stored, .overlay: break
         }
         for chunk in GossipChunker.chunks(encoded) {

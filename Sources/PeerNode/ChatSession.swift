@@ -1,5 +1,6 @@
 import ChatText
 import Gossip
+import NetworkText
 import Store
 
 /// The room the person has open, and the commands that read or change
@@ -34,25 +35,54 @@ final class ChatSession {
             + ["type a message and press Enter; /help lists commands"] + (try history(count))
     }
 
+    /// Envelopes `/history N` reads back at most, looking for N lines
+    /// (receipts, edits and reactions are not lines of their own).
+    static let historyScanLimit = ChatInput.maximumHistory * 8
+
+    /// The last `count` lines of the open room: its envelopes read back,
+    /// more at a time, until that many show or the room has no more.
     func history(_ count: Int) throws -> [String] {
         let id = node.roomID(room)
-        let entries = try node.store.history(of: id, limit: count)
+        var limit = count
+        var entries = try node.store.history(of: id, limit: limit)
+        while entries.count == limit, limit < Self.historyScanLimit,
+              entries.count(where: { e in !e.envelope.isPruned && node.open(e.envelope).map { Self.isLine($0.kind) } ?? true }) < count {
+            limit = min(limit * 4, Self.historyScanLimit)
+            entries = try node.store.history(of: id, limit: limit)
+        }
         let opened = entries.map { node.open($0.envelope) }
         for (e, o) in zip(entries, opened) { if let o { node.observe(e.envelope, o) } }
         try node.store.markRead(id)
         let renderer = Renderer(people: node.people)
         let numbers = try node.store.numbers(of: entries, in: id)
-        let lines = zip(entries, opened).compactMap { e, o -> String? in
-            // A receipt sealed in version 2 is only known as one once opened; an
-            // edit shows as its original's text; an erased message shows as
-            // its tombstone's line.
-            if o?.kind == .receipt || o?.kind == .edit || e.envelope.isPruned { return nil }
+        let all = zip(entries, opened).compactMap { e, o -> String? in
+            // An erased message shows as its tombstone's line.
+            if e.envelope.isPruned || o.map({ !Self.isLine($0.kind) }) == true { return nil }
             guard let o, o.isMessage else { return renderer.line(e.envelope, room: room.value, opened: o) }
             let (text, edited) = node.currentText(of: e.envelope, opened: o)
-            let shown = OpenedEnvelope(kind: o.kind, content: Array(text.unsanitized.utf8), peer: o.peer)
-            return "(\(numbers[e.delivery] ?? 0)) " + renderer.line(e.envelope, room: room.value, opened: shown) + (edited ? " (edited)" : "")
+            let shown = o.withText(text.unsanitized)
+            return "(\(numbers[e.delivery] ?? 0)) " + renderer.line(e.envelope, room: room.value, opened: shown, quote: node.quote(of: e.envelope, o))
+                + (edited ? " (edited)" : "") + Renderer.reactionsSuffix(node.reactions(to: e.envelope))
         }
+        let lines = Array(all.suffix(count))
         return ["--- \(room.value): \(lines.isEmpty ? "no messages yet" : "last \(lines.count) message\(lines.count == 1 ? "" : "s")") ---"] + lines
+    }
+
+    /// Whether an envelope of `kind` is a line of `/history`: a receipt
+    /// (sealed since version 2, so only known as one once opened) is not,
+    /// an edit shows as its original's text, a reaction as a count under its message.
+    static func isLine(_ kind: Kind) -> Bool { kind != .receipt && kind != .edit && kind != .reaction }
+
+    /// `/reactions [N]`: who gave which reaction to `target`.
+    func reactions(to target: Envelope) throws -> [String] {
+        let renderer = Renderer(people: node.people)
+        let all = node.reactions(to: target)
+        let what = node.open(target).map { "\(renderer.label(target.author)): \"\(PeerText(Quote.excerpt(node.currentText(of: target, opened: $0).text.unsanitized)))\"" }
+            ?? "that message"
+        guard !all.isEmpty else { return ["-- no reactions to \(what)"] }
+        return ["-- reactions to \(what):"] + all.map { reaction, by in
+            "  \(TerminalText.sanitize(reaction)) \(by.count): " + by.map { renderer.label($0) }.joined(separator: ", ")
+        }
     }
 
     /// `/nick NAME`: posted in the open room.
@@ -83,9 +113,11 @@ final class ChatSession {
         let renderer = Renderer(people: node.people)
         return found.reversed().map { stored -> String in
             let e = stored.envelope
-            if let name = node.roomName(e.room) { return renderer.line(e, room: name.value, opened: node.open(e)) }
+            let opened = node.open(e)
+            let quote = opened.flatMap { node.quote(of: e, $0) }
+            if let name = node.roomName(e.room) { return renderer.line(e, room: name.value, opened: opened, quote: quote) }
             guard let (peer, text) = node.direct(e) else { return renderer.line(e, room: "?", opened: nil) }
-            return renderer.directLine(e, to: e.author == node.me ? peer : node.me, text: text)
+            return renderer.directLine(e, to: e.author == node.me ? peer : node.me, text: text, quote: quote)
         }
     }
 

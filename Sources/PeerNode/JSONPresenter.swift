@@ -1,4 +1,5 @@
 import Crypto
+import Gossip
 import NetworkText
 import NodeCore
 
@@ -38,6 +39,21 @@ struct JSONPresenter: JSONLinePresenter {
                     ("id", .string(id.hex)), ("by", .string(e.id.hex)), ("author", .string(e.author.hex)), ("ts", .number(e.timestamp)),
                 ])
             }
+        case let .reacted(m, target, _, reaction, on, count):
+            let e = m.envelope
+            return [JSONEvents.line(pairs: [("type", .string("reaction"))] + place(m) + [
+                ("id", .string(e.id.hex)), ("target", .string(target.id.hex)), ("target_author", .string(target.author.hex)),
+                ("author", .string(e.author.hex)), ("nick", .text(m.people.nicks[e.author] ?? PeerText(""))),
+                ("reaction", .text(PeerText(reaction))), ("state", .string(on ? "on" : "off")), ("count", .number(UInt64(max(0, count)))),
+                ("ts", .number(e.timestamp)),
+            ])]
+        case let .replyQuoted(m):
+            guard let quote = m.quote else { return [] }
+            return [JSONEvents.line(pairs: [("type", .string("reply_quote"))] + place(m) + [("id", .string(m.envelope.id.hex))] + quoted(quote))]
+        case let .typing(person, room):
+            return [JSONEvents.line(pairs: [("type", .string("typing"))]
+                + (room.map { [("room", .string($0.value))] } ?? [("to", .string(person.key.hex))])
+                + [("id", .string(person.key.hex)), ("nick", .text(person.nick ?? PeerText(""))), ("fp", .string(person.key.shortFingerprint))])]
         case let .receipt(id, by, state):
             return [JSONEvents.line(["type": .string("receipt"), "id": .string(id.hex), "by": .string(by.hex), "state": .string(state.rawValue)])]
         case let .fork(person, sequence, kept, fork):
@@ -115,11 +131,17 @@ struct JSONPresenter: JSONLinePresenter {
         var pairs: [(String, JSONEvents.Value)] = [("type", .string(type)), ("id", .string(e.id.hex)), ("author", .string(e.author.hex)),
                                                   ("nick", .text(m.people.nicks[e.author] ?? PeerText(""))), ("seq", .number(e.sequence))]
         if let room = m.room {
-            pairs += [("room", .string(room.value)), ("kind", .string(m.opened.kind == .text ? "text" : "action"))]
+            pairs += [("room", .string(room.value)), ("kind", .string(kindName(m.opened.kind)))]
+            if let n = m.number { pairs.append(("n", .number(UInt64(max(0, n))))) }
         } else {
             pairs += [("kind", .string("dm")), ("to", .string((m.to ?? e.author).hex))]
         }
         pairs += [("text", .text(m.opened.text)), ("ts", .number(e.timestamp))]
+        if let quote = m.quote { pairs += quoted(quote) }
+        if m.edited { pairs.append(("edited", .string("yes"))) }
+        if !m.reactions.isEmpty {
+            pairs.append(("reactions", .text(PeerText(m.reactions.map { "\($0.reaction) \($0.count)" }.joined(separator: " ")))))
+        }
         // What the terminal shows beside the nick: nick⚠·fp✔(forked).
         let author = m.people[e.author]
         pairs.append(("fp", .string(e.author.shortFingerprint)))
@@ -128,6 +150,21 @@ struct JSONPresenter: JSONLinePresenter {
         if author.forked { pairs.append(("forked", .string("yes"))) }
         if m.mention { pairs.append(("mention", .string("yes"))) }
         return JSONEvents.line(pairs: pairs)
+    }
+
+    /// A message's kind as the JSON names it.
+    static func kindName(_ kind: Kind) -> String { kind == .reply ? "reply" : kind == .action ? "action" : "text" }
+
+    /// A reply's reference: `reply_to` (the answered message's id),
+    /// `reply_to_author`, and `reply_to_state` with, when "here", its text.
+    static func quoted(_ quote: Quote) -> [(String, JSONEvents.Value)] {
+        var pairs: [(String, JSONEvents.Value)] = [("reply_to", .string(quote.target.id.hex)), ("reply_to_author", .string(quote.target.author.hex))]
+        switch quote.state {
+        case let .here(text): pairs += [("reply_to_state", .string("here")), ("reply_to_text", .text(text))]
+        case .missing: pairs.append(("reply_to_state", .string("missing")))
+        case .deleted: pairs.append(("reply_to_state", .string("deleted")))
+        }
+        return pairs
     }
 
     /// One row of the API's `rooms` (docs/API.md): a room by `room`, a
@@ -147,7 +184,7 @@ struct JSONPresenter: JSONLinePresenter {
             let e = last.envelope
             pairs += [("last_id", .string(e.id.hex)), ("last_author", .string(e.author.hex)),
                       ("last_nick", .text(last.people.nicks[e.author] ?? PeerText(""))), ("last_fp", .string(e.author.shortFingerprint)),
-                      ("last_kind", .string(last.opened.kind == .action ? "action" : "text")),
+                      ("last_kind", .string(kindName(last.opened.kind))),
                       ("last_text", .text(last.opened.text)), ("last_ts", .number(e.timestamp))]
         }
         return JSONEvents.line(pairs: pairs)

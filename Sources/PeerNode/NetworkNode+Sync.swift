@@ -46,7 +46,7 @@ extension NetworkNode {
     /// our last message there has got to (… ✓ ✓✓ read).
     func prompt() -> String {
         let mark = ownMessageState(in: session.room).map { " " + $0.rawValue } ?? ""
-        return activity.line(order: roomOrder) + syncProgress.tag(missing: missingFromLinked) + session.roomLabel + mark + "> "
+        return activity.line(order: roomOrder) + syncProgress.tag(missing: missingFromLinked) + typingLine() + session.roomLabel + mark + "> "
     }
 }
 

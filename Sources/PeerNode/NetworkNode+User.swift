@@ -24,14 +24,17 @@ extension NetworkNode {
         let before = activity
         for stored in fresh {
             lastShown = stored.delivery
-            events += applyDelivered(stored.envelope)
+            // Every envelope delivered in a room takes the next number there, shown or not.
+            if let last = roomNumbers[stored.envelope.room] { roomNumbers[stored.envelope.room] = (stored.delivery, last.number + 1) }
+            events += applyDelivered(stored)
         }
         emit(events)
         if activity != before { refreshPrompt() }
     }
 
     /// One delivered envelope: the model changes it makes, and what to show of it.
-    private func applyDelivered(_ e: Envelope) -> [NodeEvent] {
+    private func applyDelivered(_ stored: StoredEnvelope) -> [NodeEvent] {
+        let e = stored.envelope
         // What this node cannot open (others' conversations, rooms it is not in) is not shown.
         guard let opened = node.open(e) else { return [] }
         node.observe(e, opened)
@@ -51,24 +54,43 @@ extension NetworkNode {
         case .tombstone:
             guard let shown = shownIn(e, opened) else { return [] }
             return [.deleted(shown, erased: node.erasedIDs(by: e))]
+        case .reaction:
+            guard let (target, reaction, on) = node.acceptReaction(e, opened), var shown = shownIn(e, opened) else { return [] }
+            shown.naming(target.author, book: node.people)
+            let text = node.open(target).map { node.currentText(of: target, opened: $0).text }
+            let count = node.reactions(to: target).first { $0.reaction == reaction }?.by.count ?? 0
+            return [.reacted(shown, target: target, text: text, reaction: reaction, on: on, count: count)]
         default:
             break
         }
+        if opened.isMessage { typingBoard.posted(by: e.author, in: e.room, now: monotonic()) }
         if let peer = opened.peer {
             guard opened.isMessage else { return [] }
             // A direct message is shown wherever the person is: it counts as read there.
             receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: true, current: true)
-            return [.message(ShownMessage(envelope: e, opened: opened, room: nil, to: e.author == node.me ? peer : node.me, me: node.me, book: node.people))]
+            let shown = ShownMessage(envelope: e, opened: opened, room: nil, to: e.author == node.me ? peer : node.me, me: node.me, book: node.people)
+            return [.message(quoted(shown))] + repliesFilled(by: e)
         }
         guard let roomName = node.roomName(e.room) else { return [] }
         receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: opened.isMessage, current: roomName == session.room)
-        let shown = ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, me: node.me, book: node.people)
+        var shown = quoted(ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, me: node.me, book: node.people))
+        if opened.isMessage { shown.number = number(of: stored) }
         // A message in any room may move it up `/rooms`, whose numbers the act list shows.
         roomOrderStale = roomOrderStale || opened.isMessage
         if roomName != session.room, opened.isMessage, e.author != node.me {
             activity.arrived(in: roomName.value, mention: shown.mention)
         }
-        return [.message(shown)]
+        return [.message(shown)] + (opened.isMessage ? repliesFilled(by: e) : [])
+    }
+
+    /// A delivered envelope's number in its room (`/history`'s): counted
+    /// once from the store, then on as deliveries come.
+    private func number(of stored: StoredEnvelope) -> Int? {
+        let room = stored.envelope.room
+        if let last = roomNumbers[room], last.delivery == stored.delivery { return last.number }
+        guard let n = (try? node.store.numbers(of: [stored], in: room))?[stored.delivery] else { return nil }
+        roomNumbers[room] = (stored.delivery, n)
+        return n
     }
 
     /// `e` as shown where it was posted: a room this node shows, or a conversation of ours.
@@ -110,6 +132,22 @@ extension NetworkNode {
             let room = node.roomID(session.room)
             let target = try node.ownMessage(in: room, named: session.room, number: number)
             sendOwn(try node.deleteMessage(target))
+        case let .react(number, reaction):
+            guard Reaction.isValid(reaction) else { throw NodeError.badReaction(limit: Reaction.maximumLength) }
+            try ensureOwnHistoryIsBack()
+            let target = try node.message(in: node.roomID(session.room), named: session.room, number: number)
+            sendOwn(try node.react(to: target, with: reaction))
+        case let .reactions(number):
+            let target = try node.message(in: node.roomID(session.room), named: session.room, number: number)
+            return (try chatLines(session.reactions(to: target)), true)
+        case .typing:
+            sendTyping(in: node.roomID(session.room))
+        case let .reply(number, text):
+            try ensureOwnHistoryIsBack()
+            let target = try node.message(in: node.roomID(session.room), named: session.room, number: number)
+            let e = try node.reply(to: target, text: text)
+            receipts.posted(e.sequence, in: e.room)
+            sendOwn(e)
         case let .quit(reason):
             // Like IRC's QUIT message: the room sees why (and it stays in its history).
             var events: [NodeEvent] = []
@@ -180,6 +218,8 @@ extension NetworkNode {
     /// (a nick, a leave) is in them, so it is not shown again.
     private func chatLines(_ lines: [String]) -> [NodeEvent] {
         lastShown = max(lastShown, node.store.lastDeliveryNumber)
+        // What the command posted was not counted as it was delivered.
+        roomNumbers = [:]
         // The open room (perhaps a new one) is seen; the act list's numbers may have moved.
         activity.seen(session.room.value)
         roomOrderStale = true
@@ -190,6 +230,7 @@ extension NetworkNode {
     /// An envelope of ours just stored (a post, an edit, a tombstone, a
     /// direct message, a nick): on the links before it is shown here.
     func sendOwn(_ e: Envelope) {
+        postedOwn(in: e.room)
         feed(.posted(e))
         if !feeding { loop.flushNow() }
         showDeliveries()
@@ -220,6 +261,16 @@ extension NetworkNode {
         return e
     }
 
+    /// An envelope of ours that `make` signs (an edit, a delete, a
+    /// reaction, a reply the API asked for), once our history is back; on
+    /// the links before it is shown.
+    func act(_ make: (Node) throws -> Envelope) throws -> Envelope {
+        try ensureOwnHistoryIsBack()
+        let e = try make(node)
+        sendOwn(e)
+        return e
+    }
+
     /// A command from the web API (`WebService`): what a typed line does,
     /// with its events returned to the one client that asked instead of
     /// shown to every presenter. Quitting is not the API's to do.
@@ -237,6 +288,7 @@ extension NetworkNode {
         var all = counters.byName.merging(discovery?.counters ?? [:]) { a, _ in a }
         if node.refusedNicks > 0 { all["bad_nick"] = node.refusedNicks }
         if node.refusedEdits > 0 { all["edit_refused"] = node.refusedEdits }
+        if node.refusedReactions > 0 { all["reaction_refused"] = node.refusedReactions }
         return .stats(links: linkedPeers.count, counters: all.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) },
                       stages: core.stages.summaries)
     }

@@ -70,6 +70,14 @@ final class NetworkNode: @unchecked Sendable {
     var syncProgress = SyncProgress()
     /// Rooms with news since the person last had them open (the act list).
     var activity = Activity()
+    /// Who is typing where, and when ours last went (`NetworkNode+Typing.swift`).
+    var typingBoard: TypingBoard
+    /// Replies shown before the message they answer, by that message
+    /// (`NetworkNode+Replies.swift`); at most `maximumWaitingReplies`.
+    var waitingReplies: [MessageRef: [ShownMessage]] = [:]
+    /// Per room: the delivery number of its last envelope shown and that
+    /// envelope's number in the room (`/history`'s, and the JSON's `n`).
+    var roomNumbers: [RoomID: (delivery: Int64, number: Int)] = [:]
     /// Room names in `/rooms` order (the act list's numbers), read again
     /// from the store when `roomOrderStale` and the act list is not empty.
     var roomOrder: [String] = []
@@ -131,6 +139,7 @@ final class NetworkNode: @unchecked Sendable {
         core = LinkCore(me: node.me, clock: try node.store.vectorClock(), random: SystemRandomNumberGenerator())
         lastShown = node.store.lastDeliveryNumber
         receipts = ReceiptLedger(me: node.me, sendsRead: sendsReadReceipts)
+        typingBoard = TypingBoard(me: node.me)
         ownHistory = OwnHistoryGate(pendingNick: pendingNick)
         blocked.set(try node.store.blockedIdentities())
         core.stopwatch = { monotonicNow() }
@@ -319,6 +328,8 @@ final class NetworkNode: @unchecked Sendable {
                 log.warning(line, ["reason": reason])
             case let .warning(line, nil):
                 log.warning(line)
+            case let .typing(notice, from):
+                typingArrived(notice, from: from)
             }
         }
     }
@@ -400,6 +411,7 @@ final class NetworkNode: @unchecked Sendable {
             lastMemoryTrim = now
             _ = malloc_trim(0)
         }
+        typingBoard.expire(now: now)
         refreshPrompt()
         feed(.tick)
         savePeerClocks(now: now)

@@ -15,8 +15,14 @@ struct OpenedEnvelope {
         let shown = (kind == .edit || kind == .reply) && content.count >= MessageRef.byteCount ? content.dropFirst(MessageRef.byteCount) : content[...]
         return PeerText(String(decoding: shown, as: UTF8.self))
     }
-    /// A message a person wrote: text or `/me`.
-    var isMessage: Bool { kind == .text || kind == .action }
+    /// The same message with another text (an edit's), a reply keeping its reference.
+    func withText(_ text: String) -> OpenedEnvelope {
+        let head = kind == .reply ? Array(content.prefix(MessageRef.byteCount)) : []
+        return OpenedEnvelope(kind: kind, content: head + Array(text.utf8), peer: peer)
+    }
+
+    /// A message a person wrote: a text, `/me`, or a reply.
+    var isMessage: Bool { kind == .text || kind == .action || kind == .reply }
 }
 
 /// Direct conversations. Since envelope version 2 a conversation's room id

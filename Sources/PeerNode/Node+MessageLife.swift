@@ -30,6 +30,13 @@ extension Node {
         throw NodeError.noOwnMessage(name)
     }
 
+    /// The message of ours the API names by `id` (for an edit or a delete).
+    func ownMessage(id: MessageID) throws -> Envelope {
+        let e = try message(id: id)
+        guard e.author == me else { throw NodeError.notYourMessageID }
+        return e
+    }
+
     /// The key our envelopes in `room` are sealed with: a room's, or a conversation's.
     func sealingKey(for room: RoomID) -> SymmetricKey? {
         if let key = roomKey(room) { return key }

@@ -170,6 +170,7 @@ final class Node {
             // and found by /search.
             try store.fileSealed(in: id)
             try indexJoinedRoom(id)
+            applyJoinedRoomActions(id)
         }
         return id
     }
@@ -245,24 +246,40 @@ final class Node {
     /// The next envelope of our own chain (sequence, previous hash and
     /// dependencies from the store), `content` of `kind` sealed under `key`
     /// (kind inside, padded), `erases` naming earlier envelopes of ours to
-    /// erase, signed (version 3) and durably stored.
-    func appendOwn(room: RoomID, kind: Kind, content: [UInt8], key: SymmetricKey, erases: [UInt64] = []) throws -> Envelope {
+    /// erase, signed (version 3) and durably stored. `requires`: a message
+    /// it refers to (a reaction's, a reply's), named among its dependencies
+    /// so that every node delivers that message first.
+    func appendOwn(room: RoomID, kind: Kind, content: [UInt8], key: SymmetricKey, erases: [UInt64] = [],
+                   requires: Envelope? = nil) throws -> Envelope {
         // Sealed first: content over the limit is refused before the gate counts a post.
         let body = try SealedBody.seal(kind: kind, content: content, key: key, author: me, room: room)
         try postingGate?()
         let head = try store.head(of: me)
         let envelope = try Envelope.sign(
             by: identity, sequence: (head?.sequence ?? 0) + 1, previous: head?.id ?? .zero,
-            dependencies: try store.dependenciesForNextPost(by: me),
+            dependencies: dependencies(try store.dependenciesForNextPost(by: me), requiring: requires),
             timestamp: Self.now(), room: room, erases: erases, body: body)
         _ = try store.insertOwn(envelope, at: Self.now())
         return envelope
+    }
+
+    /// `found` with `required`'s author at its sequence at least (one of
+    /// ours needs none: our chain orders it), within `Envelope.maximumDependencies`.
+    func dependencies(_ found: [Dependency], requiring required: Envelope?) -> [Dependency] {
+        guard let required, required.author != me else { return found }
+        var out = found.filter { $0.author != required.author }
+        let held = found.first { $0.author == required.author }?.sequence ?? 0
+        if out.count >= Envelope.maximumDependencies { out.removeLast(out.count - Envelope.maximumDependencies + 1) }
+        out.append(Dependency(author: required.author, sequence: max(held, required.sequence)))
+        return out
     }
 
     /// Nick messages refused by `setNick` (counted as `bad_nick`).
     private(set) var refusedNicks = 0
     /// Edits refused by `acceptEdit` (counted as `edit_refused`).
     var refusedEdits = 0
+    /// Reactions refused by `acceptReaction` (counted as `reaction_refused`).
+    var refusedReactions = 0
 
     /// Our current nick, if we ever set one.
     var nick: String? { nicks[me]?.unsanitized }

@@ -21,13 +21,19 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
     // Commands.
     /// `/edit` or `/delete` without a number, and no message of ours in the room.
     case noOwnMessage(RoomName)
+    /// `/react` without a number, and no message in the room.
+    case noMessageIn(RoomName)
     /// `/edit N` or `/delete N` for a number the room has no message at.
     case noMessageNumbered(Int)
     case notYourMessage(Int)
+    /// The API named a message by an id this node holds no message at.
+    case noMessageWithID(MessageID)
+    case notYourMessageID
     /// Signed before envelope version 3: its signature covers the body, which cannot go.
     case cannotErase(version: UInt8)
     case alreadyDeleted
     case tooManyEdits(limit: Int)
+    case badReaction(limit: Int)
     case notSealable(PublicKey)
     case noRoomKey(RoomName)
     case receiptRoomNotWritable
@@ -51,12 +57,16 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
     var description: String {
         switch self {
         case let .noOwnMessage(room): "no message of yours in \(room.value) to change"
+        case let .noMessageIn(room): "no message in \(room.value) yet"
         case let .noMessageNumbered(n): "no message numbered \(n) here (/history shows the numbers)"
         case let .notYourMessage(n): "message \(n) is not yours: only its author can change it"
+        case let .noMessageWithID(id): "no message \(id.hex) here that you can read"
+        case .notYourMessageID: "that message is not yours: only its author can change it"
         case let .cannotErase(version):
             "that message was sent as envelope version \(version), whose signature covers its text: it cannot be erased (only messages from version 3 on can)"
         case .alreadyDeleted: "that message was deleted"
         case let .tooManyEdits(limit): "that message has had \(limit) edits, the most one message takes"
+        case let .badReaction(limit): "a reaction is one word of at most \(limit) bytes (an emoji, say): /react 👍"
         case .noDataDirectory: "no data directory: set HOME or XDG_DATA_HOME, or pass --data-dir DIR"
         case .networkGivenTwice: "give --network or --network-key-file, not both"
         case let .badAddress(option, needs, got): "\(option) needs \(needs), got \(got)"

@@ -24,6 +24,13 @@ enum NodeEvent {
     case edited(ShownMessage, original: Envelope)
     /// A tombstone (`shown`) erased these messages of its author.
     case deleted(ShownMessage, erased: [MessageID])
+    /// A reaction (`shown`) given (`on`) or taken back on `target`, whose
+    /// text is `text` (nil: not readable); `count`: how many give it now.
+    case reacted(ShownMessage, target: Envelope, text: PeerText?, reaction: String, on: Bool, count: Int)
+    /// A reply shown before the message it answers arrived, now with its quote.
+    case replyQuoted(ShownMessage)
+    /// Someone typing in a room (`room`) or in our conversation (`room` nil).
+    case typing(Person, room: RoomName?)
     /// How far one of our messages has got with a peer.
     case receipt(MessageID, by: PublicKey, state: ReceiptState)
     /// An author signed two different envelopes at one sequence; the first held is kept.
@@ -79,9 +86,17 @@ struct ShownMessage {
     let to: PublicKey?
     /// Nicks and marks of its author, the other party and this node (for
     /// mentions) when it was shown.
-    let people: People
+    private(set) var people: People
     /// Someone else's text or action that names our nick (`Mentions`).
     let mention: Bool
+    /// For a reply: what it shows of the message it answers (`quote(_:book:)`).
+    private(set) var quote: Quote?
+    /// Its number in its room, as `/history` shows it (nil: not counted, or direct).
+    var number: Int?
+    /// Read back from the store (the API's history): its text is its latest
+    /// edit's (`edited`), and the reactions standing on it.
+    var edited = false
+    var reactions: [(reaction: String, count: Int)] = []
 
     /// `people` is taken from the node's book for those it names.
     init(envelope: Envelope, opened: OpenedEnvelope, room: RoomName?, to: PublicKey?, me: PublicKey, book: People) {
@@ -91,6 +106,17 @@ struct ShownMessage {
         self.to = to
         people = book.only([envelope.author, me] + (to.map { [$0] } ?? []))
         mention = envelope.author != me && opened.isMessage && Mentions.names(book.nicks[me]?.unsanitized ?? "", in: opened.text.unsanitized)
+    }
+
+    /// Sets a reply's quote, with the quoted author's nick and marks from `book`.
+    mutating func quote(_ quote: Quote?, book: People) {
+        self.quote = quote
+        if let author = quote?.target.author { naming(author, book: book) }
+    }
+
+    /// Takes `other`'s nick and marks from `book` too (someone the line names: a quoted or reacted-to author).
+    mutating func naming(_ other: PublicKey, book: People) {
+        people = book.only(Array(people.nicks.keys) + [envelope.author, other] + (to.map { [$0] } ?? []))
     }
 }
 
@@ -111,7 +137,7 @@ struct PeerList {
     /// Peers known in reserve (the overlay's passive view).
     let reserve: Int
     let rows: [PeerRow]
-    let people: People
+    private(set) var people: People
 }
 
 /// One row of `/peers`.
@@ -158,7 +184,7 @@ struct SyncReport {
     let forks: [(author: PublicKey, sequences: [UInt64])]
     /// Milliseconds since 1970, for "last seen … ago".
     let now: UInt64
-    let people: People
+    private(set) var people: People
 }
 
 /// Where the node's events go. A batch is written together (one write).

@@ -51,7 +51,8 @@ struct Renderer {
         return (colors ? "\u{1B}[1m" + line + "\u{1B}[0m" : line) + "\u{07}"
     }
 
-    func line(_ envelope: Envelope, room: String, opened: OpenedEnvelope?) -> String {
+    /// `quote`: what a reply shows of the message it answers.
+    func line(_ envelope: Envelope, room: String, opened: OpenedEnvelope?, quote: Quote? = nil) -> String {
         let time = Self.clock(envelope.timestamp)
         let roomLabel = TerminalText.sanitize(room)
         let who = label(envelope.author)
@@ -61,12 +62,13 @@ struct Renderer {
         switch opened.kind {
         case .text: return highlighted("[\(time)] \(roomLabel) <\(who)> \(body)", mention)
         case .action: return highlighted("[\(time)] \(roomLabel) * \(who) \(body)", mention)
+        case .reply: return highlighted("[\(time)] \(roomLabel) <\(who)> \(quoted(quote)) \(body)", mention)
         case .nick: return "[\(time)] \(roomLabel) -- \(envelope.author.shortFingerprint) is now known as \(body)"
         case .join: return "[\(time)] \(roomLabel) --> \(who) joined"
         case .leave: return "[\(time)] \(roomLabel) <-- \(who) left"
         case .tombstone: return deletedLine(envelope, room: room)
         case .edit: return editLine(envelope, room: room, text: opened.text)
-        case .receipt, .invite, .reaction, .reply: return "[\(time)] \(roomLabel) -- \(who) \(opened.kind)"
+        case .receipt, .invite, .reaction: return "[\(time)] \(roomLabel) -- \(who) \(opened.kind)"
         }
     }
 
@@ -81,9 +83,34 @@ struct Renderer {
         return "[\(Self.clock(envelope.timestamp))] \(place)-- \(label(envelope.author)) deleted a message"
     }
 
-    /// A direct message between its author and `to`.
-    func directLine(_ envelope: Envelope, to: PublicKey, text: PeerText) -> String {
-        "[\(Self.clock(envelope.timestamp))] *\(label(envelope.author)) → \(label(to))* \(text)"
+    /// A direct message between its author and `to` (`quote`: a reply's).
+    func directLine(_ envelope: Envelope, to: PublicKey, text: PeerText, quote: Quote? = nil) -> String {
+        "[\(Self.clock(envelope.timestamp))] *\(label(envelope.author)) → \(label(to))* " + (quote.map { quoted($0) + " " } ?? "") + "\(text)"
+    }
+
+    /// A reply's one-line quote: `[re alice·k3fq: "the answered text…"]`.
+    func quoted(_ quote: Quote?) -> String {
+        guard let quote else { return "[re ?]" }
+        switch quote.state {
+        case let .here(text): return "[re \(label(quote.target.author)): \"\(PeerText(Quote.excerpt(text.unsanitized)))\"]"
+        case .missing: return "[re a message of \(label(quote.target.author)) not here yet]"
+        case .deleted: return "[re a deleted message]"
+        }
+    }
+
+    /// A reaction given or taken back, with the reacted message's quote and the count now.
+    func reactionLine(_ envelope: Envelope, room: String?, target: Envelope, text: PeerText?, reaction: String, on: Bool, count: Int) -> String {
+        let place = room.map { TerminalText.sanitize($0) + " " } ?? ""
+        let what = text.map { "\(label(target.author)): \"\(PeerText(Quote.excerpt($0.unsanitized)))\"" } ?? "a message of \(label(target.author))"
+        let shown = TerminalText.sanitize(reaction)
+        return "[\(Self.clock(envelope.timestamp))] \(place)-- \(label(envelope.author)) "
+            + (on ? "reacted \(shown) to \(what) (\(shown) \(count))" : "took back \(shown) on \(what)")
+    }
+
+    /// The reactions under a message in `/history`: `  [👍 2 ❤️ 1]` ("" for none).
+    static func reactionsSuffix(_ reactions: [(reaction: String, by: [PublicKey])]) -> String {
+        guard !reactions.isEmpty else { return "" }
+        return "  [" + reactions.map { "\(TerminalText.sanitize($0.reaction)) \($0.by.count)" }.joined(separator: " ") + "]"
     }
 
     /// Local wall-clock time of a millisecond timestamp, as HH:MM.

@@ -37,6 +37,7 @@ final class StandardInput: @unchecked Sendable {
         if let escapeTimer { network.loop.cancel(escapeTimer) }
         escapeTimer = nil
         take(terminal.feed(bytes))
+        network.typed(draft: terminal.draft)
         // A lone Esc is the Esc key once nothing follows it for a moment.
         if terminal.waitsForEscape {
             escapeTimer = network.loop.after(TerminalSession.escapeTimeout) { [self] in

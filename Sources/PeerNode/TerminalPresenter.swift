@@ -26,10 +26,17 @@ struct TerminalPresenter: LinePresenter {
             return ["-- linked to \(plain.label(person)) at \(address)"]
         case let .peerDown(key, reason):
             return ["-- link to \(key.shortFingerprint) closed" + (reason.map { ": \($0)" } ?? "")]
-        case let .message(m):
+        case let .message(m), let .replyQuoted(m):
+            // A reply quoted late (the answered message came after it) is shown again, with its quote.
             let renderer = Renderer(people: m.people)
-            if let room = m.room { return [renderer.line(m.envelope, room: room.value, opened: m.opened)] }
-            return [renderer.directLine(m.envelope, to: m.to ?? m.envelope.author, text: m.opened.text)]
+            if let room = m.room { return [renderer.line(m.envelope, room: room.value, opened: m.opened, quote: m.quote)] }
+            return [renderer.directLine(m.envelope, to: m.to ?? m.envelope.author, text: m.opened.text, quote: m.quote)]
+        case let .reacted(m, target, text, reaction, on, count):
+            return [Renderer(people: m.people).reactionLine(m.envelope, room: m.room?.value, target: target, text: text,
+                                                             reaction: reaction, on: on, count: count)]
+        case .typing:
+            // Shown in the prompt line ("bob is typing…"), not as a line.
+            return []
         case let .edited(m, _):
             let renderer = Renderer(people: m.people)
             if let room = m.room { return [renderer.editLine(m.envelope, room: room.value, text: m.opened.text)] }

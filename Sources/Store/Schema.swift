@@ -144,6 +144,24 @@ enum Schema {
             PRIMARY KEY(author, original, edit)
         ) WITHOUT ROWID;
         """,
+        // 12: reactions (docs/PROTOCOL.md §5): per message, per reactor, per
+        // reaction, how many times it was given (odd: it stands) and the
+        // reactor's envelope that last gave or took it back. And envelopes
+        // by the first 8 bytes of their id, for the API, which names a
+        // message by its id (8 bytes keep the index small; the whole id is
+        // compared after).
+        """
+        CREATE INDEX envelopes_by_id ON envelopes(substr(id, 1, 8));
+        CREATE TABLE reactions(
+            target_author INTEGER NOT NULL REFERENCES authors(rowid),
+            target_sequence INTEGER NOT NULL,
+            reactor INTEGER NOT NULL REFERENCES authors(rowid),
+            reaction TEXT NOT NULL,
+            toggles INTEGER NOT NULL,                -- odd: shown
+            sequence INTEGER NOT NULL,               -- the reactor's last envelope applied
+            PRIMARY KEY(target_author, target_sequence, reactor, reaction)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// The first schema that wrote with `secure_delete` on: an older file

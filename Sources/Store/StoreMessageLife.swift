@@ -54,6 +54,15 @@ extension Store {
         return out
     }
 
+    /// The delivered envelope whose id is `id`.
+    public func delivered(id: MessageID) throws -> StoredEnvelope? {
+        try db.statement(
+            """
+            SELECT bytes, causal_time, delivery FROM envelopes
+            WHERE substr(id, 1, 8) = substr(?1, 1, 8) AND id = ?1 AND delivery IS NOT NULL
+            """).bind(1, id.bytes).single { try stored($0) }
+    }
+
     /// `author`'s stored envelope at `sequence`, delivered or not.
     public func envelope(by author: PublicKey, sequence: UInt64) throws -> Envelope? {
         guard let row = authors[author]?.rowid else { return nil }

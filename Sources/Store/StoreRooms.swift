@@ -63,7 +63,7 @@ extension Store {
         return out.reversed()
     }
 
-    /// Delivered text and action messages from others after the room's read mark.
+    /// Delivered texts, actions and replies from others after the room's read mark.
     public func unreadCount(of room: RoomID, me: PublicKey) throws -> Int {
         guard let row = roomRows[room] else { return 0 }
         let own = authors[me]?.rowid ?? -1
@@ -71,7 +71,7 @@ extension Store {
             """
             SELECT count(*) FROM envelopes
             WHERE room = ?1 AND delivery > (SELECT read_delivery FROM rooms WHERE rowid = ?1)
-              AND author != ?2 AND kind IN (\(Kind.text.rawValue), \(Kind.action.rawValue))
+              AND author != ?2 AND kind IN (\(Kind.text.rawValue), \(Kind.action.rawValue), \(Kind.reply.rawValue))
             """
         ).bind(1, row).bind(2, own)
         return try s.single { $0.int(0) } ?? 0
@@ -113,28 +113,28 @@ extension Store {
         return out
     }
 
-    /// One room's unread count and last delivered text or action; nil when
+    /// One room's unread count and last delivered text, action or reply; nil when
     /// this store holds nothing of it (cheap: no query then).
     public func roomSummary(of room: RoomID, name: String?, me: PublicKey) throws -> RoomSummary? {
         guard let row = roomRows[room] else { return nil }
         let last = try db.statement(
             """
             SELECT bytes, causal_time, delivery FROM envelopes
-            WHERE room = ?1 AND causal_time IS NOT NULL AND kind IN (\(Kind.text.rawValue), \(Kind.action.rawValue))
+            WHERE room = ?1 AND causal_time IS NOT NULL AND kind IN (\(Kind.text.rawValue), \(Kind.action.rawValue), \(Kind.reply.rawValue))
             ORDER BY causal_time DESC, id DESC LIMIT 1
             """
         ).bind(1, row).single { try stored($0) }
         return RoomSummary(room: room, name: name, unread: try unreadCount(of: room, me: me), last: last)
     }
 
-    /// Each author's highest delivered sequence in `room` (texts and actions
+    /// Each author's highest delivered sequence in `room` (texts, actions, replies
     /// only, ours left out): what a read receipt for the whole room says.
     public func latestSequences(in room: RoomID, me: PublicKey) throws -> [PublicKey: UInt64] {
         guard let row = roomRows[room] else { return [:] }
         let s = try db.statement(
             """
             SELECT a.key, max(e.sequence) FROM envelopes e JOIN authors a ON a.rowid = e.author
-            WHERE e.room = ?1 AND e.delivery IS NOT NULL AND e.kind IN (\(Kind.text.rawValue), \(Kind.action.rawValue))
+            WHERE e.room = ?1 AND e.delivery IS NOT NULL AND e.kind IN (\(Kind.text.rawValue), \(Kind.action.rawValue), \(Kind.reply.rawValue))
             GROUP BY e.author
             """
         ).bind(1, row)

@@ -50,6 +50,9 @@ public final class TerminalSession: @unchecked Sendable {
         lock.withLock { completer = new }
     }
 
+    /// What is typed at the prompt and not yet submitted.
+    public var draft: String { lock.withLock { editor.text } }
+
     public func bell() { lock.withLock { write("\u{07}") } }
 
     /// Bytes read from stdin (by whoever watches it): what the person

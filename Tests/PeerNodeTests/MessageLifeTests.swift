@@ -31,8 +31,8 @@ struct MessageLifeTests {
             + "\nrelay: \(relay.log.value.suffix(12))"
     }
 
-    @Test("an edit reaches everyone as (edited); a delete erases the text and its edit from every file of three nodes and a relay; every chain still verifies; integrity_check is clean")
-    func editAndDelete() async throws {
+    /// Alice, bob and carol (`--json`), each linked only to a relay (data directories: the relay's first).
+    static func throughRelay() async throws -> (dirs: [TemporaryDirectory], relay: RelayProcess, nodes: [NodeProcess]) {
         let dirs = (0..<4).map { _ in TemporaryDirectory() }
         let relay = try RelayProcess(dir: dirs[0].path)
         let ready = try #require(await relay.ready())
@@ -40,9 +40,16 @@ struct MessageLifeTests {
         let nodes = try ["alice", "bob", "carol"].enumerated().map { i, nick in
             try NodeProcess(dir: dirs[i + 1].path, ["--nick", nick, "--max-links", "0", "--peer", "ws://" + listen])
         }
-        let (a, b, c) = (nodes[0], nodes[1], nodes[2])
         for n in nodes { #expect(await started(n)) }
         for n in nodes { #expect(await n.wait { $0["type"] == "peer_up" && $0["id"] == ready["id"] } != nil) }
+        return (dirs, relay, nodes)
+    }
+
+    @Test("an edit reaches everyone as (edited); a delete erases the text and its edit from every file of three nodes and a relay; every chain still verifies; integrity_check is clean")
+    func editAndDelete() async throws {
+        let trio = try await Self.throughRelay()
+        let (dirs, relay, nodes) = (trio.dirs, trio.relay, trio.nodes)
+        let (a, b, c) = (nodes[0], nodes[1], nodes[2])
 
         // One word each, so the full-text index holds it as one term.
         let secret = "zqxsecretword7f3a", edited = "zqxeditedword9b1c"

@@ -87,4 +87,42 @@ struct WebPageTests {
         await b.quit()
         withExtendedLifetime(pair.dirs) {}
     }
+
+    @Test("the page replies with a quote, reacts, edits and deletes from a message's buttons; bob's reaction, edit, typing and delete show as they come")
+    func messageLife() async throws {
+        if WebPeers.missing([WebPeers.python, WebPeers.chromium]) { return }
+        let pair = try await PageAndPeer()
+        let (a, b) = (pair.a, pair.b)
+        let alice = a.id
+        b.send("lunch at noon?")
+        let lunch = try #require(await b.wait { $0["type"] == "message" && $0["text"] == "lunch at noon?" })
+        #expect(await a.wait { $0["type"] == "message" && $0["text"] == "lunch at noon?" } != nil)
+        let shot = Self.screenshot.replacingOccurrences(of: "web-page.png", with: "web-page-life.png")
+        let check = try WebPeers.start("web_page_life_check.py", [pair.address, pair.token, shot, lunch["fp"] ?? ""])
+        func said(_ word: String) async -> Bool {
+            await eventuallyValue(90) { () -> Bool? in
+                if check.output.split(separator: "\n").contains(where: { $0 == word }) { return true }
+                return check.isRunning ? nil : false
+            } == true
+        }
+        #expect(await said("REPLIED"), "\(check.output)")
+        let reply = await b.wait { $0["type"] == "message" && $0["author"] == alice && $0["kind"] == "reply" }
+        #expect(reply?["reply_to"] == lunch["id"] && reply?["text"] == "sure, the usual place", "\(String(describing: reply))")
+        #expect(await b.wait { $0["type"] == "reaction" && $0["author"] == alice && $0["state"] == "on" } != nil)
+        let n = lunch["n"] ?? "0"
+        for line in ["/react \(n) 👍", "/edit \(n) lunch at one?", "/typing"] { b.send(line) }
+        check.send("BOB\n")
+        #expect(await said("CHANGED"), "\(check.output)")
+        #expect(await b.wait { $0["type"] == "edit" && $0["original"] == reply?["id"] && $0["text"] == "sure, at one" } != nil)
+        #expect(await b.wait { $0["type"] == "delete" && $0["id"] == reply?["id"] } != nil)
+        b.send("/delete \(n)")
+        check.send("GONE\n")
+        let status = await check.exited()
+        try? check.output.write(toFile: shot.replacingOccurrences(of: ".png", with: ".log"), atomically: true, encoding: .utf8)
+        #expect(status == 0 && !check.output.contains("FAIL"), "\(check.output)")
+        #expect(check.output.split(separator: "\n").count { $0.hasPrefix("ok ") } >= 14, "\(check.output)")
+        await a.quit()
+        await b.quit()
+        withExtendedLifetime(pair.dirs) {}
+    }
 }

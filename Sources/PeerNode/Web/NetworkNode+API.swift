@@ -91,7 +91,7 @@ extension NetworkNode {
         let events = entries.compactMap { entry -> NodeEvent? in
             guard let shown = shownMessage(entry.envelope, messagesOnly: false), shown.opened.kind != .receipt else { return nil }
             node.observe(shown.envelope, shown.opened)
-            return .message(shown)
+            return .message(asItIsNow(shown))
         }
         return (events, entries.count == limit ? entries.first.map(HistoryCursor.init(before:)) : nil)
     }
@@ -107,15 +107,32 @@ extension NetworkNode {
         try node.mentions(limit: ChatSession.searchLimit).compactMap { shownMessage($0.envelope) }
     }
 
+    /// A message read back from the store as it reads now: its latest
+    /// edit's text, marked edited, with the reactions standing on it.
+    func asItIsNow(_ shown: ShownMessage) -> ShownMessage {
+        guard shown.opened.isMessage else { return shown }
+        let (text, edited) = node.currentText(of: shown.envelope, opened: shown.opened)
+        var now = edited ? ShownMessage(envelope: shown.envelope, opened: shown.opened.withText(text.unsanitized),
+                                        room: shown.room, to: shown.to, me: node.me, book: node.people) : shown
+        now.quote(shown.quote, book: node.people)
+        now.edited = edited
+        now.reactions = node.reactions(to: shown.envelope).map { ($0.reaction, $0.by.count) }
+        return now
+    }
+
     /// A stored envelope as the API shows it: in its room, or as a direct
     /// message of ours; nil when this node cannot read it, a blocked
     /// identity wrote it, or (with `messagesOnly`) it is not a text or action.
     func shownMessage(_ e: Envelope, messagesOnly: Bool = true) -> ShownMessage? {
         guard !blocked.contains(e.author), let opened = node.open(e), opened.isMessage || !messagesOnly else { return nil }
+        var shown: ShownMessage
         if let name = node.roomName(e.room) {
-            return ShownMessage(envelope: e, opened: opened, room: name, to: nil, me: node.me, book: node.people)
+            shown = ShownMessage(envelope: e, opened: opened, room: name, to: nil, me: node.me, book: node.people)
+        } else {
+            guard let peer = opened.peer else { return nil }
+            shown = ShownMessage(envelope: e, opened: opened, room: nil, to: e.author == node.me ? peer : node.me, me: node.me, book: node.people)
         }
-        guard let peer = opened.peer else { return nil }
-        return ShownMessage(envelope: e, opened: opened, room: nil, to: e.author == node.me ? peer : node.me, me: node.me, book: node.people)
+        shown.quote(node.quote(of: e, opened), book: node.people)
+        return shown
     }
 }

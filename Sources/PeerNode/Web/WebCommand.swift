@@ -35,6 +35,14 @@ struct WebCommand {
         case mentions
         /// Who has posted in a room (the open one when nil).
         case who(RoomName?)
+        /// A message named by its id: a new text for one of ours, ours
+        /// erased for everyone, a reaction given or taken back, a reply.
+        case edit(MessageID, text: String)
+        case delete(MessageID)
+        case react(MessageID, reaction: String)
+        case reply(MessageID, text: String)
+        /// "I am typing" in a conversation (the open room when nil).
+        case typing(Target?)
         /// Everything else: as the typed command.
         case input(ChatInput)
     }
@@ -61,6 +69,8 @@ struct WebCommand {
         "peers": [], "sync": [], "stats": [], "invites": [],
         "accept": ["room"], "decline": ["room"],
         "invite": ["who", "room"],
+        "edit": ["id", "text"], "delete": ["id"], "react": ["id", "reaction"], "reply": ["id", "text"],
+        "typing": ["room", "with"],
     ]
 
     /// Messages in one history page: by default, and at most.
@@ -119,6 +129,12 @@ struct WebCommand {
             case (.some, .some): throw Failure(ref: ref, message: "\(name) takes room or with, not both")
             }
         }
+        func messageID() throws(Failure) -> MessageID {
+            guard let bytes = try? Hex.decode(try need("id")), let id = try? MessageID(bytes: bytes) else {
+                throw Failure(ref: ref, message: "id names a message: its 64-hex id, as in a message event")
+            }
+            return id
+        }
         let action: Action
         switch name {
         case "post":
@@ -163,6 +179,13 @@ struct WebCommand {
             guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { throw Failure(ref: ref, message: "search needs some words") }
             action = .search(text)
         case "mentions": action = .mentions
+        case "edit", "reply":
+            let id = try messageID(), text = try need("text")
+            guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { throw Failure(ref: ref, message: "\(name) needs a non-empty text") }
+            action = name == "edit" ? .edit(id, text: text) : .reply(id, text: text)
+        case "delete": action = .delete(try messageID())
+        case "react": action = .react(try messageID(), reaction: try need("reaction"))
+        case "typing": action = .typing(try target())
         case "who": action = .who(try room())
         case "peers": action = .input(.peers)
         case "sync": action = .input(.sync)

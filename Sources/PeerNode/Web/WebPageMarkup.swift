@@ -53,6 +53,8 @@ extension WebPage {
           <div class="panelhead"><h2 id="paneltitle"></h2><button id="panelclose" type="button" aria-label="Close">×</button></div>
           <ol id="panellist"></ol>
         </aside>
+        <div id="typing" aria-live="polite"></div>
+        <div id="replying" hidden><span id="replyingtext"></span> <button id="replyingcancel" type="button" aria-label="Cancel">×</button></div>
         <form id="composer" autocomplete="off">
           <label for="text" class="hidden">Message</label>
           <input id="text" maxlength="4000" placeholder="Type a message, Enter sends; /me does an action, /help lists commands" autofocus>
@@ -110,6 +112,15 @@ extension WebPage {
     .status { color: var(--muted); font-size: .8em; margin-left: .5em; }
     .status[data-state="read"] { color: var(--accent); }
     .time { color: var(--muted); font-size: .8em; margin-right: .5em; }
+    .quote, .edited, .reactions { color: var(--muted); font-size: .85em; unicode-bidi: isolate; }
+    .quote { border-left: 2px solid var(--line); padding-left: .3em; margin-right: .4em; }
+    .edited, .reactions { margin-left: .4em; }
+    .reactions:empty, .acts { display: none; }
+    #messages li:hover .acts, #messages li:focus-within .acts { display: inline; }
+    .acts button { padding: 0 .3em; margin-left: .2em; font-size: .8em; }
+    #messages li.deleted .text { color: var(--muted); font-style: italic; }
+    #typing { color: var(--muted); font-size: .85em; padding: 0 1em; min-height: 1.2em; }
+    #replying { padding: .2em 1em; background: var(--side); font-size: .85em; }
     .where { color: var(--muted); font-size: .8em; margin-right: .5em; }
     #banner { background: var(--warn); color: #000; padding: .4em 1em; }
     #notice { background: var(--side); border-bottom: 1px solid var(--line); padding: .3em 1em; color: var(--warn); }

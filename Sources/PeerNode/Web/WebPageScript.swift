@@ -2,7 +2,11 @@
 /// API only (docs/API.md). Every text from the network goes into the page
 /// with `textContent`; nothing here builds markup from a string.
 extension WebPage {
-    static let script = #"""
+    /// The whole script: the part below with the life of a message
+    /// (WebPageScript+MessageLife.swift) in its place.
+    static let script = mainScript.replacingOccurrences(of: "/*MESSAGE-LIFE*/", with: messageLifeScript)
+
+    private static let mainScript = #"""
     "use strict";
     (function () {
       const params = new URLSearchParams(location.hash.slice(1));
@@ -145,7 +149,10 @@ extension WebPage {
         li.dataset.id = m.id || "";
         if (m.mention) li.title = "names you";
         li.append(el("span", "time", clock(m.ts)));
-        li.append(label(m.nick, m.fp, m), el("span", "text", m.text));
+        li.append(label(m.nick, m.fp, m));
+        if (m.reply_to) li.append(quoteOf(m));
+        li.append(el("span", "text", m.text));
+        decorate(li, m);
         if (m.author === me.id) {
           const s = el("span", "status", "stored"); s.dataset.state = "stored"; li.append(s);
           if (m.id) mine.set(m.id, s);
@@ -283,8 +290,10 @@ extension WebPage {
             pollSync();
             break;
           case "message":
-            if (page) page.push(e); else arrived(e);
+            if (page) page.push(e); else { stoppedTyping(e); arrived(e); }
             break;
+          case "edit": case "delete": case "reaction": case "reply_quote": case "typing":
+            changed(e); break;
           case "conversation": {
             const c = conv(e.room || "@" + e.with);
             c.unread = c.key === open ? 0 : e.unread; c.private = e.private === "yes";
@@ -334,7 +343,7 @@ extension WebPage {
       // --- typing -----------------------------------------------------------
       function postText(text, kind) {
         const c = convs.get(open); if (!c) return;
-        const li = line({ nick: me.nick, fp: me.fp, author: "", text: text, kind: kind, ts: Date.now() });
+        const li = line({ nick: me.nick, fp: me.fp, author: "", own: true, text: text, kind: kind, ts: Date.now() });
         const s = el("span", "status", "sending"); s.dataset.state = "sending"; li.append(s);
         list.append(li); toBottom();
         const ref = c.room ? send("post", { room: c.room, text: text, kind: kind }) : send("msg", { to: c.with, text: text });
@@ -383,7 +392,8 @@ extension WebPage {
         ev.preventDefault();
         const text = input.value;
         if (!text.trim()) return;
-        if (text.startsWith("/") && !text.startsWith("//")) command(text.trim());
+        if (composing(text)) { /* an edit or a reply, sent */ }
+        else if (text.startsWith("/") && !text.startsWith("//")) command(text.trim());
         else postText(text.startsWith("//") ? text.slice(1) : text, "text");
         input.value = "";
       });
@@ -414,6 +424,7 @@ extension WebPage {
       });
       document.addEventListener("visibilitychange", () => { if (reading()) markRead(); });
 
+      /*MESSAGE-LIFE*/
       function connect() {
         socket = new WebSocket("ws://" + location.host + "/api/v1?token=" + encodeURIComponent(token));
         socket.onopen = function () { backoff = 500; banner.hidden = true; };

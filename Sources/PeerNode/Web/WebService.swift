@@ -185,6 +185,22 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
             return ([.found(found)], [("count", .number(UInt64(found.count)))])
         case let .who(room):
             return ([try network.members(in: room)], [])
+        case let .edit(id, text):
+            let e = try network.act { try $0.editMessage(try $0.ownMessage(id: id), text: text) }
+            return ([], [("id", .string(e.id.hex)), ("seq", .number(e.sequence))])
+        case let .delete(id):
+            let e = try network.act { try $0.deleteMessage(try $0.ownMessage(id: id)) }
+            return ([], [("id", .string(e.id.hex)), ("seq", .number(e.sequence))])
+        case let .react(id, reaction):
+            guard Reaction.isValid(reaction) else { throw NodeError.badReaction(limit: Reaction.maximumLength) }
+            let e = try network.act { try $0.react(to: try $0.message(id: id), with: reaction) }
+            return ([], [("id", .string(e.id.hex)), ("seq", .number(e.sequence))])
+        case let .reply(id, text):
+            let e = try network.act { try $0.reply(to: try $0.message(id: id), text: text) }
+            return ([], [("id", .string(e.id.hex)), ("seq", .number(e.sequence))])
+        case let .typing(target):
+            for room in try network.resolve(target ?? .room(network.session.room)).ids.prefix(1) { network.sendTyping(in: room) }
+            return ([], [])
         case let .input(input):
             let (events, failure) = network.run(input)
             if let failure { throw WebCommand.Failure(ref: nil, message: failure) }

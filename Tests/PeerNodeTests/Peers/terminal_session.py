@@ -10,7 +10,6 @@ terminal settings as they were; so does a crash signal (then dies of it). Prints
 with the screen so far on the first failure.
 usage: terminal_session.py PEERNODE WORKDIR
 """
-import json
 import os
 import pty
 import select
@@ -18,6 +17,8 @@ import subprocess
 import sys
 import termios
 import time
+
+from json_peer import JsonPeer
 
 PEERNODE, WORK = sys.argv[1], sys.argv[2]
 screen = b""
@@ -50,33 +51,9 @@ def read_until(fd, needle, timeout=15, start=None):
     return screen[start:]
 
 
-b_lines = []
-b_buffer = b""
-
-
-def b_wait(match, what, timeout=15):
-    """The next event of B's that matches. B's output is read with os.read into
-    our own buffer: select() on a buffered file object misses lines already
-    buffered, and would wait for nothing."""
-    global b_buffer
-    deadline = time.monotonic() + timeout
-    while True:
-        while b_lines:
-            event = json.loads(b_lines.pop(0))
-            if match(event):
-                return event
-        left = deadline - time.monotonic()
-        if left <= 0:
-            fail(f"B never got {what}")
-        r, _, _ = select.select([b.stdout.fileno()], [], [], left)
-        if r:
-            b_buffer += os.read(b.stdout.fileno(), 65536)
-            *complete, b_buffer = b_buffer.split(b"\n")
-            b_lines.extend(complete)
-
-
-b = subprocess.Popen([PEERNODE, "--data-dir", os.path.join(WORK, "b"), "--json", "--no-discovery", "--nick", "bob",
-                      "--listen", "127.0.0.1:0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+b = JsonPeer([PEERNODE, "--data-dir", os.path.join(WORK, "b"), "--json", "--no-discovery", "--nick", "bob",
+              "--listen", "127.0.0.1:0"], lambda why: fail(why))
+b_wait = b.wait
 ready = b_wait(lambda e: e.get("type") == "ready", "ready")
 url = "ws://" + ready["listen"]
 
@@ -108,9 +85,7 @@ read_until(master, b"linked to", start=0)
 print("link reported")
 
 
-def b_says(text):
-    b.stdin.write((text + "\n").encode())
-    b.stdin.flush()
+b_says = b.say
 
 
 def b_heard(text, timeout=15):
@@ -205,8 +180,7 @@ os.write(master, b"read me\r")
 b_heard("read me")
 read_until(master, "#random read> ".encode())
 print("the prompt says 'read' once B (now sending read receipts) has shown it")
-b.kill()
-b.wait()
+b.stop()
 time.sleep(1)
 os.write(master, b"alone now\r")
 read_until(master, "#random …> ".encode())

@@ -1,0 +1,67 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// Replies, reactions and typing (issue 17) in `--json`, across three nodes
+/// linked only through a relay.
+@Suite("Replies, reactions and typing across nodes and a relay", .serialized)
+struct MessageActionsTests {
+    @Test("/reply quotes what it answers on every node; /react counts, a second time takes it back; /typing reaches the others through the relay; bad input refused")
+    func acrossRelay() async throws {
+        let trio = try await MessageLifeTests.throughRelay()
+        let (relay, nodes) = (trio.relay, trio.nodes)
+        let (a, b, c) = (nodes[0], nodes[1], nodes[2])
+
+        a.send("lunch at noon?")
+        guard let atB = await b.wait({ $0["type"] == "message" && $0["text"] == "lunch at noon?" }),
+              let atC = await c.wait({ $0["type"] == "message" && $0["text"] == "lunch at noon?" }),
+              let nB = atB["n"], let nC = atC["n"] else {
+            Issue.record("the message never reached bob and carol, numbered: \(MessageLifeTests.state(nodes, relay))")
+            return
+        }
+        b.send("/reply \(nB) sure, the usual place")
+        for n in [a, c] {
+            let reply = await n.wait { $0["type"] == "message" && $0["kind"] == "reply" }
+            #expect(reply?["reply_to"] == atB["id"] && reply?["reply_to_state"] == "here" && reply?["reply_to_text"] == "lunch at noon?"
+                    && reply?["text"] == "sure, the usual place", "\(String(describing: reply))")
+        }
+        c.send("/react \(nC) 👍")
+        for n in [a, b] {
+            let r = await n.wait { $0["type"] == "reaction" && $0["author"] == c.id }
+            #expect(r?["target"] == atB["id"] && r?["reaction"] == "👍" && r?["state"] == "on" && r?["count"] == "1", "\(String(describing: r))")
+        }
+        b.send("/react \(nB) 👍")
+        #expect(await a.wait { $0["type"] == "reaction" && $0["author"] == b.id && $0["count"] == "2" } != nil, "\(a.events.value.suffix(3))")
+        c.send("/react \(nC) 👍")
+        #expect(await a.wait { $0["type"] == "reaction" && $0["author"] == c.id && $0["state"] == "off" && $0["count"] == "1" } != nil,
+                "\(a.events.value.suffix(3))")
+
+        // Carol is linked to the relay only: her notice reaches alice and bob passed on once.
+        c.send("/typing")
+        for n in [a, b] {
+            #expect(await n.wait { $0["type"] == "typing" && $0["id"] == c.id && $0["room"] == "#general" && $0["nick"] == "carol" } != nil,
+                    "\(n.events.value.suffix(3))")
+        }
+        c.send("/react \(nC) two words")
+        #expect(await c.wait { $0["type"] == "error" && ($0["error"] ?? "").contains("/react") } != nil)
+        c.send("/react \(nC) " + String(repeating: "x", count: 33))
+        #expect(await c.wait { $0["type"] == "error" && ($0["error"] ?? "").contains("32 bytes") } != nil)
+        c.send("/reply 99999 nothing there")
+        #expect(await c.wait { $0["type"] == "error" && ($0["error"] ?? "").contains("no message numbered 99999") } != nil)
+        _ = await relay.terminate()
+        for n in nodes { _ = await n.quit() }
+        withExtendedLifetime(trio.dirs) {}
+    }
+}
+
+@Suite("Replies, reactions, edits and typing at the terminal")
+struct MessageLifeTerminalTests {
+    @Test("at two pseudo-terminals: /history numbers, /reply quotes, /react and /reactions, /edit, typing in the prompt line, /delete")
+    func session() async throws {
+        let work = TemporaryDirectory()
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Peers/message_life_session.py").path
+        let result = try await runToEnd("/usr/bin/python3", [script, PeerNodeProcess.binary, work.path])
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdout.contains("all checked"), "\(result.stdout)")
+    }
+}

@@ -1,0 +1,43 @@
+"""A peernode driven through pipes in --json, for the terminal scripts:
+lines in, events out, each wait with a deadline."""
+import json
+import os
+import select
+import subprocess
+import time
+
+
+class JsonPeer:
+    def __init__(self, argv, fail):
+        """Starts `argv` (a peernode with --json); `fail(why)` ends the script."""
+        self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.fail = fail
+        self.lines, self.buffer = [], b""
+
+    def wait(self, match, what, timeout=15):
+        """The next event that matches. Output is read with os.read into our
+        own buffer: select() on a buffered file object misses lines already
+        buffered, and would wait for nothing."""
+        out = self.process.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while True:
+            while self.lines:
+                event = json.loads(self.lines.pop(0))
+                if match(event):
+                    return event
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.fail(f"the --json peer never got {what}")
+            r, _, _ = select.select([out], [], [], left)
+            if r:
+                self.buffer += os.read(out, 65536)
+                *complete, self.buffer = self.buffer.split(b"\n")
+                self.lines.extend(complete)
+
+    def say(self, text):
+        self.process.stdin.write((text + "\n").encode())
+        self.process.stdin.flush()
+
+    def stop(self):
+        self.process.kill()
+        self.process.wait()
