@@ -10,7 +10,16 @@ extension NetworkNode {
     /// since completing it would echo it raw into the line being typed.
     func completer() -> Completer {
         Completer(commands: ChatInput.commandNames, rooms: node.knownRooms.filter(TerminalText.isInert),
-                  nicks: Array(Set(node.nicks.values.map(\.unsanitized))).filter(TerminalText.isInert).sorted())
+                  nicks: Array(Set(node.nicks.values.map(\.unsanitized))).filter(TerminalText.isInert).sorted(),
+                  lastMessage: lastMessageToEdit())
+    }
+
+    /// What Up offers first at the prompt: `/edit` and the text of our last
+    /// message in the open room, as it reads now (nil: none there).
+    func lastMessageToEdit() -> String? {
+        let room = node.roomID(session.room)
+        guard let e = try? node.ownMessage(in: room, named: session.room, number: nil), let opened = node.open(e) else { return nil }
+        return "/edit " + node.currentText(of: e, opened: opened).text.unsanitized
     }
 }
 

@@ -3,8 +3,9 @@
 ///
 /// Keys: Left/Right, Home/End (Ctrl-A/E), Backspace, Delete, Ctrl-U (to the
 /// start), Ctrl-K (to the end), Ctrl-W (the word before the cursor),
-/// Up/Down (history), Tab (completion), Enter, Ctrl-C (quit) and Ctrl-D
-/// (delete, or quit on an empty line).
+/// Up/Down (history, and first `/edit` with our last message), Tab
+/// (completion), Enter, Ctrl-C (quit) and Ctrl-D (delete, or quit on an
+/// empty line).
 public struct LineEditor {
     public enum Outcome: Equatable, Sendable {
         /// Nothing to redraw.
@@ -74,9 +75,9 @@ public struct LineEditor {
         case .control("c"):
             return .quit
         case .up:
-            return recall(older: true)
+            return recall(older: true, offer: completer.lastMessage)
         case .down:
-            return recall(older: false)
+            return recall(older: false, offer: completer.lastMessage)
         case .tab:
             return complete(completer)
         case .enter:
@@ -101,19 +102,22 @@ public struct LineEditor {
         cursor = scalars.count
     }
 
-    private mutating func recall(older: Bool) -> Outcome {
-        guard !history.isEmpty else { return .bell }
+    /// Up and Down through the lines typed before, newest first; `offer`
+    /// (`/edit` and our last message) comes before them all.
+    private mutating func recall(older: Bool, offer: String?) -> Outcome {
+        let entries = history + (offer.map { [String(String.UnicodeScalarView($0.unicodeScalars.filter { !$0.isTerminalControl }))] } ?? [])
+        guard !entries.isEmpty else { return .bell }
         if older {
-            let next = (historyIndex ?? history.count) - 1
+            let next = (historyIndex ?? entries.count) - 1
             guard next >= 0 else { return .bell }
             if historyIndex == nil { draft = scalars }
             historyIndex = next
-            scalars = Array(history[next].unicodeScalars)
+            scalars = Array(entries[next].unicodeScalars)
         } else {
             guard let index = historyIndex else { return .bell }
-            if index + 1 < history.count {
+            if index + 1 < entries.count {
                 historyIndex = index + 1
-                scalars = Array(history[index + 1].unicodeScalars)
+                scalars = Array(entries[index + 1].unicodeScalars)
             } else {
                 historyIndex = nil
                 scalars = draft
@@ -141,16 +145,20 @@ public struct LineEditor {
 }
 
 /// What Tab completes: commands (a first word starting with `/`), rooms (a
-/// word starting with `#`) and nicks (anything else).
+/// word starting with `#`) and nicks (anything else); and what Up offers
+/// first: our last message, as the line that edits it.
 public struct Completer: Sendable {
     public var commands: [String]
     public var rooms: [String]
     public var nicks: [String]
+    /// `/edit TEXT` for our last message in the open room (nil: none).
+    public var lastMessage: String?
 
-    public init(commands: [String] = [], rooms: [String] = [], nicks: [String] = []) {
+    public init(commands: [String] = [], rooms: [String] = [], nicks: [String] = [], lastMessage: String? = nil) {
         self.commands = commands
         self.rooms = rooms
         self.nicks = nicks
+        self.lastMessage = lastMessage
     }
 
     public func matches(for word: String, firstWord: Bool) -> [String] {

@@ -57,6 +57,27 @@ struct LineEditorTests {
         #expect(e.history.count == 3, "empty lines are not kept")
     }
 
+    @Test("Up offers the last message to edit before the lines typed; control characters in it are dropped; Down gives the draft back")
+    func editOffer() {
+        var e = LineEditor()
+        type(&e, "hello")
+        _ = e.apply(.enter)
+        let offer = Completer(lastMessage: "/edit hel\u{1B}lo")
+        type(&e, "dr")
+        _ = e.apply(.up, completer: offer)
+        #expect(e.text == "/edit hello" && e.cursor == 11)
+        _ = e.apply(.up, completer: offer)
+        #expect(e.text == "hello")
+        #expect(e.apply(.up, completer: offer) == .bell)
+        _ = e.apply(.down, completer: offer)
+        _ = e.apply(.down, completer: offer)
+        #expect(e.text == "dr")
+        var fresh = LineEditor()
+        _ = fresh.apply(.up, completer: offer)
+        #expect(fresh.text == "/edit hello", "offered with no history at all")
+        #expect(fresh.apply(.up) == .bell, "nothing without an offer or history")
+    }
+
     @Test("Ctrl-C quits; Ctrl-D quits on an empty line and deletes otherwise")
     func quitting() {
         var e = LineEditor()

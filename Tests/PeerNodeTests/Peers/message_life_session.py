@@ -2,8 +2,8 @@
 """The life of a message at the terminal (issue 17): two nodes in
 pseudo-terminals (alice, carol) linked through a third driven by pipes in
 --json (bob). Alice numbers bob's message with /history, answers it with
-/reply, reacts and takes it back, lists who reacted, edits and deletes her
-reply; carol types without pressing Enter and alice's prompt says so, then
+/reply, reacts and takes it back, lists who reacted, edits her reply from
+Up at the empty prompt and deletes it; carol types without pressing Enter and alice's prompt says so, then
 stops saying so. Bob's JSON shows each of them arriving. Prints what it
 checked; exits non-zero with the screen so far on the first failure.
 usage: message_life_session.py PEERNODE WORKDIR
@@ -117,11 +117,14 @@ read_until("alice", a, "took back 👍 on bob".encode(), start=mark)
 b_wait(lambda e: e.get("type") == "reaction" and e.get("state") == "off", "the reaction taken back")
 print("the same /react again takes it back")
 
+# Up at the empty prompt offers the last message to edit: two words off, two on.
 mark = len(screens["alice"])
-os.write(a, b"/edit sure, at the corner place\r")
-read_until("alice", a, b"sure, at the corner place (edited)", start=mark)
-b_wait(lambda e: e.get("type") == "edit" and e.get("original") == reply["id"], "the edit")
-print("/edit of the reply shows (edited); bob gets the edit")
+os.write(a, b"\x1b[A")
+read_until("alice", a, b"/edit sure, the usual place", start=mark)
+os.write(a, b"\x17\x17corner place\r")
+read_until("alice", a, b"sure, the corner place (edited)", start=mark)
+b_wait(lambda e: e.get("type") == "edit" and e.get("original") == reply["id"] and e.get("text") == "sure, the corner place", "the edit")
+print("Up offers /edit with the last message; the edit shows (edited); bob gets it")
 
 # Carol types without pressing Enter: alice's prompt says so, then stops saying so.
 mark = len(screens["alice"])
@@ -137,7 +140,7 @@ read_until("alice", a, b"<carol", start=mark)
 
 mark = len(screens["alice"])
 os.write(a, f"/history 3\r".encode())
-read_until("alice", a, b"corner place (edited)", start=mark)
+read_until("alice", a, b"the corner place (edited)", start=mark)
 mark = len(screens["alice"])
 os.write(a, b"/delete\r")
 read_until("alice", a, b"alice", start=mark)

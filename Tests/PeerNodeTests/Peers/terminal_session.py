@@ -122,11 +122,14 @@ os.write(master, b"drop this\x01\x0bkept\x7f\x7fpt\r")
 b_heard("kept")
 print("Ctrl-K and Backspace: B got 'kept'")
 
-# History: Up brings back the last line.
+# History: Up first offers our last message to edit, then the lines typed before.
+mark = len(screen)
+os.write(master, b"\x1b[A")
+read_until(master, b"/edit kept", start=mark)
 os.write(master, b"\x1b[A\r")
 time.sleep(0.3)
 b_heard("kept")
-print("Up recalls the last line")
+print("Up offers /edit with our last message, then recalls the last line")
 
 # Tab completion of a command.
 os.write(master, b"/jo\t")

@@ -281,6 +281,7 @@ async def conversations(ws, bob):
     check("rooms lists #general with its last message", general is not None and general.get("last_text") == "hi page" and general.get("last_nick") == "bob", events)
     check("answering events carry the ref", all(e.get("ref") == ok.get("ref") for e in events) and ok.get("type") == "ok", events)
     check("#general has bob's message unread", general is not None and general.get("unread", 0) >= 1, general)
+    hi = (general or {}).get("last_id")
     _, ok = await ask(ws, "read", room="#general")
     check("read answered", ok is not None and ok.get("type") == "ok", ok)
     events, _ = await ask(ws, "rooms")
@@ -340,6 +341,47 @@ async def conversations(ws, bob):
         check(name + " is refused", ok is not None and ok.get("type") == "error" and ok.get("error"), ok)
     _, ok = await ask(ws, "nick", nick="alice-api")
     check("nick answered", ok.get("type") == "ok", ok)
+    await message_life(ws, hi)
+
+
+async def message_life(ws, hi):
+    """Reactions, replies, edits and deletes by message id, and typing (docs/API.md)."""
+    def in_general(events, mid):
+        return next((e for e in events if e.get("type") == "message" and e.get("id") == mid), None)
+    _, ok = await ask(ws, "react", id=hi, reaction="👍")
+    check("react answered", ok.get("type") == "ok" and len(ok.get("id", "")) == 64, ok)
+    _, ok = await ask(ws, "reply", id=hi, text="a reply from the API")
+    check("reply answered with its id", ok.get("type") == "ok" and len(ok.get("id", "")) == 64, ok)
+    reply = ok.get("id")
+    events, _ = await ask(ws, "history", room="#general")
+    r, m = in_general(events, reply), in_general(events, hi)
+    check("the reply names and quotes what it answers", r is not None and r.get("kind") == "reply" and r.get("reply_to") == hi
+          and r.get("reply_to_state") == "here" and r.get("reply_to_text") == "hi page", r)
+    check("the message shows its reaction count", m is not None and m.get("reactions") == "👍 1", m)
+    _, ok = await ask(ws, "edit", id=reply, text="edited from the API")
+    check("edit answered", ok.get("type") == "ok", ok)
+    events, _ = await ask(ws, "history", room="#general")
+    r = in_general(events, reply)
+    check("history shows the edited text, marked", r is not None and r.get("text") == "edited from the API" and r.get("edited") == "yes", r)
+    _, ok = await ask(ws, "react", id=hi, reaction="👍")
+    events, _ = await ask(ws, "history", room="#general")
+    check("the same reaction again takes it back", "reactions" not in (in_general(events, hi) or {"reactions": "?"}), in_general(events, hi))
+    _, ok = await ask(ws, "delete", id=reply)
+    check("delete answered", ok.get("type") == "ok", ok)
+    events, _ = await ask(ws, "history", room="#general")
+    check("a deleted message leaves the history", in_general(events, reply) is None, events)
+    _, ok = await ask(ws, "typing", room="#general")
+    check("typing answered", ok.get("type") == "ok", ok)
+    for name, cmd, fields, says in [("an edit of someone else's message", "edit", {"id": hi, "text": "mine now"}, "not yours"),
+                                    ("a delete of someone else's message", "delete", {"id": hi}, "not yours"),
+                                    ("an edit of a deleted message", "edit", {"id": reply, "text": "back"}, "deleted"),
+                                    ("a reaction of two words", "react", {"id": hi, "reaction": "two words"}, "reaction"),
+                                    ("a reaction of 33 bytes", "react", {"id": hi, "reaction": "x" * 33}, "32 bytes"),
+                                    ("a message id nobody has", "reply", {"id": "00" * 32, "text": "x"}, "no message"),
+                                    ("an id that is no id", "react", {"id": "xyz", "reaction": "x"}, "64-hex"),
+                                    ("typing in a room not joined", "typing", {"room": "#never-joined"}, "not in")]:
+        _, ok = await ask(ws, cmd, **fields)
+        check(name + " is refused", ok is not None and ok.get("type") == "error" and says in ok.get("error", ""), ok)
 
 
 give_up_after(240)
