@@ -87,7 +87,7 @@ let package = Package(
         // The node core's tests: event lists and a fake clock, no processes, no sleeps.
         .testTarget(name: "NodeCoreTests", dependencies: ["NodeCore", "Gossip", "Crypto", "NetworkText", "TestSupport", "OverlaySimulation"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "Reactor", "Crypto", "TestSupport"]),
-        .testTarget(name: "PeerNodeTests", dependencies: ["PeerNode", "NodeCore", "Discovery", "Store", "Gossip", "Crypto", "WebSocket", "Reactor", "ChatText", "TestSupport"], exclude: ["Peers"]),
+        .testTarget(name: "PeerNodeTests", dependencies: ["PeerNode", "NodeCore", "Discovery", "Store", "Gossip", "Crypto", "WebSocket", "Reactor", "ChatText", "TestSupport"], exclude: ["Peers", "Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

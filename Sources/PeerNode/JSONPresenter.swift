@@ -52,7 +52,7 @@ struct JSONPresenter: JSONLinePresenter {
             return [JSONEvents.line(pairs: [("type", .string("reply_quote"))] + place(m) + [("id", .string(m.envelope.id.hex))] + quoted(quote))]
         case let .typing(person, room):
             return [JSONEvents.line(pairs: [("type", .string("typing"))]
-                + (room.map { [("room", .string($0.value))] } ?? [("to", .string(person.key.hex))])
+                + (room.map { [("room", .string($0.value))] } ?? [("with", .string(person.key.hex))])
                 + [("id", .string(person.key.hex)), ("nick", .text(person.nick ?? PeerText(""))), ("fp", .string(person.key.shortFingerprint))])]
         case let .receipt(id, by, state):
             return [JSONEvents.line(["type": .string("receipt"), "id": .string(id.hex), "by": .string(by.hex), "state": .string(state.rawValue)])]

@@ -123,31 +123,23 @@ extension NetworkNode {
         case let .action(text):
             try post(text, kind: .action)
         case let .edit(number, text):
-            try ensureOwnHistoryIsBack()
-            let room = node.roomID(session.room)
-            let target = try node.ownMessage(in: room, named: session.room, number: number)
-            sendOwn(try node.editMessage(target, text: text))
+            let (room, name) = (node.roomID(session.room), session.room)
+            try act { try $0.editMessage(try $0.ownMessage(in: room, named: name, number: number), text: text) }
         case let .delete(number):
-            try ensureOwnHistoryIsBack()
-            let room = node.roomID(session.room)
-            let target = try node.ownMessage(in: room, named: session.room, number: number)
-            sendOwn(try node.deleteMessage(target))
+            let (room, name) = (node.roomID(session.room), session.room)
+            try act { try $0.deleteMessage(try $0.ownMessage(in: room, named: name, number: number)) }
         case let .react(number, reaction):
             guard Reaction.isValid(reaction) else { throw NodeError.badReaction(limit: Reaction.maximumLength) }
-            try ensureOwnHistoryIsBack()
-            let target = try node.message(in: node.roomID(session.room), named: session.room, number: number)
-            sendOwn(try node.react(to: target, with: reaction))
+            let (room, name) = (node.roomID(session.room), session.room)
+            try act { try $0.react(to: try $0.message(in: room, named: name, number: number), with: reaction) }
         case let .reactions(number):
             let target = try node.message(in: node.roomID(session.room), named: session.room, number: number)
             return (try chatLines(session.reactions(to: target)), true)
         case .typing:
             sendTyping(in: node.roomID(session.room))
         case let .reply(number, text):
-            try ensureOwnHistoryIsBack()
-            let target = try node.message(in: node.roomID(session.room), named: session.room, number: number)
-            let e = try node.reply(to: target, text: text)
-            receipts.posted(e.sequence, in: e.room)
-            sendOwn(e)
+            let (room, name) = (node.roomID(session.room), session.room)
+            try act(message: true) { try $0.reply(to: try $0.message(in: room, named: name, number: number), text: text) }
         case let .quit(reason):
             // Like IRC's QUIT message: the room sees why (and it stays in its history).
             var events: [NodeEvent] = []
@@ -262,11 +254,13 @@ extension NetworkNode {
     }
 
     /// An envelope of ours that `make` signs (an edit, a delete, a
-    /// reaction, a reply the API asked for), once our history is back; on
-    /// the links before it is shown.
-    func act(_ make: (Node) throws -> Envelope) throws -> Envelope {
+    /// reaction, a reply), once our history is back; on the links before it
+    /// is shown. A `message` (a reply) is followed by the prompt's mark.
+    @discardableResult
+    func act(message: Bool = false, _ make: (Node) throws -> Envelope) throws -> Envelope {
         try ensureOwnHistoryIsBack()
         let e = try make(node)
+        if message { receipts.posted(e.sequence, in: e.room) }
         sendOwn(e)
         return e
     }

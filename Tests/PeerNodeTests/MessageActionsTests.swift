@@ -16,7 +16,7 @@ struct MessageActionsTests {
         guard let atB = await b.wait({ $0["type"] == "message" && $0["text"] == "lunch at noon?" }),
               let atC = await c.wait({ $0["type"] == "message" && $0["text"] == "lunch at noon?" }),
               let nB = atB["n"], let nC = atC["n"] else {
-            Issue.record("the message never reached bob and carol, numbered: \(MessageLifeTests.state(nodes, relay))")
+            Issue.record("the message never reached bob and carol, numbered: \(await MessageLifeTests.state(nodes, relay))")
             return
         }
         b.send("/reply \(nB) sure, the usual place")

@@ -25,10 +25,16 @@ struct MessageLifeTests {
         }
     }
 
-    /// What each process last said, for a failure message.
-    static func state(_ nodes: [NodeProcess], _ relay: RelayProcess) -> String {
-        nodes.map { "\n\($0.id.prefix(8)): \($0.events.value.suffix(6)) log: \($0.log.suffix(800))" }.joined()
-            + "\nrelay: \(relay.log.value.suffix(12))"
+    /// What each process last said, for a failure message: each node is
+    /// asked for its sync state, peers and counters first, and the relay's
+    /// counters are read from its metrics address.
+    static func state(_ nodes: [NodeProcess], _ relay: RelayProcess) async -> String {
+        for n in nodes { for command in ["/sync", "/peers", "/stats"] { n.send(command) } }
+        try? await Task.sleep(nanoseconds: 2_000_000_000)
+        let metrics = relay.log.value.first { $0["msg"] == "relay ready" }?["metrics"].flatMap { httpGet($0, "/metrics")?.body } ?? ""
+        let counters = metrics.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.hasSuffix(" 0") }.joined(separator: "; ")
+        return nodes.map { "\n\($0.id.prefix(8)): \($0.events.value.suffix(16)) log: \($0.log.suffix(800))" }.joined()
+            + "\nrelay: \(relay.log.value.suffix(12))\nrelay metrics: \(counters)"
     }
 
     /// Alice, bob and carol (`--json`), each linked only to a relay (data directories: the relay's first).
@@ -56,7 +62,7 @@ struct MessageLifeTests {
         a.send("a line that stays")
         a.send("the plan is \(secret)")
         guard let original = await c.wait({ $0["type"] == "message" && $0["text"] == "the plan is \(secret)" }) else {
-            Issue.record("carol never got alice's message through the relay: \(Self.state(nodes, relay))")
+            Issue.record("carol never got alice's message through the relay: \(await Self.state(nodes, relay))")
             return
         }
         #expect(await b.wait { $0["text"] == "the plan is \(secret)" } != nil)

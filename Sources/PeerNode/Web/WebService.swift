@@ -196,7 +196,7 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
             let e = try network.act { try $0.react(to: try $0.message(id: id), with: reaction) }
             return ([], [("id", .string(e.id.hex)), ("seq", .number(e.sequence))])
         case let .reply(id, text):
-            let e = try network.act { try $0.reply(to: try $0.message(id: id), text: text) }
+            let e = try network.act(message: true) { try $0.reply(to: try $0.message(id: id), text: text) }
             return ([], [("id", .string(e.id.hex)), ("seq", .number(e.sequence))])
         case let .typing(target):
             for room in try network.resolve(target ?? .room(network.session.room)).ids.prefix(1) { network.sendTyping(in: room) }
