@@ -20,6 +20,8 @@ public enum ChatInput: Equatable, Sendable {
     case react(number: Int?, reaction: String)
     /// `/reactions [N]`: who gave which reaction to message N (else the last).
     case reactions(Int?)
+    /// `/versions [N]`: every version of message N (else the last), oldest first.
+    case versions(Int?)
     /// `/reply N TEXT`: a text answering message N in `/history`.
     case reply(number: Int, text: String)
     /// `/typing`: say we are typing in the open room (the terminal does it
@@ -72,6 +74,7 @@ public enum ChatInput: Equatable, Sendable {
         (["reply"], "/reply N TEXT", "answer message N in /history: shown with a one-line quote of it"),
         (["react"], "/react [N] EMOJI", "react to message N in /history (or the last one), shown as counts; the same again takes it back"),
         (["reactions"], "/reactions [N]", "who reacted to message N (or the last one), and with what"),
+        (["versions"], "/versions [N]", "what message N (or the last one) said before each edit, oldest first"),
         (["typing"], "/typing", "tell the room you are typing (the prompt does it as you type; for scripts): shown to the others for a few seconds"),
         (["join", "j"], "/join #room", "switch to a room (created on first use); /j for short"),
         (["part"], "/part", "leave the current room (back to #general)"),
@@ -168,10 +171,10 @@ public enum ChatInput: Equatable, Sendable {
                 return .error("/react needs a reaction, after a message number from /history if not the last: /react 3 👍")
             }
             return .react(number: n, reaction: parts[1])
-        case "reactions":
-            if argument.isEmpty { return .reactions(nil) }
-            guard let n = Int(argument), n > 0 else { return .error("/reactions takes a message number from /history, or nothing for the last message") }
-            return .reactions(n)
+        case "reactions", "versions":
+            let number = argument.isEmpty ? nil : Int(argument)
+            guard argument.isEmpty || (number ?? 0) > 0 else { return .error("/\(name) takes a message number from /history, or nothing for the last message") }
+            return name == "reactions" ? .reactions(number) : .versions(number)
         case "history":
             if argument.isEmpty { return .history(defaultHistory) }
             guard let n = Int(argument), n > 0, n <= maximumHistory else {

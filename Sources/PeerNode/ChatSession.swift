@@ -58,9 +58,7 @@ final class ChatSession {
         let all = zip(entries, opened).compactMap { e, o -> String? in
             // An erased message shows as its tombstone's line.
             if e.envelope.isPruned || o.map({ !Self.isLine($0.kind) }) == true { return nil }
-            guard let o, o.isMessage else { return renderer.line(e.envelope, room: room.value, opened: o) }
-            let (text, edited) = node.currentText(of: e.envelope, opened: o)
-            let shown = o.withText(text.unsanitized)
+            guard let o, o.isMessage, let (shown, edited) = node.openedNow(e.envelope) else { return renderer.line(e.envelope, room: room.value, opened: o) }
             return "(\(numbers[e.delivery] ?? 0)) " + renderer.line(e.envelope, room: room.value, opened: shown, quote: node.quote(of: e.envelope, o))
                 + (edited ? " (edited)" : "") + Renderer.reactionsSuffix(node.reactions(to: e.envelope))
         }
@@ -113,11 +111,12 @@ final class ChatSession {
         let renderer = Renderer(people: node.people)
         return found.reversed().map { stored -> String in
             let e = stored.envelope
-            let opened = node.open(e)
-            let quote = opened.flatMap { node.quote(of: e, $0) }
-            if let name = node.roomName(e.room) { return renderer.line(e, room: name.value, opened: opened, quote: quote) }
-            guard let (peer, text) = node.direct(e) else { return renderer.line(e, room: "?", opened: nil) }
-            return renderer.directLine(e, to: e.author == node.me ? peer : node.me, text: text, quote: quote)
+            let now = node.openedNow(e)
+            let quote = now.flatMap { node.quote(of: e, $0.opened) }
+            let edited = now?.edited == true ? " (edited)" : ""
+            if let name = node.roomName(e.room) { return renderer.line(e, room: name.value, opened: now?.opened, quote: quote) + edited }
+            guard let (peer, _) = node.direct(e), let text = now?.opened.text else { return renderer.line(e, room: "?", opened: nil) }
+            return renderer.directLine(e, to: e.author == node.me ? peer : node.me, text: text, quote: quote) + edited
         }
     }
 
@@ -195,7 +194,7 @@ final class ChatSession {
             let named = mentioned(summary.name ?? "")
             let unread = summary.unread > 0 ? " (\(summary.unread) unread\(named ? ", names you" : ""))" : (named ? " (names you)" : "")
             var preview = ""
-            if let last = summary.last, let text = node.plaintext(of: last.envelope)?.description {
+            if let last = summary.last, let text = node.openedNow(last.envelope)?.opened.text.description {
                 let short = text.count > 40 ? String(text.prefix(39)) + "…" : text
                 preview = "  [\(Renderer.clock(last.envelope.timestamp))] <\(renderer.label(last.envelope.author))> \(short)"
             }

@@ -50,6 +50,13 @@ struct JSONPresenter: JSONLinePresenter {
         case let .replyQuoted(m):
             guard let quote = m.quote else { return [] }
             return [JSONEvents.line(pairs: [("type", .string("reply_quote"))] + place(m) + [("id", .string(m.envelope.id.hex))] + quoted(quote))]
+        case let .versions(m, versions):
+            return versions.enumerated().map { i, v in
+                JSONEvents.line(pairs: [("type", .string("version"))] + place(m) + [
+                    ("id", .string(m.envelope.id.hex)), ("version", .number(UInt64(i))), ("edit", .string(i == 0 ? "" : v.envelope.id.hex)),
+                    ("text", .text(v.text)), ("ts", .number(v.envelope.timestamp)),
+                ])
+            }
         case let .typing(person, room):
             return [JSONEvents.line(pairs: [("type", .string("typing"))]
                 + (room.map { [("room", .string($0.value))] } ?? [("with", .string(person.key.hex))])

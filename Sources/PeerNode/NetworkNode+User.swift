@@ -135,6 +135,9 @@ extension NetworkNode {
         case let .reactions(number):
             let target = try node.message(in: node.roomID(session.room), named: session.room, number: number)
             return (try chatLines(session.reactions(to: target)), true)
+        case let .versions(number):
+            let target = try node.message(in: node.roomID(session.room), named: session.room, number: number)
+            return ([try versions(of: target)], true)
         case .typing:
             sendTyping(in: node.roomID(session.room))
         case let .reply(number, text):
@@ -263,6 +266,12 @@ extension NetworkNode {
         if message { receipts.posted(e.sequence, in: e.room) }
         sendOwn(e)
         return e
+    }
+
+    /// `/versions` and the API's `versions`: every version of `e`, a message here.
+    func versions(of e: Envelope) throws -> NodeEvent {
+        guard let opened = node.open(e), let shown = shownIn(e, opened) else { throw NodeError.noMessageWithID(e.id) }
+        return .versions(shown, node.versions(of: e))
     }
 
     /// A command from the web API (`WebService`): what a typed line does,

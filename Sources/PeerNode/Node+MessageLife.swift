@@ -89,12 +89,42 @@ extension Node {
         return original
     }
 
+    /// Every version of a message, oldest first: the original, then each
+    /// accepted edit (the envelope, and the text it gave).
+    func versions(of original: Envelope) -> [(envelope: Envelope, text: PeerText)] {
+        guard let opened = open(original), opened.isMessage else { return [] }
+        let edits = ((try? store.edits(by: original.author, of: original.sequence)) ?? []).compactMap { sequence -> (Envelope, PeerText)? in
+            guard let edit = try? store.envelope(by: original.author, sequence: sequence), let o = open(edit),
+                  let parsed = try? MessageEdit.decode(o.content) else { return nil }
+            return (edit, PeerText(String(decoding: parsed.text, as: UTF8.self)))
+        }
+        return [(original, opened.text)] + edits
+    }
+
     /// The text a message shows now: its latest edit's, if it has one.
     func currentText(of original: Envelope, opened: OpenedEnvelope) -> (text: PeerText, edited: Bool) {
         guard let last = (try? store.edits(by: original.author, of: original.sequence))?.last,
               let edit = try? store.envelope(by: original.author, sequence: last), let o = open(edit),
               let parsed = try? MessageEdit.decode(o.content) else { return (opened.text, false) }
         return (PeerText(String(decoding: parsed.text, as: UTF8.self)), true)
+    }
+
+    /// An envelope opened as it reads now: a message with its latest
+    /// edit's text (`edited`); nil when this node cannot read it.
+    func openedNow(_ e: Envelope) -> (opened: OpenedEnvelope, edited: Bool)? {
+        guard let o = open(e) else { return nil }
+        guard o.isMessage else { return (o, false) }
+        let (text, edited) = currentText(of: e, opened: o)
+        return (edited ? o.withText(text.unsanitized) : o, edited)
+    }
+
+    /// The message an index match stands for: an edit's match is its
+    /// original (shown as it reads now); anything else is itself.
+    func matchedMessage(_ stored: StoredEnvelope) -> StoredEnvelope? {
+        guard let o = open(stored.envelope), o.kind == .edit else { return stored }
+        guard let edit = try? MessageEdit.decode(o.content), let original = try? store.delivered(id: edit.original.id),
+              original.envelope.author == stored.envelope.author else { return nil }
+        return original
     }
 
     /// The text `/search` indexes for an envelope (messages and edits), and

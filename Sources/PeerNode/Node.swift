@@ -345,7 +345,11 @@ final class Node {
         while try indexNewMessages(limit: Self.indexBatch) > 0 {}
         // A blocked identity's messages stay hidden here too.
         let blocked = try store.blockedIdentities()
-        return try store.search(query, limit: limit).filter { !blocked.contains($0.envelope.author) }
+        // A match in an edit is its message, listed once.
+        var seen = Set<MessageID>()
+        return try store.search(query, limit: limit).compactMap(matchedMessage).filter {
+            !blocked.contains($0.envelope.author) && seen.insert($0.envelope.id).inserted
+        }
     }
 
     /// How many index matches `/mentions` looks at for each it shows: the
@@ -359,7 +363,7 @@ final class Node {
     func mentions(limit: Int) throws -> [StoredEnvelope] {
         guard let nick, !nick.isEmpty else { return [] }
         return try search(nick, limit: limit * Self.mentionCandidates).filter { stored in
-            stored.envelope.author != me && open(stored.envelope).map { $0.isMessage && Mentions.names(nick, in: $0.text.unsanitized) } == true
+            stored.envelope.author != me && openedNow(stored.envelope).map { $0.opened.isMessage && Mentions.names(nick, in: $0.opened.text.unsanitized) } == true
         }.prefix(limit).map { $0 }
     }
 

@@ -29,6 +29,8 @@ enum NodeEvent {
     case reacted(ShownMessage, target: Envelope, text: PeerText?, reaction: String, on: Bool, count: Int)
     /// A reply shown before the message it answers arrived, now with its quote.
     case replyQuoted(ShownMessage)
+    /// `/versions`: a message (`shown`, as first sent) and each of its versions, oldest first.
+    case versions(ShownMessage, [(envelope: Envelope, text: PeerText)])
     /// Someone typing in a room (`room`) or in our conversation (`room` nil).
     case typing(Person, room: RoomName?)
     /// How far one of our messages has got with a peer.

@@ -37,6 +37,10 @@ struct TerminalPresenter: LinePresenter {
         case .typing:
             // Shown in the prompt line ("bob is typing…"), not as a line.
             return []
+        case let .versions(m, versions):
+            let renderer = Renderer(people: m.people)
+            return ["-- \(versions.count == 1 ? "the only version" : "\(versions.count) versions") of \(renderer.label(m.envelope.author))'s message, oldest first:"]
+                + versions.enumerated().map { i, v in "  [\(Renderer.clock(v.envelope.timestamp))] \(v.text)" + (i == 0 ? "" : " (edit \(i))") }
         case let .edited(m, _):
             let renderer = Renderer(people: m.people)
             if let room = m.room { return [renderer.editLine(m.envelope, room: room.value, text: m.opened.text)] }

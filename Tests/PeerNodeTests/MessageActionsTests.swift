@@ -25,6 +25,17 @@ struct MessageActionsTests {
             #expect(reply?["reply_to"] == atB["id"] && reply?["reply_to_state"] == "here" && reply?["reply_to_text"] == "lunch at noon?"
                     && reply?["text"] == "sure, the usual place", "\(String(describing: reply))")
         }
+        // Bob changes his reply; carol asks for its versions by the number her node gave it.
+        b.send("/edit sure, at one")
+        if let replyAtC = await c.wait({ $0["type"] == "message" && $0["kind"] == "reply" }), let n = replyAtC["n"] {
+            #expect(await c.wait { $0["type"] == "edit" && $0["original"] == replyAtC["id"] } != nil)
+            c.send("/versions \(n)")
+            let first = await c.wait { $0["type"] == "version" && $0["version"] == "0" }
+            let second = await c.wait { $0["type"] == "version" && $0["version"] == "1" }
+            #expect(first?["text"] == "sure, the usual place" && first?["id"] == replyAtC["id"] && second?["text"] == "sure, at one", "\(c.events.value.suffix(4))")
+        } else {
+            Issue.record("carol has no reply, or it has no number: \(c.events.value.suffix(4))")
+        }
         c.send("/react \(nC) 👍")
         for n in [a, b] {
             let r = await n.wait { $0["type"] == "reaction" && $0["author"] == c.id }

@@ -83,4 +83,21 @@ struct ReactionRulesTests {
         #expect(node.reactions(to: bobs[0]).map(\.by) == [[life.carol.publicKey]])
         #expect(node.refusedEdits == 0 && node.refusedReactions == 0)
     }
+
+    @Test("search finds a message by its earlier or its new words, once, as it reads now; /versions lists both")
+    func searchEdited() throws {
+        let dir = TemporaryDirectory()
+        let node = try life.node(dir)
+        _ = try node.join(life.name)
+        let bobs = try life.chain(life.bob, on: node, [(.text, life.text("zqxalpha first words"), [])])
+        let edit = try life.chain(life.bob, on: node, after: bobs, [(.edit, MessageEdit(original: MessageRef(bobs[0]), text: life.text("zqxbeta second words")).encoded, [])])
+        _ = try node.store.insert(bobs + edit, receivedAt: 1)
+        _ = node.acceptEdit(edit[0], try #require(node.open(edit[0])))
+        for word in ["zqxalpha", "zqxbeta", "words"] {
+            let found = try node.search(word, limit: 10)
+            #expect(found.map(\.envelope.id) == [bobs[0].id], "\(word)")
+        }
+        #expect(node.openedNow(bobs[0])?.opened.text.unsanitized == "zqxbeta second words")
+        #expect(node.versions(of: bobs[0]).map(\.text.unsanitized) == ["zqxalpha first words", "zqxbeta second words"])
+    }
 }

@@ -26,13 +26,13 @@ extension NetworkNode {
             guard let room = try? RoomName(name), let summary = try node.store.roomSummary(of: id, name: name, me: node.me) else { continue }
             rows.append((summary.last.map { ($0.causalTime, $0.envelope.id) },
                          ConversationRow(room: room, peer: nil, isPrivate: node.privateRooms[id] != nil, unread: summary.unread,
-                                         last: summary.last.flatMap { shownMessage($0.envelope) })))
+                                         last: summary.last.flatMap { shownMessage($0.envelope).map(asItIsNow) })))
         }
         for author in try node.store.vectorClock().entries.keys where author != node.me && !blocked.contains(author) {
             guard let c = node.conversation(with: author) else { continue }
             let summaries = try [c.room, c.roomVersion1].compactMap { try node.store.roomSummary(of: $0, name: nil, me: node.me) }
             guard let last = summaries.compactMap(\.last).max(by: { ($0.causalTime, $0.envelope.id) < ($1.causalTime, $1.envelope.id) }),
-                  let message = shownMessage(last.envelope) else { continue }
+                  let message = shownMessage(last.envelope).map(asItIsNow) else { continue }
             rows.append(((last.causalTime, last.envelope.id),
                          ConversationRow(room: nil, peer: node.people[author], isPrivate: true,
                                          unread: summaries.reduce(0) { $0 + $1.unread }, last: message)))
@@ -99,21 +99,19 @@ extension NetworkNode {
     /// The API's `search`: what `/search` finds (rooms and conversations
     /// this node can read), newest first, as messages.
     func found(_ query: String) throws -> [ShownMessage] {
-        try node.search(query, limit: ChatSession.searchLimit).compactMap { shownMessage($0.envelope) }
+        try node.search(query, limit: ChatSession.searchLimit).compactMap { shownMessage($0.envelope).map(asItIsNow) }
     }
 
     /// The API's `mentions`: what `/mentions` lists, newest first, as messages.
     func foundMentions() throws -> [ShownMessage] {
-        try node.mentions(limit: ChatSession.searchLimit).compactMap { shownMessage($0.envelope) }
+        try node.mentions(limit: ChatSession.searchLimit).compactMap { shownMessage($0.envelope).map(asItIsNow) }
     }
 
     /// A message read back from the store as it reads now: its latest
     /// edit's text, marked edited, with the reactions standing on it.
     func asItIsNow(_ shown: ShownMessage) -> ShownMessage {
-        guard shown.opened.isMessage else { return shown }
-        let (text, edited) = node.currentText(of: shown.envelope, opened: shown.opened)
-        var now = edited ? ShownMessage(envelope: shown.envelope, opened: shown.opened.withText(text.unsanitized),
-                                        room: shown.room, to: shown.to, me: node.me, book: node.people) : shown
+        guard shown.opened.isMessage, let (opened, edited) = node.openedNow(shown.envelope) else { return shown }
+        var now = edited ? ShownMessage(envelope: shown.envelope, opened: opened, room: shown.room, to: shown.to, me: node.me, book: node.people) : shown
         now.quote(shown.quote, book: node.people)
         now.edited = edited
         now.reactions = node.reactions(to: shown.envelope).map { ($0.reaction, $0.by.count) }

@@ -39,6 +39,8 @@ struct WebCommand {
         /// erased for everyone, a reaction given or taken back, a reply.
         case edit(MessageID, text: String)
         case delete(MessageID)
+        /// Every version of a message, as `version` events.
+        case versions(MessageID)
         case react(MessageID, reaction: String)
         case reply(MessageID, text: String)
         /// "I am typing" in a conversation (the open room when nil).
@@ -69,7 +71,7 @@ struct WebCommand {
         "peers": [], "sync": [], "stats": [], "invites": [],
         "accept": ["room"], "decline": ["room"],
         "invite": ["who", "room"],
-        "edit": ["id", "text"], "delete": ["id"], "react": ["id", "reaction"], "reply": ["id", "text"],
+        "edit": ["id", "text"], "delete": ["id"], "versions": ["id"], "react": ["id", "reaction"], "reply": ["id", "text"],
         "typing": ["room", "with"],
     ]
 
@@ -184,6 +186,7 @@ struct WebCommand {
             guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { throw Failure(ref: ref, message: "\(name) needs a non-empty text") }
             action = name == "edit" ? .edit(id, text: text) : .reply(id, text: text)
         case "delete": action = .delete(try messageID())
+        case "versions": action = .versions(try messageID())
         case "react": action = .react(try messageID(), reaction: try need("reaction"))
         case "typing": action = .typing(try target())
         case "who": action = .who(try room())

@@ -191,6 +191,8 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
         case let .delete(id):
             let e = try network.act { try $0.deleteMessage(try $0.ownMessage(id: id)) }
             return ([], [("id", .string(e.id.hex)), ("seq", .number(e.sequence))])
+        case let .versions(id):
+            return ([try network.versions(of: try network.node.message(id: id))], [])
         case let .react(id, reaction):
             guard Reaction.isValid(reaction) else { throw NodeError.badReaction(limit: Reaction.maximumLength) }
             let e = try network.act { try $0.react(to: try $0.message(id: id), with: reaction) }

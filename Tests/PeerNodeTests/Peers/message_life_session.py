@@ -125,6 +125,10 @@ os.write(a, b"\x17\x17corner place\r")
 read_until("alice", a, b"sure, the corner place (edited)", start=mark)
 b_wait(lambda e: e.get("type") == "edit" and e.get("original") == reply["id"] and e.get("text") == "sure, the corner place", "the edit")
 print("Up offers /edit with the last message; the edit shows (edited); bob gets it")
+mark = len(screens["alice"])
+os.write(a, b"/versions\r")
+read_until("alice", a, re.compile(rb"2 versions of alice\S*'s message, oldest first:\r*\n  \[\d\d:\d\d\] sure, the usual place\r*\n  \[\d\d:\d\d\] sure, the corner place \(edit 1\)"), start=mark)
+print("/versions lists what it said before the edit")
 
 # Carol types without pressing Enter: alice's prompt says so, then stops saying so.
 mark = len(screens["alice"])

@@ -363,6 +363,12 @@ async def message_life(ws, hi):
     events, _ = await ask(ws, "history", room="#general")
     r = in_general(events, reply)
     check("history shows the edited text, marked", r is not None and r.get("text") == "edited from the API" and r.get("edited") == "yes", r)
+    events, ok = await ask(ws, "versions", id=reply)
+    check("versions lists the reply as first sent, then its edit",
+          [(e.get("version"), e.get("text")) for e in events if e.get("type") == "version"] == [(0, "a reply from the API"), (1, "edited from the API")], events)
+    events, ok = await ask(ws, "search", text="reply from the API")
+    check("search finds a message by its earlier words and shows it as it reads now",
+          [(e.get("id"), e.get("text")) for e in events if e.get("type") == "found"] == [(reply, "edited from the API")], events)
     _, ok = await ask(ws, "react", id=hi, reaction="👍")
     events, _ = await ask(ws, "history", room="#general")
     check("the same reaction again takes it back", "reactions" not in (in_general(events, hi) or {"reactions": "?"}), in_general(events, hi))
