@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-envelopes.json"
 SEALED_FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-envelopes-2.json"
 ERASABLE_FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-envelopes-3.json"
+TYPING_FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-typing.json"
 # Padded plaintext sizes of version-2 bodies (PROTOCOL.md §5).
 BUCKETS = [256 << i for i in range(9)] + [65538]
 KINDS = {1: "text", 2: "action", 3: "nick", 4: "join", 5: "leave", 6: "receipt", 7: "invite", 8: "tombstone",
@@ -131,7 +132,28 @@ def main():
             fail(f"{name}: body length")
     sealed = check_sealed(net, alice, bob)
     erasable = check_erasable(net, alice, bob)
-    print(f"check-golden: {count} envelopes of version 1, {sealed} of version 2 and {erasable} of version 3 ok")
+    typing = check_typing(alice)
+    print(f"check-golden: {count} envelopes of version 1, {sealed} of version 2 and {erasable} of version 3 ok; {typing} typing notices ok")
+
+
+def check_typing(alice):
+    """The typing notices (PROTOCOL.md §11, "Typing"): type 12, room, typer,
+    time, forwards, signature over the typing context; 138 bytes."""
+    item = json.loads(TYPING_FIXTURE.read_text())
+    net = network_key(item["network_name"])
+    room = derive(net, "peernode/1 room-id", item["room"].encode())
+    for name, forwards in (("message", 0), ("forwarded", 1)):
+        data = bytes.fromhex(item[name])
+        if len(data) != 138 or data[0] != 12:
+            fail(f"typing {name}: length or type")
+        f_room, typer, (time,), f_forwards, signature = data[1:33], data[33:65], struct.unpack(">Q", data[65:73]), data[73], data[74:138]
+        if f_room != room or typer != alice or time != item["time"] or f_forwards != forwards:
+            fail(f"typing {name}: fields")
+        try:
+            Ed25519PublicKey.from_public_bytes(typer).verify(signature, b"peernode/1 typing\x00" + f_room + typer + data[65:73])
+        except Exception:
+            fail(f"typing {name}: signature")
+    return 2
 
 
 def sodium():

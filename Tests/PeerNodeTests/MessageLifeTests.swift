@@ -29,11 +29,15 @@ struct MessageLifeTests {
     /// asked for its sync state, peers and counters first, and the relay's
     /// counters are read from its metrics address.
     static func state(_ nodes: [NodeProcess], _ relay: RelayProcess) async -> String {
+        let asked = nodes.map { $0.events.value.count }
         for n in nodes { for command in ["/sync", "/peers", "/stats"] { n.send(command) } }
-        try? await Task.sleep(nanoseconds: 2_000_000_000)
+        // Until each has answered (a node that does not within 10 s is stuck: that says something too).
+        for (n, before) in zip(nodes, asked) {
+            _ = await eventuallyValue(10) { n.events.withLock { $0.dropFirst(before).contains { $0["type"] == "stats" } } ? true : nil }
+        }
         let metrics = relay.log.value.first { $0["msg"] == "relay ready" }?["metrics"].flatMap { httpGet($0, "/metrics")?.body } ?? ""
         let counters = metrics.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.hasSuffix(" 0") }.joined(separator: "; ")
-        return nodes.map { "\n\($0.id.prefix(8)): \($0.events.value.suffix(16)) log: \($0.log.suffix(800))" }.joined()
+        return nodes.map { "\n\($0.id.prefix(8)):\($0.recent(24))\n  log: \($0.log.suffix(800))" }.joined()
             + "\nrelay: \(relay.log.value.suffix(12))\nrelay metrics: \(counters)"
     }
 

@@ -10,7 +10,16 @@ import Testing
 final class NodeProcess: @unchecked Sendable {
     let child: Child
     let events: Locked<[[String: String]]>
+    /// When each event arrived (monotonic seconds), at the same index.
+    let arrivals: Locked<[Double]>
     let dir: String
+
+    /// The last `count` events, each with how long ago it arrived: for failure messages.
+    func recent(_ count: Int) -> String {
+        let now = ProcessInfo.processInfo.systemUptime
+        let (all, times) = events.withLock { ($0, arrivals.value) }
+        return zip(all, times).suffix(count).map { "\n    \(String(format: "%.1f", now - $1)) s ago: \($0)" }.joined()
+    }
 
     /// Without `discovery`, the node finds no one by multicast (links come from
     /// --peer only), so tests running side by side cannot meet by accident.
@@ -19,9 +28,10 @@ final class NodeProcess: @unchecked Sendable {
         self.dir = dir
         let own = ["--data-dir", dir, "--json", "--listen", listen] + (discovery ? [] : ["--no-discovery"]) + arguments
         let (executable, all) = namespace.map { (NetLab.ip, ["netns", "exec", $0, PeerNodeProcess.binary] + own) } ?? (PeerNodeProcess.binary, own)
-        let events = Locked<[[String: String]]>([])
-        child = try Child(executable, all, stdin: .pipe, stdout: .pipe, stderr: .pipe, onLine: collectingJSON(into: events))
+        let events = Locked<[[String: String]]>([]), arrivals = Locked<[Double]>([])
+        child = try Child(executable, all, stdin: .pipe, stdout: .pipe, stderr: .pipe, onLine: collectingJSON(into: events, arrivals: arrivals))
         self.events = events
+        self.arrivals = arrivals
     }
 
     var pid: pid_t { child.pid }

@@ -144,10 +144,16 @@ public typealias SeededRandom = SplitMix
 
 /// A line handler for `Child(onLine:)` that appends each line that is a JSON
 /// object to `events`, every value as text (enough for tests, and Sendable).
-public func collectingJSON(into events: Locked<[[String: String]]>) -> @Sendable (String) -> Void {
+/// `arrivals`, when given, gets each event's arrival time (monotonic
+/// seconds) at the same index: for a failure message that must tell a
+/// node that said nothing from one whose lines came late.
+public func collectingJSON(into events: Locked<[[String: String]]>, arrivals: Locked<[Double]>? = nil) -> @Sendable (String) -> Void {
     { line in
         if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] {
-            events.withLock { $0.append(object.mapValues { "\($0)" }) }
+            events.withLock {
+                $0.append(object.mapValues { "\($0)" })
+                arrivals?.withLock { $0.append(ProcessInfo.processInfo.systemUptime) }
+            }
         }
     }
 }
