@@ -133,4 +133,21 @@ extension Replicator {
         }
         return actions
     }
+
+    /// Authors whose gap a batch filled: what was held past the gap (never
+    /// pushed) is announced as ids to every tree link that lacks it, which
+    /// asks for it; older links learn it at the next clock exchange.
+    mutating func announceFilledGaps(before: [PublicKey: UInt64], pushed: [CarriedEnvelope], except link: LinkID?) -> [Action] {
+        var through: [PublicKey: UInt64] = before
+        for c in pushed { through[c.envelope.author] = max(through[c.envelope.author] ?? 0, c.envelope.sequence) }
+        let filled = before.keys.filter { clock[$0] > (through[$0] ?? 0) }.sorted().map { Dependency(author: $0, sequence: clock[$0]) }
+        guard !filled.isEmpty else { return [] }
+        var actions: [Action] = []
+        for id in links.keys.sorted() where id != link {
+            guard let l = links[id], l.tree else { continue }
+            let lacking = filled.filter { $0.sequence > l.known[$0.author] }
+            if !lacking.isEmpty { actions.append(.send(id, .ihave(lacking))) }
+        }
+        return actions
+    }
 }

@@ -56,6 +56,28 @@ struct TreePushTests {
         #expect(r.isEager(3, for: a.key.publicKey) == true)
     }
 
+    @Test("envelopes held past a gap are not pushed on (a link would count them known and never get the gap); once the gap fills, it goes in full and the rest as ids to tree links, which ask for it; a request is served then")
+    func gapFilled() throws {
+        var r = try Self.replicator()
+        let a = try Author()
+        let a1 = try a.envelope(1), a2 = try a.envelope(2, previous: a1.id), a3 = try a.envelope(3, previous: a2.id)
+        let ahead = [a2, a3].map(Self.carried)
+        _ = r.envelopesReceived(1, ahead, now: 1)
+        let held = r.stored(from: 1, checked: ahead, inserted: ahead, invalid: 0, newClock: [Dependency(author: a.key.publicKey, sequence: 0)], now: 1)
+        #expect(!Self.sends(held).contains { if case .envelopes = $0.1 { true } else { false } }, "\(held)")
+        _ = r.envelopesReceived(1, [Self.carried(a1)], now: 2)
+        let filled = Self.sends(r.stored(from: 1, checked: [Self.carried(a1)], inserted: [Self.carried(a1)], invalid: 0,
+                                         newClock: [Dependency(author: a.key.publicKey, sequence: 3)], now: 2))
+        for link in [2, 3] {
+            #expect(filled.contains { $0.0 == link && $0.1 == .envelopes([CarriedEnvelope(hops: 1, envelope: a1)]) }, "\(filled)")
+        }
+        #expect(filled.contains { $0.0 == 2 && $0.1 == .ihave([Dependency(author: a.key.publicKey, sequence: 3)]) }, "\(filled)")
+        #expect(!filled.contains { $0.0 == 3 && $0.1 == .ihave([Dependency(author: a.key.publicKey, sequence: 3)]) }, "a version-3 link learns it by the clock exchange")
+        #expect(!filled.contains { if $0.0 == 1, case .envelopes = $0.1 { true } else if $0.0 == 1, case .ihave = $0.1 { true } else { false } },
+                "nothing back to where it came from")
+        #expect(r.requestReceived(2, ranges: [GossipRequest(author: a.key.publicKey, from: 2, count: 2)]) == [.sendStored(2, author: a.key.publicKey, from: 2, through: 3)])
+    }
+
     @Test("a prune names only authors we hold (made-up ones cost nothing), never ourselves; a graft makes an author go in full again")
     func pruneAndGraftReceived() throws {
         let me = try Author(), a = try Author()

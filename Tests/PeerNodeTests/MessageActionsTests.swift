@@ -1,4 +1,6 @@
+import Crypto
 import Foundation
+import Gossip
 import TestSupport
 import Testing
 
@@ -74,5 +76,39 @@ struct MessageLifeTerminalTests {
         let result = try await runToEnd("/usr/bin/python3", [script, PeerNodeProcess.binary, work.path])
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
         #expect(result.stdout.contains("all checked"), "\(result.stdout)")
+    }
+}
+
+@Suite("A reply that comes before the message it answers")
+struct LateQuoteTests {
+    @Test("a reply whose author named no dependency on its message, pushed before that message, is shown 'not here yet', then quoted once the message arrives (reply_quote)")
+    func lateQuote() async throws {
+        let (dir, node, port) = try await target()
+        let dave = try SigningKey.generate(), erin = try SigningKey.generate()
+        let network = HostilePeer.lan
+        let room = RoomID.publicRoom(.general, network: network)
+        let key = network.publicRoomKey(roomName: RoomName.general.value)
+        func first(by author: SigningKey, _ kind: Kind, _ content: [UInt8]) throws -> CarriedEnvelope {
+            let body = try SealedBody.seal(kind: kind, content: content, key: key, author: author.publicKey, room: room)
+            let e = try Envelope.sign(by: author, sequence: 1, previous: .zero, dependencies: [], timestamp: UInt64(Date().timeIntervalSince1970 * 1000),
+                                      room: room, erases: [], body: body)
+            return CarriedEnvelope(hops: 0, envelope: e)
+        }
+        let question = try first(by: dave, .text, Array("the question".utf8))
+        let answer = try first(by: erin, .reply, Reply(target: MessageRef(question.envelope), text: Array("the answer".utf8)).encoded)
+        // Erin's link brings the answer; once it is shown, Dave's brings the question.
+        let erinsLink = try HostilePeer(identity: erin, network: network, messages: [.clock(entries: [], full: true), .envelopes([answer])])
+        let attack = Task { try await erinsLink.attack(port: port, timeout: 30) }
+        let shown = await node.wait { $0["type"] == "message" && $0["kind"] == "reply" }
+        #expect(shown?["reply_to_state"] == "missing" && shown?["reply_to"] == question.envelope.id.hex, "\(node.events.value.suffix(4))")
+        let davesLink = try HostilePeer(identity: dave, network: network, messages: [.clock(entries: [], full: true), .envelopes([question])])
+        let second = Task { try await davesLink.attack(port: port, timeout: 30) }
+        defer { second.cancel() }
+        let quoted = await node.wait { $0["type"] == "reply_quote" }
+        #expect(quoted?["id"] == answer.envelope.id.hex && quoted?["reply_to_state"] == "here" && quoted?["reply_to_text"] == "the question",
+                "\(node.events.value.suffix(4))")
+        attack.cancel()
+        _ = await node.quit()
+        withExtendedLifetime(dir) {}
     }
 }
