@@ -45,12 +45,13 @@ final class ChatSession {
         let id = node.roomID(room)
         var limit = count
         var entries = try node.store.history(of: id, limit: limit)
+        var opened = entries.map { node.open($0.envelope) }
         while entries.count == limit, limit < Self.historyScanLimit,
-              entries.count(where: { e in !e.envelope.isPruned && node.open(e.envelope).map { Self.isLine($0.kind) } ?? true }) < count {
+              zip(entries, opened).count(where: { e, o in !e.envelope.isPruned && o.map { Self.isLine($0.kind) } ?? true }) < count {
             limit = min(limit * 4, Self.historyScanLimit)
             entries = try node.store.history(of: id, limit: limit)
+            opened = entries.map { node.open($0.envelope) }
         }
-        let opened = entries.map { node.open($0.envelope) }
         for (e, o) in zip(entries, opened) { if let o { node.observe(e.envelope, o) } }
         try node.store.markRead(id)
         let renderer = Renderer(people: node.people)

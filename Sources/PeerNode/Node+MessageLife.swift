@@ -73,10 +73,7 @@ extension Node {
     func acceptEdit(_ e: Envelope, _ opened: OpenedEnvelope) -> Envelope? {
         guard opened.kind == .edit, let edit = try? MessageEdit.decode(opened.content),
               edit.original.author == e.author, edit.original.sequence < e.sequence,
-              let original = try? store.envelope(by: e.author, sequence: edit.original.sequence),
-              original.id == edit.original.id, original.room == e.room, !original.isPruned,
-              (try? store.erasedBy(e.author, original.sequence)) == nil,
-              open(original)?.isMessage == true,
+              let original = referenced(edit.original, from: e),
               let earlier = try? store.edits(by: e.author, of: original.sequence) else {
             refusedEdits &+= 1
             return nil

@@ -99,12 +99,11 @@ extension Node {
     func quote(of e: Envelope, _ opened: OpenedEnvelope) -> Quote? {
         guard opened.kind == .reply, let reply = try? Reply.decode(opened.content) else { return nil }
         let ref = reply.target
-        guard let target = try? store.envelope(by: ref.author, sequence: ref.sequence), target.id == ref.id, target.room == e.room else {
-            return Quote(target: ref, state: .missing)
-        }
-        if target.isPruned || (try? store.erasedBy(ref.author, ref.sequence)) != nil { return Quote(target: ref, state: .deleted) }
-        guard let o = open(target), o.isMessage else { return Quote(target: ref, state: .missing) }
-        return Quote(target: ref, state: .here(currentText(of: target, opened: o).text))
+        if let target = referenced(ref, from: e), let o = open(target) { return Quote(target: ref, state: .here(currentText(of: target, opened: o).text)) }
+        // Held here and in the room, but erased: deleted; anything else is not here (yet).
+        guard let held = try? store.envelope(by: ref.author, sequence: ref.sequence), held.id == ref.id, held.room == e.room,
+              held.isPruned || (try? store.erasedBy(ref.author, ref.sequence)) != nil else { return Quote(target: ref, state: .missing) }
+        return Quote(target: ref, state: .deleted)
     }
 }
 

@@ -288,9 +288,6 @@ final class Node {
 
     // MARK: reading
 
-    /// The text of an envelope in a room this node has the key of, or nil.
-    func plaintext(of envelope: Envelope) -> PeerText? { open(envelope)?.text }
-
     func roomName(_ id: RoomID) -> RoomName? { roomNames[id] }
 
     private func loadNicks() throws {

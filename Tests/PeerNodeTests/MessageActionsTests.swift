@@ -71,9 +71,7 @@ struct MessageActionsTests {
 struct MessageLifeTerminalTests {
     @Test("at two pseudo-terminals: /history numbers, /reply quotes, /react and /reactions, /edit, typing in the prompt line, /delete")
     func session() async throws {
-        let work = TemporaryDirectory()
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Peers/message_life_session.py").path
-        let result = try await runToEnd("/usr/bin/python3", [script, PeerNodeProcess.binary, work.path])
+        let result = try await TerminalTests.run("message_life_session.py")
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
         #expect(result.stdout.contains("all checked"), "\(result.stdout)")
     }

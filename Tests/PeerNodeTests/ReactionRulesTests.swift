@@ -12,12 +12,18 @@ import Testing
 struct ReactionRulesTests {
     let life = MessageLifeRulesTests()
 
-    @Test("a reaction toggles; 8 different ones per person and message, the 9th refused and counted; one on a message elsewhere or not here is refused; one applied twice counts once")
-    func reactions() throws {
+    /// A node in the room with Bob's "lunch?" (not yet stored).
+    func lunch() throws -> (TemporaryDirectory, Node, Envelope) {
         let dir = TemporaryDirectory()
         let node = try life.node(dir)
         _ = try node.join(life.name)
-        let original = try life.chain(life.bob, on: node, [(.text, life.text("lunch?"), [])])[0]
+        return (dir, node, try life.chain(life.bob, on: node, [(.text, life.text("lunch?"), [])])[0])
+    }
+
+    @Test("a reaction toggles; 8 different ones per person and message, the 9th refused and counted; one on a message elsewhere or not here is refused; one applied twice counts once")
+    func reactions() throws {
+        let (dir, node, original) = try lunch()
+        defer { withExtendedLifetime(dir) {} }
         let ref = MessageRef(original)
         func reaction(_ r: String, to target: MessageRef = ref) throws -> [UInt8] { try Reaction(target: target, reaction: r).encoded }
         let steps = ["👍", "👍", "👍"] + (1...8).map { "r\($0)" }
@@ -43,10 +49,8 @@ struct ReactionRulesTests {
 
     @Test("a reply quotes the current text of what it answers, says when that is not here yet or deleted; a reaction or reply depends on its target, within the dependency bound")
     func replies() throws {
-        let dir = TemporaryDirectory()
-        let node = try life.node(dir)
-        _ = try node.join(life.name)
-        let original = try life.chain(life.bob, on: node, [(.text, life.text("lunch?"), [])])[0]
+        let (dir, node, original) = try lunch()
+        defer { withExtendedLifetime(dir) {} }
         let reply = try life.chain(life.carol, on: node, [(.reply, Reply(target: MessageRef(original), text: life.text("yes")).encoded, [])])[0]
         _ = try node.store.insert([reply], receivedAt: 1)
         let opened = try #require(node.open(reply))

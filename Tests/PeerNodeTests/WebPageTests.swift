@@ -18,12 +18,7 @@ struct WebPageTests {
         var a = pair.a
         b.send("/set receipts on")
         let check = try WebPeers.start("web_page_check.py", [address, pair.token, Self.screenshot])
-        func said(_ word: String, _ timeout: Double = 90) async -> Bool {
-            await eventuallyValue(timeout) { () -> Bool? in
-                if check.output.split(separator: "\n").contains(where: { $0 == word }) { return true }
-                return check.isRunning ? nil : false
-            } == true
-        }
+        func said(_ word: String) async -> Bool { await WebPeers.said(check, word) }
         #expect(await said("POSTED"), "\(check.output)")
         let seen = await b.wait { $0["type"] == "message" && $0["author"] == a.id && $0["text"] == "<img src=x onerror=alert(1)> stays text" }
         #expect(seen != nil, "\(b.events.value.suffix(5))")
@@ -69,11 +64,7 @@ struct WebPageTests {
         #expect(await a.wait(timeout: 60) { $0["type"] == "message" && $0["kind"] == "dm" && $0["text"] == "psst" } != nil)
         let shot = Self.screenshot.replacingOccurrences(of: "web-page.png", with: "web-page-rooms.png")
         let check = try WebPeers.start("web_page_features_check.py", [pair.address, pair.token, shot])
-        let joined = await eventuallyValue(120) { () -> Bool? in
-            if check.output.split(separator: "\n").contains("JOINED") { return true }
-            return check.isRunning ? nil : false
-        }
-        #expect(joined == true, "\(check.output)")
+        #expect(await WebPeers.said(check, "JOINED", timeout: 120), "\(check.output)")
         for line in ["/join #random", "news in random for alice", "/join #general"] { b.send(line) }
         check.send("POSTED\n")
         let status = await check.exited()
@@ -99,12 +90,7 @@ struct WebPageTests {
         #expect(await a.wait { $0["type"] == "message" && $0["text"] == "lunch at noon?" } != nil)
         let shot = Self.screenshot.replacingOccurrences(of: "web-page.png", with: "web-page-life.png")
         let check = try WebPeers.start("web_page_life_check.py", [pair.address, pair.token, shot, lunch["fp"] ?? ""])
-        func said(_ word: String) async -> Bool {
-            await eventuallyValue(90) { () -> Bool? in
-                if check.output.split(separator: "\n").contains(where: { $0 == word }) { return true }
-                return check.isRunning ? nil : false
-            } == true
-        }
+        func said(_ word: String) async -> Bool { await WebPeers.said(check, word) }
         #expect(await said("REPLIED"), "\(check.output)")
         let reply = await b.wait { $0["type"] == "message" && $0["author"] == alice && $0["kind"] == "reply" }
         #expect(reply?["reply_to"] == lunch["id"] && reply?["text"] == "sure, the usual place", "\(String(describing: reply))")

@@ -27,6 +27,15 @@ enum WebPeers {
 
     /// A peer script of Tests/PeerNodeTests/Peers, started with its stdin
     /// and stdout piped (stderr joins stdout).
+    /// Whether a check started by `start` printed the line `word` within
+    /// `timeout` seconds (false at once if it ended without).
+    static func said(_ check: Child, _ word: String, timeout: Double = 90) async -> Bool {
+        await eventuallyValue(timeout) { () -> Bool? in
+            if check.output.split(separator: "\n").contains(where: { $0 == word }) { return true }
+            return check.isRunning ? nil : false
+        } == true
+    }
+
     static func start(_ script: String, _ arguments: [String]) throws -> Child {
         let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Peers/" + script).path
         return try Child(python, [path] + arguments,
