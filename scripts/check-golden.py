@@ -13,6 +13,7 @@ the reason on the first mismatch.
 """
 import ctypes
 import hashlib
+import hmac
 import json
 import struct
 import sys
@@ -26,10 +27,11 @@ FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-envelopes.json"
 SEALED_FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-envelopes-2.json"
 ERASABLE_FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-envelopes-3.json"
 TYPING_FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-typing.json"
+DEVICE_LINK_FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-device-link.json"
 # Padded plaintext sizes of version-2 bodies (PROTOCOL.md §5).
 BUCKETS = [256 << i for i in range(9)] + [65538]
 KINDS = {1: "text", 2: "action", 3: "nick", 4: "join", 5: "leave", 6: "receipt", 7: "invite", 8: "tombstone",
-         9: "edit", 10: "reaction", 11: "reply"}
+         9: "edit", 10: "reaction", 11: "reply", 12: "device"}
 MAX_ERASURES = 17
 
 
@@ -133,7 +135,9 @@ def main():
     sealed = check_sealed(net, alice, bob)
     erasable = check_erasable(net, alice, bob)
     typing = check_typing(alice)
-    print(f"check-golden: {count} envelopes of version 1, {sealed} of version 2 and {erasable} of version 3 ok; {typing} typing notices ok")
+    frames = check_device_link(alice)
+    print(f"check-golden: {count} envelopes of version 1, {sealed} of version 2 and {erasable} of version 3 ok; {typing} typing notices ok; "
+          f"CPace draft vectors and {frames} device-link frames ok")
 
 
 def check_typing(alice):
@@ -322,6 +326,134 @@ def check_erasable(net, alice, bob):
             if message_id != ids[item["name"]] or f["erased_by"] != erasing["sequence"] or f["body"]:
                 fail(f"{item['name']}: pruned form")
     return len(fixture["envelopes"])
+
+
+
+# --- PROTOCOL.md §15: CPace (ristretto255, SHA-512) and the device link ---
+
+def lv(data):
+    """prepend_len: the length as LEB128, then the bytes."""
+    n, out = len(data), b""
+    while True:
+        low = n & 0x7f
+        n >>= 7
+        out += bytes([low | (0x80 if n else 0)])
+        if not n:
+            return out + data
+
+
+def lv_cat(*parts):
+    return b"".join(lv(p) for p in parts)
+
+
+DSI = b"CPaceRistretto255"
+
+
+def cpace_generator(lib, prs, ci, sid):
+    pad = max(0, 128 - 1 - len(lv(prs)) - len(lv(DSI)))
+    h = hashlib.sha512(lv_cat(DSI, prs, b"\x00" * pad, ci, sid)).digest()
+    point = ctypes.create_string_buffer(32)
+    if lib.crypto_core_ristretto255_from_hash(point, h) != 0:
+        fail("from_hash failed")
+    return point.raw
+
+
+def scalar_mult(lib, scalar, point):
+    out = ctypes.create_string_buffer(32)
+    if lib.crypto_scalarmult_ristretto255(out, scalar, point) != 0:
+        fail("scalar multiplication gave the identity")
+    return out.raw
+
+
+def cpace_isk(sid, k, ya, ada, yb, adb):
+    return hashlib.sha512(lv_cat(DSI + b"_ISK", sid, k) + lv_cat(ya, ada) + lv_cat(yb, adb)).digest()
+
+
+def check_cpace_draft(lib):
+    """The draft's ristretto255 test vectors, so this implementation of
+    CPace is checked against a third party before it checks the fixture."""
+    ci = bytes.fromhex("0b415f696e69746961746f720b425f726573706f6e646572")
+    sid = bytes.fromhex("7e4b4791d6a8ef019b936c79fb7f2c57")
+    g = cpace_generator(lib, b"Password", ci, sid)
+    if g.hex() != "222b6b195fe84b1652badb6f6a3ae3d24341e7306967f0b8115b40d5698c7e56":
+        fail("CPace draft vector: generator")
+    ya = scalar_mult(lib, bytes.fromhex("da3d23700a9e5699258aef94dc060dfda5ebb61f02a5ea77fad53f4ff0976d08"), g)
+    yb_scalar = bytes.fromhex("d2316b454718c35362d83d69df6320f38578ed5984651435e2949762d900b80d")
+    yb = scalar_mult(lib, yb_scalar, g)
+    isk = cpace_isk(sid, scalar_mult(lib, yb_scalar, ya), ya, b"ADa", yb, b"ADb")
+    if isk.hex() != ("b69effbf61b51d56401c0f65601abe428de8206feaaf0e32198896dcae7b35cd"
+                     "2b38950a39dfd5d4a79164614c2984f7daa460b588c1e80c3fa2068af7900447"):
+        fail("CPace draft vector: ISK")
+
+
+def xchacha_open(lib, key, sealed):
+    nonce, body = sealed[:24], sealed[24:]
+    plain = ctypes.create_string_buffer(max(1, len(body)))
+    length = ctypes.c_ulonglong()
+    if lib.crypto_aead_xchacha20poly1305_ietf_decrypt(plain, ctypes.byref(length), None, body,
+                                                       ctypes.c_ulonglong(len(body)), None, ctypes.c_ulonglong(0), nonce, key) != 0:
+        fail("device link: a sealed frame does not open")
+    return plain.raw[:length.value]
+
+
+def check_certificate(data, account, device, name, issued):
+    if len(data) > 169:
+        fail("certificate too long")
+    n = data[72]
+    if data[:32] != account or data[32:64] != device or struct.unpack(">Q", data[64:72])[0] != issued \
+            or data[73:73 + n] != name or len(data) != 73 + n + 64:
+        fail("certificate fields")
+    Ed25519PublicKey.from_public_bytes(account).verify(data[73 + n:], b"peernode/1 device-certificate\x00" + data[:73 + n])
+
+
+def check_device_link(alice):
+    """The golden transcript: both shares from the fixed scalars, the tags,
+    the sealed device name and grant, the certificate inside."""
+    lib = sodium()
+    check_cpace_draft(lib)
+    item = json.loads(DEVICE_LINK_FIXTURE.read_text())
+    h = {k: bytes.fromhex(item[k]) for k in ("sid", "ya", "yb", "hello", "answer", "confirm", "welcome", "certificate",
+                                             "nonce_confirm", "nonce_welcome", "isk")}
+    net = network_key(item["network_name"])
+    device = public_key("33" * 32)
+    prs = item["code"].replace("-", "").encode()
+    ci = hashlib.blake2b(b"peernode/1 device-link\x00", digest_size=32, key=net).digest()
+    g = cpace_generator(lib, prs, ci, h["sid"])
+    ya, yb = scalar_mult(lib, h["ya"], g), scalar_mult(lib, h["yb"], g)
+    if h["hello"] != b"PNDL\x01" + h["sid"] + ya + device:
+        fail("device link: hello")
+    k = scalar_mult(lib, h["ya"], yb)
+    if k != scalar_mult(lib, h["yb"], ya):
+        fail("device link: K differs")
+    isk = cpace_isk(h["sid"], k, ya, device, yb, alice)
+    if isk != h["isk"]:
+        fail("device link: ISK")
+    mac_key = hashlib.sha512(b"CPaceMac" + h["sid"] + isk).digest()
+    ta = hmac.new(mac_key, lv_cat(ya, device), hashlib.sha512).digest()
+    tb = hmac.new(mac_key, lv_cat(yb, alice), hashlib.sha512).digest()
+    if h["answer"] != yb + alice + tb:
+        fail("device link: answer")
+    joiner_key = hashlib.blake2b(b"peernode/1 device-link joiner\x00", digest_size=32, key=isk).digest()
+    adder_key = hashlib.blake2b(b"peernode/1 device-link adder\x00", digest_size=32, key=isk).digest()
+    if h["confirm"][:64] != ta or h["confirm"][64:88] != h["nonce_confirm"] or xchacha_open(lib, joiner_key, h["confirm"][64:]) != b"laptop":
+        fail("device link: confirm")
+    if h["welcome"][:24] != h["nonce_welcome"]:
+        fail("device link: welcome nonce")
+    grant = xchacha_open(lib, adder_key, h["welcome"])
+    r = Reader(grant)
+    cert = r.take(r.u(">B", 1))
+    if cert != h["certificate"]:
+        fail("device link: the grant's certificate")
+    check_certificate(cert, alice, device, b"laptop", item["issued"])
+    if r.take(r.u(">B", 1)) != b"alice":
+        fail("device link: nick")
+    if r.u(">H", 2) != 1 or r.take(32) != b"\x44" * 32 or r.take(32) != b"\x55" * 32 or r.take(r.u(">B", 1)) != b"#plans":
+        fail("device link: private room")
+    if r.u(">H", 2) != 1 or r.take(r.u(">B", 1)) != b"#general":
+        fail("device link: public room")
+    if r.u(">H", 2) != 1 or r.take(32) != public_key("22" * 32) or r.u(">H", 2) != 0 or r.o != len(r.data):
+        fail("device link: trusted, blocked or trailing bytes")
+    return 4
 
 
 if __name__ == "__main__":

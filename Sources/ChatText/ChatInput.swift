@@ -56,6 +56,8 @@ public enum ChatInput: Equatable, Sendable {
     case answerInvite(room: String, accept: Bool)
     /// `/invites`: the invites waiting for an answer.
     case invites
+    /// `/devices [WHO]`, `/whois WHO`: an account's devices (ours without WHO).
+    case devices(String?)
     case help
     /// With a reason, it is posted (as an action) to the current room first.
     case quit(reason: String)
@@ -93,6 +95,8 @@ public enum ChatInput: Equatable, Sendable {
         (["history"], "/history [N]", "the last N messages of the room (default 20)"),
         (["search"], "/search TEXT", "messages you can read that contain every word of TEXT, newest first"),
         (["mentions"], "/mentions", "messages that named you (your nick as a word); [Act: 2,4*] before the prompt lists rooms with news, * where you were named"),
+        (["whois"], "/whois WHO", "who WHO is: id, fingerprint and the account's devices (name, id, last seen)"),
+        (["devices"], "/devices [WHO]", "the devices of your account (or of WHO's): name, id, when each was last seen; `peernode device add` links one"),
         (["trust", "untrust"], "/trust WHO", "mark WHO as verified (you compared the fingerprint with them): shown with ✔; /untrust WHO undoes it"),
         (["block", "unblock"], "/block WHO", "refuse WHO's links and hide their messages; /unblock WHO undoes it"),
         (["set"], "/set receipts on|off", "send read receipts when you read a room (on by default at a terminal)"),
@@ -192,6 +196,10 @@ public enum ChatInput: Equatable, Sendable {
             guard argument.isEmpty else { return .error("/\(name) takes no argument") }
             return ["rooms": .rooms, "who": .who, "peers": .peers, "part": .part, "sync": .sync, "invites": .invites,
                     "mentions": .mentions, "typing": .typing][String(name)] ?? .empty
+        case "devices":
+            return .devices(argument.isEmpty ? nil : argument)
+        case "whois":
+            return argument.isEmpty ? .error("/whois needs someone: /whois alice") : .devices(argument)
         case "set":
             let parts = argument.split(separator: " ").map(String.init)
             guard parts.count == 2, parts[0] == "receipts", parts[1] == "on" || parts[1] == "off" else {

@@ -91,6 +91,8 @@ public enum SignatureContext: Sendable {
     case announcement
     /// A typing notice (docs/PROTOCOL.md §10, "Typing").
     case typing
+    /// An account's certificate for one of its devices (docs/PROTOCOL.md §15).
+    case deviceCertificate
 
     var tag: [UInt8] {
         switch self {
@@ -99,6 +101,7 @@ public enum SignatureContext: Sendable {
         case .handshake: return Array("peernode/1 handshake\0".utf8)
         case .announcement: return Array("peernode/1 announcement\0".utf8)
         case .typing: return Array("peernode/1 typing\0".utf8)
+        case .deviceCertificate: return Array("peernode/1 device-certificate\0".utf8)
         }
     }
 

@@ -18,6 +18,9 @@ public enum Kind: UInt8, Sendable, CaseIterable {
     case reaction = 10
     /// A text that answers a message (`Reply`).
     case reply = 11
+    /// A device's claim to belong to an account: the account's
+    /// `DeviceCertificate` for it, in the accounts room (docs/PROTOCOL.md §15).
+    case device = 12
 }
 
 /// "The author had delivered `author`'s envelopes up to `sequence`."

@@ -38,6 +38,8 @@ struct Options: Equatable {
     var webAllowRemote = false
     /// `web-url --new`: replace the page's token.
     var newWebToken = false
+    /// `device join --name`: what this machine is called among the account's devices.
+    var deviceName: String?
 }
 
 enum Command: Equatable {
@@ -51,6 +53,10 @@ enum Command: Equatable {
     case newNetworkKey(path: String)
     /// Print the page's address with its token (`--new`: a new token).
     case webURL(Options)
+    /// Wait with a one-time code for a new device of this account.
+    case deviceAdd(Options)
+    /// Join the account whose machine shows `code`.
+    case deviceJoin(code: String, Options)
     case help
     case version
 }
@@ -107,6 +113,9 @@ enum CommandLineSpec {
         OptionSpec(name: "--web", argument: "[HOST:]PORT",
                    help: "serve the chat page and its API here (HOST defaults to 127.0.0.1: this machine only; see --web-allow-remote); the address to open, with its token, is printed at start and by `peernode web-url`",
                    apply: { $0.web = $1 }),
+        OptionSpec(name: "--name", argument: "NAME",
+                   help: "device join: what to call this machine among your devices (default: its host name)",
+                   apply: { $0.deviceName = $1 }),
         OptionSpec(name: "--max-links", argument: "N",
                    help: "keep at most N links to peers found on the LAN or learned from peers, and know more in reserve (default 6, a relay 32; 0: link to every peer found, as earlier builds did; --peer links come on top)",
                    apply: { $0.maxLinks = $1 }),
@@ -126,6 +135,8 @@ enum CommandLineSpec {
         ("peernode relay [OPTIONS]", "run a headless relay: store and forward everything, /healthz and /metrics on --metrics-listen"),
         ("peernode id [--data-dir DIR]", "print this node's id (64 hex characters) and its short fingerprint"),
         ("peernode network new FILE", "write a new random network key to FILE (mode 0600, never overwrites)"),
+        ("peernode device add", "link a new machine to your account: prints a one-time code and waits for it (--listen HOST:PORT, default 0.0.0.0:7735)"),
+        ("peernode device join CODE", "make this machine a device of the account that showed CODE (--peer HOST:PORT as it printed; --name NAME)"),
         ("peernode web-url [--new]", "print the address of the page a node with --web serves, with its token"),
         ("peernode help", "show this help (also --help, -h)"),
         ("peernode version", "show the version (also --version)"),
@@ -213,6 +224,17 @@ enum CommandLineSpec {
         case "web-url":
             try expectNoMore(words, after: 1)
             return .webURL(options)
+        case "device":
+            switch words.dropFirst().first {
+            case "add":
+                try expectNoMore(words, after: 2)
+                return .deviceAdd(options)
+            case "join":
+                guard words.count == 3 else { throw UsageError(message: "peernode device join needs the CODE that `peernode device add` printed") }
+                return .deviceJoin(code: words[2], options)
+            default:
+                throw UsageError(message: "unknown device command (expected: peernode device add, peernode device join CODE)")
+            }
         case "network":
             guard words.count >= 2, words[1] == "new" else {
                 throw UsageError(message: "unknown network command (expected: peernode network new FILE)")

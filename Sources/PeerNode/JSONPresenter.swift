@@ -29,21 +29,21 @@ struct JSONPresenter: JSONLinePresenter {
         case let .edited(m, original):
             let e = m.envelope
             return [JSONEvents.line(pairs: [("type", .string("edit"))] + place(m) + [
-                ("id", .string(e.id.hex)), ("original", .string(original.id.hex)), ("author", .string(e.author.hex)),
-                ("nick", .text(m.people.nicks[e.author] ?? PeerText(""))), ("text", .text(m.opened.text)), ("ts", .number(e.timestamp)),
+                ("id", .string(e.id.hex)), ("original", .string(original.id.hex)), ("author", .string(m.people.account(e.author).hex)),
+                ("nick", .text(m.people.nick(e.author) ?? PeerText(""))), ("text", .text(m.opened.text)), ("ts", .number(e.timestamp)),
             ])]
         case let .deleted(m, erased):
             let e = m.envelope
             return erased.map { id in
                 JSONEvents.line(pairs: [("type", .string("delete"))] + place(m) + [
-                    ("id", .string(id.hex)), ("by", .string(e.id.hex)), ("author", .string(e.author.hex)), ("ts", .number(e.timestamp)),
+                    ("id", .string(id.hex)), ("by", .string(e.id.hex)), ("author", .string(m.people.account(e.author).hex)), ("ts", .number(e.timestamp)),
                 ])
             }
         case let .reacted(m, target, _, reaction, on, count):
             let e = m.envelope
             return [JSONEvents.line(pairs: [("type", .string("reaction"))] + place(m) + [
                 ("id", .string(e.id.hex)), ("target", .string(target.id.hex)), ("target_author", .string(target.author.hex)),
-                ("author", .string(e.author.hex)), ("nick", .text(m.people.nicks[e.author] ?? PeerText(""))),
+                ("author", .string(m.people.account(e.author).hex)), ("nick", .text(m.people.nick(e.author) ?? PeerText(""))),
                 ("reaction", .text(PeerText(reaction))), ("state", .string(on ? "on" : "off")), ("count", .number(UInt64(max(0, count)))),
                 ("ts", .number(e.timestamp)),
             ])]
@@ -89,7 +89,7 @@ struct JSONPresenter: JSONLinePresenter {
                                      "max_links": .number(UInt64(list.maximumLinks)), "reserve": .number(UInt64(list.reserve))])]
                 + list.rows.map { row in
                     var pairs: [(String, JSONEvents.Value)] = [("type", .string("peer")), ("id", .string(row.id?.hex ?? "")),
-                                                              ("nick", .text(row.id.flatMap { list.people.nicks[$0] } ?? PeerText(""))),
+                                                              ("nick", .text(row.id.flatMap { list.people.nick($0) } ?? PeerText(""))),
                                                               ("fp", .string(row.id?.shortFingerprint ?? "")), ("addr", .string(row.address)),
                                                               ("state", .string(row.linkedFor == nil ? "not linked" : "linked"))]
                     if let linkedFor = row.linkedFor { pairs.append(("linked_s", .number(UInt64(max(0, linkedFor))))) }
@@ -99,6 +99,17 @@ struct JSONPresenter: JSONLinePresenter {
                     if row.state == "in reserve" { pairs.append(("view", .string("reserve"))) }
                     return JSONEvents.line(pairs: pairs)
                 }
+        case let .deviceAdded(account, device, name):
+            return [JSONEvents.line(["type": .string("device"), "account": .string(account.key.hex), "nick": .text(account.nick ?? PeerText("")),
+                                     "fp": .string(account.key.shortFingerprint), "device": .string(device.hex), "name": .text(name)])]
+        case let .devices(account, devices):
+            return devices.map { d in
+                var pairs: [(String, JSONEvents.Value)] = [("type", .string("device_listed")), ("account", .string(account.key.hex)),
+                                                          ("device", .string(d.key.hex)), ("name", .text(d.name)),
+                                                          ("state", .string(d.isThisNode ? "this" : d.linkedNow ? "linked" : "not_linked"))]
+                if let seen = d.lastSeen { pairs.append(("last_seen", .number(seen))) }
+                return JSONEvents.line(pairs: pairs)
+            }
         case let .members(room, members):
             return members.map { member in
                 JSONEvents.line(["type": .string("member"), "room": .string(room.value), "id": .string(member.person.key.hex),
@@ -135,8 +146,8 @@ struct JSONPresenter: JSONLinePresenter {
     static func message(_ m: ShownMessage, type: String) -> String? {
         guard m.opened.isMessage else { return nil }
         let e = m.envelope
-        var pairs: [(String, JSONEvents.Value)] = [("type", .string(type)), ("id", .string(e.id.hex)), ("author", .string(e.author.hex)),
-                                                  ("nick", .text(m.people.nicks[e.author] ?? PeerText(""))), ("seq", .number(e.sequence))]
+        var pairs: [(String, JSONEvents.Value)] = [("type", .string(type)), ("id", .string(e.id.hex)), ("author", .string(m.people.account(e.author).hex)),
+                                                  ("nick", .text(m.people.nick(e.author) ?? PeerText(""))), ("seq", .number(e.sequence))]
         if let room = m.room {
             pairs += [("room", .string(room.value)), ("kind", .string(kindName(m.opened.kind)))]
             if let n = m.number { pairs.append(("n", .number(UInt64(max(0, n))))) }
@@ -151,7 +162,9 @@ struct JSONPresenter: JSONLinePresenter {
         }
         // What the terminal shows beside the nick: nick⚠·fp✔(forked).
         let author = m.people[e.author]
-        pairs.append(("fp", .string(e.author.shortFingerprint)))
+        pairs.append(("fp", .string(author.key.shortFingerprint)))
+        // Signed by one of the author's other devices (docs/PROTOCOL.md §15).
+        if author.key != e.author { pairs.append(("device", .string(e.author.hex))) }
         if author.trusted { pairs.append(("trusted", .string("yes"))) }
         if author.lookAlike { pairs.append(("look_alike", .string("yes"))) }
         if author.forked { pairs.append(("forked", .string("yes"))) }
@@ -190,7 +203,7 @@ struct JSONPresenter: JSONLinePresenter {
         if let last = row.last, last.opened.isMessage {
             let e = last.envelope
             pairs += [("last_id", .string(e.id.hex)), ("last_author", .string(e.author.hex)),
-                      ("last_nick", .text(last.people.nicks[e.author] ?? PeerText(""))), ("last_fp", .string(e.author.shortFingerprint)),
+                      ("last_nick", .text(last.people.nick(e.author) ?? PeerText(""))), ("last_fp", .string(last.people.account(e.author).shortFingerprint)),
                       ("last_kind", .string(kindName(last.opened.kind))),
                       ("last_text", .text(last.opened.text)), ("last_ts", .number(e.timestamp))]
         }

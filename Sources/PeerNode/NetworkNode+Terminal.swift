@@ -34,6 +34,17 @@ extension NetworkNode {
         })
     }
 
+    /// `/devices`, `/whois`: the account `key` signs for, and each of its devices.
+    func devices(of key: PublicKey) throws -> NodeEvent {
+        let online = Set(linkedPeers.values)
+        let account = node.people.account(key)
+        let rows = try node.devices(of: account)
+        return .devices(node.people[account], try rows.map { row in
+            DeviceInfo(key: row.device, name: PeerText(row.name), isAccountKey: row.device == account, isThisNode: row.device == node.me,
+                       linkedNow: online.contains(row.device), lastSeen: try node.store.lastSigned(by: row.device))
+        })
+    }
+
     /// `/peers`: linked peers first, then known ones not linked.
     func peerList() -> PeerList {
         let now = monotonic()

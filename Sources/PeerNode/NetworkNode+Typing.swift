@@ -55,7 +55,7 @@ extension NetworkNode {
         guard !typers.isEmpty else { return "" }
         if typers.count > Self.typersNamed { return "(several people are typing…) " }
         // Plain labels: the prompt's width is counted without colour codes.
-        let names = typers.map { key in (node.people.nicks[key].map { "\($0)·" } ?? "") + key.shortFingerprint }
+        let names = typers.map { key in (node.people.nick(key).map { "\($0)·" } ?? "") + node.people.account(key).shortFingerprint }
         return "(" + names.joined(separator: ", ") + (typers.count == 1 ? " is" : " are") + " typing…) "
     }
 }

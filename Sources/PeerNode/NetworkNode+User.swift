@@ -41,6 +41,9 @@ extension NetworkNode {
         // A blocked identity's messages are kept (and relayed) but not shown.
         if blocked.contains(e.author) { return [] }
         switch opened.kind {
+        case .device:
+            guard let row = node.acceptDeviceClaim(e, opened) else { return [] }
+            return [.deviceAdded(node.people[row.account], device: row.device, name: PeerText(row.name))]
         case .receipt:
             guard e.author != node.me, let receipt = Receipt.decode(opened.content) else { return [] }
             return receiptArrived(receipt, from: e.author, room: e.room)
@@ -159,6 +162,8 @@ extension NetworkNode {
             return (try answerInvite(room, accept: accept), true)
         case .invites:
             return (try listInvites(), true)
+        case let .devices(who):
+            return ([try devices(of: who.map(node.resolve) ?? node.me)], true)
         case let .set(key, value):
             try node.store.setSetting(key, value)
             receipts.sendsRead = value == "on"
@@ -292,6 +297,7 @@ extension NetworkNode {
         if node.refusedNicks > 0 { all["bad_nick"] = node.refusedNicks }
         if node.refusedEdits > 0 { all["edit_refused"] = node.refusedEdits }
         if node.refusedReactions > 0 { all["reaction_refused"] = node.refusedReactions }
+        if node.refusedDeviceClaims > 0 { all["device_refused"] = node.refusedDeviceClaims }
         return .stats(links: linkedPeers.count, counters: all.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) },
                       stages: core.stages.summaries)
     }

@@ -31,11 +31,16 @@ final class Node {
     let identityIsNew: Bool
     /// Each author's nick (text from the network, printable only sanitized)
     /// and the user's marks: `people[key]` is how to show an identity.
-    private(set) var people = People()
+    var people = People()
     var nicks: [PublicKey: PeerText] { people.nicks }
     private var confusables = ConfusableIndex<PublicKey>()
     /// Rooms this node shows, by id: public rooms joined, and private rooms.
     var roomNames: [RoomID: RoomName] = [:]
+    /// The network's accounts room (device claims) and its key: every node reads it.
+    let accountsRoom: RoomID
+    let accountsKey: SymmetricKey
+    /// Device claims refused by `acceptDeviceClaim` (counted as `device_refused`).
+    var refusedDeviceClaims = 0
 
     init(options: Options, environment: [String: String]) throws {
         guard let path = resolveDataDirectory(options, environment: environment) else {
@@ -56,6 +61,8 @@ final class Node {
             networkLabel = "network \(name)"
             openNetworkName = name
         }
+        accountsRoom = RoomID.accounts(network: network)
+        accountsKey = network.accountsRoomKey
         store = try Store(directory: directory)
         try store.checkpointInBackground()
         for (id, name) in try store.namedRooms() {
@@ -67,6 +74,7 @@ final class Node {
         // Rows hold each envelope's kind where this node can open it.
         store.kindOf = { [weak self] in self?.open($0)?.kind }
         store.indexedText = { [weak self] in self?.indexedText(of: $0) }
+        try loadAccounts()
         try loadNicks()
         repairs = try repairPrivateRooms()
         people.trusted = try store.trustedIdentities()
@@ -134,6 +142,7 @@ final class Node {
     /// The key of a room we know: a private room's own, or the public one derived from its name.
     func roomKey(_ id: RoomID) -> SymmetricKey? {
         if let own = privateRooms[id] { return own.key }
+        if id == accountsRoom { return accountsKey }
         guard let name = roomNames[id]?.value else { return nil }
         if let key = publicRoomKeys[name] { return key }
         let key = network.publicRoomKey(roomName: name)
@@ -282,7 +291,7 @@ final class Node {
     var refusedReactions = 0
 
     /// Our current nick, if we ever set one.
-    var nick: String? { nicks[me]?.unsanitized }
+    var nick: String? { people.nick(me)?.unsanitized }
 
     static func now() -> UInt64 { UInt64(max(0, Date().timeIntervalSince1970 * 1000)) }
 
@@ -388,8 +397,10 @@ final class Node {
             refusedNicks &+= 1
             return
         }
-        people.nicks[author] = PeerText(valid.value)
-        confusables.set(author, nick: valid.value)
+        // A device's nick is its account's.
+        let account = people.account(author)
+        people.nicks[account] = PeerText(valid.value)
+        confusables.set(account, nick: valid.value)
         people.lookAlike = confusables.suspicious
     }
 }

@@ -53,6 +53,10 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
     case generalIsHome
     /// A command as typed that `ChatInput` could not read (its own words).
     case badCommand(String)
+    /// Only an account's own key can link devices; this node is a device of `account`.
+    case notAccountKey(PublicKey)
+    /// This identity belongs to an account already, or has devices of its own.
+    case alreadyInAccount(PublicKey)
 
     var description: String {
         switch self {
@@ -90,6 +94,10 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
         case let .notIn(room): "not in \(room.value) (/join \(room.value) first)"
         case .generalIsHome: "#general is home; /quit to leave"
         case let .badCommand(message): message
+        case let .notAccountKey(account):
+            "this machine is a device of account \(account.shortFingerprint) (\(account.hex)): link new devices from the account's first machine"
+        case let .alreadyInAccount(account):
+            "this identity already belongs to account \(account.shortFingerprint) (\(account.hex)) or has devices: join with a new --data-dir"
         }
     }
 }

@@ -47,6 +47,10 @@ enum NodeEvent {
     /// `/invite` sent.
     case invited(Person, room: String)
     case blockChanged(Person, blocked: Bool)
+    /// A device's claim was delivered: `account` has a device more.
+    case deviceAdded(Person, device: PublicKey, name: PeerText)
+    /// `/devices`, `/whois`: an account and its devices.
+    case devices(Person, [DeviceInfo])
     case readReceipts(on: Bool)
     /// `/stats`: counters by name, and where the time goes (`StageTimes`).
     case stats(links: Int, counters: [(name: String, value: Int)], stages: [(stage: StageTimes.Stage, summary: StageTimes.Summary)])
@@ -63,6 +67,18 @@ enum NodeEvent {
     case conversations([ConversationRow])
     /// The API's `search`: the matches, newest first.
     case found([ShownMessage])
+}
+
+/// One device of an account, as `/devices` lists it.
+struct DeviceInfo {
+    let key: PublicKey
+    let name: PeerText
+    /// The account's own key (its first device).
+    let isAccountKey: Bool
+    let isThisNode: Bool
+    let linkedNow: Bool
+    /// When its newest envelope here was signed (ms, its clock); nil: none here.
+    let lastSeen: UInt64?
 }
 
 /// A room or direct conversation, as the page's list shows it.
@@ -107,7 +123,7 @@ struct ShownMessage {
         self.room = room
         self.to = to
         people = book.only([envelope.author, me] + (to.map { [$0] } ?? []))
-        mention = envelope.author != me && opened.isMessage && Mentions.names(book.nicks[me]?.unsanitized ?? "", in: opened.text.unsanitized)
+        mention = envelope.author != me && opened.isMessage && Mentions.names(book.nick(me)?.unsanitized ?? "", in: opened.text.unsanitized)
     }
 
     /// Sets a reply's quote, with the quoted author's nick and marks from `book`.

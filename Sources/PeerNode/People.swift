@@ -24,20 +24,40 @@ struct Person: Equatable {
 /// What the node knows about identities for showing them: nicks from their
 /// messages and the user's marks. Owned by the node, on the loop.
 struct People {
+    /// Each account's nick (an identity of its own is its own account).
     var nicks: [PublicKey: PeerText] = [:]
     var trusted: Set<PublicKey> = []
     var lookAlike: Set<PublicKey> = []
     var forked: Set<PublicKey> = []
+    /// Device key → the account it belongs to, for each device whose claim
+    /// was delivered (docs/PROTOCOL.md §15). A key not here is its own account.
+    var accounts: [PublicKey: PublicKey] = [:]
 
+    /// The person `key` signs for: its account, or itself.
+    func account(_ key: PublicKey) -> PublicKey { accounts[key] ?? key }
+
+    /// The nick of the person `key` signs for.
+    func nick(_ key: PublicKey) -> PeerText? { nicks[account(key)] }
+
+    /// How to show whoever signed with `key`: its account, with the
+    /// account's nick and marks (a mark set on a device's key counts too).
     subscript(_ key: PublicKey) -> Person {
-        Person(key: key, nick: nicks[key], trusted: trusted.contains(key), lookAlike: lookAlike.contains(key), forked: forked.contains(key))
+        let who = account(key)
+        return Person(key: who, nick: nicks[who], trusted: trusted.contains(who) || trusted.contains(key),
+                      lookAlike: lookAlike.contains(who), forked: forked.contains(who) || forked.contains(key))
     }
 
     /// What is known of `keys` only: an event keeps this, not the whole
     /// book, so the node changing a nick later copies nothing.
     func only(_ keys: [PublicKey]) -> People {
         var out = People()
-        for key in keys {
+        for device in keys {
+            let key = account(device)
+            if key != device {
+                out.accounts[device] = key
+                if trusted.contains(device) { out.trusted.insert(device) }
+                if forked.contains(device) { out.forked.insert(device) }
+            }
             out.nicks[key] = nicks[key]
             if trusted.contains(key) { out.trusted.insert(key) }
             if lookAlike.contains(key) { out.lookAlike.insert(key) }

@@ -41,7 +41,7 @@ struct Renderer {
 
     /// Whether `text` mentions our nick (a whole word, any case), in terminal style.
     func mentionsMe(_ text: String, author: PublicKey) -> Bool {
-        guard case let .terminal(_, me) = Self.style, author != me, let nick = people.nicks[me]?.unsanitized else { return false }
+        guard case let .terminal(_, me) = Self.style, author != me, let nick = people.nick(me)?.unsanitized else { return false }
         return Mentions.names(nick, in: text)
     }
 
@@ -63,12 +63,12 @@ struct Renderer {
         case .text: return highlighted("[\(time)] \(roomLabel) <\(who)> \(body)", mention)
         case .action: return highlighted("[\(time)] \(roomLabel) * \(who) \(body)", mention)
         case .reply: return highlighted("[\(time)] \(roomLabel) <\(who)> \(quoted(quote)) \(body)", mention)
-        case .nick: return "[\(time)] \(roomLabel) -- \(envelope.author.shortFingerprint) is now known as \(body)"
+        case .nick: return "[\(time)] \(roomLabel) -- \(people.account(envelope.author).shortFingerprint) is now known as \(body)"
         case .join: return "[\(time)] \(roomLabel) --> \(who) joined"
         case .leave: return "[\(time)] \(roomLabel) <-- \(who) left"
         case .tombstone: return deletedLine(envelope, room: room)
         case .edit: return editLine(envelope, room: room, text: opened.text)
-        case .receipt, .invite, .reaction: return "[\(time)] \(roomLabel) -- \(who) \(opened.kind)"
+        case .receipt, .invite, .reaction, .device: return "[\(time)] \(roomLabel) -- \(who) \(opened.kind)"
         }
     }
 
@@ -119,5 +119,13 @@ struct Renderer {
         var parts = tm()
         localtime_r(&seconds, &parts)
         return String(format: "%02d:%02d", parts.tm_hour, parts.tm_min)
+    }
+
+    /// Local date and time of a millisecond timestamp, as YYYY-MM-DD HH:MM.
+    static func day(_ milliseconds: UInt64) -> String {
+        var seconds = time_t(clamping: milliseconds / 1000)
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        return String(format: "%04d-%02d-%02d %02d:%02d", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min)
     }
 }

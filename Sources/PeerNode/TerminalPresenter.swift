@@ -54,6 +54,15 @@ struct TerminalPresenter: LinePresenter {
             let name = TerminalText.sanitize(room)
             return [listed ? "-- \(name) from \(plain.label(by)): /accept \(name) or /decline \(name)"
                 : "-- \(plain.label(by)) invites you to the private room \(name): /accept \(name) joins it, /decline \(name) refuses"]
+        case let .deviceAdded(account, device, name):
+            return ["-- \(plain.label(account)) has a new device: \(name) (\(device.shortFingerprint))"]
+        case let .devices(account, devices):
+            return ["-- \(plain.label(account)) (id \(account.key.hex)): \(devices.count) device\(devices.count == 1 ? "" : "s")"]
+                + devices.map { d in
+                    let seen = d.lastSeen.map { "last seen \(Renderer.day($0))" } ?? "not seen yet"
+                    let marks = (d.isAccountKey ? " (account key)" : "") + (d.isThisNode ? " (this machine)" : d.linkedNow ? " (linked now)" : "")
+                    return "  \(d.name) \(d.key.shortFingerprint) \(d.key.hex)\(marks), \(seen)"
+                }
         case .noInvites:
             return ["-- no invites waiting"]
         case let .inviteRefused(by, room, reason):

@@ -109,6 +109,10 @@ func run(_ command: Command) throws {
         terminal?.finish()
     case let .relay(options):
         try runRelay(options, environment: environment)
+    case let .deviceAdd(options):
+        try DeviceCommands.add(options, environment: environment)
+    case let .deviceJoin(code, options):
+        try DeviceCommands.join(code: code, options, environment: environment)
     case let .webURL(options):
         guard let path = resolveDataDirectory(options, environment: environment) else { throw NodeError.noDataDirectory }
         writeLines([try WebToken.url(directory: path, replace: options.newWebToken)])

@@ -162,6 +162,19 @@ enum Schema {
             PRIMARY KEY(target_author, target_sequence, reactor, reaction)
         ) WITHOUT ROWID;
         """,
+        // 13: devices of accounts (docs/PROTOCOL.md §15): each device whose
+        // claim was delivered, the account it belongs to, its name, when the
+        // account certified it and the claim's sequence in the device's chain.
+        """
+        CREATE TABLE devices(
+            device BLOB PRIMARY KEY,
+            account BLOB NOT NULL,
+            name TEXT NOT NULL,
+            issued INTEGER NOT NULL,
+            claim INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX devices_by_account ON devices(account);
+        """,
     ]
 
     /// The first schema that wrote with `secure_delete` on: an older file

@@ -1,0 +1,88 @@
+import Crypto
+
+/// An account's word that a device key is one of its devices: signed by the
+/// account key (context "peernode/1 device-certificate"), carried in the
+/// device's own claim envelope (kind `device`, in the accounts room) so every
+/// node can check it without the account's history. docs/PROTOCOL.md §15.
+///
+///     account 32 ‖ device 32 ‖ issued (ms since the epoch) 8 ‖ name length 1 ‖ name ‖ signature 64
+public struct DeviceCertificate: Equatable, Sendable {
+    /// Bytes of a device's name (the machine's, as its user calls it).
+    public static let maximumNameLength = 32
+    public static let minimumSize = 32 + 32 + 8 + 1 + 64
+    public static let maximumSize = minimumSize + maximumNameLength
+
+    public let account: PublicKey
+    public let device: PublicKey
+    public let issued: UInt64
+    /// Network text: shown only sanitized. Holds `Nick`'s rules.
+    public let name: String
+    public let signature: [UInt8]
+
+    /// Signed by `account` for `device`.
+    public static func issue(by account: SigningKey, for device: PublicKey, name: String, at issued: UInt64) throws(EnvelopeError) -> DeviceCertificate {
+        _ = try Nick(name)
+        guard device != account.publicKey else { throw .badValue(field: "device", 0) }
+        let signed = signedBytes(account: account.publicKey, device: device, issued: issued, name: name)
+        return DeviceCertificate(account: account.publicKey, device: device, issued: issued, name: name,
+                                 signature: account.sign(signed, context: .deviceCertificate))
+    }
+
+    static func signedBytes(account: PublicKey, device: PublicKey, issued: UInt64, name: String) -> [UInt8] {
+        var w = ByteWriter(capacity: maximumSize)
+        w.raw(account.bytes)
+        w.raw(device.bytes)
+        w.u64(issued)
+        w.u8(UInt8(name.utf8.count))
+        w.raw(name.utf8)
+        return w.bytes
+    }
+
+    public var encoded: [UInt8] {
+        Self.signedBytes(account: account, device: device, issued: issued, name: name) + signature
+    }
+
+    /// Decodes and checks the signature: what this returns was signed by `account`.
+    public static func decode(_ bytes: [UInt8]) throws(EnvelopeError) -> DeviceCertificate {
+        guard bytes.count <= maximumSize else { throw .tooLarge(size: bytes.count, limit: maximumSize) }
+        var r = ByteReader(bytes)
+        let account = try key(r.take(32, "account"))
+        let device = try key(r.take(32, "device"))
+        let issued = try r.u64("issued")
+        let length = Int(try r.u8("name length"))
+        let nameBytes = try r.take(length, "name")
+        let signature = Array(try r.take(Signature.byteCount, "signature"))
+        guard r.remaining == 0 else { throw .trailingBytes(count: r.remaining) }
+        guard let name = String(validating: nameBytes, as: UTF8.self), (try? Nick(name)) != nil else {
+            throw .badNick(String(decoding: nameBytes, as: UTF8.self))
+        }
+        guard account != device else { throw .badValue(field: "device", 0) }
+        let certificate = DeviceCertificate(account: account, device: device, issued: issued, name: name, signature: signature)
+        do {
+            try account.verify(signature: signature, message: signedBytes(account: account, device: device, issued: issued, name: name),
+                               context: .deviceCertificate)
+        } catch { throw .badSignature }
+        return certificate
+    }
+
+    private static func key(_ bytes: ArraySlice<UInt8>) throws(EnvelopeError) -> PublicKey {
+        do { return try PublicKey(bytes: bytes) } catch { throw .badLength(field: "key", expected: 32, actual: bytes.count) }
+    }
+}
+
+extension RoomID {
+    /// The one room of the network that holds account envelopes (device
+    /// claims): derive("peernode/1 accounts-room", ""). Every node reads it.
+    public static func accounts(network: NetworkKey) -> RoomID {
+        RoomID(unchecked: network.derive(label: "peernode/1 accounts-room", []))
+    }
+}
+
+extension NetworkKey {
+    /// The accounts room's key: derive("peernode/1 accounts-key", ""). Known
+    /// to every member of the network: what the room holds is public to it.
+    public var accountsRoomKey: SymmetricKey {
+        // A 32-byte derivation is always a valid key.
+        (try? SymmetricKey(bytes: derive(label: "peernode/1 accounts-key", []))) ?? SymmetricKey.generate()
+    }
+}

@@ -1,0 +1,112 @@
+import Crypto
+
+/// What an account hands a device it links (docs/PROTOCOL.md §15, "Grant"),
+/// sealed for the device by the link exchange:
+///
+///     certificate length 1 ‖ certificate
+///     nick length 1 ‖ nick (0: none)
+///     private count 2 ‖ count × (room id 32 ‖ room key 32 ‖ name length 1 ‖ name)
+///     public count 2 ‖ count × (name length 1 ‖ name)
+///     trusted count 2 ‖ count × key 32
+///     blocked count 2 ‖ count × key 32
+public struct DeviceGrant: Equatable {
+    /// Most entries in each list (rooms, trusted and blocked identities).
+    public static let maximumEntries = 4_096
+
+    public struct PrivateRoom: Equatable {
+        public let id: RoomID
+        public let key: [UInt8]
+        public let name: RoomName
+        public init(id: RoomID, key: [UInt8], name: RoomName) {
+            self.id = id
+            self.key = key
+            self.name = name
+        }
+    }
+
+    public let certificate: DeviceCertificate
+    public let nick: Nick?
+    public let privateRooms: [PrivateRoom]
+    public let publicRooms: [RoomName]
+    public let trusted: [PublicKey]
+    public let blocked: [PublicKey]
+
+    public init(certificate: DeviceCertificate, nick: Nick?, privateRooms: [PrivateRoom], publicRooms: [RoomName],
+                trusted: [PublicKey], blocked: [PublicKey]) {
+        self.certificate = certificate
+        self.nick = nick
+        self.privateRooms = privateRooms
+        self.publicRooms = publicRooms
+        self.trusted = trusted
+        self.blocked = blocked
+    }
+
+    public var encoded: [UInt8] {
+        var w = ByteWriter()
+        let c = certificate.encoded
+        w.u8(UInt8(c.count))
+        w.raw(c)
+        Self.short(nick?.value, to: &w)
+        w.u16(UInt16(clamping: min(privateRooms.count, Self.maximumEntries)))
+        for room in privateRooms.prefix(Self.maximumEntries) {
+            w.raw(room.id.bytes)
+            w.raw(room.key)
+            Self.short(room.name.value, to: &w)
+        }
+        w.u16(UInt16(clamping: min(publicRooms.count, Self.maximumEntries)))
+        for name in publicRooms.prefix(Self.maximumEntries) { Self.short(name.value, to: &w) }
+        for keys in [trusted, blocked] {
+            w.u16(UInt16(clamping: min(keys.count, Self.maximumEntries)))
+            for key in keys.prefix(Self.maximumEntries) { w.raw(key.bytes) }
+        }
+        return w.bytes
+    }
+
+    private static func short(_ text: String?, to w: inout ByteWriter) {
+        let bytes = Array((text ?? "").utf8)
+        w.u8(UInt8(bytes.count))
+        w.raw(bytes)
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(DeviceLinkError) -> DeviceGrant {
+        do { return try parse(bytes) } catch let error as DeviceLinkError { throw error } catch {
+            throw .badGrant("\(error)")
+        }
+    }
+
+    private static func parse(_ bytes: [UInt8]) throws -> DeviceGrant {
+        var r = ByteReader(bytes)
+        let certificate = try DeviceCertificate.decode(Array(try r.take(Int(try r.u8("certificate length")), "certificate")))
+        let nickText = try text(&r, "nick")
+        let nick = nickText.isEmpty ? nil : try Nick(nickText)
+        var privateRooms: [PrivateRoom] = []
+        for _ in 0..<(try count(&r, "private rooms")) {
+            let id = RoomID(unchecked: Array(try r.take(32, "room id")))
+            let key = Array(try r.take(32, "room key"))
+            privateRooms.append(PrivateRoom(id: id, key: key, name: try RoomName(try text(&r, "room name"))))
+        }
+        var publicRooms: [RoomName] = []
+        for _ in 0..<(try count(&r, "public rooms")) { publicRooms.append(try RoomName(try text(&r, "room name"))) }
+        var lists: [[PublicKey]] = []
+        for list in ["trusted", "blocked"] {
+            var keys: [PublicKey] = []
+            for _ in 0..<(try count(&r, list)) { keys.append(try PublicKey(bytes: try r.take(32, list))) }
+            lists.append(keys)
+        }
+        guard r.remaining == 0 else { throw EnvelopeError.trailingBytes(count: r.remaining) }
+        return DeviceGrant(certificate: certificate, nick: nick, privateRooms: privateRooms, publicRooms: publicRooms,
+                           trusted: lists[0], blocked: lists[1])
+    }
+
+    private static func count(_ r: inout ByteReader, _ field: String) throws -> Int {
+        let n = Int(try r.u16(field))
+        guard n <= maximumEntries else { throw DeviceLinkError.badGrant("\(n) \(field) exceed \(maximumEntries)") }
+        return n
+    }
+
+    private static func text(_ r: inout ByteReader, _ field: String) throws -> String {
+        let raw = try r.take(Int(try r.u8(field)), field)
+        guard let s = String(validating: raw, as: UTF8.self) else { throw DeviceLinkError.badGrant("\(field) is not UTF-8") }
+        return s
+    }
+}

@@ -1,0 +1,107 @@
+import Crypto
+import Foundation
+import Glibc
+import Gossip
+import NetworkText
+import Store
+
+/// `peernode device add` and `peernode device join CODE`: linking a new
+/// machine to an account with a one-time code (docs/PROTOCOL.md §15). The
+/// account's machine waits with the code; the new machine connects (at
+/// `--peer`), both run the exchange, and the new machine leaves with its
+/// certificate, the account's rooms and keys, nick, trust marks and blocks.
+/// History follows through ordinary sync when it next runs.
+enum DeviceCommands {
+    /// Where `device add` listens unless `--listen` says otherwise.
+    static let defaultListen = "0.0.0.0:7735"
+    /// How long a code stays good.
+    static let codeLifetime: Double = 600
+    /// How long either side waits for the other's next frame.
+    static let frameTimeout: Double = 30
+
+    static func add(_ options: Options, environment: [String: String]) throws {
+        let node = try Node(options: options, environment: environment)
+        guard node.account == node.me else { throw NodeError.notAccountKey(node.account) }
+        let wanted = options.listen ?? defaultListen
+        guard let (host, port) = NetworkNode.split(hostPort: wanted) else {
+            throw NodeError.badAddress(option: "--listen", needs: "HOST:PORT", got: wanted)
+        }
+        let listener = try FramedListener(host: host, port: port)
+        let code = DeviceLink.newCode()
+        guard let password = DeviceLink.password(code) else { throw NodeError.badCommand("bad code") }
+        let shown = host == "0.0.0.0" ? "THIS-MACHINE" : host
+        writeLines(["code: \(code) (good for \(Int(codeLifetime / 60)) minutes and \(DeviceLink.maximumAttempts) tries)",
+                    "listening on \(host):\(listener.port)",
+                    "on the new machine: peernode device join \(code) --peer \(shown):\(listener.port)"])
+        let deadline = Date().addingTimeInterval(codeLifetime)
+        var wrong = 0
+        while wrong < DeviceLink.maximumAttempts {
+            guard let (socket, from) = listener.accept(within: deadline.timeIntervalSinceNow, timeout: frameTimeout) else {
+                throw NodeError.badCommand("the code expired: nobody joined within \(Int(codeLifetime / 60)) minutes")
+            }
+            var adder = DeviceLinkAdder(code: password, network: node.network, account: node.me)
+            do {
+                try socket.send(try adder.answer(try socket.receive(limit: DeviceLink.helloSize)))
+            } catch {
+                // Nothing was computed from the code yet: no guess was made.
+                printError("a failed link attempt from \(from): \(error)")
+                continue
+            }
+            do {
+                // Our answer lets whoever sent the hello test one guess of the
+                // code: from here on, anything but the right tag spends a try
+                // (a joiner that closes after reading it too).
+                let name = try adder.confirmed(try socket.receive(limit: DeviceLink.maximumFrame))
+                guard let device = adder.hello?.device else { continue }
+                let grant = try node.grant(for: device, name: name)
+                try socket.send(try adder.welcome(grant))
+                writeLines(["linked \(PeerText(name)) (\(device.shortFingerprint), id \(device.hex)) to your account"])
+                return
+            } catch {
+                wrong += 1
+                printError("a wrong code from \(from) (\(wrong) of \(DeviceLink.maximumAttempts)): \(error)")
+            }
+        }
+        throw DeviceLinkError.tooManyAttempts
+    }
+
+    static func join(code typed: String, _ options: Options, environment: [String: String]) throws {
+        guard let password = DeviceLink.password(typed) else {
+            throw NodeError.badCommand("a code is \(DeviceLink.codeDigits) digits, as `peernode device add` printed it (1234-5678)")
+        }
+        guard let peer = options.peers.first else {
+            throw NodeError.badCommand("device join needs --peer HOST:PORT: the address `peernode device add` printed")
+        }
+        let address = peer.hasPrefix("ws://") ? String(peer.dropFirst(5)) : peer
+        guard let (host, port) = NetworkNode.split(hostPort: address) else {
+            throw NodeError.badAddress(option: "--peer", needs: "HOST:PORT", got: peer)
+        }
+        let name = try Nick(options.deviceName ?? hostName()).value
+        let node = try Node(options: options, environment: environment)
+        // An identity with devices, or one that is a device already, cannot join another account.
+        guard node.account == node.me, try node.store.devices(of: node.me).isEmpty else {
+            throw NodeError.alreadyInAccount(node.account)
+        }
+        let socket = try FramedSocket.connect(host: host, port: port, timeout: frameTimeout)
+        var joiner = try DeviceLinkJoiner(code: password, network: node.network, device: node.me)
+        try socket.send(joiner.hello.encoded)
+        let confirm = try joiner.confirm(try socket.receive(limit: DeviceLink.answerSize), deviceName: name)
+        try socket.send(confirm)
+        let grant = try joiner.welcome(try socket.receive(limit: DeviceLink.maximumFrame))
+        if node.identityIsNew { try node.markOwnHistoryKnown() }
+        try node.accept(grant)
+        let account = grant.certificate.account
+        writeLines(["this machine (\(name), \(node.me.shortFingerprint)) is now a device of "
+                    + "\(grant.nick.map { "\($0.value)·" } ?? "")\(account.shortFingerprint) (account \(account.hex))",
+                    "\(grant.privateRooms.count) private and \(grant.publicRooms.count) public rooms; start it with `peernode` to fetch the history"])
+    }
+
+    /// This machine's host name as a device name, when it makes one.
+    static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count) == 0 else { return "device" }
+        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        let name = String(decoding: bytes, as: UTF8.self).split(separator: ".").first.map(String.init) ?? ""
+        return (try? Nick(String(name.prefix(DeviceCertificate.maximumNameLength))).value) ?? "device"
+    }
+}

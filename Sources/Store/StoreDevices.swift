@@ -1,0 +1,55 @@
+import Crypto
+import Gossip
+
+/// Devices of accounts (docs/PROTOCOL.md §15): filled as device claims are
+/// delivered, read at start so every device shows as its account.
+extension Store {
+    public struct DeviceRow: Equatable, Sendable {
+        public let device: PublicKey
+        public let account: PublicKey
+        public let name: String
+        public let issued: UInt64
+        /// The claim's sequence in the device's own chain.
+        public let claim: UInt64
+
+        public init(device: PublicKey, account: PublicKey, name: String, issued: UInt64, claim: UInt64) {
+            self.device = device
+            self.account = account
+            self.name = name
+            self.issued = issued
+            self.claim = claim
+        }
+    }
+
+    /// Records a device's claim; false when the device had one already (the
+    /// first claim in its chain stays).
+    @discardableResult
+    public func addDevice(_ row: DeviceRow) throws -> Bool {
+        try db.statement("INSERT OR IGNORE INTO devices(device, account, name, issued, claim) VALUES (?1, ?2, ?3, ?4, ?5)")
+            .bind(1, row.device.bytes).bind(2, row.account.bytes).bind(3, row.name)
+            .bind(4, Int64(clamping: row.issued)).bind(5, Int64(clamping: row.claim)).run()
+        return db.changes > 0
+    }
+
+    /// Every device known, or those of one account.
+    public func devices(of account: PublicKey? = nil) throws -> [DeviceRow] {
+        let s = try account.map { try db.statement("SELECT device, account, name, issued, claim FROM devices WHERE account = ?1 ORDER BY issued").bind(1, $0.bytes) }
+            ?? db.statement("SELECT device, account, name, issued, claim FROM devices ORDER BY issued")
+        var out: [DeviceRow] = []
+        while try s.step() {
+            guard let device = try? PublicKey(bytes: s.blob(0)), let account = try? PublicKey(bytes: s.blob(1)) else { continue }
+            out.append(DeviceRow(device: device, account: account, name: s.text(2) ?? "", issued: UInt64(max(0, s.int64(3))),
+                                 claim: UInt64(max(0, s.int64(4)))))
+        }
+        return out
+    }
+
+    /// When `author`'s newest envelope here was signed (its own clock, ms); nil when none is here.
+    public func lastSigned(by author: PublicKey) throws -> UInt64? {
+        try db.statement(
+            """
+            SELECT e.timestamp FROM envelopes e JOIN authors a ON e.author = a.rowid
+            WHERE a.key = ?1 ORDER BY e.sequence DESC LIMIT 1
+            """).bind(1, author.bytes).single { UInt64(max(0, $0.int64(0))) }
+    }
+}

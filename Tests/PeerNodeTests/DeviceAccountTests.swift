@@ -1,0 +1,117 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// One person on several machines (issue 18): `peernode device add` and
+/// `device join` over a real socket, then the devices as one person across
+/// a relay.
+@Suite("Accounts with several devices", .serialized)
+struct DeviceAccountTests {
+    /// A running `peernode device add`: its code and port once it printed them.
+    final class Adder: @unchecked Sendable {
+        let child: Child
+        let lines = Locked<[String]>([])
+
+        init(dir: String) throws {
+            let lines = self.lines
+            child = try Child(PeerNodeProcess.binary, ["device", "add", "--data-dir", dir, "--listen", "127.0.0.1:0", "--no-discovery"],
+                              stdin: .null, stdout: .pipe, stderr: .pipe, onLine: { line in lines.withLock { $0.append(line) } })
+        }
+
+        /// (code, port) from "code: 1234-5678 …" and "listening on 127.0.0.1:PORT".
+        func shown() async -> (code: String, port: String)? {
+            await eventuallyValue(30) { [lines] () -> (String, String)? in
+                let all = lines.value
+                guard let code = all.first(where: { $0.hasPrefix("code: ") })?.split(separator: " ").dropFirst().first,
+                      let port = all.first(where: { $0.hasPrefix("listening on ") })?.split(separator: ":").last else { return nil }
+                return (String(code), String(port))
+            }
+        }
+    }
+
+    static func join(_ dir: String, code: String, port: String, name: String = "laptop") async throws -> Finished {
+        try await PeerNodeProcess.run(["device", "join", code, "--peer", "127.0.0.1:" + port, "--data-dir", dir, "--name", name, "--no-discovery"])
+    }
+
+    /// Alice's first machine (with her nick) and a second one linked to it.
+    static func linkedPair() async throws -> (desktop: TemporaryDirectory, laptop: TemporaryDirectory) {
+        let desktop = TemporaryDirectory(), laptop = TemporaryDirectory()
+        let made = try await PeerNodeProcess.run(["--data-dir", desktop.path, "--no-discovery", "--nick", "alice", "--listen", "127.0.0.1:0"])
+        #expect(made.status == 0, "\(made.stderr)")
+        let adder = try Adder(dir: desktop.path)
+        guard let (code, port) = await adder.shown() else {
+            Issue.record("device add printed no code: \(adder.child.output) \(adder.child.errors)")
+            return (desktop, laptop)
+        }
+        let joined = try await join(laptop.path, code: code, port: port)
+        #expect(joined.status == 0 && joined.stdout.contains("is now a device of alice·"), "\(joined.stdout) \(joined.stderr)")
+        #expect(await adder.child.exited() == 0, "\(adder.child.errors)")
+        #expect(adder.child.output.contains("linked laptop"))
+        return (desktop, laptop)
+    }
+
+    @Test("a wrong code spends a try: after 3 the adder stops and nothing more connects; the right code links the laptop with the account's nick and rooms")
+    func linking() async throws {
+        let desktop = TemporaryDirectory(), stranger = TemporaryDirectory()
+        _ = try await PeerNodeProcess.run(["--data-dir", desktop.path, "--no-discovery", "--nick", "alice", "--listen", "127.0.0.1:0"])
+        let adder = try Adder(dir: desktop.path)
+        let (code, port) = try #require(await adder.shown())
+        let wrong = code == "0000-0001" ? "0000-0002" : "0000-0001"
+        for attempt in 1...3 {
+            let r = try await Self.join(stranger.path, code: wrong, port: port)
+            #expect(r.status == 1 && r.stderr.contains("the code did not match"), "attempt \(attempt): \(r.stdout) \(r.stderr)")
+        }
+        #expect(await adder.child.exited() == 1)
+        #expect(adder.child.errors.contains("3 wrong codes"), "\(adder.child.errors)")
+        // The adder is gone: even the right code finds nobody now.
+        let late = try await Self.join(stranger.path, code: code, port: port)
+        #expect(late.status == 1 && late.stderr.contains("cannot connect"), "\(late.stderr)")
+        // A code that is not 8 digits is refused before anything connects.
+        let typo = try await Self.join(stranger.path, code: "1234-567", port: port)
+        #expect(typo.status == 1 && typo.stderr.contains("8 digits"), "\(typo.stderr)")
+
+        _ = try await Self.linkedPair()
+    }
+
+    @Test("the laptop's post shows as alice on bob's node and on alice's desktop, through a relay; /whois lists both devices; the laptop cannot link a third")
+    func onePerson() async throws {
+        let (desktopDir, laptopDir) = try await Self.linkedPair()
+        let relayDir = TemporaryDirectory(), bobDir = TemporaryDirectory()
+        let relay = try RelayProcess(dir: relayDir.path)
+        let listen = try #require(await relay.ready()?["listen"])
+        let link = ["--max-links", "0", "--peer", "ws://" + listen]
+        let desktop = try NodeProcess(dir: desktopDir.path, link)
+        let laptop = try NodeProcess(dir: laptopDir.path, link)
+        let bob = try NodeProcess(dir: bobDir.path, ["--nick", "bob"] + link)
+        for n in [desktop, laptop, bob] { #expect(await started(n)) }
+        let alice = desktop.id
+
+        laptop.send("hello from the laptop")
+        var fingerprints: [String?] = []
+        for n in [bob, desktop, laptop] {
+            let m = await n.wait { $0["type"] == "message" && $0["text"] == "hello from the laptop" }
+            #expect(m?["author"] == alice && m?["device"] == laptop.id && m?["nick"] == "alice", "\(n.recent(6))")
+            fingerprints.append(m?["fp"])
+        }
+        // One person everywhere: alice's fingerprint, not the laptop's key's.
+        #expect(Set(fingerprints).count == 1 && fingerprints[0] != nil)
+        // Bob learnt of the device when its claim came.
+        #expect(await bob.wait { $0["type"] == "device" && $0["account"] == alice && $0["device"] == laptop.id && $0["name"] == "laptop" } != nil,
+                "\(bob.recent(8))")
+        desktop.send("and from the desktop")
+        #expect(await laptop.wait { $0["type"] == "message" && $0["text"] == "and from the desktop" && $0["author"] == alice && $0["device"] == nil } != nil)
+
+        bob.send("/whois alice")
+        let first = await bob.wait { $0["type"] == "device_listed" && $0["device"] == alice }
+        let second = await bob.wait { $0["type"] == "device_listed" && $0["device"] == laptop.id }
+        #expect(first?["account"] == alice && second?["account"] == alice && second?["name"] == "laptop" && second?["last_seen"] != nil,
+                "\(bob.recent(4))")
+        for n in [desktop, laptop, bob] { _ = await n.quit() }
+
+        // Only the account's own machine links devices.
+        let third = try await PeerNodeProcess.run(["device", "add", "--data-dir", laptopDir.path, "--listen", "127.0.0.1:0", "--no-discovery"])
+        #expect(third.status == 1 && third.stderr.contains("is a device of account"), "\(third.stderr)")
+        _ = relay
+    }
+}

@@ -1,0 +1,85 @@
+import Crypto
+import Foundation
+import Gossip
+import NetworkText
+@testable import PeerNode
+import TestSupport
+import Testing
+
+/// Which device claims a node accepts (docs/PROTOCOL.md §15), on one node in this process.
+@Suite("Device claims: the rules")
+struct DeviceClaimRulesTests {
+    let life = MessageLifeRulesTests()
+    let alice = try! SigningKey.generate()  // test input
+    let laptop = try! SigningKey.generate()  // test input
+    let mallory = try! SigningKey.generate()  // test input
+
+    /// `author`'s next envelope of `kind` in `room` (the accounts room unless given).
+    func envelope(_ author: SigningKey, sequence: UInt64, previous: MessageID = .zero, kind: Kind = .device, content: [UInt8],
+                  on node: Node, room: RoomID? = nil, key: SymmetricKey? = nil) throws -> Envelope {
+        let room = room ?? node.accountsRoom
+        let body = try SealedBody.seal(kind: kind, content: content, key: key ?? node.accountsKey, author: author.publicKey, room: room)
+        return try Envelope.sign(by: author, sequence: sequence, previous: previous, dependencies: [], timestamp: 1_000 + sequence,
+                                 room: room, erases: [], body: body)
+    }
+
+    func claim(_ e: Envelope, on node: Node) -> Bool {
+        guard let opened = node.open(e) else { return false }
+        return node.acceptDeviceClaim(e, opened) != nil
+    }
+
+    @Test("a claim with its account's certificate makes the device show as the account, after a restart too; forged, misplaced, second and nested claims are refused and counted")
+    func rules() throws {
+        let dir = TemporaryDirectory()
+        let node = try life.node(dir)
+        let certificate = try DeviceCertificate.issue(by: alice, for: laptop.publicKey, name: "laptop", at: 5)
+
+        // Not in the accounts room: a public room's envelope with a good certificate.
+        let elsewhere = try envelope(laptop, sequence: 1, content: certificate.encoded, on: node,
+                                     room: RoomID.publicRoom(life.name, network: node.network), key: node.network.publicRoomKey(roomName: life.name.value))
+        _ = try node.join(life.name)
+        #expect(!claim(elsewhere, on: node))
+        // Mallory posts alice's certificate for the laptop as her own claim: it names another device.
+        #expect(!claim(try envelope(mallory, sequence: 1, content: certificate.encoded, on: node), on: node))
+        // A forged certificate: the device key changed under alice's signature.
+        var forged = certificate.encoded
+        forged[40] ^= 1
+        #expect(!claim(try envelope(laptop, sequence: 1, content: forged, on: node), on: node))
+        #expect(node.people[laptop.publicKey].key == laptop.publicKey)
+
+        let first = try envelope(laptop, sequence: 1, content: certificate.encoded, on: node)
+        #expect(claim(first, on: node))
+        #expect(node.people[laptop.publicKey].key == alice.publicKey)
+        // A second claim, to mallory's account: the first stays.
+        let toMallory = try DeviceCertificate.issue(by: mallory, for: laptop.publicKey, name: "mine", at: 6)
+        #expect(!claim(try envelope(laptop, sequence: 2, previous: first.id, content: toMallory.encoded, on: node), on: node))
+        #expect(node.people[laptop.publicKey].key == alice.publicKey)
+        // Nested: a device of the laptop (not an account), and alice (an account with devices) becoming mallory's device.
+        let phone = try SigningKey.generate()
+        let fromDevice = try DeviceCertificate.issue(by: laptop, for: phone.publicKey, name: "phone", at: 7)
+        #expect(!claim(try envelope(phone, sequence: 1, content: fromDevice.encoded, on: node), on: node))
+        let aliceToMallory = try DeviceCertificate.issue(by: mallory, for: alice.publicKey, name: "alice", at: 8)
+        #expect(!claim(try envelope(alice, sequence: 1, content: aliceToMallory.encoded, on: node), on: node))
+        #expect(node.refusedDeviceClaims == 6)
+
+        // A nick from the laptop is alice's nick.
+        let nick = try envelope(laptop, sequence: 2, previous: first.id, kind: .nick, content: Array("alice".utf8), on: node,
+                                room: RoomID.publicRoom(life.name, network: node.network), key: node.network.publicRoomKey(roomName: life.name.value))
+        if let opened = node.open(nick) { node.observe(nick, opened) }
+        #expect(node.people[alice.publicKey].nick?.unsanitized == "alice" && node.people[laptop.publicKey].nick?.unsanitized == "alice")
+        #expect(try node.devices(of: laptop.publicKey).map(\.device) == [alice.publicKey, laptop.publicKey])
+    }
+
+    @Test("what a node learned of devices is there after a restart")
+    func restart() throws {
+        let dir = TemporaryDirectory()
+        do {
+            let node = try life.node(dir)
+            let certificate = try DeviceCertificate.issue(by: alice, for: laptop.publicKey, name: "laptop", at: 5)
+            #expect(claim(try envelope(laptop, sequence: 1, content: certificate.encoded, on: node), on: node))
+        }
+        let again = try life.node(dir)
+        #expect(again.people[laptop.publicKey].key == alice.publicKey)
+        #expect(try again.devices(of: alice.publicKey).map(\.name) == ["first device", "laptop"])
+    }
+}
