@@ -58,6 +58,8 @@ public enum ChatInput: Equatable, Sendable {
     case invites
     /// `/devices [WHO]`, `/whois WHO`: an account's devices (ours without WHO).
     case devices(String?)
+    /// `/revoke DEVICE`: one of our account's devices, by id, fingerprint or name.
+    case revoke(String)
     case help
     /// With a reason, it is posted (as an action) to the current room first.
     case quit(reason: String)
@@ -97,6 +99,7 @@ public enum ChatInput: Equatable, Sendable {
         (["mentions"], "/mentions", "messages that named you (your nick as a word); [Act: 2,4*] before the prompt lists rooms with news, * where you were named"),
         (["whois"], "/whois WHO", "who WHO is: id, fingerprint and the account's devices (name, id, last seen)"),
         (["devices"], "/devices [WHO]", "the devices of your account (or of WHO's): name, id, when each was last seen; `peernode device add` links one"),
+        (["revoke"], "/revoke DEVICE", "revoke one of your devices (a lost laptop; its name, fingerprint or id from /devices): everyone refuses what it signs from now on"),
         (["trust", "untrust"], "/trust WHO", "mark WHO as verified (you compared the fingerprint with them): shown with ✔; /untrust WHO undoes it"),
         (["block", "unblock"], "/block WHO", "refuse WHO's links and hide their messages; /unblock WHO undoes it"),
         (["set"], "/set receipts on|off", "send read receipts when you read a room (on by default at a terminal)"),
@@ -198,6 +201,8 @@ public enum ChatInput: Equatable, Sendable {
                     "mentions": .mentions, "typing": .typing][String(name)] ?? .empty
         case "devices":
             return .devices(argument.isEmpty ? nil : argument)
+        case "revoke":
+            return argument.isEmpty ? .error("/revoke needs a device: its name, fingerprint or id from /devices") : .revoke(argument)
         case "whois":
             return argument.isEmpty ? .error("/whois needs someone: /whois alice") : .devices(argument)
         case "set":

@@ -70,6 +70,32 @@ public struct DeviceCertificate: Equatable, Sendable {
     }
 }
 
+/// The content of a revocation (kind `revoke`, in the accounts room):
+/// `device` 32 ‖ `last` 8, the last of the device's sequences still
+/// accepted. docs/PROTOCOL.md §15, "Revoking a device".
+public struct DeviceRevocation: Equatable, Sendable {
+    public static let size = 40
+    public let device: PublicKey
+    public let last: UInt64
+
+    public init(device: PublicKey, last: UInt64) {
+        self.device = device
+        self.last = last
+    }
+
+    public var encoded: [UInt8] {
+        var w = ByteWriter(capacity: Self.size)
+        w.raw(device.bytes)
+        w.u64(last)
+        return w.bytes
+    }
+
+    public static func decode(_ bytes: [UInt8]) -> DeviceRevocation? {
+        guard bytes.count == size, let device = try? PublicKey(bytes: bytes[0..<32]) else { return nil }
+        return DeviceRevocation(device: device, last: bytes[32...].reduce(0) { $0 << 8 | UInt64($1) })
+    }
+}
+
 extension RoomID {
     /// The one room of the network that holds account envelopes (device
     /// claims): derive("peernode/1 accounts-room", ""). Every node reads it.

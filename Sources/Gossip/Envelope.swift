@@ -21,6 +21,8 @@ public enum Kind: UInt8, Sendable, CaseIterable {
     /// A device's claim to belong to an account: the account's
     /// `DeviceCertificate` for it, in the accounts room (docs/PROTOCOL.md §15).
     case device = 12
+    /// A device's envelopes after a sequence are refused (`DeviceRevocation`).
+    case revoke = 13
 }
 
 /// "The author had delivered `author`'s envelopes up to `sequence`."

@@ -57,6 +57,8 @@ enum Command: Equatable {
     case deviceAdd(Options)
     /// Join the account whose machine shows `code`.
     case deviceJoin(code: String, Options)
+    /// Revoke one of this account's devices.
+    case deviceRevoke(String, Options)
     case help
     case version
 }
@@ -137,6 +139,7 @@ enum CommandLineSpec {
         ("peernode network new FILE", "write a new random network key to FILE (mode 0600, never overwrites)"),
         ("peernode device add", "link a new machine to your account: prints a one-time code and waits for it (--listen HOST:PORT, default 0.0.0.0:7735)"),
         ("peernode device join CODE", "make this machine a device of the account that showed CODE (--peer HOST:PORT as it printed; --name NAME)"),
+        ("peernode device revoke DEVICE", "revoke a device of your account (its name, fingerprint or id from /devices): others refuse what it signs from now on"),
         ("peernode web-url [--new]", "print the address of the page a node with --web serves, with its token"),
         ("peernode help", "show this help (also --help, -h)"),
         ("peernode version", "show the version (also --version)"),
@@ -232,8 +235,11 @@ enum CommandLineSpec {
             case "join":
                 guard words.count == 3 else { throw UsageError(message: "peernode device join needs the CODE that `peernode device add` printed") }
                 return .deviceJoin(code: words[2], options)
+            case "revoke":
+                guard words.count == 3 else { throw UsageError(message: "peernode device revoke needs a DEVICE: its name, fingerprint or id") }
+                return .deviceRevoke(words[2], options)
             default:
-                throw UsageError(message: "unknown device command (expected: peernode device add, peernode device join CODE)")
+                throw UsageError(message: "unknown device command (expected: peernode device add, device join CODE, device revoke DEVICE)")
             }
         case "network":
             guard words.count >= 2, words[1] == "new" else {

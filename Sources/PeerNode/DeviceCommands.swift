@@ -96,6 +96,13 @@ enum DeviceCommands {
                     "\(grant.privateRooms.count) private and \(grant.publicRooms.count) public rooms; start it with `peernode` to fetch the history"])
     }
 
+    static func revoke(_ who: String, _ options: Options, environment: [String: String]) throws {
+        let node = try Node(options: options, environment: environment)
+        let (_, device) = try node.revoke(who)
+        writeLines(["revoked \(PeerText(device.name)) (\(device.device.shortFingerprint)): what it signs after its message \(node.revokedAfter[device.device] ?? 0) is refused "
+                    + "once the others get this (start peernode to send it)"])
+    }
+
     /// This machine's host name as a device name, when it makes one.
     static func hostName() -> String {
         var buffer = [CChar](repeating: 0, count: 256)

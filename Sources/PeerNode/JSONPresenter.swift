@@ -102,11 +102,15 @@ struct JSONPresenter: JSONLinePresenter {
         case let .deviceAdded(account, device, name):
             return [JSONEvents.line(["type": .string("device"), "account": .string(account.key.hex), "nick": .text(account.nick ?? PeerText("")),
                                      "fp": .string(account.key.shortFingerprint), "device": .string(device.hex), "name": .text(name)])]
+        case let .deviceRevoked(account, device, by, last):
+            return [JSONEvents.line(["type": .string("device_revoked"), "account": .string(account.key.hex), "device": .string(device.hex),
+                                     "by": .string(by.hex), "last": .number(last)])]
         case let .devices(account, devices):
             return devices.map { d in
                 var pairs: [(String, JSONEvents.Value)] = [("type", .string("device_listed")), ("account", .string(account.key.hex)),
                                                           ("device", .string(d.key.hex)), ("name", .text(d.name)),
-                                                          ("state", .string(d.isThisNode ? "this" : d.linkedNow ? "linked" : "not_linked"))]
+                                                          ("state", .string(d.revokedAfter != nil ? "revoked" : d.isThisNode ? "this" : d.linkedNow ? "linked" : "not_linked"))]
+                if let last = d.revokedAfter { pairs.append(("revoked_after", .number(last))) }
                 if let seen = d.lastSeen { pairs.append(("last_seen", .number(seen))) }
                 return JSONEvents.line(pairs: pairs)
             }

@@ -32,6 +32,19 @@ extension NetworkNode {
     }
 
     /// A receipt from `peer`: events for our messages in that room it newly covers.
+    /// A read receipt from another device of our account: the room's read
+    /// mark moves up to what it covers, and its unread count and act-list
+    /// entry go with it.
+    func readElsewhere(_ receipt: Receipt, in room: RoomID) {
+        do { try node.store.markRead(room, through: receipt.marks.map { ($0.author, $0.sequence) }) } catch {
+            log.warning("moving the read mark failed: \(error)")
+            return
+        }
+        if let name = node.roomName(room), (try? node.store.unreadCount(of: room, me: node.me)) == 0 {
+            activity.seen(name.value)
+        }
+    }
+
     func receiptArrived(_ receipt: Receipt, from peer: PublicKey, room: RoomID) -> [NodeEvent] {
         guard let (state, range) = receipts.arrived(receipt, from: peer, in: room) else { return [] }
         let shown: ReceiptState = state == .read ? .read : .delivered

@@ -41,7 +41,8 @@ extension NetworkNode {
         let rows = try node.devices(of: account)
         return .devices(node.people[account], try rows.map { row in
             DeviceInfo(key: row.device, name: PeerText(row.name), isAccountKey: row.device == account, isThisNode: row.device == node.me,
-                       linkedNow: online.contains(row.device), lastSeen: try node.store.lastSigned(by: row.device))
+                       linkedNow: online.contains(row.device), lastSeen: try node.store.lastSigned(by: row.device),
+                       revokedAfter: node.revokedAfter[row.device])
         })
     }
 

@@ -37,6 +37,11 @@ extension NetworkNode {
         let e = stored.envelope
         // What this node cannot open (others' conversations, rooms it is not in) is not shown.
         guard let opened = node.open(e) else { return [] }
+        // A revoked device's envelopes after its limit: kept and relayed, never shown or applied.
+        if node.isRevoked(e) {
+            node.refusedRevoked &+= 1
+            return []
+        }
         node.observe(e, opened)
         // A blocked identity's messages are kept (and relayed) but not shown.
         if blocked.contains(e.author) { return [] }
@@ -44,8 +49,16 @@ extension NetworkNode {
         case .device:
             guard let row = node.acceptDeviceClaim(e, opened) else { return [] }
             return [.deviceAdded(node.people[row.account], device: row.device, name: PeerText(row.name))]
+        case .revoke:
+            guard let row = node.acceptRevocation(e, opened) else { return [] }
+            return [.deviceRevoked(node.people[row.device], device: row.device, by: row.by, last: row.last)]
         case .receipt:
             guard e.author != node.me, let receipt = Receipt.decode(opened.content) else { return [] }
+            // Another device of ours read the room: so have we (docs/PROTOCOL.md §15).
+            if node.people.account(e.author) == node.account {
+                if receipt.state == .read { readElsewhere(receipt, in: e.room) }
+                return []
+            }
             return receiptArrived(receipt, from: e.author, room: e.room)
         case .invite:
             // An invite comes in a conversation, never in a room.
@@ -75,12 +88,14 @@ extension NetworkNode {
             return [.message(quoted(shown))] + repliesFilled(by: e)
         }
         guard let roomName = node.roomName(e.room) else { return [] }
-        receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: opened.isMessage, current: roomName == session.room)
+        // Nothing is owed for what our own account signed (another device of ours).
+        let fromUs = node.people.account(e.author) == node.account
+        receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: opened.isMessage && !fromUs, current: roomName == session.room)
         var shown = quoted(ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, me: node.me, book: node.people))
         if opened.isMessage { shown.number = number(of: stored) }
         // A message in any room may move it up `/rooms`, whose numbers the act list shows.
         roomOrderStale = roomOrderStale || opened.isMessage
-        if roomName != session.room, opened.isMessage, e.author != node.me {
+        if roomName != session.room, opened.isMessage, !fromUs {
             activity.arrived(in: roomName.value, mention: shown.mention)
         }
         return [.message(shown)] + (opened.isMessage ? repliesFilled(by: e) : [])
@@ -164,6 +179,10 @@ extension NetworkNode {
             return (try listInvites(), true)
         case let .devices(who):
             return ([try devices(of: who.map(node.resolve) ?? node.me)], true)
+        case let .revoke(who):
+            let (e, row) = try node.revoke(who)
+            sendOwn(e)
+            return ([.deviceRevoked(node.people[row.device], device: row.device, by: node.me, last: node.revokedAfter[row.device] ?? 0)], true)
         case let .set(key, value):
             try node.store.setSetting(key, value)
             receipts.sendsRead = value == "on"
@@ -298,6 +317,8 @@ extension NetworkNode {
         if node.refusedEdits > 0 { all["edit_refused"] = node.refusedEdits }
         if node.refusedReactions > 0 { all["reaction_refused"] = node.refusedReactions }
         if node.refusedDeviceClaims > 0 { all["device_refused"] = node.refusedDeviceClaims }
+        if node.refusedRevocations > 0 { all["revoke_refused"] = node.refusedRevocations }
+        if node.refusedRevoked > 0 { all["revoked_refused"] = node.refusedRevoked }
         return .stats(links: linkedPeers.count, counters: all.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) },
                       stages: core.stages.summaries)
     }

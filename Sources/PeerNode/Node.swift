@@ -41,6 +41,12 @@ final class Node {
     let accountsKey: SymmetricKey
     /// Device claims refused by `acceptDeviceClaim` (counted as `device_refused`).
     var refusedDeviceClaims = 0
+    /// Revocations held (`Node+Revocation.swift`), and the limit each revoked device has.
+    var revocationRows: Set<Store.RevocationRow> = []
+    var revokedAfter: [PublicKey: UInt64] = [:]
+    /// Revocations refused (`revoke_refused`), and envelopes of revoked devices not shown (`revoked_refused`).
+    var refusedRevocations = 0
+    var refusedRevoked = 0
 
     init(options: Options, environment: [String: String]) throws {
         guard let path = resolveDataDirectory(options, environment: environment) else {
@@ -75,6 +81,7 @@ final class Node {
         store.kindOf = { [weak self] in self?.open($0)?.kind }
         store.indexedText = { [weak self] in self?.indexedText(of: $0) }
         try loadAccounts()
+        try loadRevocations()
         try loadNicks()
         repairs = try repairPrivateRooms()
         people.trusted = try store.trustedIdentities()

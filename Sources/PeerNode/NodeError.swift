@@ -57,6 +57,9 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
     case notAccountKey(PublicKey)
     /// This identity belongs to an account already, or has devices of its own.
     case alreadyInAccount(PublicKey)
+    /// No device of our account goes by that id, fingerprint or name.
+    case noDevice(String)
+    case cannotRevokeAccountKey
 
     var description: String {
         switch self {
@@ -96,6 +99,8 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
         case let .badCommand(message): message
         case let .notAccountKey(account):
             "this machine is a device of account \(account.shortFingerprint) (\(account.hex)): link new devices from the account's first machine"
+        case let .noDevice(who): "no device of your account is called \(TerminalText.sanitize(who)) (/devices lists them)"
+        case .cannotRevokeAccountKey: "the account key is the account: it cannot be revoked by its devices"
         case let .alreadyInAccount(account):
             "this identity already belongs to account \(account.shortFingerprint) (\(account.hex)) or has devices: join with a new --data-dir"
         }

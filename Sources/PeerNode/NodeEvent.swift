@@ -49,6 +49,8 @@ enum NodeEvent {
     case blockChanged(Person, blocked: Bool)
     /// A device's claim was delivered: `account` has a device more.
     case deviceAdded(Person, device: PublicKey, name: PeerText)
+    /// `device` of `account` was revoked by `by`: what it signs after `last` is refused.
+    case deviceRevoked(Person, device: PublicKey, by: PublicKey, last: UInt64)
     /// `/devices`, `/whois`: an account and its devices.
     case devices(Person, [DeviceInfo])
     case readReceipts(on: Bool)
@@ -79,6 +81,8 @@ struct DeviceInfo {
     let linkedNow: Bool
     /// When its newest envelope here was signed (ms, its clock); nil: none here.
     let lastSeen: UInt64?
+    /// Revoked: its envelopes after this sequence are refused.
+    let revokedAfter: UInt64?
 }
 
 /// A room or direct conversation, as the page's list shows it.

@@ -56,11 +56,14 @@ struct TerminalPresenter: LinePresenter {
                 : "-- \(plain.label(by)) invites you to the private room \(name): /accept \(name) joins it, /decline \(name) refuses"]
         case let .deviceAdded(account, device, name):
             return ["-- \(plain.label(account)) has a new device: \(name) (\(device.shortFingerprint))"]
+        case let .deviceRevoked(account, device, by, last):
+            return ["-- ⚠ \(plain.label(account))'s device \(device.shortFingerprint) was revoked by \(by.shortFingerprint): what it signs after its message \(last) is refused"]
         case let .devices(account, devices):
             return ["-- \(plain.label(account)) (id \(account.key.hex)): \(devices.count) device\(devices.count == 1 ? "" : "s")"]
                 + devices.map { d in
                     let seen = d.lastSeen.map { "last seen \(Renderer.day($0))" } ?? "not seen yet"
                     let marks = (d.isAccountKey ? " (account key)" : "") + (d.isThisNode ? " (this machine)" : d.linkedNow ? " (linked now)" : "")
+                        + (d.revokedAfter.map { " REVOKED after its message \($0)" } ?? "")
                     return "  \(d.name) \(d.key.shortFingerprint) \(d.key.hex)\(marks), \(seen)"
                 }
         case .noInvites:

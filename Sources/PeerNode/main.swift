@@ -113,6 +113,8 @@ func run(_ command: Command) throws {
         try DeviceCommands.add(options, environment: environment)
     case let .deviceJoin(code, options):
         try DeviceCommands.join(code: code, options, environment: environment)
+    case let .deviceRevoke(who, options):
+        try DeviceCommands.revoke(who, options, environment: environment)
     case let .webURL(options):
         guard let path = resolveDataDirectory(options, environment: environment) else { throw NodeError.noDataDirectory }
         writeLines([try WebToken.url(directory: path, replace: options.newWebToken)])

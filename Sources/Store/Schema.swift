@@ -175,6 +175,18 @@ enum Schema {
         ) WITHOUT ROWID;
         CREATE INDEX devices_by_account ON devices(account);
         """,
+        // 14: revocations of devices (docs/PROTOCOL.md §15, "Revoking a
+        // device"): which device, by which device's envelope, and the last
+        // of its sequences still accepted.
+        """
+        CREATE TABLE revocations(
+            device BLOB NOT NULL,
+            by BLOB NOT NULL,
+            by_sequence INTEGER NOT NULL,
+            last INTEGER NOT NULL,
+            PRIMARY KEY(device, by, by_sequence)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// The first schema that wrote with `secure_delete` on: an older file

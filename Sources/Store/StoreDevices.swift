@@ -44,6 +44,53 @@ extension Store {
         return out
     }
 
+    /// A revocation as stored: `by`'s envelope `bySequence` says `device`'s
+    /// envelopes after `last` are refused.
+    public struct RevocationRow: Equatable, Hashable, Sendable {
+        public let device: PublicKey
+        public let by: PublicKey
+        public let bySequence: UInt64
+        public let last: UInt64
+
+        public init(device: PublicKey, by: PublicKey, bySequence: UInt64, last: UInt64) {
+            self.device = device
+            self.by = by
+            self.bySequence = bySequence
+            self.last = last
+        }
+    }
+
+    public func addRevocation(_ row: RevocationRow) throws {
+        try db.statement("INSERT OR IGNORE INTO revocations(device, by, by_sequence, last) VALUES (?1, ?2, ?3, ?4)")
+            .bind(1, row.device.bytes).bind(2, row.by.bytes).bind(3, Int64(clamping: row.bySequence)).bind(4, Int64(clamping: row.last)).run()
+    }
+
+    public func revocations() throws -> [RevocationRow] {
+        let s = try db.statement("SELECT device, by, by_sequence, last FROM revocations")
+        var out: [RevocationRow] = []
+        while try s.step() {
+            guard let device = try? PublicKey(bytes: s.blob(0)), let by = try? PublicKey(bytes: s.blob(1)) else { continue }
+            out.append(RevocationRow(device: device, by: by, bySequence: UInt64(max(0, s.int64(2))), last: UInt64(max(0, s.int64(3)))))
+        }
+        return out
+    }
+
+    /// Moves a room's read mark up to the newest envelope it holds of each
+    /// (author, sequence) given, never back: what another device of ours read.
+    public func markRead(_ room: RoomID, through marks: [(author: PublicKey, sequence: UInt64)]) throws {
+        guard let row = roomRows[room] else { return }
+        var newest: Int64 = 0
+        for mark in marks {
+            guard let author = authors[mark.author]?.rowid else { continue }
+            let delivery = try db.statement(
+                "SELECT coalesce(max(delivery), 0) FROM envelopes WHERE room = ?1 AND author = ?2 AND sequence <= ?3 AND delivery IS NOT NULL"
+            ).bind(1, row).bind(2, author).bind(3, Int64(clamping: mark.sequence)).single { $0.int64(0) } ?? 0
+            newest = max(newest, delivery)
+        }
+        guard newest > 0 else { return }
+        try db.statement("UPDATE rooms SET read_delivery = max(read_delivery, ?2) WHERE rowid = ?1").bind(1, row).bind(2, newest).run()
+    }
+
     /// When `author`'s newest envelope here was signed (its own clock, ms); nil when none is here.
     public func lastSigned(by author: PublicKey) throws -> UInt64? {
         try db.statement(

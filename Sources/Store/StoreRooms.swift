@@ -63,17 +63,21 @@ extension Store {
         return out.reversed()
     }
 
-    /// Delivered texts, actions and replies from others after the room's read mark.
+    /// Delivered texts, actions and replies from others after the room's
+    /// read mark: not ours, nor of any other device of our account (`devices`).
     public func unreadCount(of room: RoomID, me: PublicKey) throws -> Int {
         guard let row = roomRows[room] else { return 0 }
-        let own = authors[me]?.rowid ?? -1
         let s = try db.statement(
             """
             SELECT count(*) FROM envelopes
             WHERE room = ?1 AND delivery > (SELECT read_delivery FROM rooms WHERE rowid = ?1)
-              AND author != ?2 AND kind IN (\(Kind.text.rawValue), \(Kind.action.rawValue), \(Kind.reply.rawValue))
+              AND kind IN (\(Kind.text.rawValue), \(Kind.action.rawValue), \(Kind.reply.rawValue))
+              AND author NOT IN (
+                SELECT rowid FROM authors WHERE key = ?2 OR key IN (
+                  SELECT account FROM devices WHERE device = ?2
+                  UNION SELECT device FROM devices WHERE account = coalesce((SELECT account FROM devices WHERE device = ?2), ?2)))
             """
-        ).bind(1, row).bind(2, own)
+        ).bind(1, row).bind(2, me.bytes)
         return try s.single { $0.int(0) } ?? 0
     }
 

@@ -52,7 +52,7 @@ struct EnvelopeTests {
             #expect(throws: EnvelopeError.unknownVersion(version)) { try Envelope.decode(v) }
         }
         let kindOffset = 1 + 32 + 8 + 32 + 2 + 8 + 32
-        for bad: UInt8 in [0, 13, 255] {
+        for bad: UInt8 in [0, UInt8(Kind.allCases.count + 1), 255] {
             var k = e.encoded
             k[kindOffset] = bad
             #expect(throws: EnvelopeError.unknownKind(bad)) { try Envelope.decode(k) }

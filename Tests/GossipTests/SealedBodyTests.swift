@@ -97,7 +97,7 @@ struct SealedBodyTests {
 
     @Test("a sealed plaintext with bad padding or an unknown kind is refused, not trusted")
     func badInside() throws {
-        for padded: [UInt8] in [[UInt8](repeating: 0, count: 256), [13] + [0x80] + [UInt8](repeating: 0, count: 254), [1, 0x80, 1] + [UInt8](repeating: 0, count: 253)] {
+        for padded: [UInt8] in [[UInt8](repeating: 0, count: 256), [UInt8(Kind.allCases.count + 1)] + [0x80] + [UInt8](repeating: 0, count: 254), [1, 0x80, 1] + [UInt8](repeating: 0, count: 253)] {
             let body = try key.seal(padded, associatedData: Array("peernode/2 body".utf8) + [0] + author.publicKey.bytes + room.bytes)
             let e = try Envelope.sign(by: author, sequence: 1, previous: .zero, dependencies: [], timestamp: 1, room: room, body: body)
             #expect(throws: EnvelopeError.self) { try SealedBody.open(e, key: key) }

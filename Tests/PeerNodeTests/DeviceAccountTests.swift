@@ -51,6 +51,15 @@ struct DeviceAccountTests {
         return (desktop, laptop)
     }
 
+    /// How many of bob's messages in #general the node in `dir` counts unread (read while it runs).
+    static func unreadFromBob(_ dir: String, bob: String) async throws -> String {
+        try await runToEnd("/usr/bin/sqlite3", [dir + "/peernode.db", """
+            SELECT count(*) FROM envelopes e JOIN rooms r ON e.room = r.rowid
+            WHERE r.name = '#general' AND e.delivery > r.read_delivery AND e.kind IN (1, 2, 11)
+              AND e.author = (SELECT rowid FROM authors WHERE key = x'\(bob)');
+            """]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     @Test("a wrong code spends a try: after 3 the adder stops and nothing more connects; the right code links the laptop with the account's nick and rooms")
     func linking() async throws {
         let desktop = TemporaryDirectory(), stranger = TemporaryDirectory()
@@ -107,6 +116,30 @@ struct DeviceAccountTests {
         let second = await bob.wait { $0["type"] == "device_listed" && $0["device"] == laptop.id }
         #expect(first?["account"] == alice && second?["account"] == alice && second?["name"] == "laptop" && second?["last_seen"] != nil,
                 "\(bob.recent(4))")
+
+        // Read on the laptop (receipts on, as at a terminal): the same room counts as read on the desktop.
+        laptop.send("/set receipts on")
+        laptop.send("/stats")
+        #expect(await laptop.wait { $0["type"] == "stats" } != nil, "\(laptop.recent(3))")
+        bob.send("news for alice")
+        #expect(await desktop.wait { $0["text"] == "news for alice" } != nil)
+        #expect(try await Self.unreadFromBob(desktopDir.path, bob: bob.id) == "1")
+        #expect(await laptop.wait { $0["text"] == "news for alice" } != nil)
+        var unread = "1"
+        for _ in 0..<60 where unread != "0" {
+            try await Task.sleep(nanoseconds: 500_000_000)
+            unread = try await Self.unreadFromBob(desktopDir.path, bob: bob.id)
+        }
+        #expect(unread == "0", "\(desktop.recent(6))")
+
+        // The desktop revokes the laptop: bob and the desktop refuse what it signs next.
+        desktop.send("/revoke laptop")
+        #expect(await bob.wait { $0["type"] == "device_revoked" && $0["device"] == laptop.id && $0["account"] == alice } != nil, "\(bob.recent(5))")
+        laptop.send("posted after the revocation")
+        #expect(await counterAtLeast(bob, "revoked_refused", 1), "\(bob.recent(5))")
+        #expect(!bob.events.value.contains { $0["text"] == "posted after the revocation" })
+        bob.send("/whois alice")
+        #expect(await bob.wait { $0["type"] == "device_listed" && $0["device"] == laptop.id && $0["state"] == "revoked" } != nil, "\(bob.recent(4))")
         for n in [desktop, laptop, bob] { _ = await n.quit() }
 
         // Only the account's own machine links devices.

@@ -82,4 +82,49 @@ struct DeviceClaimRulesTests {
         #expect(again.people[laptop.publicKey].key == alice.publicKey)
         #expect(try again.devices(of: alice.publicKey).map(\.name) == ["first device", "laptop"])
     }
+
+    @Test("revocations: the account key's always count; another device's count unless the account key revoked it first; two devices revoking each other are both revoked; foreign, account-key and replayed ones change nothing")
+    func revocations() throws {
+        let dir = TemporaryDirectory()
+        let node = try life.node(dir)
+        let box = try SigningKey.generate()
+        var heads: [PublicKey: (UInt64, MessageID)] = [:]
+        func next(_ author: SigningKey, _ kind: Kind, _ content: [UInt8]) throws -> Envelope {
+            let (sequence, previous) = heads[author.publicKey].map { ($0.0 + 1, $0.1) } ?? (1, .zero)
+            let e = try envelope(author, sequence: sequence, previous: previous, kind: kind, content: content, on: node)
+            heads[author.publicKey] = (sequence, e.id)
+            return e
+        }
+        for (device, name) in [(laptop, "laptop"), (box, "box")] {
+            #expect(claim(try next(device, .device, try DeviceCertificate.issue(by: alice, for: device.publicKey, name: name, at: 5).encoded), on: node))
+        }
+        func revoke(_ by: SigningKey, _ device: PublicKey, last: UInt64) throws -> Bool {
+            let e = try next(by, .revoke, DeviceRevocation(device: device.self, last: last).encoded)
+            guard let opened = node.open(e) else { return false }
+            return node.acceptRevocation(e, opened) != nil
+        }
+        // Mallory cannot revoke alice's laptop; the laptop cannot revoke the account key.
+        #expect(try !revoke(mallory, laptop.publicKey, last: 0))
+        #expect(try !revoke(laptop, alice.publicKey, last: 0))
+        #expect(node.refusedRevocations == 2 && node.revokedAfter.isEmpty)
+
+        // The box revokes the laptop after its 4th envelope; the laptop, not knowing, revokes the box: both stand.
+        #expect(try revoke(box, laptop.publicKey, last: 4))
+        #expect(try revoke(laptop, box.publicKey, last: 2))
+        #expect(node.revokedAfter == [laptop.publicKey: 4, box.publicKey: 2])
+        let someID = try #require(heads[laptop.publicKey]?.1)
+        let late = try envelope(laptop, sequence: 5, previous: someID, content: [], on: node)
+        let earlier = try envelope(laptop, sequence: 4, previous: someID, content: [], on: node)
+        #expect(node.isRevoked(late) && !node.isRevoked(earlier))
+        // The account key revokes the laptop after its 2nd: the laptop's revocation of the box (its 3rd) no longer counts.
+        #expect(try revoke(alice, laptop.publicKey, last: 2))
+        #expect(node.revokedAfter == [laptop.publicKey: 2])
+        // The same rows in any order give the same limits.
+        let rows = Array(node.revocationRows)
+        #expect(Node.limits(Set(rows.reversed()), account: { node.people.account($0) }) == node.revokedAfter)
+        // Kept in the store, read back at start the same.
+        #expect(Set(try node.store.revocations()) == node.revocationRows)
+        try node.loadRevocations()
+        #expect(node.revokedAfter == [laptop.publicKey: 2])
+    }
 }
