@@ -396,14 +396,15 @@ def xchacha_open(lib, key, sealed):
     return plain.raw[:length.value]
 
 
-def check_certificate(data, account, device, name, issued):
-    if len(data) > 169:
+def check_certificate(data, account, device, name, issued, epoch, conversation_key):
+    if len(data) > 205:
         fail("certificate too long")
-    n = data[72]
+    n = data[108]
     if data[:32] != account or data[32:64] != device or struct.unpack(">Q", data[64:72])[0] != issued \
-            or data[73:73 + n] != name or len(data) != 73 + n + 64:
+            or struct.unpack(">I", data[72:76])[0] != epoch or data[76:108] != conversation_key \
+            or data[109:109 + n] != name or len(data) != 109 + n + 64:
         fail("certificate fields")
-    Ed25519PublicKey.from_public_bytes(account).verify(data[73 + n:], b"peernode/1 device-certificate\x00" + data[:73 + n])
+    Ed25519PublicKey.from_public_bytes(account).verify(data[109 + n:], b"peernode/1 device-certificate\x00" + data[:109 + n])
 
 
 def check_device_link(alice):
@@ -444,7 +445,12 @@ def check_device_link(alice):
     cert = r.take(r.u(">B", 1))
     if cert != h["certificate"]:
         fail("device link: the grant's certificate")
-    check_certificate(cert, alice, device, b"laptop", item["issued"])
+    secret = r.take(32)
+    if secret != b"\x88" * 32:
+        fail("device link: conversation secret")
+    box_public = ctypes.create_string_buffer(32)
+    lib.crypto_scalarmult_curve25519_base(box_public, secret)
+    check_certificate(cert, alice, device, b"laptop", item["issued"], 1, box_public.raw)
     if r.take(r.u(">B", 1)) != b"alice":
         fail("device link: nick")
     if r.u(">H", 2) != 1 or r.take(32) != b"\x44" * 32 or r.take(32) != b"\x55" * 32 or r.take(r.u(">B", 1)) != b"#plans":

@@ -13,27 +13,25 @@ public struct DirectKey: Sendable {
     let shared: SecretBytes
     public let peer: PublicKey
 
-    /// Precomputes the shared key (`crypto_box_..._beforenm`); throws
-    /// `.badPublicKey` if the peer's key is not a valid point.
+    /// Precomputes the shared key (`crypto_box_..._beforenm`) between two
+    /// identities (both converted to X25519); throws `.badPublicKey` if the
+    /// peer's key is not a valid point.
     public init(own: SigningKey, peer: PublicKey) throws(CryptoError) {
         try Sodium.ensureInitialised()
-        var peerCurve = [UInt8](repeating: 0, count: 32)
-        let converted = peerCurve.withUnsafeMutableBufferPointer { out in
-            crypto_sign_ed25519_pk_to_curve25519(out.baseAddress!, peer.bytes)
-        }
-        guard converted == 0 else { throw .badPublicKey }
-        let ownCurve = SecretBytes(count: 32) { out in
-            own.secret.withUnsafeBytes { sk in
-                _ = crypto_sign_ed25519_sk_to_curve25519(
-                    out.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                    sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
-        }
+        guard let peerCurve = BoxKeyPair.convertedPublic(peer) else { throw .badPublicKey }
+        try self.init(own: BoxKeyPair.converted(from: own), peerPublic: peerCurve, peer: peer)
+    }
+
+    /// The shared key between our conversation key `own` and a peer
+    /// account's conversation public key (docs/PROTOCOL.md §15).
+    public init(own: BoxKeyPair, peerPublic: [UInt8], peer: PublicKey) throws(CryptoError) {
+        try Sodium.ensureInitialised()
+        try Sodium.checkLength("X25519 public key", peerPublic, BoxKeyPair.byteCount)
         var failed = false
         shared = SecretBytes(count: 32) { out in
-            ownCurve.withUnsafeBytes { sk in
+            own.secret.withUnsafeBytes { sk in
                 failed = crypto_box_curve25519xchacha20poly1305_beforenm(
-                    out.baseAddress!.assumingMemoryBound(to: UInt8.self), peerCurve,
+                    out.baseAddress!.assumingMemoryBound(to: UInt8.self), peerPublic,
                     sk.baseAddress!.assumingMemoryBound(to: UInt8.self)) != 0
             }
         }

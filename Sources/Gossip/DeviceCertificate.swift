@@ -5,41 +5,54 @@ import Crypto
 /// device's own claim envelope (kind `device`, in the accounts room) so every
 /// node can check it without the account's history. docs/PROTOCOL.md §15.
 ///
-///     account 32 ‖ device 32 ‖ issued (ms since the epoch) 8 ‖ name length 1 ‖ name ‖ signature 64
+///     account 32 ‖ device 32 ‖ issued (ms since the epoch) 8 ‖ epoch 4 ‖ conversation key 32
+///     ‖ name length 1 ‖ name ‖ signature 64
+///
+/// The epoch and conversation key announce the account's current
+/// conversation key (X25519), which the device holds too: direct messages
+/// to the account are sealed to it, so each device opens them on its own.
 public struct DeviceCertificate: Equatable, Sendable {
     /// Bytes of a device's name (the machine's, as its user calls it).
     public static let maximumNameLength = 32
-    public static let minimumSize = 32 + 32 + 8 + 1 + 64
+    public static let minimumSize = 32 + 32 + 8 + 4 + 32 + 1 + 64
     public static let maximumSize = minimumSize + maximumNameLength
 
     public let account: PublicKey
     public let device: PublicKey
     public let issued: UInt64
+    /// The account's conversation key this certificate announces (epoch ≥ 1).
+    public let epoch: UInt32
+    public let conversationKey: [UInt8]
     /// Network text: shown only sanitized. Holds `Nick`'s rules.
     public let name: String
     public let signature: [UInt8]
 
     /// Signed by `account` for `device`.
-    public static func issue(by account: SigningKey, for device: PublicKey, name: String, at issued: UInt64) throws(EnvelopeError) -> DeviceCertificate {
+    public static func issue(by account: SigningKey, for device: PublicKey, name: String, at issued: UInt64,
+                             epoch: UInt32, conversationKey: [UInt8]) throws(EnvelopeError) -> DeviceCertificate {
         _ = try Nick(name)
         guard device != account.publicKey else { throw .badValue(field: "device", 0) }
-        let signed = signedBytes(account: account.publicKey, device: device, issued: issued, name: name)
-        return DeviceCertificate(account: account.publicKey, device: device, issued: issued, name: name,
-                                 signature: account.sign(signed, context: .deviceCertificate))
+        guard epoch >= 1 else { throw .badValue(field: "epoch", 0) }
+        guard conversationKey.count == 32 else { throw .badLength(field: "conversation key", expected: 32, actual: conversationKey.count) }
+        let signed = signedBytes(account: account.publicKey, device: device, issued: issued, epoch: epoch, conversationKey: conversationKey, name: name)
+        return DeviceCertificate(account: account.publicKey, device: device, issued: issued, epoch: epoch, conversationKey: conversationKey,
+                                 name: name, signature: account.sign(signed, context: .deviceCertificate))
     }
 
-    static func signedBytes(account: PublicKey, device: PublicKey, issued: UInt64, name: String) -> [UInt8] {
+    static func signedBytes(account: PublicKey, device: PublicKey, issued: UInt64, epoch: UInt32, conversationKey: [UInt8], name: String) -> [UInt8] {
         var w = ByteWriter(capacity: maximumSize)
         w.raw(account.bytes)
         w.raw(device.bytes)
         w.u64(issued)
+        w.u32(epoch)
+        w.raw(conversationKey)
         w.u8(UInt8(name.utf8.count))
         w.raw(name.utf8)
         return w.bytes
     }
 
     public var encoded: [UInt8] {
-        Self.signedBytes(account: account, device: device, issued: issued, name: name) + signature
+        Self.signedBytes(account: account, device: device, issued: issued, epoch: epoch, conversationKey: conversationKey, name: name) + signature
     }
 
     /// Decodes and checks the signature: what this returns was signed by `account`.
@@ -49,6 +62,8 @@ public struct DeviceCertificate: Equatable, Sendable {
         let account = try key(r.take(32, "account"))
         let device = try key(r.take(32, "device"))
         let issued = try r.u64("issued")
+        let epoch = try r.u32("epoch")
+        let conversationKey = Array(try r.take(32, "conversation key"))
         let length = Int(try r.u8("name length"))
         let nameBytes = try r.take(length, "name")
         let signature = Array(try r.take(Signature.byteCount, "signature"))
@@ -57,9 +72,12 @@ public struct DeviceCertificate: Equatable, Sendable {
             throw .badNick(String(decoding: nameBytes, as: UTF8.self))
         }
         guard account != device else { throw .badValue(field: "device", 0) }
-        let certificate = DeviceCertificate(account: account, device: device, issued: issued, name: name, signature: signature)
+        guard epoch >= 1 else { throw .badValue(field: "epoch", 0) }
+        let certificate = DeviceCertificate(account: account, device: device, issued: issued, epoch: epoch, conversationKey: conversationKey,
+                                            name: name, signature: signature)
         do {
-            try account.verify(signature: signature, message: signedBytes(account: account, device: device, issued: issued, name: name),
+            try account.verify(signature: signature,
+                               message: signedBytes(account: account, device: device, issued: issued, epoch: epoch, conversationKey: conversationKey, name: name),
                                context: .deviceCertificate)
         } catch { throw .badSignature }
         return certificate

@@ -4,6 +4,7 @@ import Crypto
 /// sealed for the device by the link exchange:
 ///
 ///     certificate length 1 ‖ certificate
+///     conversation secret 32 (the X25519 secret of the certificate's conversation key)
 ///     nick length 1 ‖ nick (0: none)
 ///     private count 2 ‖ count × (room id 32 ‖ room key 32 ‖ name length 1 ‖ name)
 ///     public count 2 ‖ count × (name length 1 ‖ name)
@@ -25,15 +26,18 @@ public struct DeviceGrant: Equatable {
     }
 
     public let certificate: DeviceCertificate
+    /// The account's conversation key's secret, of the certificate's epoch.
+    public let conversationSecret: [UInt8]
     public let nick: Nick?
     public let privateRooms: [PrivateRoom]
     public let publicRooms: [RoomName]
     public let trusted: [PublicKey]
     public let blocked: [PublicKey]
 
-    public init(certificate: DeviceCertificate, nick: Nick?, privateRooms: [PrivateRoom], publicRooms: [RoomName],
+    public init(certificate: DeviceCertificate, conversationSecret: [UInt8], nick: Nick?, privateRooms: [PrivateRoom], publicRooms: [RoomName],
                 trusted: [PublicKey], blocked: [PublicKey]) {
         self.certificate = certificate
+        self.conversationSecret = conversationSecret
         self.nick = nick
         self.privateRooms = privateRooms
         self.publicRooms = publicRooms
@@ -46,6 +50,7 @@ public struct DeviceGrant: Equatable {
         let c = certificate.encoded
         w.u8(UInt8(c.count))
         w.raw(c)
+        w.raw(conversationSecret)
         Self.short(nick?.value, to: &w)
         w.u16(UInt16(clamping: min(privateRooms.count, Self.maximumEntries)))
         for room in privateRooms.prefix(Self.maximumEntries) {
@@ -77,6 +82,10 @@ public struct DeviceGrant: Equatable {
     private static func parse(_ bytes: [UInt8]) throws -> DeviceGrant {
         var r = ByteReader(bytes)
         let certificate = try DeviceCertificate.decode(Array(try r.take(Int(try r.u8("certificate length")), "certificate")))
+        let secret = Array(try r.take(32, "conversation secret"))
+        guard (try? BoxKeyPair(secretBytes: secret))?.publicKey == certificate.conversationKey else {
+            throw DeviceLinkError.badGrant("the conversation secret is not the certificate's key")
+        }
         let nickText = try text(&r, "nick")
         let nick = nickText.isEmpty ? nil : try Nick(nickText)
         var privateRooms: [PrivateRoom] = []
@@ -94,7 +103,7 @@ public struct DeviceGrant: Equatable {
             lists.append(keys)
         }
         guard r.remaining == 0 else { throw EnvelopeError.trailingBytes(count: r.remaining) }
-        return DeviceGrant(certificate: certificate, nick: nick, privateRooms: privateRooms, publicRooms: publicRooms,
+        return DeviceGrant(certificate: certificate, conversationSecret: secret, nick: nick, privateRooms: privateRooms, publicRooms: publicRooms,
                            trusted: lists[0], blocked: lists[1])
     }
 

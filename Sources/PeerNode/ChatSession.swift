@@ -117,7 +117,7 @@ final class ChatSession {
             let edited = now?.edited == true ? " (edited)" : ""
             if let name = node.roomName(e.room) { return renderer.line(e, room: name.value, opened: now?.opened, quote: quote) + edited }
             guard let (peer, _) = node.direct(e), let text = now?.opened.text else { return renderer.line(e, room: "?", opened: nil) }
-            return renderer.directLine(e, to: e.author == node.me ? peer : node.me, text: text, quote: quote) + edited
+            return renderer.directLine(e, to: node.people.account(e.author) == node.account ? peer : node.account, text: text, quote: quote) + edited
         }
     }
 

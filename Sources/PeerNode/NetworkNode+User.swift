@@ -84,7 +84,7 @@ extension NetworkNode {
             guard opened.isMessage else { return [] }
             // A direct message is shown wherever the person is: it counts as read there.
             receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: true, current: true)
-            let shown = ShownMessage(envelope: e, opened: opened, room: nil, to: e.author == node.me ? peer : node.me, me: node.me, book: node.people)
+            let shown = ShownMessage(envelope: e, opened: opened, room: nil, to: node.people.account(e.author) == node.account ? peer : node.account, me: node.me, book: node.people)
             return [.message(quoted(shown))] + repliesFilled(by: e)
         }
         guard let roomName = node.roomName(e.room) else { return [] }
@@ -114,7 +114,7 @@ extension NetworkNode {
     /// `e` as shown where it was posted: a room this node shows, or a conversation of ours.
     private func shownIn(_ e: Envelope, _ opened: OpenedEnvelope) -> ShownMessage? {
         if let peer = opened.peer {
-            return ShownMessage(envelope: e, opened: opened, room: nil, to: e.author == node.me ? peer : node.me, me: node.me, book: node.people)
+            return ShownMessage(envelope: e, opened: opened, room: nil, to: node.people.account(e.author) == node.account ? peer : node.account, me: node.me, book: node.people)
         }
         guard let roomName = node.roomName(e.room) else { return nil }
         return ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, me: node.me, book: node.people)

@@ -42,6 +42,7 @@ extension Node {
                                   issued: certificate.issued, claim: e.sequence)
         do { try store.addDevice(row) } catch { return nil }
         people.accounts[e.author] = certificate.account
+        announce(certificate, claim: e)
         return row
     }
 
@@ -56,10 +57,11 @@ extension Node {
     /// `device` signed now, our nick, rooms, trust marks and blocks.
     func grant(for device: PublicKey, name: String) throws -> DeviceGrant {
         guard account == me else { throw NodeError.notAccountKey(account) }
-        let certificate = try DeviceCertificate.issue(by: identity, for: device, name: name, at: Self.now())
+        let (epoch, box) = try newestOwnBoxKey()
+        let certificate = try DeviceCertificate.issue(by: identity, for: device, name: name, at: Self.now(), epoch: epoch, conversationKey: box.publicKey)
         let privates = privateRooms.map { DeviceGrant.PrivateRoom(id: $0.key, key: $0.value.key.exportedBytes, name: $0.value.name) }
         let publics = roomNames.filter { privateRooms[$0.key] == nil }.map(\.value)
-        return DeviceGrant(certificate: certificate, nick: nick.flatMap { try? Nick($0) }, privateRooms: privates,
+        return DeviceGrant(certificate: certificate, conversationSecret: box.exportedSecret, nick: nick.flatMap { try? Nick($0) }, privateRooms: privates,
                            publicRooms: publics.sorted { $0.value < $1.value }, trusted: Array(people.trusted),
                            blocked: Array(try store.blockedIdentities()))
     }
@@ -83,6 +85,10 @@ extension Node {
         guard let opened = open(claim), acceptDeviceClaim(claim, opened) != nil else {
             throw NodeError.notAccountKey(grant.certificate.account)
         }
+        // The account's conversation key, so this device opens conversations on its own.
+        try store.saveConversationKey(Store.ConversationKeyRow(account: grant.certificate.account, epoch: grant.certificate.epoch,
+                                                               publicKey: grant.certificate.conversationKey, secret: grant.conversationSecret, claim: nil))
+        try reloadConversationKeys()
         if let nick = grant.nick { try post(nick.value, kind: .nick, in: .general) }
     }
 }

@@ -39,16 +39,19 @@ extension Node {
         let roomVersion1: RoomID
     }
 
-    /// The conversation with `peer` (one X25519 per peer, then cached); nil
-    /// when `peer` is not a usable key.
+    /// The conversation we seal new messages to `peer`'s account in: our
+    /// sending epoch and theirs (`Node+ConversationKeys.swift`), cached; nil
+    /// when `peer` is us or not a usable key.
     func conversation(with peer: PublicKey) -> Conversation? {
-        if let known = conversations[peer] { return known }
-        guard peer != me, let key = try? DirectKey(own: identity, peer: peer) else { return nil }
+        let other = people.account(peer)
+        if let known = conversations[other] { return known }
+        guard other != account else { return nil }
+        mapConversations(with: other)
+        guard let pair = ownBoxKeys[sendingEpoch], let theirs = boxPublic(of: other, epoch: sendingEpoch(of: other)),
+              let key = try? DirectKey(own: pair, peerPublic: theirs, peer: other) else { return nil }
         let c = Conversation(key: key, room: RoomID.direct(key, network: network),
-                             roomVersion1: RoomID.directVersion1(me, peer, network: network))
-        conversations[peer] = c
-        dmPeers[c.room] = peer
-        dmPeers[c.roomVersion1] = peer
+                             roomVersion1: RoomID.directVersion1(me, other, network: network))
+        conversations[other] = c
         return c
     }
 
@@ -56,7 +59,7 @@ extension Node {
     @discardableResult
     func postDirect(_ content: [UInt8], kind: Kind, to peer: PublicKey) throws -> Envelope {
         guard let c = conversation(with: peer) else { throw NodeError.notSealable(peer) }
-        return try appendOwn(room: c.room, kind: kind, content: content, key: c.key.conversationKey)
+        return try appendOwn(room: c.room, kind: kind, content: content, key: c.key.conversationKey, alsoRequires: sendingEpochDependency)
     }
 
     /// Maps the version-1 conversation room of every author this store
@@ -70,13 +73,14 @@ extension Node {
         for author in authors where author != me { dmPeers[RoomID.directVersion1(me, author, network: network)] = author }
     }
 
-    /// Maps the conversations of every author this store knows, both
-    /// versions (one X25519 each, cached; again only once more authors are
-    /// known): for our own envelopes from before this run.
+    /// Maps the conversations of the account of every author this store
+    /// knows, every epoch pair (one X25519 each, cached; again only once
+    /// more authors or epochs are known): for envelopes of ours, from any of
+    /// our devices, whose other party is not known from the envelope.
     private func learnConversationsOfKnownAuthors() {
         guard let authors = try? store.vectorClock().entries.keys, authors.count != conversationsMapped else { return }
         conversationsMapped = authors.count
-        for author in authors { _ = conversation(with: author) }
+        for author in Set(authors.map { people.account($0) }) { mapConversations(with: author) }
     }
 
     /// The envelope's kind and content, if this node can open it: in a room
@@ -86,27 +90,27 @@ extension Node {
             guard let body = try? BodyCipher.openAny(envelope, key: key) else { return nil }
             return OpenedEnvelope(kind: body.kind, content: body.content, peer: nil)
         }
-        guard let peer = directPeer(of: envelope), let c = conversation(with: peer) else { return nil }
+        guard let (peer, key) = directRoom(of: envelope) else { return nil }
         if let kind = envelope.clearKind {
-            guard let plain = try? c.key.open(envelope.body) else { return nil }
+            guard let plain = try? key.open(envelope.body) else { return nil }
             return OpenedEnvelope(kind: kind, content: plain, peer: peer)
         }
-        guard let body = try? SealedBody.open(envelope, key: c.key.conversationKey) else { return nil }
+        guard let body = try? SealedBody.open(envelope, key: key.conversationKey) else { return nil }
         return OpenedEnvelope(kind: body.kind, content: body.content, peer: peer)
     }
 
-    /// The other party of a conversation of ours that `envelope` is in.
-    private func directPeer(of envelope: Envelope) -> PublicKey? {
-        if envelope.author != me {
-            // Someone else's: only their conversation with us can be ours (cached, not a scan).
-            guard let c = conversation(with: envelope.author), envelope.room == c.room || envelope.room == c.roomVersion1 else { return nil }
-            return envelope.author
+    /// The other party (an account) and the key of a conversation of ours that `envelope` is in.
+    private func directRoom(of envelope: Envelope) -> (peer: PublicKey, key: DirectKey)? {
+        if let known = directRooms[envelope.room] { return known }
+        let author = people.account(envelope.author)
+        if author != account {
+            // Someone else's: only their account's conversations with ours can be ours.
+            mapConversations(with: author)
+            return directRooms[envelope.room]
         }
-        // Our own, from before this run: find the other party among the
-        // authors we know, by a hash each (version 1) before an X25519 each.
-        if dmPeers[envelope.room] == nil { learnVersion1RoomsOfKnownAuthors() }
-        if dmPeers[envelope.room] == nil { learnConversationsOfKnownAuthors() }
-        return dmPeers[envelope.room]
+        // One of our devices': the other party is among the accounts we know.
+        learnConversationsOfKnownAuthors()
+        return directRooms[envelope.room]
     }
 
     /// If `envelope` is a direct message this node can read: the other party and the text.

@@ -82,6 +82,7 @@ final class Node {
         store.indexedText = { [weak self] in self?.indexedText(of: $0) }
         try loadAccounts()
         try loadRevocations()
+        try reloadConversationKeys()
         try loadNicks()
         repairs = try repairPrivateRooms()
         people.trusted = try store.trustedIdentities()
@@ -171,6 +172,14 @@ final class Node {
     /// an X25519 (conversations) (`Node+Direct.swift`).
     var version1RoomsMapped = 0
     var conversationsMapped = 0
+
+    /// Our account's conversation keys by epoch, the public keys other
+    /// accounts announced, and the conversation rooms mapped so far
+    /// (`Node+ConversationKeys.swift`).
+    var ownBoxKeys: [UInt32: BoxKeyPair] = [:]
+    var announcedBoxKeys: [PublicKey: [UInt32: (publicKey: [UInt8], claim: Dependency)]] = [:]
+    var directRooms: [RoomID: (peer: PublicKey, key: DirectKey)] = [:]
+    var mappedPairs: Set<MappedPair> = []
 
     /// Private rooms we are in: id → name and key.
     var privateRooms: [RoomID: (name: RoomName, key: SymmetricKey)] = [:]
@@ -266,14 +275,15 @@ final class Node {
     /// it refers to (a reaction's, a reply's), named among its dependencies
     /// so that every node delivers that message first.
     func appendOwn(room: RoomID, kind: Kind, content: [UInt8], key: SymmetricKey, erases: [UInt64] = [],
-                   requires: Envelope? = nil) throws -> Envelope {
+                   requires: Envelope? = nil, alsoRequires: Dependency? = nil) throws -> Envelope {
         // Sealed first: content over the limit is refused before the gate counts a post.
         let body = try SealedBody.seal(kind: kind, content: content, key: key, author: me, room: room)
         try postingGate?()
         let head = try store.head(of: me)
         let envelope = try Envelope.sign(
             by: identity, sequence: (head?.sequence ?? 0) + 1, previous: head?.id ?? .zero,
-            dependencies: dependencies(try store.dependenciesForNextPost(by: me), requiring: requires),
+            dependencies: dependencies(dependencies(try store.dependenciesForNextPost(by: me), requiring: requires.map { Dependency(author: $0.author, sequence: $0.sequence) }),
+                                       requiring: alsoRequires),
             timestamp: Self.now(), room: room, erases: erases, body: body)
         _ = try store.insertOwn(envelope, at: Self.now())
         return envelope
@@ -281,7 +291,7 @@ final class Node {
 
     /// `found` with `required`'s author at its sequence at least (one of
     /// ours needs none: our chain orders it), within `Envelope.maximumDependencies`.
-    func dependencies(_ found: [Dependency], requiring required: Envelope?) -> [Dependency] {
+    func dependencies(_ found: [Dependency], requiring required: Dependency?) -> [Dependency] {
         guard let required, required.author != me else { return found }
         var out = found.filter { $0.author != required.author }
         let held = found.first { $0.author == required.author }?.sequence ?? 0

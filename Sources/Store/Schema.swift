@@ -187,6 +187,20 @@ enum Schema {
             PRIMARY KEY(device, by, by_sequence)
         ) WITHOUT ROWID;
         """,
+        // 15: accounts' conversation keys (docs/PROTOCOL.md §15): each epoch's
+        // X25519 public key, its secret when the account is ours, and the
+        // device claim that announced it (NULL until one was delivered).
+        """
+        CREATE TABLE conversation_keys(
+            account BLOB NOT NULL,
+            epoch INTEGER NOT NULL,
+            public BLOB NOT NULL,
+            secret BLOB,
+            claim_device BLOB,
+            claim_sequence INTEGER,
+            PRIMARY KEY(account, epoch)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// The first schema that wrote with `secure_delete` on: an older file

@@ -100,3 +100,56 @@ extension Store {
             """).bind(1, author.bytes).single { UInt64(max(0, $0.int64(0))) }
     }
 }
+
+/// Accounts' conversation keys (docs/PROTOCOL.md §15, "Conversation keys").
+extension Store {
+    public struct ConversationKeyRow: Equatable, Sendable {
+        public let account: PublicKey
+        public let epoch: UInt32
+        public let publicKey: [UInt8]
+        /// Ours only.
+        public let secret: [UInt8]?
+        /// The claim that announced it: (device, its sequence); nil until one was delivered.
+        public let claim: (device: PublicKey, sequence: UInt64)?
+
+        public init(account: PublicKey, epoch: UInt32, publicKey: [UInt8], secret: [UInt8]?, claim: (device: PublicKey, sequence: UInt64)?) {
+            self.account = account
+            self.epoch = epoch
+            self.publicKey = publicKey
+            self.secret = secret
+            self.claim = claim
+        }
+
+        public static func == (a: Self, b: Self) -> Bool {
+            a.account == b.account && a.epoch == b.epoch && a.publicKey == b.publicKey && a.secret == b.secret
+                && a.claim?.device == b.claim?.device && a.claim?.sequence == b.claim?.sequence
+        }
+    }
+
+    /// Keeps an epoch's key: its secret when given, the announcing claim
+    /// when given and none was known; the first public key of an epoch stays.
+    public func saveConversationKey(_ row: ConversationKeyRow) throws {
+        try db.statement("INSERT OR IGNORE INTO conversation_keys(account, epoch, public) VALUES (?1, ?2, ?3)")
+            .bind(1, row.account.bytes).bind(2, Int64(row.epoch)).bind(3, row.publicKey).run()
+        if let secret = row.secret {
+            try db.statement("UPDATE conversation_keys SET secret = ?3 WHERE account = ?1 AND epoch = ?2 AND secret IS NULL")
+                .bind(1, row.account.bytes).bind(2, Int64(row.epoch)).bind(3, secret).run()
+        }
+        if let claim = row.claim {
+            try db.statement("UPDATE conversation_keys SET claim_device = ?3, claim_sequence = ?4 WHERE account = ?1 AND epoch = ?2 AND claim_device IS NULL")
+                .bind(1, row.account.bytes).bind(2, Int64(row.epoch)).bind(3, claim.device.bytes).bind(4, Int64(clamping: claim.sequence)).run()
+        }
+    }
+
+    public func conversationKeys() throws -> [ConversationKeyRow] {
+        let s = try db.statement("SELECT account, epoch, public, secret, claim_device, claim_sequence FROM conversation_keys")
+        var out: [ConversationKeyRow] = []
+        while try s.step() {
+            guard let account = try? PublicKey(bytes: s.blob(0)) else { continue }
+            let secret = s.isNull(3) ? nil : s.blob(3)
+            let claim = (try? PublicKey(bytes: s.blob(4))).map { ($0, UInt64(max(0, s.int64(5)))) }
+            out.append(ConversationKeyRow(account: account, epoch: UInt32(clamping: s.int64(1)), publicKey: s.blob(2), secret: secret, claim: claim))
+        }
+        return out
+    }
+}

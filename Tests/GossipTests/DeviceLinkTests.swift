@@ -4,6 +4,11 @@ import Gossip
 import TestSupport
 import Testing
 
+/// The account's conversation key in the tests and golden vectors: secret 0x88….
+enum DeviceLinkKeys {
+    static let box = try! BoxKeyPair(secretBytes: [UInt8](repeating: 0x88, count: 32))  // test input
+}
+
 /// Linking a device (docs/PROTOCOL.md §15): the exchange, what an
 /// eavesdropper and a wrong code get, the golden transcript, the limits.
 @Suite("Device link exchange and certificates")
@@ -19,8 +24,8 @@ struct DeviceLinkTests {
     }
 
     static func grant(name: String = "laptop", issued: UInt64 = 1_700_000_000_000) throws -> DeviceGrant {
-        DeviceGrant(certificate: try DeviceCertificate.issue(by: account, for: device.publicKey, name: name, at: issued),
-                    nick: try Nick("alice"),
+        DeviceGrant(certificate: try DeviceCertificate.issue(by: account, for: device.publicKey, name: name, at: issued, epoch: 1, conversationKey: DeviceLinkKeys.box.publicKey),
+                    conversationSecret: DeviceLinkKeys.box.exportedSecret, nick: try Nick("alice"),
                     privateRooms: [.init(id: try RoomID(bytes: [UInt8](repeating: 0x44, count: 32)), key: [UInt8](repeating: 0x55, count: 32), name: try RoomName("#plans"))],
                     publicRooms: [try RoomName("#general")], trusted: [bob.publicKey], blocked: [])
     }
@@ -105,32 +110,32 @@ struct DeviceLinkTests {
 
     @Test("certificates: forged, for the account itself, names at 32 bytes and one past, trailing bytes")
     func certificates() throws {
-        let good = try DeviceCertificate.issue(by: Self.account, for: Self.device.publicKey, name: String(repeating: "n", count: 32), at: 5)
+        let good = try DeviceCertificate.issue(by: Self.account, for: Self.device.publicKey, name: String(repeating: "n", count: 32), at: 5, epoch: 1, conversationKey: DeviceLinkKeys.box.publicKey)
         #expect(try DeviceCertificate.decode(good.encoded) == good)
         #expect(good.encoded.count == DeviceCertificate.maximumSize)
         #expect(throws: EnvelopeError.self) {
-            try DeviceCertificate.issue(by: Self.account, for: Self.device.publicKey, name: String(repeating: "n", count: 33), at: 5)
+            try DeviceCertificate.issue(by: Self.account, for: Self.device.publicKey, name: String(repeating: "n", count: 33), at: 5, epoch: 1, conversationKey: DeviceLinkKeys.box.publicKey)
         }
         var forged = good.encoded
         forged[40] ^= 1  // another device key under the account's signature
         #expect(throws: EnvelopeError.badSignature) { try DeviceCertificate.decode(forged) }
         // Signed by bob, claiming to be alice's.
-        let bobs = try DeviceCertificate.issue(by: Self.bob, for: Self.device.publicKey, name: "x", at: 5).encoded
+        let bobs = try DeviceCertificate.issue(by: Self.bob, for: Self.device.publicKey, name: "x", at: 5, epoch: 1, conversationKey: DeviceLinkKeys.box.publicKey).encoded
         #expect(throws: EnvelopeError.badSignature) { try DeviceCertificate.decode(Self.account.publicKey.bytes + Array(bobs.dropFirst(32))) }
-        #expect(throws: EnvelopeError.self) { try DeviceCertificate.issue(by: Self.account, for: Self.account.publicKey, name: "self", at: 5) }
+        #expect(throws: EnvelopeError.self) { try DeviceCertificate.issue(by: Self.account, for: Self.account.publicKey, name: "self", at: 5, epoch: 1, conversationKey: DeviceLinkKeys.box.publicKey) }
         #expect(throws: EnvelopeError.self) { try DeviceCertificate.decode(good.encoded + [0]) }
         #expect(throws: EnvelopeError.self) { try DeviceCertificate.decode(Array(good.encoded.dropLast())) }
     }
 
     @Test("grants: 4,096 entries in a list are read, 4,097 refused; every truncation refused")
     func grants() throws {
-        let certificate = try DeviceCertificate.issue(by: Self.account, for: Self.device.publicKey, name: "laptop", at: 5)
+        let certificate = try DeviceCertificate.issue(by: Self.account, for: Self.device.publicKey, name: "laptop", at: 5, epoch: 1, conversationKey: DeviceLinkKeys.box.publicKey)
         let keys = (0..<DeviceGrant.maximumEntries).map { _ in (try? SigningKey.generate().publicKey) ?? Self.bob.publicKey }
-        let full = DeviceGrant(certificate: certificate, nick: nil, privateRooms: [], publicRooms: [], trusted: keys, blocked: [])
+        let full = DeviceGrant(certificate: certificate, conversationSecret: DeviceLinkKeys.box.exportedSecret, nick: nil, privateRooms: [], publicRooms: [], trusted: keys, blocked: [])
         #expect(try DeviceGrant.decode(full.encoded).trusted.count == DeviceGrant.maximumEntries)
         // One more, written by hand (the encoder stops at the limit).
         var over = full.encoded
-        let countAt = 1 + certificate.encoded.count + 1 + 2 + 2
+        let countAt = 1 + certificate.encoded.count + 32 + 1 + 2 + 2
         over[countAt] = UInt8((DeviceGrant.maximumEntries + 1) >> 8)
         over[countAt + 1] = UInt8((DeviceGrant.maximumEntries + 1) & 0xff)
         over.insert(contentsOf: Self.bob.publicKey.bytes, at: countAt + 2)

@@ -111,6 +111,20 @@ struct DeviceAccountTests {
         desktop.send("and from the desktop")
         #expect(await laptop.wait { $0["type"] == "message" && $0["text"] == "and from the desktop" && $0["author"] == alice && $0["device"] == nil } != nil)
 
+        // A direct message to alice reaches both her machines; what the laptop answers, bob and the desktop see.
+        bob.send("/msg alice for both of your machines")
+        for n in [desktop, laptop] {
+            let dm = await n.wait { $0["type"] == "message" && $0["kind"] == "dm" && $0["text"] == "for both of your machines" }
+            #expect(dm?["author"] == bob.id, "\(n.recent(5))")
+        }
+        laptop.send("/msg bob answered from the laptop")
+        let atBob = await bob.wait { $0["kind"] == "dm" && $0["text"] == "answered from the laptop" }
+        #expect(atBob?["author"] == alice && atBob?["device"] == laptop.id && atBob?["to"] == bob.id, "\(bob.recent(5))")
+        let atDesktop = await desktop.wait { $0["kind"] == "dm" && $0["text"] == "answered from the laptop" }
+        #expect(atDesktop?["author"] == alice && atDesktop?["to"] == bob.id, "\(desktop.recent(5))")
+        desktop.send("/msg bob and from the desktop")
+        #expect(await laptop.wait { $0["kind"] == "dm" && $0["text"] == "and from the desktop" && $0["to"] == bob.id } != nil, "\(laptop.recent(5))")
+
         bob.send("/whois alice")
         let first = await bob.wait { $0["type"] == "device_listed" && $0["device"] == alice }
         let second = await bob.wait { $0["type"] == "device_listed" && $0["device"] == laptop.id }

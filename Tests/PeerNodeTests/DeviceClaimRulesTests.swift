@@ -13,6 +13,7 @@ struct DeviceClaimRulesTests {
     let alice = try! SigningKey.generate()  // test input
     let laptop = try! SigningKey.generate()  // test input
     let mallory = try! SigningKey.generate()  // test input
+    let box = BoxKeyPair.generate()
 
     /// `author`'s next envelope of `kind` in `room` (the accounts room unless given).
     func envelope(_ author: SigningKey, sequence: UInt64, previous: MessageID = .zero, kind: Kind = .device, content: [UInt8],
@@ -32,7 +33,7 @@ struct DeviceClaimRulesTests {
     func rules() throws {
         let dir = TemporaryDirectory()
         let node = try life.node(dir)
-        let certificate = try DeviceCertificate.issue(by: alice, for: laptop.publicKey, name: "laptop", at: 5)
+        let certificate = try DeviceCertificate.issue(by: alice, for: laptop.publicKey, name: "laptop", at: 5, epoch: 1, conversationKey: box.publicKey)
 
         // Not in the accounts room: a public room's envelope with a good certificate.
         let elsewhere = try envelope(laptop, sequence: 1, content: certificate.encoded, on: node,
@@ -51,14 +52,14 @@ struct DeviceClaimRulesTests {
         #expect(claim(first, on: node))
         #expect(node.people[laptop.publicKey].key == alice.publicKey)
         // A second claim, to mallory's account: the first stays.
-        let toMallory = try DeviceCertificate.issue(by: mallory, for: laptop.publicKey, name: "mine", at: 6)
+        let toMallory = try DeviceCertificate.issue(by: mallory, for: laptop.publicKey, name: "mine", at: 6, epoch: 1, conversationKey: box.publicKey)
         #expect(!claim(try envelope(laptop, sequence: 2, previous: first.id, content: toMallory.encoded, on: node), on: node))
         #expect(node.people[laptop.publicKey].key == alice.publicKey)
         // Nested: a device of the laptop (not an account), and alice (an account with devices) becoming mallory's device.
         let phone = try SigningKey.generate()
-        let fromDevice = try DeviceCertificate.issue(by: laptop, for: phone.publicKey, name: "phone", at: 7)
+        let fromDevice = try DeviceCertificate.issue(by: laptop, for: phone.publicKey, name: "phone", at: 7, epoch: 1, conversationKey: box.publicKey)
         #expect(!claim(try envelope(phone, sequence: 1, content: fromDevice.encoded, on: node), on: node))
-        let aliceToMallory = try DeviceCertificate.issue(by: mallory, for: alice.publicKey, name: "alice", at: 8)
+        let aliceToMallory = try DeviceCertificate.issue(by: mallory, for: alice.publicKey, name: "alice", at: 8, epoch: 1, conversationKey: box.publicKey)
         #expect(!claim(try envelope(alice, sequence: 1, content: aliceToMallory.encoded, on: node), on: node))
         #expect(node.refusedDeviceClaims == 6)
 
@@ -75,7 +76,7 @@ struct DeviceClaimRulesTests {
         let dir = TemporaryDirectory()
         do {
             let node = try life.node(dir)
-            let certificate = try DeviceCertificate.issue(by: alice, for: laptop.publicKey, name: "laptop", at: 5)
+            let certificate = try DeviceCertificate.issue(by: alice, for: laptop.publicKey, name: "laptop", at: 5, epoch: 1, conversationKey: box.publicKey)
             #expect(claim(try envelope(laptop, sequence: 1, content: certificate.encoded, on: node), on: node))
         }
         let again = try life.node(dir)
@@ -96,7 +97,7 @@ struct DeviceClaimRulesTests {
             return e
         }
         for (device, name) in [(laptop, "laptop"), (box, "box")] {
-            #expect(claim(try next(device, .device, try DeviceCertificate.issue(by: alice, for: device.publicKey, name: name, at: 5).encoded), on: node))
+            #expect(claim(try next(device, .device, try DeviceCertificate.issue(by: alice, for: device.publicKey, name: name, at: 5, epoch: 1, conversationKey: self.box.publicKey).encoded), on: node))
         }
         func revoke(_ by: SigningKey, _ device: PublicKey, last: UInt64) throws -> Bool {
             let e = try next(by, .revoke, DeviceRevocation(device: device.self, last: last).encoded)

@@ -128,7 +128,7 @@ extension NetworkNode {
             shown = ShownMessage(envelope: e, opened: opened, room: name, to: nil, me: node.me, book: node.people)
         } else {
             guard let peer = opened.peer else { return nil }
-            shown = ShownMessage(envelope: e, opened: opened, room: nil, to: e.author == node.me ? peer : node.me, me: node.me, book: node.people)
+            shown = ShownMessage(envelope: e, opened: opened, room: nil, to: node.people.account(e.author) == node.account ? peer : node.account, me: node.me, book: node.people)
         }
         shown.quote(node.quote(of: e, opened), book: node.people)
         return shown
