@@ -60,6 +60,12 @@ public enum ChatInput: Equatable, Sendable {
     case devices(String?)
     /// `/revoke DEVICE`: one of our account's devices, by id, fingerprint or name.
     case revoke(String)
+    /// A private room's membership (the open room): `/kick`, `/ban`, `/op`, `/deop`, `/members`, `/leave`.
+    case kick(String)
+    case ban(String)
+    case op(String, Bool)
+    case members
+    case leaveRoom
     case help
     /// With a reason, it is posted (as an action) to the current room first.
     case quit(reason: String)
@@ -80,6 +86,11 @@ public enum ChatInput: Equatable, Sendable {
         (["reactions"], "/reactions [N]", "who reacted to message N (or the last one), and with what"),
         (["versions"], "/versions [N]", "what message N (or the last one) said before each edit, oldest first"),
         (["typing"], "/typing", "tell the room you are typing (the prompt does it as you type; for scripts): shown to the others for a few seconds"),
+        (["members"], "/members", "who is in this private room, with their roles (owner, admin, member), and who is banned"),
+        (["kick"], "/kick WHO", "remove WHO from this private room: the room gets a new key they never see (owner and admins)"),
+        (["ban"], "/ban WHO", "remove WHO and refuse them for good: no invite lets them back (owner and admins)"),
+        (["op", "deop"], "/op WHO", "make WHO an admin of this private room (the owner only); /deop WHO makes them a member again"),
+        (["leave"], "/leave", "leave this private room for good: the others get a new key (/part only stops showing it)"),
         (["join", "j"], "/join #room", "switch to a room (created on first use); /j for short"),
         (["part"], "/part", "leave the current room (back to #general)"),
         (["private"], "/private #room", "make a private room: only those you /invite can read it"),
@@ -203,6 +214,15 @@ public enum ChatInput: Equatable, Sendable {
             return .devices(argument.isEmpty ? nil : argument)
         case "revoke":
             return argument.isEmpty ? .error("/revoke needs a device: its name, fingerprint or id from /devices") : .revoke(argument)
+        case "kick", "ban":
+            guard !argument.isEmpty, !argument.contains(" ") else { return .error("/\(name) needs someone: /\(name) bob") }
+            return name == "kick" ? .kick(argument) : .ban(argument)
+        case "op", "deop":
+            guard !argument.isEmpty, !argument.contains(" ") else { return .error("/\(name) needs someone: /\(name) bob") }
+            return .op(argument, name == "op")
+        case "members", "leave":
+            guard argument.isEmpty else { return .error("/\(name) takes no argument") }
+            return name == "members" ? .members : .leaveRoom
         case "whois":
             return argument.isEmpty ? .error("/whois needs someone: /whois alice") : .devices(argument)
         case "set":

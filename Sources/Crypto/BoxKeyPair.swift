@@ -59,3 +59,30 @@ public struct BoxKeyPair: Sendable {
     /// The secret, for handing it to a device of the same account inside a sealed grant.
     public var exportedSecret: [UInt8] { secret.withUnsafeBytes { Array($0) } }
 }
+
+extension BoxKeyPair {
+    /// Bytes `crypto_box_seal` adds: an ephemeral public key and a tag.
+    public static let sealOverhead = 48
+
+    /// `message` sealed to `publicKey` (`crypto_box_seal`): only the holder
+    /// of its secret opens it; the sender stays anonymous to the box (the
+    /// envelope around it is signed).
+    public static func seal(_ message: [UInt8], to publicKey: [UInt8]) throws(CryptoError) -> [UInt8] {
+        try Sodium.ensureInitialised()
+        try Sodium.checkLength("X25519 public key", publicKey, byteCount)
+        var out = [UInt8](repeating: 0, count: message.count + sealOverhead)
+        guard crypto_box_seal(&out, message, UInt64(message.count), publicKey) == 0 else { throw .badPublicKey }
+        return out
+    }
+
+    /// Opens what `seal` sealed to this pair.
+    public func openSealed(_ sealed: [UInt8]) throws(CryptoError) -> [UInt8] {
+        guard sealed.count >= Self.sealOverhead else { throw .ciphertextTooShort(minimum: Self.sealOverhead, actual: sealed.count) }
+        var out = [UInt8](repeating: 0, count: sealed.count - Self.sealOverhead)
+        let rc = secret.withUnsafeBytes {
+            crypto_box_seal_open(&out, sealed, UInt64(sealed.count), publicKey, $0.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        }
+        guard rc == 0 else { throw .decryptionFailed }
+        return out
+    }
+}

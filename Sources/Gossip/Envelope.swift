@@ -23,6 +23,8 @@ public enum Kind: UInt8, Sendable, CaseIterable {
     case device = 12
     /// A device's envelopes after a sequence are refused (`DeviceRevocation`).
     case revoke = 13
+    /// A change of a private room's members or key (`MembershipEvent`).
+    case membership = 14
 }
 
 /// "The author had delivered `author`'s envelopes up to `sequence`."

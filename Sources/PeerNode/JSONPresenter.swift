@@ -105,6 +105,14 @@ struct JSONPresenter: JSONLinePresenter {
         case let .deviceRevoked(account, device, by, last):
             return [JSONEvents.line(["type": .string("device_revoked"), "account": .string(account.key.hex), "device": .string(device.hex),
                                      "by": .string(by.hex), "last": .number(last)])]
+        case let .membershipChanged(room, by, action, target, epoch):
+            return [JSONEvents.line(["type": .string("membership"), "room": .string(room.value), "by": .string(by.key.hex), "action": .string(action),
+                                     "target": .string(target.key.hex), "nick": .text(target.nick ?? PeerText("")), "epoch": .number(UInt64(epoch))])]
+        case let .roomRoles(room, members, banned):
+            return members.map { JSONEvents.line(["type": .string("room_member"), "room": .string(room.value), "id": .string($0.person.key.hex),
+                                                   "nick": .text($0.person.nick ?? PeerText("")), "role": .string($0.role)]) }
+                + banned.map { JSONEvents.line(["type": .string("room_member"), "room": .string(room.value), "id": .string($0.key.hex),
+                                                "nick": .text($0.nick ?? PeerText("")), "role": .string("banned")]) }
         case let .devices(account, devices):
             return devices.map { d in
                 var pairs: [(String, JSONEvents.Value)] = [("type", .string("device_listed")), ("account", .string(account.key.hex)),

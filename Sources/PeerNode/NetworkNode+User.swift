@@ -49,6 +49,8 @@ extension NetworkNode {
         case .device:
             guard let row = node.acceptDeviceClaim(e, opened) else { return [] }
             return [.deviceAdded(node.people[row.account], device: row.device, name: PeerText(row.name))]
+        case .membership:
+            return membershipDelivered(e, opened)
         case .revoke:
             guard let row = node.acceptRevocation(e, opened) else { return [] }
             return [.deviceRevoked(node.people[row.device], device: row.device, by: row.by, last: row.last)]
@@ -171,7 +173,10 @@ extension NetworkNode {
             return ([stats()], true)
         case let .invite(who, room):
             let peer = try node.resolve(who)
-            feed(.posted(try node.invite(peer, to: try RoomName(room))))
+            // The membership event (and the room's create, for an older room) go out with the invite.
+            let before = try node.store.head(of: node.me)?.sequence ?? 0
+            _ = try node.invite(peer, to: try RoomName(room))
+            sendOwn(since: before)
             return ([.invited(node.people[peer], room: room)], true)
         case let .answerInvite(room, accept):
             return (try answerInvite(room, accept: accept), true)
@@ -179,6 +184,8 @@ extension NetworkNode {
             return (try listInvites(), true)
         case let .devices(who):
             return ([try devices(of: who.map(node.resolve) ?? node.me)], true)
+        case .kick, .ban, .op, .members, .leaveRoom:
+            return (try membershipCommand(input), true)
         case let .revoke(who):
             let (e, row) = try node.revoke(who)
             sendOwn(e)
@@ -235,7 +242,7 @@ extension NetworkNode {
 
     /// Lines the open room's commands print; what they posted themselves
     /// (a nick, a leave) is in them, so it is not shown again.
-    private func chatLines(_ lines: [String]) -> [NodeEvent] {
+    func chatLines(_ lines: [String]) -> [NodeEvent] {
         lastShown = max(lastShown, node.store.lastDeliveryNumber)
         // What the command posted was not counted as it was delivered.
         roomNumbers = [:]
@@ -319,6 +326,7 @@ extension NetworkNode {
         if node.refusedDeviceClaims > 0 { all["device_refused"] = node.refusedDeviceClaims }
         if node.refusedRevocations > 0 { all["revoke_refused"] = node.refusedRevocations }
         if node.refusedRevoked > 0 { all["revoked_refused"] = node.refusedRevoked }
+        if node.refusedRoomPosts > 0 { all["room_post_refused"] = node.refusedRoomPosts }
         return .stats(links: linkedPeers.count, counters: all.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) },
                       stages: core.stages.summaries)
     }

@@ -86,6 +86,16 @@ extension Node {
     /// The envelope's kind and content, if this node can open it: in a room
     /// it has the key of, or in a conversation of its own.
     func open(_ envelope: Envelope) -> OpenedEnvelope? {
+        if privateRooms[envelope.room] != nil {
+            // A private room: each of its keys, the current one first.
+            for (epoch, key) in openingKeys(envelope.room) {
+                guard let body = try? BodyCipher.openAny(envelope, key: key) else { continue }
+                // Membership events are judged by the room's rules; posts by who held the key then.
+                guard body.kind == .membership || mayHaveWritten(envelope, sealedAt: epoch) else { return nil }
+                return OpenedEnvelope(kind: body.kind, content: body.content, peer: nil)
+            }
+            return nil
+        }
         if let key = roomKey(envelope.room) {
             guard let body = try? BodyCipher.openAny(envelope, key: key) else { return nil }
             return OpenedEnvelope(kind: body.kind, content: body.content, peer: nil)

@@ -11,17 +11,58 @@ import Store
 ///     "PNIV" ‖ room id 32 ‖ room key 32 ‖ room name (UTF-8)
 struct Invite: Equatable {
     static let magic: [UInt8] = Array("PNIV".utf8)
+    /// An invite to a room with membership events: every key the inviter
+    /// holds follows the first (docs/PROTOCOL.md §14, "Membership and key epochs").
+    static let magicWithEpochs: [UInt8] = Array("PNI2".utf8)
+    static let maximumEpochs = 900
     let room: RoomID
+    /// The room's first key.
     let key: [UInt8]
     let name: RoomName
+    /// Later keys: (membership event 32 ‖ epoch 4 ‖ key 32) each.
+    var epochs: [UInt8] = []
 
-    var encoded: [UInt8] { Self.magic + room.bytes + key + Array(name.value.utf8) }
+    var encoded: [UInt8] {
+        guard !epochs.isEmpty else { return Self.magic + room.bytes + key + Array(name.value.utf8) }
+        let count = UInt16(epochs.count / 68)
+        return Self.magicWithEpochs + room.bytes + key + [UInt8(count >> 8), UInt8(count & 0xff)] + epochs + Array(name.value.utf8)
+    }
 
-    /// Nil for anything that is not exactly this layout with a valid room name.
+    /// Nil for anything that is not exactly one of these layouts with a valid room name.
     static func decode(_ bytes: [UInt8]) -> Invite? {
-        guard bytes.count > 68, Array(bytes[0..<4]) == magic, let room = try? RoomID(bytes: bytes[4..<36]),
-              let text = String(validating: bytes[68...], as: UTF8.self), let name = try? RoomName(text) else { return nil }
-        return Invite(room: room, key: Array(bytes[36..<68]), name: name)
+        guard bytes.count > 68, let room = try? RoomID(bytes: bytes[4..<36]) else { return nil }
+        var rest = 68, epochs: [UInt8] = []
+        if Array(bytes[0..<4]) == magicWithEpochs {
+            guard bytes.count > 70 else { return nil }
+            let count = Int(bytes[68]) << 8 | Int(bytes[69])
+            guard count <= maximumEpochs, bytes.count > 70 + count * 68 else { return nil }
+            epochs = Array(bytes[70..<(70 + count * 68)])
+            rest = 70 + count * 68
+        } else if Array(bytes[0..<4]) != magic {
+            return nil
+        }
+        guard let text = String(validating: bytes[rest...], as: UTF8.self), let name = try? RoomName(text) else { return nil }
+        return Invite(room: room, key: Array(bytes[36..<68]), name: name, epochs: epochs)
+    }
+
+    static func encodeEpochs(_ keys: [(event: MessageID, epoch: UInt32, key: [UInt8])]) -> [UInt8] {
+        var out: [UInt8] = []
+        for k in keys.prefix(maximumEpochs) {
+            let epoch: [UInt8] = [UInt8(k.epoch >> 24), UInt8((k.epoch >> 16) & 0xff), UInt8((k.epoch >> 8) & 0xff), UInt8(k.epoch & 0xff)]
+            out += k.event.bytes
+            out += epoch
+            out += k.key
+        }
+        return out
+    }
+
+    /// The later keys, read.
+    static func epochKeys(_ bytes: [UInt8]) -> [(event: MessageID, epoch: UInt32, key: [UInt8])] {
+        stride(from: 0, to: bytes.count - bytes.count % 68, by: 68).compactMap { i in
+            guard let event = try? MessageID(bytes: bytes[i..<(i + 32)]) else { return nil }
+            let epoch = bytes[(i + 32)..<(i + 36)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            return (event, epoch, Array(bytes[(i + 36)..<(i + 68)]))
+        }
     }
 }
 
@@ -58,6 +99,8 @@ extension Node {
         try store.addPrivateRoom(id, name: name.value, key: key.exportedBytes)
         privateRooms[id] = (name, key)
         _ = try join(name)
+        // Its first event: we are its owner.
+        try changeMembership(id, .create, target: account)
     }
 
     /// Sends `peer` an invite to one of our private rooms.
@@ -65,7 +108,10 @@ extension Node {
         guard let (id, room) = privateRooms.first(where: { $0.value.name == name }) else {
             throw NodeError.notYourPrivateRoom(name)
         }
-        return try postDirect(Invite(room: id, key: room.key.exportedBytes, name: name).encoded, kind: .invite, to: peer)
+        // A membership event first (a new key, sealed to everyone in the room after it), then every key in the invite.
+        try changeMembership(id, .invite, target: people.account(peer))
+        let epochs = Invite.encodeEpochs(roomKeysForInvite(id))
+        return try postDirect(Invite(room: id, key: room.key.exportedBytes, name: name, epochs: epochs).encoded, kind: .invite, to: peer)
     }
 
     /// Whether `room` can be a private room's id: never a public room's
@@ -89,7 +135,8 @@ extension Node {
         if let refusal = forgedPrivateRoom(invite.room, name: invite.name, peer: peer) { return refusal }
         guard (try? SymmetricKey(bytes: invite.key)) != nil else { return .badKey }
         guard privateRooms[invite.room] == nil else { return nil }
-        let pending = Store.PendingInvite(room: invite.room, name: invite.name.value, key: invite.key, inviter: peer, receivedAt: Self.now())
+        // The later keys ride behind the first in the pending row.
+        let pending = Store.PendingInvite(room: invite.room, name: invite.name.value, key: invite.key + invite.epochs, inviter: peer, receivedAt: Self.now())
         try store.addPendingInvite(pending)
         return nil
     }
@@ -124,11 +171,16 @@ extension Node {
         if let refusal = forgedPrivateRoom(pending.room, name: asked, peer: pending.inviter) {
             throw NodeError.inviteRefused(refusal)
         }
-        guard let key = try? SymmetricKey(bytes: pending.key) else { throw NodeError.inviteRefused(.badKey) }
+        guard pending.key.count >= 32, let key = try? SymmetricKey(bytes: pending.key.prefix(32)) else { throw NodeError.inviteRefused(.badKey) }
         let name = freeRoomName(like: asked)
-        try store.addPrivateRoom(pending.room, name: name.value, key: pending.key)
+        try store.addPrivateRoom(pending.room, name: name.value, key: Array(pending.key.prefix(32)))
+        for k in Invite.epochKeys(Array(pending.key.dropFirst(32))) {
+            try store.saveRoomKey(Store.RoomKeyRow(room: pending.room, event: k.event, epoch: k.epoch, key: k.key))
+            if let epochKey = try? SymmetricKey(bytes: k.key) { roomEpochKeys[pending.room, default: [:]][k.event] = (k.epoch, epochKey) }
+        }
         privateRooms[pending.room] = (name, key)
         _ = try join(name)
+        try recomputeMembership(pending.room)
         return name
     }
 

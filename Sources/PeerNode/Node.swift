@@ -47,6 +47,9 @@ final class Node {
     /// Revocations refused (`revoke_refused`), and envelopes of revoked devices not shown (`revoked_refused`).
     var refusedRevocations = 0
     var refusedRevoked = 0
+    /// Posts in a private room sealed with the key of an epoch their author's
+    /// account was not a member in, each time one was opened (`room_post_refused`).
+    var refusedRoomPosts = 0
 
     init(options: Options, environment: [String: String]) throws {
         guard let path = resolveDataDirectory(options, environment: environment) else {
@@ -83,6 +86,7 @@ final class Node {
         try loadAccounts()
         try loadRevocations()
         try reloadConversationKeys()
+        try loadRoomMemberships()
         try loadNicks()
         repairs = try repairPrivateRooms()
         people.trusted = try store.trustedIdentities()
@@ -149,7 +153,7 @@ final class Node {
 
     /// The key of a room we know: a private room's own, or the public one derived from its name.
     func roomKey(_ id: RoomID) -> SymmetricKey? {
-        if let own = privateRooms[id] { return own.key }
+        if let own = privateRooms[id] { return roomPostingKeys[id] ?? own.key }
         if id == accountsRoom { return accountsKey }
         guard let name = roomNames[id]?.value else { return nil }
         if let key = publicRoomKeys[name] { return key }
@@ -181,7 +185,14 @@ final class Node {
     var directRooms: [RoomID: (peer: PublicKey, key: DirectKey)] = [:]
     var mappedPairs: Set<MappedPair> = []
 
-    /// Private rooms we are in: id → name and key.
+    /// Private rooms' membership (`Node+RoomMembership.swift`): the state
+    /// of each room that has a create event, every key held by the event
+    /// that made it, and the key posts are sealed with now.
+    var memberships: [RoomID: RoomMembership] = [:]
+    var roomEpochKeys: [RoomID: [MessageID: (epoch: UInt32, key: SymmetricKey)]] = [:]
+    var roomPostingKeys: [RoomID: SymmetricKey] = [:]
+
+    /// Private rooms we are in: id → name and key (the room's first key).
     var privateRooms: [RoomID: (name: RoomName, key: SymmetricKey)] = [:]
 
     /// Makes a public room known by name (so its messages can be read) and
@@ -233,6 +244,8 @@ final class Node {
     @discardableResult
     func post(_ text: String, kind: Kind, in room: RoomName) throws -> Envelope {
         let id = try join(room)
+        if let state = memberships[id], state.head != nil, state.roles[account] == nil { throw NodeError.notAMember }
+        guard mayPost(in: id) else { throw NodeError.waitingForNewKey(room) }
         guard let key = roomKey(id) else { throw NodeError.noRoomKey(room) }
         let envelope = try appendOwn(room: id, kind: kind, content: Array(text.utf8), key: key)
         if kind == .nick { setNick(PeerText(text), of: me) }

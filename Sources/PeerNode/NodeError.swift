@@ -60,6 +60,13 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
     /// No device of our account goes by that id, fingerprint or name.
     case noDevice(String)
     case cannotRevokeAccountKey
+    /// Membership of a private room (docs/PROTOCOL.md §14).
+    case notAMember
+    case roleTooLow(needs: String)
+    case banned(PublicKey)
+    case notInRoom(PublicKey)
+    /// A concurrent change left the room's key with someone removed.
+    case waitingForNewKey(RoomName)
 
     var description: String {
         switch self {
@@ -100,6 +107,11 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
         case let .notAccountKey(account):
             "this machine is a device of account \(account.shortFingerprint) (\(account.hex)): link new devices from the account's first machine"
         case let .noDevice(who): "no device of your account is called \(TerminalText.sanitize(who)) (/devices lists them)"
+        case .notAMember: "you are no longer a member of this room"
+        case let .roleTooLow(needs): "only \(needs) can do that in this room (/members shows the roles)"
+        case let .banned(key): "\(key.shortFingerprint) is banned from this room"
+        case let .notInRoom(key): "\(key.shortFingerprint) is not a member of this room (/members lists them)"
+        case let .waitingForNewKey(room): "\(room.value) is waiting for a new key (a concurrent change left the last one with someone removed); try again in a moment"
         case .cannotRevokeAccountKey: "the account key is the account: it cannot be revoked by its devices"
         case let .alreadyInAccount(account):
             "this identity already belongs to account \(account.shortFingerprint) (\(account.hex)) or has devices: join with a new --data-dir"

@@ -51,6 +51,10 @@ enum NodeEvent {
     case deviceAdded(Person, device: PublicKey, name: PeerText)
     /// `device` of `account` was revoked by `by`: what it signs after `last` is refused.
     case deviceRevoked(Person, device: PublicKey, by: PublicKey, last: UInt64)
+    /// A private room's membership changed: `action` by `by` about `target`.
+    case membershipChanged(room: RoomName, by: Person, action: String, target: Person, epoch: UInt32)
+    /// `/members`: each account in a private room with its role, then the banned.
+    case roomRoles(room: RoomName, [(person: Person, role: String)], banned: [Person])
     /// `/devices`, `/whois`: an account and its devices.
     case devices(Person, [DeviceInfo])
     case readReceipts(on: Bool)

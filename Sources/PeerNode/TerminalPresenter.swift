@@ -58,6 +58,22 @@ struct TerminalPresenter: LinePresenter {
             return ["-- \(plain.label(account)) has a new device: \(name) (\(device.shortFingerprint))"]
         case let .deviceRevoked(account, device, by, last):
             return ["-- ⚠ \(plain.label(account))'s device \(device.shortFingerprint) was revoked by \(by.shortFingerprint): what it signs after its message \(last) is refused"]
+        case let .membershipChanged(room, by, action, target, epoch):
+            let name = TerminalText.sanitize(room.value)
+            let what: String
+            switch action {
+            case "create": what = "\(plain.label(by)) made \(name)"
+            case "invite": what = "\(plain.label(by)) invited \(plain.label(target)) to \(name)"
+            case "kick": what = "\(plain.label(by)) removed \(plain.label(target)) from \(name)"
+            case "ban": what = "\(plain.label(by)) banned \(plain.label(target)) from \(name)"
+            case "admin", "member": what = "\(plain.label(by)) made \(plain.label(target)) \(action == "admin" ? "an admin" : "a member") of \(name)"
+            case "leave": what = "\(plain.label(by)) left \(name)"
+            default: what = "\(plain.label(by)) gave \(name) a new key"
+            }
+            return ["-- \(what)" + (action == "leave" || action == "create" ? "" : " (key epoch \(epoch))")]
+        case let .roomRoles(room, members, banned):
+            return ["-- \(TerminalText.sanitize(room.value)): \(members.count) member\(members.count == 1 ? "" : "s")"]
+                + members.map { "  \(plain.label($0.person)) \($0.role)" } + banned.map { "  \(plain.label($0)) banned" }
         case let .devices(account, devices):
             return ["-- \(plain.label(account)) (id \(account.key.hex)): \(devices.count) device\(devices.count == 1 ? "" : "s")"]
                 + devices.map { d in

@@ -201,6 +201,18 @@ enum Schema {
             PRIMARY KEY(account, epoch)
         ) WITHOUT ROWID;
         """,
+        // 16: private rooms' key epochs (docs/PROTOCOL.md §14, "Membership
+        // and key epochs"): each key this node holds, by the membership
+        // event that made it (the create's id for the room's first key).
+        """
+        CREATE TABLE room_keys(
+            room BLOB NOT NULL,
+            event BLOB NOT NULL,
+            epoch INTEGER NOT NULL,
+            key BLOB NOT NULL,
+            PRIMARY KEY(room, event)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// The first schema that wrote with `secure_delete` on: an older file

@@ -36,7 +36,10 @@ struct DirectMetadataTests {
         let general = RoomID.publicRoom(.general, network: Self.network)
         let heard = await eventuallyValue(30) { () -> [Envelope]? in
             let mine = eve.envelopesHeard.filter { $0.author == alice }
-            return mine.contains { $0.room == general } && mine.filter({ $0.room != general }).count >= 3 ? mine : nil
+            // The DM, the invite and the receipt share one conversation room;
+            // the membership events of #plans are in another.
+            let rooms = Dictionary(grouping: mine.filter { $0.room != general }, by: \.room)
+            return mine.contains { $0.room == general } && rooms.values.contains { $0.count >= 3 } ? mine : nil
         }
         let fromAlice = try #require(heard, "Eve heard \(eve.envelopesHeard.count) envelopes")
         let conversation = fromAlice.filter { $0.room != general }
@@ -49,8 +52,15 @@ struct DirectMetadataTests {
                         RoomID.direct(try DirectKey(own: eveKey, peer: alice), network: Self.network),
                         RoomID.direct(try DirectKey(own: eveKey, peer: bob), network: Self.network)]
         #expect(conversation.allSatisfy { !nameable.contains($0.room) })
-        // One size for all of them (the DM, the invite with its key and name, a receipt, the public line).
-        #expect(Set(fromAlice.map(\.body.count)) == [SealedBody.smallestBucket + SymmetricKey.overhead], "\(fromAlice.map(\.body.count))")
+        // One size for the DM, the invite with its keys and name, a receipt and
+        // the public line. A membership event of #plans carries the room key
+        // sealed to each member, so it pads to the bucket its member count
+        // needs (docs/PROTOCOL.md §14): still a bucket, in a room Eve cannot name.
+        let byRoom = Dictionary(grouping: conversation, by: \.room)
+        let direct = try #require(byRoom.values.first { $0.count >= 3 })
+        let smallest = SealedBody.smallestBucket + SymmetricKey.overhead
+        #expect(Set((direct + fromAlice.filter { $0.room == general }).map(\.body.count)) == [smallest], "\(fromAlice.map(\.body.count))")
+        #expect(conversation.allSatisfy { SealedBody.buckets.contains($0.body.count - SymmetricKey.overhead) })
         // Eve reads the public line, as any member may, and nothing else.
         let publicKey = Self.network.publicRoomKey(roomName: RoomName.general.value)
         #expect(fromAlice.filter { $0.room == general }.allSatisfy { (try? SealedBody.open($0, key: publicKey)) != nil })

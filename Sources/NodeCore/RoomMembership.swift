@@ -1,0 +1,191 @@
+import Crypto
+import Gossip
+
+/// What a private room's membership events say, applied in one order every
+/// node agrees on (docs/PROTOCOL.md §14, "Membership and key epochs").
+/// Pure: the node feeds it the events it can open; it says who is in the
+/// room with which role, which event's key is the room's current one, and
+/// whether that key must be replaced.
+public struct RoomMembership: Equatable, Sendable {
+    /// A membership event as delivered: its envelope's id, author's account,
+    /// and the device and sequence that signed it.
+    public struct Event: Equatable, Sendable {
+        public let id: MessageID
+        public let author: PublicKey
+        public let device: PublicKey
+        public let sequence: UInt64
+        public let event: MembershipEvent
+        public init(id: MessageID, author: PublicKey, device: PublicKey? = nil, sequence: UInt64 = 1, event: MembershipEvent) {
+            self.id = id
+            self.author = author
+            self.device = device ?? author
+            self.sequence = sequence
+            self.event = event
+        }
+    }
+
+    /// Where a removal cut a device off: what it signs past `last` with a
+    /// key of `epoch` (the removal's) or before does not stand.
+    struct Cut: Equatable, Sendable {
+        let epoch: UInt32
+        let last: UInt64
+    }
+
+    public private(set) var owner: PublicKey?
+    public private(set) var roles: [PublicKey: MembershipEvent.Role] = [:]
+    public private(set) var banned: Set<PublicKey> = []
+    /// The current epoch: its number and the event that made it (`create`'s id for 0).
+    public private(set) var head: (epoch: UInt32, event: MessageID)?
+    /// Events that did not hold (author not allowed, target not a member, wrong epoch).
+    public private(set) var refused: [MessageID] = []
+    /// The accounts the current epoch's key was sealed to.
+    public private(set) var sealedTo: Set<PublicKey> = []
+    /// The members once every event of an epoch is applied, by epoch.
+    private var membersAtEnd: [UInt32: Set<PublicKey>] = [:]
+    /// Who left during an epoch (still a writer of what they sealed in it).
+    private var leftIn: [UInt32: Set<PublicKey>] = [:]
+    /// Everyone who was ever a member (the first key, epoch 0, is theirs).
+    private var everMember: Set<PublicKey> = []
+    /// The devices removals cut off, from the removals that held.
+    private var cuts: [PublicKey: [Cut]] = [:]
+
+    public static func == (a: Self, b: Self) -> Bool {
+        a.owner == b.owner && a.roles == b.roles && a.banned == b.banned && a.head?.epoch == b.head?.epoch
+            && a.head?.event == b.head?.event && a.refused == b.refused && a.sealedTo == b.sealedTo
+            && a.membersAtEnd == b.membersAtEnd && a.leftIn == b.leftIn && a.everMember == b.everMember && a.cuts == b.cuts
+    }
+
+    /// The state after `events` (any order: they are sorted here). A
+    /// removed member's events past its cut do not hold; since whether a
+    /// removal holds may depend on them, the rules run again without them,
+    /// a fixed number of times (the result depends only on the set).
+    public init(_ events: [Event]) {
+        var kept = events
+        var state = RoomMembership(applying: kept)
+        for _ in 0..<Self.cutRounds {
+            let standing = kept.filter { state.stands($0) }
+            if standing.count == kept.count { break }
+            kept = standing
+            state = RoomMembership(applying: kept)
+        }
+        let cutOff = Set(events.map(\.id)).subtracting(kept.map(\.id))
+        state.refused = (state.refused + cutOff).sorted()
+        self = state
+    }
+
+    /// Passes of the cut rule (each can only drop events a removal that
+    /// held cut off; three settle any history a removed member can forge).
+    static let cutRounds = 3
+
+    /// Whether an event stands under the cuts: a device cut off past a
+    /// sequence makes no change on its removal's epoch or before (a race
+    /// with its own removal included).
+    private func stands(_ e: Event) -> Bool {
+        !(cuts[e.device] ?? []).contains { e.event.epoch <= $0.epoch && e.sequence > $0.last }
+    }
+
+    private init(applying events: [Event]) {
+        // The first create (smallest id) founds the room; other creates do not hold.
+        let creates = events.filter { $0.event.action == .create && $0.event.epoch == 0 }.sorted { $0.id < $1.id }
+        guard let create = creates.first else {
+            refused = events.map(\.id)
+            return
+        }
+        owner = create.author
+        roles[create.author] = .owner
+        head = (0, create.id)
+        sealedTo = [create.author]
+        refused = creates.dropFirst().map(\.id)
+        membersAtEnd[0] = [create.author]
+        everMember = [create.author]
+        var keyed: [MessageID: Event] = [:]
+        var children: [MessageID: [Event]] = [:]
+        for e in events.filter({ $0.event.action != .create }).sorted(by: { ($0.event.epoch, $0.id) < ($1.event.epoch, $1.id) }) {
+            let applied = apply(e)
+            // Sorted by epoch: the last assignment for an epoch is its end.
+            membersAtEnd[e.event.epoch] = Set(roles.keys)
+            guard applied else {
+                refused.append(e.id)
+                continue
+            }
+            everMember.formUnion(roles.keys)
+            if e.event.action == .leave { leftIn[e.event.epoch, default: []].insert(e.author) }
+            if [.kick, .ban, .leave].contains(e.event.action) {
+                for limit in e.event.limits { cuts[limit.device, default: []].append(Cut(epoch: e.event.epoch, last: limit.last)) }
+            }
+            if e.event.action != .leave {
+                keyed[e.id] = e
+                children[e.event.parent, default: []].append(e)
+            }
+        }
+        // The key chain: from the create, at each epoch the child with the smallest id.
+        var current = create.id
+        while let next = children[current]?.filter({ $0.event.epoch == (head?.epoch ?? 0) + 1 }).min(by: { $0.id < $1.id }) {
+            head = (next.event.epoch, next.id)
+            sealedTo = Set(next.event.keys.map(\.account))
+            current = next.id
+        }
+    }
+
+    /// Applies one event if its author may make it; false if not.
+    private mutating func apply(_ e: Event) -> Bool {
+        let event = e.event
+        guard let authorRole = roles[e.author], event.epoch >= 1 || event.action == .leave else { return false }
+        switch event.action {
+        case .create:
+            return false
+        case .invite:
+            guard authorRole >= .admin, !banned.contains(event.target), roles[event.target] == nil,
+                  event.role <= .admin, event.role < authorRole || authorRole == .owner else { return false }
+            roles[event.target] = event.role
+        case .kick, .ban:
+            if let targetRole = roles[event.target] {
+                guard event.target != e.author, authorRole > targetRole else { return false }
+                roles[event.target] = nil
+            } else {
+                // A ban of someone already out still bans; a kick of someone out does nothing.
+                guard event.action == .ban, authorRole >= .admin else { return false }
+            }
+            if event.action == .ban { banned.insert(event.target) }
+        case .role:
+            guard authorRole == .owner, event.target != e.author, roles[event.target] != nil, event.role <= .admin else { return false }
+            roles[event.target] = event.role
+        case .leave:
+            guard event.target == e.author else { return false }
+            roles[e.author] = nil
+            if owner == e.author { owner = nil }
+        case .rotate:
+            guard authorRole >= .admin else { return false }
+        }
+        return true
+    }
+
+    /// Whether `account` may have written what was sealed with a key of
+    /// `epoch`, signed by `device` at `sequence`: the account was a member
+    /// when that epoch's changes were done (or left during it), and no
+    /// removal cut the device off before that sequence. Epoch 0 is the
+    /// room's first key, which rooms from before membership events shared
+    /// with everyone: anyone who was ever a member.
+    public func mayHaveWritten(_ account: PublicKey, device: PublicKey? = nil, sequence: UInt64 = 0, sealedAt epoch: UInt32) -> Bool {
+        if (cuts[device ?? account] ?? []).contains(where: { epoch <= $0.epoch && sequence > $0.last }) { return false }
+        guard epoch > 0 else { return everMember.contains(account) }
+        if leftIn[epoch]?.contains(account) == true { return true }
+        // An epoch with no events of its own (a gap) keeps the last state before it.
+        guard let known = membersAtEnd.keys.filter({ $0 <= epoch }).max() else { return false }
+        return membersAtEnd[known]?.contains(account) == true
+    }
+
+    /// Whether the current key must be replaced: it was sealed to someone no
+    /// longer in the room (a race, or a leave), or a member lacks it.
+    public var needsNewKey: Bool { head != nil && sealedTo != Set(roles.keys) }
+
+    /// Whether the current key reached someone removed: nobody posts with it.
+    public var keyIsTainted: Bool { head != nil && !sealedTo.isSubset(of: Set(roles.keys)) }
+
+    /// Who makes the replacement key when one is needed: the owner, else
+    /// the admin with the smallest key (one node, so no new race).
+    public var rekeyer: PublicKey? {
+        if let owner, roles[owner] == .owner { return owner }
+        return roles.filter { $0.value == .admin }.keys.min()
+    }
+}

@@ -1,0 +1,186 @@
+import Crypto
+import Foundation
+import Gossip
+import NodeCore
+import Store
+
+/// Private rooms whose membership changes (docs/PROTOCOL.md §14,
+/// "Membership and key epochs"): membership events in the room, a new key
+/// for every change sealed to each remaining member account, roles.
+extension Node {
+    /// Reads the room keys held and each private room's membership, at start.
+    func loadRoomMemberships() throws {
+        for row in try store.roomKeys() {
+            if let key = try? SymmetricKey(bytes: row.key) { roomEpochKeys[row.room, default: [:]][row.event] = (row.epoch, key) }
+        }
+        for room in privateRooms.keys { try recomputeMembership(room) }
+    }
+
+    /// The keys to try on an envelope of `room`, the current one first.
+    func openingKeys(_ room: RoomID) -> [(epoch: UInt32, key: SymmetricKey)] {
+        guard let own = privateRooms[room] else { return roomKey(room).map { [(epoch: UInt32(0), key: $0)] } ?? [] }
+        let epochs = (roomEpochKeys[room] ?? [:]).values.sorted { $0.epoch > $1.epoch }.map { (epoch: $0.epoch, key: $0.key) }
+        let current = memberships[room]?.head.flatMap { head in epochs.first { $0.epoch == head.epoch } }
+        return (current.map { [$0] } ?? []) + epochs + [(epoch: UInt32(0), key: own.key)]
+    }
+
+    /// Whether `e`, a post sealed with its room's key of `epoch`, is one
+    /// its author could have written as a member; counted
+    /// `room_post_refused` if not (a removed member writing with a key it kept).
+    func mayHaveWritten(_ e: Envelope, sealedAt epoch: UInt32) -> Bool {
+        guard let state = memberships[e.room],
+              !state.mayHaveWritten(people.account(e.author), device: e.author, sequence: e.sequence, sealedAt: epoch) else { return true }
+        refusedRoomPosts &+= 1
+        return false
+    }
+
+    /// Recomputes `room`'s membership from the events this node can open,
+    /// taking every key sealed to our account (which may open more events),
+    /// and sets the key posts are sealed with. Nil for a room without a
+    /// create event (a room made before membership events: one key, everyone who has it).
+    @discardableResult
+    func recomputeMembership(_ room: RoomID) throws -> RoomMembership? {
+        guard let own = privateRooms[room] else { return nil }
+        if roomEpochKeys[room] == nil { roomEpochKeys[room] = [:] }
+        var events: [RoomMembership.Event] = []
+        var learned = true
+        while learned {
+            learned = false
+            events = []
+            for e in try store.membershipCandidates(in: room) where !isRevoked(e) {
+                guard let opened = open(e), opened.kind == .membership, let event = MembershipEvent.decode(opened.content) else { continue }
+                events.append(RoomMembership.Event(id: e.id, author: people.account(e.author), device: e.author, sequence: e.sequence, event: event))
+                if event.action == .create, roomEpochKeys[room]?[e.id] == nil {
+                    // The create is sealed with the room's first key: that is epoch 0.
+                    try keepRoomKey(room, event: e.id, epoch: 0, key: own.key)
+                }
+                guard roomEpochKeys[room]?[e.id] == nil, let mine = event.keys.first(where: { $0.account == account }),
+                      let pair = ownBoxKeys[mine.conversationEpoch], let bytes = try? pair.openSealed(mine.sealed),
+                      let key = try? SymmetricKey(bytes: bytes) else { continue }
+                try keepRoomKey(room, event: e.id, epoch: event.epoch, key: key)
+                learned = true
+            }
+            if learned { try store.fileSealed(in: room) }
+        }
+        guard events.contains(where: { $0.event.action == .create }) else {
+            memberships[room] = nil
+            return nil
+        }
+        let state = RoomMembership(events)
+        memberships[room] = state
+        roomPostingKeys[room] = state.head.flatMap { roomEpochKeys[room]?[$0.event]?.key }
+        return state
+    }
+
+    private func keepRoomKey(_ room: RoomID, event: MessageID, epoch: UInt32, key: SymmetricKey) throws {
+        try store.saveRoomKey(Store.RoomKeyRow(room: room, event: event, epoch: epoch, key: key.exportedBytes))
+        roomEpochKeys[room, default: [:]][event] = (epoch, key)
+    }
+
+    /// The private room named `name` of ours.
+    func privateRoom(named name: RoomName) throws -> RoomID {
+        guard let id = privateRooms.first(where: { $0.value.name == name })?.key else { throw NodeError.notYourPrivateRoom(name) }
+        return id
+    }
+
+    /// Signs a membership change in `room`: `action` about `target`. Every
+    /// change but a leave makes a new key, sealed to each account in the
+    /// room after the change (ours included) and kept here at once.
+    @discardableResult
+    func changeMembership(_ room: RoomID, _ action: MembershipEvent.Action, target: PublicKey, role: MembershipEvent.Role = .member) throws -> Envelope {
+        var state = try recomputeMembership(room)
+        if state == nil {
+            // A new room, or one from before membership events: whoever changes it first founds it.
+            let create = try postMembership(room, MembershipEvent(action: .create, target: account, role: .owner, epoch: 0, parent: .zero, keys: []), newKey: nil)
+            state = try recomputeMembership(room)
+            // Whoever wrote in it before was in it: each is invited (a new key each time).
+            let earlier = Set(try store.authors(in: room).map { people.account($0) }).subtracting([account])
+            for other in earlier.sorted() where other != target || action != .invite {
+                guard (try? changeMembership(room, .invite, target: other)) != nil else { continue }
+            }
+            if action == .create { return create }
+            state = try recomputeMembership(room)
+        }
+        guard let state, let head = state.head else { throw NodeError.notYourPrivateRoom(privateRooms[room]?.name ?? .general) }
+        try check(action, target: target, role: role, in: state)
+        if action == .leave {
+            let limits = try removalLimits(of: account)
+            return try postMembership(room, MembershipEvent(action: .leave, target: account, role: .member, epoch: head.epoch, parent: head.event, keys: [], limits: limits), newKey: nil)
+        }
+        var members = Set(state.roles.keys)
+        switch action {
+        case .invite: members.insert(target)
+        case .kick, .ban: members.remove(target)
+        default: break
+        }
+        let key = SymmetricKey.generate()
+        let sealed = try members.sorted().map { member -> MembershipEvent.SealedKey in
+            let epoch = member == account ? sendingEpoch : sendingEpoch(of: member)
+            guard let publicKey = member == account ? ownBoxKeys[epoch]?.publicKey : boxPublic(of: member, epoch: epoch) else {
+                throw NodeError.notSealable(member)
+            }
+            return MembershipEvent.SealedKey(account: member, conversationEpoch: epoch, sealed: try BoxKeyPair.seal(key.exportedBytes, to: publicKey))
+        }
+        let limits = action == .kick || action == .ban ? try removalLimits(of: target) : []
+        let event = MembershipEvent(action: action, target: target, role: role, epoch: head.epoch + 1, parent: head.event, keys: sealed, limits: limits)
+        return try postMembership(room, event, newKey: key)
+    }
+
+    /// For a removal of `account`: each of its devices and the last of its
+    /// sequences held here (ours: the one the leave itself is signed with).
+    private func removalLimits(of account: PublicKey) throws -> [MembershipEvent.DeviceLimit] {
+        try devices(of: account).prefix(MembershipEvent.maximumLimits).map { row in
+            let held = try store.head(of: row.device)?.sequence ?? 0
+            return MembershipEvent.DeviceLimit(device: row.device, last: row.device == me ? held + 1 : held)
+        }
+    }
+
+    /// What our role lets us do, said before anything is signed.
+    private func check(_ action: MembershipEvent.Action, target: PublicKey, role: MembershipEvent.Role, in state: RoomMembership) throws {
+        guard let mine = state.roles[account] else { throw NodeError.notAMember }
+        switch action {
+        case .invite:
+            guard mine >= .admin else { throw NodeError.roleTooLow(needs: "an admin or the owner") }
+            guard !state.banned.contains(target) else { throw NodeError.banned(target) }
+        case .kick, .ban:
+            guard target != account else { throw NodeError.badCommand("to leave, use /part") }
+            guard mine >= .admin, state.roles[target].map({ mine > $0 }) ?? (action == .ban) else {
+                throw state.roles[target] == nil ? NodeError.notInRoom(target) : NodeError.roleTooLow(needs: "a role above theirs")
+            }
+        case .role:
+            guard mine == .owner else { throw NodeError.roleTooLow(needs: "the owner") }
+            guard state.roles[target] != nil, target != account else { throw NodeError.notInRoom(target) }
+        case .rotate:
+            guard mine >= .admin else { throw NodeError.roleTooLow(needs: "an admin or the owner") }
+        case .create, .leave:
+            break
+        }
+    }
+
+    @discardableResult
+    private func postMembership(_ room: RoomID, _ event: MembershipEvent, newKey: SymmetricKey?) throws -> Envelope {
+        let key = roomPostingKeys[room] ?? privateRooms[room]?.key
+        guard let key else { throw NodeError.notYourPrivateRoom(privateRooms[room]?.name ?? .general) }
+        let e = try appendOwn(room: room, kind: .membership, content: event.encoded, key: key)
+        if let newKey { try keepRoomKey(room, event: e.id, epoch: event.epoch, key: newKey) }
+        try recomputeMembership(room)
+        return e
+    }
+
+    /// Replaces the room's key when a race or a leave left it with someone
+    /// out of the room, or a member without it, and we are the one to do it.
+    func rekeyIfNeeded(_ room: RoomID) throws -> Envelope? {
+        // One machine of the rekeyer's account does it: its account key's.
+        guard let state = memberships[room], state.needsNewKey, state.rekeyer == account, me == account else { return nil }
+        return try changeMembership(room, .rotate, target: account)
+    }
+
+    /// Whether we may post in `room` now: not with a key that reached
+    /// someone who was removed (it waits for the new key).
+    func mayPost(in room: RoomID) -> Bool { !(memberships[room]?.keyIsTainted ?? false) }
+
+    /// Every key of a private room we hold, with its event, for an invite (the room's history).
+    func roomKeysForInvite(_ room: RoomID) -> [(event: MessageID, epoch: UInt32, key: [UInt8])] {
+        (roomEpochKeys[room] ?? [:]).map { ($0.key, $0.value.epoch, $0.value.key.exportedBytes) }.sorted { $0.epoch < $1.epoch }
+    }
+}

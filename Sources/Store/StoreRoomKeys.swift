@@ -1,0 +1,53 @@
+import Crypto
+import Gossip
+
+/// Private rooms' key epochs (docs/PROTOCOL.md §14, "Membership and key epochs").
+extension Store {
+    public struct RoomKeyRow: Equatable, Sendable {
+        public let room: RoomID
+        /// The membership event that made the key (the create's id for epoch 0).
+        public let event: MessageID
+        public let epoch: UInt32
+        public let key: [UInt8]
+
+        public init(room: RoomID, event: MessageID, epoch: UInt32, key: [UInt8]) {
+            self.room = room
+            self.event = event
+            self.epoch = epoch
+            self.key = key
+        }
+    }
+
+    public func saveRoomKey(_ row: RoomKeyRow) throws {
+        try db.statement("INSERT OR IGNORE INTO room_keys(room, event, epoch, key) VALUES (?1, ?2, ?3, ?4)")
+            .bind(1, row.room.bytes).bind(2, row.event.bytes).bind(3, Int64(row.epoch)).bind(4, row.key).run()
+    }
+
+    /// Every key held, newest epoch first.
+    public func roomKeys() throws -> [RoomKeyRow] {
+        let s = try db.statement("SELECT room, event, epoch, key FROM room_keys ORDER BY epoch DESC")
+        var out: [RoomKeyRow] = []
+        while try s.step() {
+            guard let room = try? RoomID(bytes: s.blob(0)), let event = try? MessageID(bytes: s.blob(1)) else { continue }
+            out.append(RoomKeyRow(room: room, event: event, epoch: UInt32(clamping: s.int64(2)), key: s.blob(3)))
+        }
+        return out
+    }
+
+    /// The envelopes of a room that may be membership events: those filed
+    /// under that kind, and those this node could not open when they came
+    /// (a key learned later may open them), in delivery order.
+    public func membershipCandidates(in room: RoomID) throws -> [Envelope] {
+        guard let row = roomRows[room] else { return [] }
+        let s = try db.statement(
+            """
+            SELECT bytes FROM envelopes WHERE room = ?1 AND delivery IS NOT NULL AND kind IN (0, \(Kind.membership.rawValue))
+            ORDER BY delivery
+            """).bind(1, row)
+        var out: [Envelope] = []
+        while try s.step() {
+            if let e = try? Envelope.decode(s.blob(0), verification: .trustedStorage) { out.append(e) }
+        }
+        return out
+    }
+}

@@ -1,0 +1,164 @@
+import Crypto
+import Foundation
+import Gossip
+import NetworkText
+@testable import PeerNode
+import TestSupport
+import Testing
+
+/// Removing a member from a private room (issue 18, docs/PROTOCOL.md §14):
+/// checked on the bytes each node stored, with every key the removed
+/// member's database holds.
+@Suite("Removing a member from a private room", .serialized)
+struct RoomRemovalTests {
+    static let life = MessageLifeRulesTests()
+
+    /// Hex column values from `sql` on the database in `dir`.
+    static func hexRows(_ dir: String, _ sql: String) async throws -> [[UInt8]] {
+        let out = try await runToEnd("/usr/bin/sqlite3", [dir + "/peernode.db", sql]).stdout
+        return out.split(separator: "\n").compactMap { bytes(hex: String($0)) }
+    }
+
+    static func bytes(hex: String) -> [UInt8]? {
+        let chars = Array(hex.utf8)
+        guard chars.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        for i in stride(from: 0, to: chars.count, by: 2) {
+            guard let b = UInt8(String(decoding: chars[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
+            out.append(b)
+        }
+        return out
+    }
+
+    @Test("after /kick, nothing the others post opens with any key Carol's database ever held, nor does any new room key sealed in a membership event; what they posted before still opens; her own late post with an old key is refused everywhere")
+    func kick() async throws {
+        let (dirs, a, b, c) = try await chainOfThree()
+        let carolID = c.id  // read before any wait: a wait's match runs under the events lock
+        a.send("/private #plans")
+        a.send("/invite \(b.id) #plans")
+        a.send("/invite \(c.id) #plans")
+        #expect(await b.wait { $0["type"] == "invite" && $0["room"] == "#plans" } != nil)
+        #expect(await c.wait { $0["type"] == "invite" && $0["room"] == "#plans" } != nil)
+        b.send("/accept #plans")
+        c.send("/accept #plans")
+        a.send("/join #plans")
+        a.send("before from alice")
+        #expect(await b.wait { $0["text"] == "before from alice" } != nil)
+        b.send("/join #plans")
+        b.send("before from bob")
+        #expect(await c.wait { $0["text"] == "before from alice" && $0["room"] == "#plans" } != nil, "\(c.recent(10))")
+        #expect(await c.wait { $0["text"] == "before from bob" && $0["room"] == "#plans" } != nil, "\(c.recent(10))")
+
+        a.send("/members")
+        #expect(await a.wait { $0["type"] == "room_member" && $0["id"] == carolID && $0["role"] == "member" } != nil, "\(a.recent(10))")
+        a.send("/kick \(c.id)")
+        for node in [a, b, c] {
+            #expect(await node.wait { $0["type"] == "membership" && $0["action"] == "kick" && $0["target"] == carolID } != nil, "\(node.recent(10))")
+        }
+        a.send("after from alice")
+        b.send("after from bob")
+        #expect(await b.wait { $0["text"] == "after from alice" } != nil, "\(b.recent(10))")
+        #expect(await a.wait { $0["text"] == "after from bob" } != nil, "\(a.recent(10))")
+        // Carol's node holds both: what each author posted next, in #general, shows there.
+        a.send("/join #general")
+        a.send("marker from alice")
+        b.send("/join #general")
+        b.send("marker from bob")
+        #expect(await c.wait { $0["text"] == "marker from alice" } != nil)
+        #expect(await c.wait { $0["text"] == "marker from bob" } != nil)
+        #expect(!c.events.value.contains { ($0["text"] ?? "").hasPrefix("after from") })
+        // Her node says she is out rather than post.
+        c.send("/join #plans")
+        c.send("carol after the kick")
+        #expect(await c.wait { $0["type"] == "error" && ($0["error"] ?? "").contains("no longer a member") } != nil, "\(c.recent(5))")
+        #expect(await c.quit() == 0)
+
+        // Carol, hostile, signs a post with the newest key she kept (her next
+        // sequence, her own chain) and goes back online: Alice and Bob refuse it.
+        do {
+            let carol = try Self.life.node(dirs[2])
+            let room = try carol.privateRoom(named: try RoomName("#plans"))
+            let kept = try #require((carol.roomEpochKeys[room] ?? [:]).values.max { $0.epoch < $1.epoch })
+            #expect(kept.epoch == 2)
+            _ = try carol.appendOwn(room: room, kind: .text, content: Array("carol writes into the past".utf8), key: kept.key)
+        }
+        let c2 = try NodeProcess(dir: dirs[2].path, ["--peer", b.url])
+        #expect(await started(c2))
+        #expect(await counterAtLeast(b, "room_post_refused", 1, timeout: 30))
+        #expect(await counterAtLeast(a, "room_post_refused", 1, timeout: 30))
+        await c2.quit(); await a.quit(); await b.quit()
+        for node in [a, b] { #expect(!node.events.value.contains { ($0["text"] ?? "").contains("carol writes") }) }
+
+        // The bytes: Alice's store of the room, opened as Alice and tried with every key of Carol's.
+        let alice = try Self.life.node(dirs[0])
+        let room = try alice.privateRoom(named: try RoomName("#plans"))
+        let stored = try await Self.hexRows(dirs[0].path, """
+            SELECT hex(e.bytes) FROM envelopes e JOIN rooms r ON e.room = r.rowid WHERE r.room_id = x'\(room.bytes.map { String(format: "%02x", $0) }.joined())';
+            """).map { try Envelope.decode($0, verification: .trustedStorage) }
+        var carolKeys = try await Self.hexRows(dirs[2].path, "SELECT hex(key) FROM private_rooms UNION ALL SELECT hex(key) FROM room_keys;")
+            .map { try SymmetricKey(bytes: $0) }
+        // A pending invite keeps its later keys behind the first.
+        for row in try await Self.hexRows(dirs[2].path, "SELECT hex(key) FROM pending_invites;") {
+            carolKeys += try ([Array(row.prefix(32))] + Invite.epochKeys(Array(row.dropFirst(32))).map(\.key)).map { try SymmetricKey(bytes: $0) }
+        }
+        let carolSecrets = try await Self.hexRows(dirs[2].path, "SELECT hex(secret) FROM conversation_keys WHERE secret IS NOT NULL;")
+        let carol = try Self.life.node(dirs[2])
+        let carolPairs = try carolSecrets.map { try BoxKeyPair(secretBytes: $0) } + Array(carol.ownBoxKeys.values)
+        #expect(carolKeys.count >= 3 && !carolPairs.isEmpty, "Carol held \(carolKeys.count) room keys and \(carolPairs.count) box keys")
+
+        func opensForCarol(_ e: Envelope) -> Bool { carolKeys.contains { (try? BodyCipher.openAny(e, key: $0)) != nil } }
+        var texts: [String: Envelope] = [:]
+        var kickEpoch: UInt32?
+        var events: [MembershipEvent] = []
+        for e in stored {
+            guard let opened = alice.open(e) else { continue }
+            if opened.kind == .membership, let event = MembershipEvent.decode(opened.content) {
+                events.append(event)
+                if event.action == .kick { kickEpoch = event.epoch }
+            } else if opened.isMessage {
+                texts[String(decoding: opened.content, as: UTF8.self)] = e
+            }
+        }
+        let kicked = try #require(kickEpoch)
+        for text in ["before from alice", "before from bob"] {
+            let e = try #require(texts[text], "\(texts.keys)")
+            #expect(opensForCarol(e), "\(text) was Carol's to read")
+        }
+        for text in ["after from alice", "after from bob"] {
+            let e = try #require(texts[text], "\(texts.keys)")
+            #expect(!opensForCarol(e), "\(text) opens with a key of Carol's")
+        }
+        // No room key made at the kick or after is sealed to anything she holds.
+        let later = events.filter { $0.epoch >= kicked && $0.action != .leave }
+        #expect(!later.isEmpty)
+        for event in later {
+            #expect(!event.keys.contains { $0.account.hex == carolID })
+            for sealed in event.keys {
+                #expect(!carolPairs.contains { (try? $0.openSealed(sealed.sealed)) != nil })
+            }
+        }
+        // And what came before was sealed to her (the check can succeed).
+        #expect(events.contains { e in e.epoch < kicked && e.keys.contains { k in carolPairs.contains { (try? $0.openSealed(k.sealed)) != nil } } })
+        withExtendedLifetime(dirs) {}
+    }
+
+    @Test("an invite with epochs: 900 keys and a name round-trip and fit a body; a count of 901 is not an invite; the plain layout still reads")
+    func inviteLimit() throws {
+        let room = try RoomID(bytes: [UInt8](repeating: 1, count: 32))
+        let name = try RoomName("#" + String(repeating: "x", count: RoomName.maximumLength - 1))
+        let keys = (0..<Invite.maximumEpochs).map { i in
+            (event: try! MessageID(bytes: [UInt8](repeating: UInt8(truncatingIfNeeded: i), count: 32)), epoch: UInt32(i + 1), key: [UInt8](repeating: 7, count: 32))  // test input
+        }
+        let full = Invite(room: room, key: [UInt8](repeating: 2, count: 32), name: name, epochs: Invite.encodeEpochs(keys))
+        #expect(Invite.decode(full.encoded) == full)
+        #expect(Invite.epochKeys(full.epochs).count == Invite.maximumEpochs)
+        #expect(full.encoded.count <= Envelope.maximumPlaintextBody)
+        var over = full.encoded
+        over.replaceSubrange(68..<70, with: [UInt8((Invite.maximumEpochs + 1) >> 8), UInt8((Invite.maximumEpochs + 1) & 0xff)])
+        over.insert(contentsOf: [UInt8](repeating: 9, count: 68), at: 70)
+        #expect(Invite.decode(over) == nil)
+        let plain = Invite(room: room, key: [UInt8](repeating: 2, count: 32), name: name)
+        #expect(Invite.decode(plain.encoded) == plain)
+        #expect(Invite.decode(Array(full.encoded.prefix(70 + 68))) == nil, "keys cut short, no name")
+    }
+}
