@@ -457,8 +457,12 @@ def check_device_link(alice):
         fail("device link: private room")
     if r.u(">H", 2) != 1 or r.take(r.u(">B", 1)) != b"#general":
         fail("device link: public room")
-    if r.u(">H", 2) != 1 or r.take(32) != public_key("22" * 32) or r.u(">H", 2) != 0 or r.o != len(r.data):
-        fail("device link: trusted, blocked or trailing bytes")
+    if r.u(">H", 2) != 1 or r.take(32) != public_key("22" * 32) or r.u(">H", 2) != 0:
+        fail("device link: trusted or blocked")
+    if r.u(">H", 2) != 1 or r.take(32) != b"\x44" * 32 or r.take(32) != b"\x66" * 32 or r.u(">I", 4) != 3 or r.take(32) != b"\x77" * 32:
+        fail("device link: room keys")
+    if r.u(">H", 2) != 1 or r.u(">I", 4) != 1 or r.take(32) != b"\x99" * 32 or r.o != len(r.data):
+        fail("device link: older secrets or trailing bytes")
     return 4
 
 

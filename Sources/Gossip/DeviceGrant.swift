@@ -10,6 +10,8 @@ import Crypto
 ///     public count 2 ‖ count × (name length 1 ‖ name)
 ///     trusted count 2 ‖ count × key 32
 ///     blocked count 2 ‖ count × key 32
+///     room key count 2 ‖ count × (room id 32 ‖ membership event 32 ‖ epoch 4 ‖ room key 32)
+///     older secret count 2 ‖ count × (conversation epoch 4 ‖ secret 32)
 public struct DeviceGrant: Equatable {
     /// Most entries in each list (rooms, trusted and blocked identities).
     public static let maximumEntries = 4_096
@@ -25,6 +27,10 @@ public struct DeviceGrant: Equatable {
         }
     }
 
+    /// A private room's key of a later epoch: what the device could not
+    /// open itself where it was sealed to the account's identity key (epoch 0).
+    public typealias RoomKey = RoomEpochKey
+
     public let certificate: DeviceCertificate
     /// The account's conversation key's secret, of the certificate's epoch.
     public let conversationSecret: [UInt8]
@@ -33,9 +39,19 @@ public struct DeviceGrant: Equatable {
     public let publicRooms: [RoomName]
     public let trusted: [PublicKey]
     public let blocked: [PublicKey]
+    public let roomKeys: [RoomKey]
+    /// The account's earlier conversation keys (epoch 1 and on, before the
+    /// certificate's): so the device opens conversations from before a rekey.
+    public let olderSecrets: [(epoch: UInt32, secret: [UInt8])]
+
+    public static func == (a: DeviceGrant, b: DeviceGrant) -> Bool {
+        a.certificate == b.certificate && a.conversationSecret == b.conversationSecret && a.nick == b.nick && a.privateRooms == b.privateRooms
+            && a.publicRooms == b.publicRooms && a.trusted == b.trusted && a.blocked == b.blocked && a.roomKeys == b.roomKeys
+            && a.olderSecrets.map(\.epoch) == b.olderSecrets.map(\.epoch) && a.olderSecrets.map(\.secret) == b.olderSecrets.map(\.secret)
+    }
 
     public init(certificate: DeviceCertificate, conversationSecret: [UInt8], nick: Nick?, privateRooms: [PrivateRoom], publicRooms: [RoomName],
-                trusted: [PublicKey], blocked: [PublicKey]) {
+                trusted: [PublicKey], blocked: [PublicKey], roomKeys: [RoomKey] = [], olderSecrets: [(epoch: UInt32, secret: [UInt8])] = []) {
         self.certificate = certificate
         self.conversationSecret = conversationSecret
         self.nick = nick
@@ -43,6 +59,8 @@ public struct DeviceGrant: Equatable {
         self.publicRooms = publicRooms
         self.trusted = trusted
         self.blocked = blocked
+        self.roomKeys = roomKeys
+        self.olderSecrets = olderSecrets
     }
 
     public var encoded: [UInt8] {
@@ -63,6 +81,18 @@ public struct DeviceGrant: Equatable {
         for keys in [trusted, blocked] {
             w.u16(UInt16(clamping: min(keys.count, Self.maximumEntries)))
             for key in keys.prefix(Self.maximumEntries) { w.raw(key.bytes) }
+        }
+        w.u16(UInt16(clamping: min(roomKeys.count, Self.maximumEntries)))
+        for k in roomKeys.prefix(Self.maximumEntries) {
+            w.raw(k.room.bytes)
+            w.raw(k.event.bytes)
+            w.u32(k.epoch)
+            w.raw(k.key)
+        }
+        w.u16(UInt16(clamping: min(olderSecrets.count, Self.maximumEntries)))
+        for o in olderSecrets.prefix(Self.maximumEntries) {
+            w.u32(o.epoch)
+            w.raw(o.secret)
         }
         return w.bytes
     }
@@ -102,9 +132,20 @@ public struct DeviceGrant: Equatable {
             for _ in 0..<(try count(&r, list)) { keys.append(try PublicKey(bytes: try r.take(32, list))) }
             lists.append(keys)
         }
+        var roomKeys: [RoomKey] = []
+        for _ in 0..<(try count(&r, "room keys")) {
+            let room = RoomID(unchecked: Array(try r.take(32, "room id")))
+            let event = try MessageID(bytes: try r.take(32, "membership event"))
+            let epoch = try r.u32("epoch")
+            roomKeys.append(RoomKey(room: room, event: event, epoch: epoch, key: Array(try r.take(32, "room key"))))
+        }
+        var older: [(epoch: UInt32, secret: [UInt8])] = []
+        for _ in 0..<(try count(&r, "older secrets")) {
+            older.append((try r.u32("conversation epoch"), Array(try r.take(32, "secret"))))
+        }
         guard r.remaining == 0 else { throw EnvelopeError.trailingBytes(count: r.remaining) }
         return DeviceGrant(certificate: certificate, conversationSecret: secret, nick: nick, privateRooms: privateRooms, publicRooms: publicRooms,
-                           trusted: lists[0], blocked: lists[1])
+                           trusted: lists[0], blocked: lists[1], roomKeys: roomKeys, olderSecrets: older)
     }
 
     private static func count(_ r: inout ByteReader, _ field: String) throws -> Int {

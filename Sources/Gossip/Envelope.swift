@@ -25,6 +25,8 @@ public enum Kind: UInt8, Sendable, CaseIterable {
     case revoke = 13
     /// A change of a private room's members or key (`MembershipEvent`).
     case membership = 14
+    /// An account's new conversation key after a revocation (`ConversationKeyAnnouncement`).
+    case rekey = 15
 }
 
 /// "The author had delivered `author`'s envelopes up to `sequence`."

@@ -139,3 +139,19 @@ public struct MembershipEvent: Equatable, Sendable {
         return MembershipEvent(action: action, target: target, role: role, epoch: epoch, parent: parent, keys: keys, limits: limits)
     }
 }
+
+/// A private room's key of one epoch (docs/PROTOCOL.md §14), by the
+/// membership event that made it (the create's id for the room's first key).
+public struct RoomEpochKey: Equatable, Sendable {
+    public let room: RoomID
+    public let event: MessageID
+    public let epoch: UInt32
+    public let key: [UInt8]
+
+    public init(room: RoomID, event: MessageID, epoch: UInt32, key: [UInt8]) {
+        self.room = room
+        self.event = event
+        self.epoch = epoch
+        self.key = key
+    }
+}

@@ -40,6 +40,9 @@ public struct RoomMembership: Equatable, Sendable {
     public private(set) var refused: [MessageID] = []
     /// The accounts the current epoch's key was sealed to.
     public private(set) var sealedTo: Set<PublicKey> = []
+    /// For each account the current key was sealed to, the conversation
+    /// epoch it was sealed under.
+    public private(set) var sealedEpochs: [PublicKey: UInt32] = [:]
     /// The members once every event of an epoch is applied, by epoch.
     private var membersAtEnd: [UInt32: Set<PublicKey>] = [:]
     /// Who left during an epoch (still a writer of what they sealed in it).
@@ -51,7 +54,7 @@ public struct RoomMembership: Equatable, Sendable {
 
     public static func == (a: Self, b: Self) -> Bool {
         a.owner == b.owner && a.roles == b.roles && a.banned == b.banned && a.head?.epoch == b.head?.epoch
-            && a.head?.event == b.head?.event && a.refused == b.refused && a.sealedTo == b.sealedTo
+            && a.head?.event == b.head?.event && a.refused == b.refused && a.sealedTo == b.sealedTo && a.sealedEpochs == b.sealedEpochs
             && a.membersAtEnd == b.membersAtEnd && a.leftIn == b.leftIn && a.everMember == b.everMember && a.cuts == b.cuts
     }
 
@@ -123,6 +126,7 @@ public struct RoomMembership: Equatable, Sendable {
         while let next = children[current]?.filter({ $0.event.epoch == (head?.epoch ?? 0) + 1 }).min(by: { $0.id < $1.id }) {
             head = (next.event.epoch, next.id)
             sealedTo = Set(next.event.keys.map(\.account))
+            sealedEpochs = Dictionary(next.event.keys.map { ($0.account, $0.conversationEpoch) }, uniquingKeysWith: max)
             current = next.id
         }
     }

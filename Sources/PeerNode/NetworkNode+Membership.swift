@@ -72,4 +72,19 @@ extension NetworkNode {
         }
         return [.membershipChanged(room: name, by: node.people[e.author], action: action, target: node.people[event.target], epoch: event.epoch)]
     }
+
+    /// After a revocation or a new conversation key: on the account key's
+    /// machine, the next conversation key; then, in each room we rekey, a
+    /// new room key if the current one reached an account under an older one.
+    func conversationKeysChanged() {
+        do {
+            if let e = try node.rekeyConversationsIfNeeded() { sendOwn(e) }
+            for room in node.memberships.keys.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
+                let before = try node.store.head(of: node.me)?.sequence ?? 0
+                if try node.rekeyIfNeeded(room) != nil { sendOwn(since: before) }
+            }
+        } catch {
+            log.warning("making new keys after a revocation failed: \(error)")
+        }
+    }
 }

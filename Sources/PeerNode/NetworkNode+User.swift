@@ -53,7 +53,11 @@ extension NetworkNode {
             return membershipDelivered(e, opened)
         case .revoke:
             guard let row = node.acceptRevocation(e, opened) else { return [] }
+            conversationKeysChanged()
             return [.deviceRevoked(node.people[row.device], device: row.device, by: row.by, last: row.last)]
+        case .rekey:
+            if node.acceptConversationKey(e, opened) { conversationKeysChanged() }
+            return []
         case .receipt:
             guard e.author != node.me, let receipt = Receipt.decode(opened.content) else { return [] }
             // Another device of ours read the room: so have we (docs/PROTOCOL.md §15).
@@ -189,6 +193,7 @@ extension NetworkNode {
         case let .revoke(who):
             let (e, row) = try node.revoke(who)
             sendOwn(e)
+            conversationKeysChanged()
             return ([.deviceRevoked(node.people[row.device], device: row.device, by: node.me, last: node.revokedAfter[row.device] ?? 0)], true)
         case let .set(key, value):
             try node.store.setSetting(key, value)
@@ -327,6 +332,7 @@ extension NetworkNode {
         if node.refusedRevocations > 0 { all["revoke_refused"] = node.refusedRevocations }
         if node.refusedRevoked > 0 { all["revoked_refused"] = node.refusedRevoked }
         if node.refusedRoomPosts > 0 { all["room_post_refused"] = node.refusedRoomPosts }
+        if node.refusedRekeys > 0 { all["rekey_refused"] = node.refusedRekeys }
         return .stats(links: linkedPeers.count, counters: all.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) },
                       stages: core.stages.summaries)
     }

@@ -207,6 +207,8 @@ final class NetworkNode: @unchecked Sendable {
                 lastShown = node.store.lastDeliveryNumber
             }
             emit(.ready(id: node.me, nick: node.nick, listen: listenAddress))
+            // A revocation signed while the node was down (`peernode device revoke`) still gets its new keys.
+            conversationKeysChanged()
             tick()
             // Timeouts, clock exchanges, receipts and redials, once a second.
             loop.every(Self.tickInterval) { [self] in tick() }

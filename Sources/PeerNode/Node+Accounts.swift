@@ -63,7 +63,10 @@ extension Node {
         let publics = roomNames.filter { privateRooms[$0.key] == nil }.map(\.value)
         return DeviceGrant(certificate: certificate, conversationSecret: box.exportedSecret, nick: nick.flatMap { try? Nick($0) }, privateRooms: privates,
                            publicRooms: publics.sorted { $0.value < $1.value }, trusted: Array(people.trusted),
-                           blocked: Array(try store.blockedIdentities()))
+                           blocked: Array(try store.blockedIdentities()),
+                           roomKeys: try store.roomKeys(),
+                           olderSecrets: ownBoxKeys.filter { $0.key != 0 && $0.key != Self.identityEpoch && $0.key != epoch }
+                               .sorted { $0.key < $1.key }.map { ($0.key, $0.value.exportedSecret) })
     }
 
     /// Takes what an account handed this device: its rooms, keys, marks and
@@ -77,6 +80,9 @@ extension Node {
             privateRooms[room.id] = (room.name, key)
             roomNames[room.id] = room.name
         }
+        for k in grant.roomKeys where privateRooms[k.room] != nil && (try? SymmetricKey(bytes: k.key)) != nil {
+            try store.saveRoomKey(k)
+        }
         for name in grant.publicRooms { _ = try join(name) }
         for key in grant.trusted { try store.setTrusted(key, true, at: Self.now()) }
         for key in grant.blocked { try store.setBlocked(key, true, at: Self.now()) }
@@ -88,7 +94,13 @@ extension Node {
         // The account's conversation key, so this device opens conversations on its own.
         try store.saveConversationKey(Store.ConversationKeyRow(account: grant.certificate.account, epoch: grant.certificate.epoch,
                                                                publicKey: grant.certificate.conversationKey, secret: grant.conversationSecret, claim: nil))
+        for older in grant.olderSecrets where older.epoch != 0 {
+            guard let pair = try? BoxKeyPair(secretBytes: older.secret) else { continue }
+            try store.saveConversationKey(Store.ConversationKeyRow(account: grant.certificate.account, epoch: older.epoch,
+                                                                   publicKey: pair.publicKey, secret: older.secret, claim: nil))
+        }
         try reloadConversationKeys()
+        try loadRoomMemberships()
         if let nick = grant.nick { try post(nick.value, kind: .nick, in: .general) }
     }
 }

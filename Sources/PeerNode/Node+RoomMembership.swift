@@ -168,10 +168,12 @@ extension Node {
     }
 
     /// Replaces the room's key when a race or a leave left it with someone
-    /// out of the room, or a member without it, and we are the one to do it.
+    /// out of the room, a member without it, or a member's account has a
+    /// newer conversation key than the one it was sealed to (a device of it
+    /// was revoked), and we are the one to do it.
     func rekeyIfNeeded(_ room: RoomID) throws -> Envelope? {
         // One machine of the rekeyer's account does it: its account key's.
-        guard let state = memberships[room], state.needsNewKey, state.rekeyer == account, me == account else { return nil }
+        guard let state = memberships[room], state.needsNewKey || sealedToStaleKey(state), state.rekeyer == account, me == account else { return nil }
         return try changeMembership(room, .rotate, target: account)
     }
 

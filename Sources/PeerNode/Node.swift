@@ -50,6 +50,8 @@ final class Node {
     /// Posts in a private room sealed with the key of an epoch their author's
     /// account was not a member in, each time one was opened (`room_post_refused`).
     var refusedRoomPosts = 0
+    /// Conversation-key announcements refused (`rekey_refused`).
+    var refusedRekeys = 0
 
     init(options: Options, environment: [String: String]) throws {
         guard let path = resolveDataDirectory(options, environment: environment) else {

@@ -68,7 +68,7 @@ struct Renderer {
         case .leave: return "[\(time)] \(roomLabel) <-- \(who) left"
         case .tombstone: return deletedLine(envelope, room: room)
         case .edit: return editLine(envelope, room: room, text: opened.text)
-        case .receipt, .invite, .reaction, .device, .revoke, .membership: return "[\(time)] \(roomLabel) -- \(who) \(opened.kind)"
+        case .receipt, .invite, .reaction, .device, .revoke, .membership, .rekey: return "[\(time)] \(roomLabel) -- \(who) \(opened.kind)"
         }
     }
 

@@ -3,20 +3,7 @@ import Gossip
 
 /// Private rooms' key epochs (docs/PROTOCOL.md §14, "Membership and key epochs").
 extension Store {
-    public struct RoomKeyRow: Equatable, Sendable {
-        public let room: RoomID
-        /// The membership event that made the key (the create's id for epoch 0).
-        public let event: MessageID
-        public let epoch: UInt32
-        public let key: [UInt8]
-
-        public init(room: RoomID, event: MessageID, epoch: UInt32, key: [UInt8]) {
-            self.room = room
-            self.event = event
-            self.epoch = epoch
-            self.key = key
-        }
-    }
+    public typealias RoomKeyRow = RoomEpochKey
 
     public func saveRoomKey(_ row: RoomKeyRow) throws {
         try db.statement("INSERT OR IGNORE INTO room_keys(room, event, epoch, key) VALUES (?1, ?2, ?3, ?4)")

@@ -27,7 +27,10 @@ struct DeviceLinkTests {
         DeviceGrant(certificate: try DeviceCertificate.issue(by: account, for: device.publicKey, name: name, at: issued, epoch: 1, conversationKey: DeviceLinkKeys.box.publicKey),
                     conversationSecret: DeviceLinkKeys.box.exportedSecret, nick: try Nick("alice"),
                     privateRooms: [.init(id: try RoomID(bytes: [UInt8](repeating: 0x44, count: 32)), key: [UInt8](repeating: 0x55, count: 32), name: try RoomName("#plans"))],
-                    publicRooms: [try RoomName("#general")], trusted: [bob.publicKey], blocked: [])
+                    publicRooms: [try RoomName("#general")], trusted: [bob.publicKey], blocked: [],
+                    roomKeys: [.init(room: try RoomID(bytes: [UInt8](repeating: 0x44, count: 32)), event: try MessageID(bytes: [UInt8](repeating: 0x66, count: 32)),
+                                     epoch: 3, key: [UInt8](repeating: 0x77, count: 32))],
+                    olderSecrets: [(epoch: 1, secret: [UInt8](repeating: 0x99, count: 32))])
     }
 
     static func run(typed: String, shown: String, sid: [UInt8]? = nil, ya: [UInt8]? = nil, yb: [UInt8]? = nil,

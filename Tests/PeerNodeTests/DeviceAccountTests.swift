@@ -83,17 +83,32 @@ struct DeviceAccountTests {
         _ = try await Self.linkedPair()
     }
 
+    /// Alice on her desktop and a linked laptop, and Bob, all running and
+    /// linked through a relay.
+    struct AliceTwiceAndBob {
+        let desktopDir: TemporaryDirectory, laptopDir: TemporaryDirectory, bobDir: TemporaryDirectory, relayDir: TemporaryDirectory
+        let relay: RelayProcess
+        let desktop: NodeProcess, laptop: NodeProcess, bob: NodeProcess
+
+        init() async throws {
+            (desktopDir, laptopDir) = try await DeviceAccountTests.linkedPair()
+            relayDir = TemporaryDirectory()
+            bobDir = TemporaryDirectory()
+            relay = try RelayProcess(dir: relayDir.path)
+            let listen = try #require(await relay.ready()?["listen"])
+            let link = ["--max-links", "0", "--peer", "ws://" + listen]
+            desktop = try NodeProcess(dir: desktopDir.path, link)
+            laptop = try NodeProcess(dir: laptopDir.path, link)
+            bob = try NodeProcess(dir: bobDir.path, ["--nick", "bob"] + link)
+            for n in [desktop, laptop, bob] { #expect(await started(n)) }
+        }
+    }
+
     @Test("the laptop's post shows as alice on bob's node and on alice's desktop, through a relay; /whois lists both devices; the laptop cannot link a third")
     func onePerson() async throws {
-        let (desktopDir, laptopDir) = try await Self.linkedPair()
-        let relayDir = TemporaryDirectory(), bobDir = TemporaryDirectory()
-        let relay = try RelayProcess(dir: relayDir.path)
-        let listen = try #require(await relay.ready()?["listen"])
-        let link = ["--max-links", "0", "--peer", "ws://" + listen]
-        let desktop = try NodeProcess(dir: desktopDir.path, link)
-        let laptop = try NodeProcess(dir: laptopDir.path, link)
-        let bob = try NodeProcess(dir: bobDir.path, ["--nick", "bob"] + link)
-        for n in [desktop, laptop, bob] { #expect(await started(n)) }
+        let three = try await AliceTwiceAndBob()
+        let (desktopDir, laptopDir, relay) = (three.desktopDir, three.laptopDir, three.relay)
+        let (desktop, laptop, bob) = (three.desktop, three.laptop, three.bob)
         let alice = desktop.id
 
         laptop.send("hello from the laptop")
@@ -160,5 +175,6 @@ struct DeviceAccountTests {
         let third = try await PeerNodeProcess.run(["device", "add", "--data-dir", laptopDir.path, "--listen", "127.0.0.1:0", "--no-discovery"])
         #expect(third.status == 1 && third.stderr.contains("is a device of account"), "\(third.stderr)")
         _ = relay
+        withExtendedLifetime(three) {}
     }
 }

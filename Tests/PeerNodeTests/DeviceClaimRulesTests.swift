@@ -128,4 +128,50 @@ struct DeviceClaimRulesTests {
         try node.loadRevocations()
         #expect(node.revokedAfter == [laptop.publicKey: 2])
     }
+
+    @Test("a new conversation key: only the account key announces it, in the accounts room, past its newest epoch; a device of the account takes the secret sealed to it; 64 devices decode, 65 do not")
+    func conversationRekeys() throws {
+        let dir = TemporaryDirectory()
+        let node = try life.node(dir)
+        // This node becomes a device of alice; the laptop is another.
+        let mine = try DeviceCertificate.issue(by: alice, for: node.me, name: "this", at: 5, epoch: 1, conversationKey: box.publicKey)
+        let own = try envelope(node.identity, sequence: 1, content: mine.encoded, on: node)
+        #expect(claim(own, on: node))
+        let laptopClaim = try envelope(laptop, sequence: 1, content: try DeviceCertificate.issue(by: alice, for: laptop.publicKey, name: "laptop", at: 6, epoch: 1,
+                                                                                               conversationKey: box.publicKey).encoded, on: node)
+        #expect(claim(laptopClaim, on: node))
+        let pair = BoxKeyPair.generate()
+        let toMe = try BoxKeyPair.seal(pair.exportedSecret, to: try #require(BoxKeyPair.convertedPublic(node.me)))
+        let announcement = ConversationKeyAnnouncement(epoch: 2, publicKey: pair.publicKey, devices: [.init(device: node.me, sealed: toMe)])
+        func accepted(_ e: Envelope) -> Bool { node.open(e).map { node.acceptConversationKey(e, $0) } ?? false }
+        // From the laptop (a device, not the account key): refused.
+        #expect(!accepted(try envelope(laptop, sequence: 2, previous: laptopClaim.id, kind: .rekey, content: announcement.encoded, on: node)))
+        // From alice, in a public room: refused.
+        let general = RoomID.publicRoom(.general, network: node.network)
+        _ = try node.join(.general)
+        let misplaced = try envelope(alice, sequence: 1, kind: .rekey, content: announcement.encoded, on: node,
+                                     room: general, key: node.network.publicRoomKey(roomName: RoomName.general.value))
+        #expect(!accepted(misplaced))
+        #expect(node.refusedRekeys == 2)
+        // From alice, in the accounts room: taken, and this device holds the secret.
+        let first = try envelope(alice, sequence: 2, previous: misplaced.id, kind: .rekey, content: announcement.encoded, on: node)
+        #expect(accepted(first))
+        #expect(node.ownBoxKeys[2]?.publicKey == pair.publicKey)
+        #expect(node.sendingEpoch(of: alice.publicKey) == 2)
+        // The same epoch again (another key): refused; the first stays.
+        let other = ConversationKeyAnnouncement(epoch: 2, publicKey: BoxKeyPair.generate().publicKey, devices: [])
+        #expect(!accepted(try envelope(alice, sequence: 3, previous: first.id, kind: .rekey, content: other.encoded, on: node)))
+        #expect(node.boxPublic(of: alice.publicKey, epoch: 2) == pair.publicKey)
+
+        // The layout's limits.
+        let entry = ConversationKeyAnnouncement.Sealed(device: laptop.publicKey, sealed: [UInt8](repeating: 1, count: ConversationKeyAnnouncement.sealedSize))
+        let most = ConversationKeyAnnouncement(epoch: 3, publicKey: pair.publicKey, devices: Array(repeating: entry, count: ConversationKeyAnnouncement.maximumDevices))
+        #expect(ConversationKeyAnnouncement.decode(most.encoded) == most)
+        var over = most.encoded
+        over[40] = UInt8(ConversationKeyAnnouncement.maximumDevices + 1)
+        over += laptop.publicKey.bytes + entry.sealed
+        #expect(ConversationKeyAnnouncement.decode(over) == nil)
+        #expect(ConversationKeyAnnouncement.decode(Array(most.encoded.dropLast())) == nil)
+        #expect(ConversationKeyAnnouncement.decode(ConversationKeyAnnouncement(epoch: 0, publicKey: pair.publicKey, devices: []).encoded) == nil, "epoch 0 is the identity key's")
+    }
 }

@@ -65,7 +65,11 @@ struct WebAPITests {
             pair.b.send("!ping")
             pong = await pair.b.wait(timeout: 2) { $0["type"] == "message" && $0["author"] == alice && $0["text"] == "pong" }
         }
-        #expect(pong?["room"] == "#general", "no pong: \(running.output)")
+        #expect(pong?["room"] == "#general", """
+            no pong: \(running.output)
+            alice's node: \(pair.a.child.exitStatus.map { "ended with status \($0)" } ?? "running"), last events: \(pair.a.recent(8))
+            its log: \(pair.a.log.suffix(3_000))
+            """)
         running.signal(SIGTERM)
         await pair.a.quit()
         await pair.b.quit()
