@@ -14,12 +14,15 @@ public struct RoomMembership: Equatable, Sendable {
         public let author: PublicKey
         public let device: PublicKey
         public let sequence: UInt64
+        /// The envelope's timestamp (ms since 1970, as its author's clock said).
+        public let timestamp: UInt64
         public let event: MembershipEvent
-        public init(id: MessageID, author: PublicKey, device: PublicKey? = nil, sequence: UInt64 = 1, event: MembershipEvent) {
+        public init(id: MessageID, author: PublicKey, device: PublicKey? = nil, sequence: UInt64 = 1, timestamp: UInt64 = 0, event: MembershipEvent) {
             self.id = id
             self.author = author
             self.device = device ?? author
             self.sequence = sequence
+            self.timestamp = timestamp
             self.event = event
         }
     }
@@ -36,6 +39,8 @@ public struct RoomMembership: Equatable, Sendable {
     public private(set) var banned: Set<PublicKey> = []
     /// The current epoch: its number and the event that made it (`create`'s id for 0).
     public private(set) var head: (epoch: UInt32, event: MessageID)?
+    /// When the current epoch's event says it was made.
+    public private(set) var headTimestamp: UInt64 = 0
     /// Events that did not hold (author not allowed, target not a member, wrong epoch).
     public private(set) var refused: [MessageID] = []
     /// The accounts the current epoch's key was sealed to.
@@ -54,7 +59,7 @@ public struct RoomMembership: Equatable, Sendable {
 
     public static func == (a: Self, b: Self) -> Bool {
         a.owner == b.owner && a.roles == b.roles && a.banned == b.banned && a.head?.epoch == b.head?.epoch
-            && a.head?.event == b.head?.event && a.refused == b.refused && a.sealedTo == b.sealedTo && a.sealedEpochs == b.sealedEpochs
+            && a.head?.event == b.head?.event && a.headTimestamp == b.headTimestamp && a.refused == b.refused && a.sealedTo == b.sealedTo && a.sealedEpochs == b.sealedEpochs
             && a.membersAtEnd == b.membersAtEnd && a.leftIn == b.leftIn && a.everMember == b.everMember && a.cuts == b.cuts
     }
 
@@ -97,6 +102,7 @@ public struct RoomMembership: Equatable, Sendable {
         owner = create.author
         roles[create.author] = .owner
         head = (0, create.id)
+        headTimestamp = create.timestamp
         sealedTo = [create.author]
         refused = creates.dropFirst().map(\.id)
         membersAtEnd[0] = [create.author]
@@ -125,6 +131,7 @@ public struct RoomMembership: Equatable, Sendable {
         var current = create.id
         while let next = children[current]?.filter({ $0.event.epoch == (head?.epoch ?? 0) + 1 }).min(by: { $0.id < $1.id }) {
             head = (next.event.epoch, next.id)
+            headTimestamp = next.timestamp
             sealedTo = Set(next.event.keys.map(\.account))
             sealedEpochs = Dictionary(next.event.keys.map { ($0.account, $0.conversationEpoch) }, uniquingKeysWith: max)
             current = next.id
@@ -177,6 +184,22 @@ public struct RoomMembership: Equatable, Sendable {
         // An epoch with no events of its own (a gap) keeps the last state before it.
         guard let known = membersAtEnd.keys.filter({ $0 <= epoch }).max() else { return false }
         return membersAtEnd[known]?.contains(account) == true
+    }
+
+    /// How long a room key is used at most: the rekeyer makes a new one
+    /// when the current epoch is this old (7 days, in ms).
+    public static let rotationInterval: UInt64 = 7 * 24 * 3_600 * 1_000
+    /// A current epoch dated further ahead of the rekeyer's clock than this
+    /// is replaced too: a date from the future must not stop rotation (5 min, in ms).
+    public static let maximumFutureSkew: UInt64 = 5 * 60 * 1_000
+
+    /// Whether the schedule asks for a new key at `now` (ms since 1970): a
+    /// room with members besides its founder whose key is `rotationInterval`
+    /// old, or dated past `now` + `maximumFutureSkew`.
+    public func rotationDue(now: UInt64) -> Bool {
+        guard head != nil, roles.count > 1 else { return false }
+        if headTimestamp > now, headTimestamp - now > Self.maximumFutureSkew { return true }
+        return now >= headTimestamp && now - headTimestamp >= Self.rotationInterval
     }
 
     /// Whether the current key must be replaced: it was sealed to someone no

@@ -60,17 +60,7 @@ extension NetworkNode {
         } catch {
             log.warning("applying a membership change in \(name.value) failed: \(error)")
         }
-        let action: String
-        switch event.action {
-        case .create: action = "create"
-        case .invite: action = "invite"
-        case .kick: action = "kick"
-        case .ban: action = "ban"
-        case .role: action = event.role == .admin ? "admin" : "member"
-        case .leave: action = "leave"
-        case .rotate: action = "rotate"
-        }
-        return [.membershipChanged(room: name, by: node.people[e.author], action: action, target: node.people[event.target], epoch: event.epoch)]
+        return [.membershipChanged(room: name, by: node.people[e.author], action: event.actionName, target: node.people[event.target], epoch: event.epoch)]
     }
 
     /// After a revocation or a new conversation key: on the account key's
@@ -79,12 +69,53 @@ extension NetworkNode {
     func conversationKeysChanged() {
         do {
             if let e = try node.rekeyConversationsIfNeeded() { sendOwn(e) }
-            for room in node.memberships.keys.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
+        } catch {
+            log.warning("making a new conversation key after a revocation failed: \(error)")
+        }
+        rekeyRooms()
+    }
+
+    /// Each private room we are the rekeyer of gets a new key if it needs
+    /// one (a race, a leave, a revoked device, the schedule).
+    func rekeyRooms() {
+        for room in node.memberships.keys.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
+            do {
                 let before = try node.store.head(of: node.me)?.sequence ?? 0
                 if try node.rekeyIfNeeded(room) != nil { sendOwn(since: before) }
+            } catch {
+                log.warning("making a new key for a private room failed: \(error)")
             }
-        } catch {
-            log.warning("making new keys after a revocation failed: \(error)")
         }
+    }
+}
+
+extension MembershipEvent {
+    /// The change's name in `--json` (`"action"`) and what the terminal says.
+    var actionName: String {
+        switch action {
+        case .create: "create"
+        case .invite: "invite"
+        case .kick: "kick"
+        case .ban: "ban"
+        case .role: role == .admin ? "admin" : "member"
+        case .leave: "leave"
+        case .rotate: "rotate"
+        }
+    }
+
+    /// One line for a change named `action` (an `actionName`), its labels
+    /// already sanitized: live and in a room's history alike.
+    static func sentence(by: String, action: String, target: String, room: String, epoch: UInt32) -> String {
+        let what: String
+        switch action {
+        case "create": what = "\(by) made \(room)"
+        case "invite": what = "\(by) invited \(target) to \(room)"
+        case "kick": what = "\(by) removed \(target) from \(room)"
+        case "ban": what = "\(by) banned \(target) from \(room)"
+        case "admin", "member": what = "\(by) made \(target) \(action == "admin" ? "an admin" : "a member") of \(room)"
+        case "leave": what = "\(by) left \(room)"
+        default: what = "\(by) gave \(room) a new key"
+        }
+        return what + (action == "leave" || action == "create" ? "" : " (key epoch \(epoch))")
     }
 }

@@ -92,6 +92,9 @@ final class NetworkNode: @unchecked Sendable {
     /// Freed memory goes back to the system at most this often, when quiet.
     static let memoryTrimInterval = 30.0
     var lastMemoryTrim = 0.0
+    /// How often private rooms are checked for a key the schedule replaces (s).
+    static let roomRotationCheckInterval = 60.0
+    var lastRoomRotationCheck = 0.0
     /// Erased bodies are purged from the files (`Store.purgeErased`: the
     /// whole search index merged, the WAL truncated) at most this often, so
     /// an author posting tombstone after tombstone costs one merge per
@@ -414,6 +417,10 @@ final class NetworkNode: @unchecked Sendable {
             _ = malloc_trim(0)
         }
         typingBoard.expire(now: now)
+        if !node.memberships.isEmpty, now - lastRoomRotationCheck >= Self.roomRotationCheckInterval {
+            lastRoomRotationCheck = now
+            rekeyRooms()
+        }
         refreshPrompt()
         feed(.tick)
         savePeerClocks(now: now)

@@ -49,7 +49,7 @@ extension Node {
             events = []
             for e in try store.membershipCandidates(in: room) where !isRevoked(e) {
                 guard let opened = open(e), opened.kind == .membership, let event = MembershipEvent.decode(opened.content) else { continue }
-                events.append(RoomMembership.Event(id: e.id, author: people.account(e.author), device: e.author, sequence: e.sequence, event: event))
+                events.append(RoomMembership.Event(id: e.id, author: people.account(e.author), device: e.author, sequence: e.sequence, timestamp: e.timestamp, event: event))
                 if event.action == .create, roomEpochKeys[room]?[e.id] == nil {
                     // The create is sealed with the room's first key: that is epoch 0.
                     try keepRoomKey(room, event: e.id, epoch: 0, key: own.key)
@@ -170,10 +170,12 @@ extension Node {
     /// Replaces the room's key when a race or a leave left it with someone
     /// out of the room, a member without it, or a member's account has a
     /// newer conversation key than the one it was sealed to (a device of it
-    /// was revoked), and we are the one to do it.
-    func rekeyIfNeeded(_ room: RoomID) throws -> Envelope? {
+    /// was revoked), or the schedule asks for one (`RoomMembership.rotationInterval`),
+    /// and we are the one to do it.
+    func rekeyIfNeeded(_ room: RoomID, now: UInt64 = Node.now()) throws -> Envelope? {
         // One machine of the rekeyer's account does it: its account key's.
-        guard let state = memberships[room], state.needsNewKey || sealedToStaleKey(state), state.rekeyer == account, me == account else { return nil }
+        guard let state = memberships[room], state.needsNewKey || sealedToStaleKey(state) || state.rotationDue(now: now),
+              state.rekeyer == account, me == account else { return nil }
         return try changeMembership(room, .rotate, target: account)
     }
 

@@ -68,7 +68,10 @@ struct Renderer {
         case .leave: return "[\(time)] \(roomLabel) <-- \(who) left"
         case .tombstone: return deletedLine(envelope, room: room)
         case .edit: return editLine(envelope, room: room, text: opened.text)
-        case .receipt, .invite, .reaction, .device, .revoke, .membership, .rekey: return "[\(time)] \(roomLabel) -- \(who) \(opened.kind)"
+        case .membership:
+            guard let event = MembershipEvent.decode(opened.content) else { return "[\(time)] \(roomLabel) -- \(who) membership" }
+            return "[\(time)] \(roomLabel) -- " + MembershipEvent.sentence(by: who, action: event.actionName, target: label(event.target), room: roomLabel, epoch: event.epoch)
+        case .receipt, .invite, .reaction, .device, .revoke, .rekey: return "[\(time)] \(roomLabel) -- \(who) \(opened.kind)"
         }
     }
 

@@ -1,6 +1,7 @@
 import ChatText
 import Crypto
 import Foundation
+import Gossip
 import NodeCore
 
 /// Lines a person reads: at a terminal (above the prompt) or on a pipe.
@@ -59,18 +60,8 @@ struct TerminalPresenter: LinePresenter {
         case let .deviceRevoked(account, device, by, last):
             return ["-- ⚠ \(plain.label(account))'s device \(device.shortFingerprint) was revoked by \(by.shortFingerprint): what it signs after its message \(last) is refused"]
         case let .membershipChanged(room, by, action, target, epoch):
-            let name = TerminalText.sanitize(room.value)
-            let what: String
-            switch action {
-            case "create": what = "\(plain.label(by)) made \(name)"
-            case "invite": what = "\(plain.label(by)) invited \(plain.label(target)) to \(name)"
-            case "kick": what = "\(plain.label(by)) removed \(plain.label(target)) from \(name)"
-            case "ban": what = "\(plain.label(by)) banned \(plain.label(target)) from \(name)"
-            case "admin", "member": what = "\(plain.label(by)) made \(plain.label(target)) \(action == "admin" ? "an admin" : "a member") of \(name)"
-            case "leave": what = "\(plain.label(by)) left \(name)"
-            default: what = "\(plain.label(by)) gave \(name) a new key"
-            }
-            return ["-- \(what)" + (action == "leave" || action == "create" ? "" : " (key epoch \(epoch))")]
+            return ["-- " + MembershipEvent.sentence(by: plain.label(by), action: action, target: plain.label(target),
+                                                      room: TerminalText.sanitize(room.value), epoch: epoch)]
         case let .roomRoles(room, members, banned):
             return ["-- \(TerminalText.sanitize(room.value)): \(members.count) member\(members.count == 1 ? "" : "s")"]
                 + members.map { "  \(plain.label($0.person)) \($0.role)" } + banned.map { "  \(plain.label($0)) banned" }

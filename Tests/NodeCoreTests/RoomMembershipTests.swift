@@ -174,6 +174,23 @@ struct RoomMembershipTests {
         #expect(!again.mayHaveWritten(carol, device: carol, sequence: 20, sealedAt: 2))
     }
 
+    @Test("the schedule: a key is due for replacement at 7 days, not a millisecond before; one dated more than 5 minutes ahead is due at once; a room of one never")
+    func schedule() throws {
+        let week = RoomMembership.rotationInterval, skew = RoomMembership.maximumFutureSkew
+        let made: UInt64 = 1_800_000_000_000
+        let events = [Event(id: try Self.id(10), author: alice, timestamp: made - 5,
+                            event: MembershipEvent(action: .create, target: alice, role: .owner, epoch: 0, parent: .zero, keys: [])),
+                      Event(id: try Self.id(20), author: alice, timestamp: made,
+                            event: MembershipEvent(action: .invite, target: bob, role: .member, epoch: 1, parent: try Self.id(10), keys: []))]
+        let state = RoomMembership(events)
+        #expect(state.headTimestamp == made)
+        #expect(!state.rotationDue(now: made + week - 1))
+        #expect(state.rotationDue(now: made + week))
+        #expect(!state.rotationDue(now: made - skew), "a clock behind the key's date by the allowed skew")
+        #expect(state.rotationDue(now: made - skew - 1), "dated past the skew: replaced")
+        #expect(!RoomMembership(Array(events.prefix(1))).rotationDue(now: made + 2 * week), "the founder alone")
+    }
+
     @Test("no create: nothing holds")
     func noCreate() throws {
         let state = RoomMembership(Array(try history().dropFirst()))

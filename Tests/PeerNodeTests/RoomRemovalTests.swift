@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Gossip
 import NetworkText
+import NodeCore
 @testable import PeerNode
 import TestSupport
 import Testing
@@ -140,6 +141,27 @@ struct RoomRemovalTests {
         // And what came before was sealed to her (the check can succeed).
         #expect(events.contains { e in e.epoch < kicked && e.keys.contains { k in carolPairs.contains { (try? $0.openSealed(k.sealed)) != nil } } })
         withExtendedLifetime(dirs) {}
+    }
+
+    @Test("the owner's node replaces a room key a week old with a rotate sealed to every member, and not before")
+    func scheduledRotation() throws {
+        let dir = TemporaryDirectory()
+        let node = try Self.life.node(dir)
+        let bob = try SigningKey.generate().publicKey
+        let name = try RoomName("#weekly")
+        try node.createPrivateRoom(name)
+        _ = try node.invite(bob, to: name)
+        let room = try node.privateRoom(named: name)
+        let state = try #require(node.memberships[room])
+        let made = state.headTimestamp
+        #expect(try node.rekeyIfNeeded(room, now: made + RoomMembership.rotationInterval - 1) == nil)
+        let rotated = try #require(try node.rekeyIfNeeded(room, now: made + RoomMembership.rotationInterval))
+        let event = try #require(node.open(rotated).flatMap { MembershipEvent.decode($0.content) })
+        #expect(event.action == .rotate && event.epoch == state.head.map { $0.epoch + 1 })
+        #expect(Set(event.keys.map(\.account)) == [node.account, bob])
+        #expect(node.memberships[room]?.head?.event == rotated.id)
+        #expect(try node.rekeyIfNeeded(room, now: made + RoomMembership.rotationInterval) == nil, "the new key is not due")
+        withExtendedLifetime(dir) {}
     }
 
     @Test("an invite with epochs: 900 keys and a name round-trip and fit a body; a count of 901 is not an invite; the plain layout still reads")
