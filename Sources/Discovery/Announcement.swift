@@ -17,6 +17,10 @@ public struct Announcement: Equatable, Sendable {
         case announce = 1
         /// "I just started: who is here?" Receivers answer with an announce.
         case query = 2
+        /// "`peernode device add` waits for a new device of this account at
+        /// this TCP port" (docs/PROTOCOL.md §15, "Finding the adder"). A
+        /// node takes no peer from it.
+        case linking = 3
     }
 
     public static let magic: [UInt8] = Array("PNDA".utf8)

@@ -116,6 +116,8 @@ public struct DiscoveryCore {
         guard announcement.verify(signature) else { return drop(.badSignature) }
         let skew = announcement.timestamp > now ? announcement.timestamp - now : now - announcement.timestamp
         if skew > Self.maximumSkew { return drop(.stale) }
+        // A device add waiting for its joiner: nothing for a node to dial.
+        if announcement.kind == .linking { return [] }
 
         var actions: [Action] = []
         if var peer = peers[announcement.node] {

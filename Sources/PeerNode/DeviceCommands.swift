@@ -1,4 +1,5 @@
 import Crypto
+import Discovery
 import Foundation
 import Glibc
 import Gossip
@@ -30,13 +31,34 @@ enum DeviceCommands {
         let code = DeviceLink.newCode()
         guard let password = DeviceLink.password(code) else { throw NodeError.badCommand("bad code") }
         let shown = host == "0.0.0.0" ? "THIS-MACHINE" : host
+        // On the LAN the new machine finds us by multicast; --peer works everywhere.
+        var beacon: LinkingBeacon?
+        if let configuration = try discoveryConfiguration(options) {
+            do { beacon = try LinkingBeacon(configuration: configuration, network: node.network) } catch {
+                printError("not announcing on the LAN (\(error)): the new machine needs --peer")
+            }
+        }
         writeLines(["code: \(code) (good for \(Int(codeLifetime / 60)) minutes and \(DeviceLink.maximumAttempts) tries)",
                     "listening on \(host):\(listener.port)",
-                    "on the new machine: peernode device join \(code) --peer \(shown):\(listener.port)"])
+                    "on the new machine: peernode device join \(code)" + (beacon == nil ? "" : " (on this LAN), or from anywhere:"),
+                    "  peernode device join \(code) --peer \(shown):\(listener.port)"])
         let deadline = Date().addingTimeInterval(codeLifetime)
+        var nextBeacon = Date.distantPast
+        /// The next connection, announcing each `LinkingBeacon.interval` while none comes.
+        func next() -> (FramedSocket, String)? {
+            while deadline.timeIntervalSinceNow > 0 {
+                if let beacon, Date() >= nextBeacon {
+                    beacon.announce(by: node.identity, port: listener.port, now: Node.now())
+                    nextBeacon = Date().addingTimeInterval(LinkingBeacon.interval)
+                }
+                let wait = beacon == nil ? deadline.timeIntervalSinceNow : min(LinkingBeacon.interval, deadline.timeIntervalSinceNow)
+                if let accepted = listener.accept(within: wait, timeout: frameTimeout) { return accepted }
+            }
+            return nil
+        }
         var wrong = 0
         while wrong < DeviceLink.maximumAttempts {
-            guard let (socket, from) = listener.accept(within: deadline.timeIntervalSinceNow, timeout: frameTimeout) else {
+            guard let (socket, from) = next() else {
                 throw NodeError.badCommand("the code expired: nobody joined within \(Int(codeLifetime / 60)) minutes")
             }
             var adder = DeviceLinkAdder(code: password, network: node.network, account: node.me)
@@ -69,15 +91,9 @@ enum DeviceCommands {
         guard let password = DeviceLink.password(typed) else {
             throw NodeError.badCommand("a code is \(DeviceLink.codeDigits) digits, as `peernode device add` printed it (1234-5678)")
         }
-        guard let peer = options.peers.first else {
-            throw NodeError.badCommand("device join needs --peer HOST:PORT: the address `peernode device add` printed")
-        }
-        let address = peer.hasPrefix("ws://") ? String(peer.dropFirst(5)) : peer
-        guard let (host, port) = NetworkNode.split(hostPort: address) else {
-            throw NodeError.badAddress(option: "--peer", needs: "HOST:PORT", got: peer)
-        }
         let name = try Nick(options.deviceName ?? hostName()).value
         let node = try Node(options: options, environment: environment)
+        let (host, port, expected) = try adderAddress(options, network: node.network)
         // An identity with devices, or one that is a device already, cannot join another account.
         guard node.account == node.me, try node.store.devices(of: node.me).isEmpty else {
             throw NodeError.alreadyInAccount(node.account)
@@ -88,6 +104,9 @@ enum DeviceCommands {
         let confirm = try joiner.confirm(try socket.receive(limit: DeviceLink.answerSize), deviceName: name)
         try socket.send(confirm)
         let grant = try joiner.welcome(try socket.receive(limit: DeviceLink.maximumFrame))
+        if let expected, grant.certificate.account != expected {
+            throw NodeError.badCommand("the machine that answered is not the account that announced itself on the LAN")
+        }
         if node.identityIsNew { try node.markOwnHistoryKnown() }
         try node.accept(grant)
         let account = grant.certificate.account
@@ -101,6 +120,31 @@ enum DeviceCommands {
         let (_, device) = try node.revoke(who)
         writeLines(["revoked \(PeerText(device.name)) (\(device.device.shortFingerprint)): what it signs after its message \(node.revokedAfter[device.device] ?? 0) is refused "
                     + "once the others get this (start peernode to send it)"])
+    }
+
+    /// Where `device add` waits: `--peer`, else the first adder of our
+    /// network heard on the LAN within `LinkingBeacon.findTimeout` (and the
+    /// account it announced).
+    static func adderAddress(_ options: Options, network: NetworkKey) throws -> (host: String, port: UInt16, account: PublicKey?) {
+        if let peer = options.peers.first {
+            let address = peer.hasPrefix("ws://") ? String(peer.dropFirst(5)) : peer
+            guard let (host, port) = NetworkNode.split(hostPort: address) else {
+                throw NodeError.badAddress(option: "--peer", needs: "HOST:PORT", got: peer)
+            }
+            return (host, port, nil)
+        }
+        guard let configuration = try discoveryConfiguration(options) else {
+            throw NodeError.badCommand("device join needs --peer HOST:PORT (the address `peernode device add` printed) when discovery is off")
+        }
+        let beacon = try LinkingBeacon(configuration: configuration, network: network)
+        writeLines(["looking for `peernode device add` on this LAN (up to \(Int(LinkingBeacon.findTimeout)) s)…"])
+        let clock = { ProcessInfo.processInfo.systemUptime }
+        guard let found = beacon.find(until: clock() + LinkingBeacon.findTimeout, clock: clock, now: Node.now) else {
+            throw NodeError.badCommand("no `peernode device add` of this network answered on the LAN within \(Int(LinkingBeacon.findTimeout)) s: "
+                                       + "give --peer HOST:PORT as it printed")
+        }
+        writeLines(["found account \(found.account.shortFingerprint) at \(found.host):\(found.port)"])
+        return (found.host, found.port, found.account)
     }
 
     /// This machine's host name as a device name, when it makes one.

@@ -33,6 +33,21 @@ struct DiscoveryCoreTests {
         #expect(ca.received(answer, from: "10.0.0.2", now: t0 + 3001) == [.found(b.publicKey, host: "10.0.0.2", port: 2222)])
     }
 
+    @Test("a linking datagram (device add waiting) is checked like any, and gives no peer and no answer")
+    func linkingIgnored() throws {
+        let adder = try SigningKey.generate()
+        var listener = core(try SigningKey.generate())
+        let key = try #require(Announcement.key(for: labNetwork))
+        let linking = try Announcement(kind: .linking, node: adder.publicKey, port: 7735, timestamp: t0).sealed(by: adder, key: key)
+        _ = listener.start(now: t0 - 1)  // its own first announcement out of the way
+        #expect(listener.received(linking, from: "10.0.0.9", now: t0).isEmpty)
+        #expect(listener.peers[adder.publicKey] == nil)
+        #expect(datagrams(listener.tick(now: t0 + DiscoveryCore.answerDelay)).isEmpty)
+        // The same fields as an announcement would be a peer: the kind is what differs.
+        let announce = try Announcement(kind: .announce, node: adder.publicKey, port: 7735, timestamp: t0 + 1).sealed(by: adder, key: key)
+        #expect(listener.received(announce, from: "10.0.0.9", now: t0 + 1) == [.found(adder.publicKey, host: "10.0.0.9", port: 7735)])
+    }
+
     @Test("announcements every 5 s ± 20 %: about 12 a minute when idle")
     func idleTraffic() throws {
         var c = core(try SigningKey.generate())

@@ -83,6 +83,29 @@ struct DeviceAccountTests {
         _ = try await Self.linkedPair()
     }
 
+    @Test("on the LAN, device join finds device add by multicast (no --peer): the code links the laptop to the account that announced itself")
+    func findsAdderOnLAN() async throws {
+        let desktop = TemporaryDirectory(), laptop = TemporaryDirectory()
+        // A group port of this test's own, so parallel tests' nodes are not heard.
+        let lan = ["--multicast-if", "127.0.0.1", "--multicast", "239.255.73.73:\(UInt16.random(in: 20_000...60_000))"]
+        let made = try await PeerNodeProcess.run(["--data-dir", desktop.path, "--no-discovery", "--nick", "alice", "--listen", "127.0.0.1:0"])
+        #expect(made.status == 0, "\(made.stderr)")
+        let lines = Locked<[String]>([])
+        let adder = try Child(PeerNodeProcess.binary, ["device", "add", "--data-dir", desktop.path, "--listen", "127.0.0.1:0"] + lan,
+                              stdin: .null, stdout: .pipe, stderr: .pipe, onLine: { line in lines.withLock { $0.append(line) } })
+        let code = try #require(await eventuallyValue(30) { () -> String? in
+            lines.value.first { $0.hasPrefix("code: ") }?.split(separator: " ").dropFirst().first.map(String.init)
+        }, "\(adder.output) \(adder.errors)")
+        #expect(lines.value.contains { $0.contains("peernode device join \(code) (on this LAN)") }, "\(lines.value)")
+        let joined = try await PeerNodeProcess.run(["device", "join", code, "--data-dir", laptop.path, "--name", "laptop"] + lan)
+        #expect(joined.status == 0 && joined.stdout.contains("found account") && joined.stdout.contains("is now a device of alice·"),
+                "\(joined.stdout) \(joined.stderr)")
+        #expect(await adder.exited() == 0, "\(adder.errors)")
+        // With discovery off and no --peer there is nothing to find: said at once.
+        let off = try await PeerNodeProcess.run(["device", "join", code, "--data-dir", TemporaryDirectory().path, "--no-discovery"])
+        #expect(off.status != 0 && off.stderr.contains("needs --peer"), "\(off.stderr)")
+    }
+
     /// Alice on her desktop and a linked laptop, and Bob, all running and
     /// linked through a relay.
     struct AliceTwiceAndBob {
