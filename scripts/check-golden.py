@@ -28,6 +28,7 @@ SEALED_FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-envelopes-2.json"
 ERASABLE_FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-envelopes-3.json"
 TYPING_FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-typing.json"
 DEVICE_LINK_FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-device-link.json"
+MEMBERSHIP_FIXTURE = ROOT / "Tests/PeerNodeTests/Fixtures/golden-membership.json"
 # Padded plaintext sizes of version-2 bodies (PROTOCOL.md §5).
 BUCKETS = [256 << i for i in range(9)] + [65538]
 KINDS = {1: "text", 2: "action", 3: "nick", 4: "join", 5: "leave", 6: "receipt", 7: "invite", 8: "tombstone",
@@ -136,8 +137,9 @@ def main():
     erasable = check_erasable(net, alice, bob)
     typing = check_typing(alice)
     frames = check_device_link(alice)
+    check_membership(alice)
     print(f"check-golden: {count} envelopes of version 1, {sealed} of version 2 and {erasable} of version 3 ok; {typing} typing notices ok; "
-          f"CPace draft vectors and {frames} device-link frames ok")
+          f"CPace draft vectors and {frames} device-link frames ok; a membership event, a new conversation key and an invite with epochs ok")
 
 
 def check_typing(alice):
@@ -464,6 +466,54 @@ def check_device_link(alice):
     if r.u(">H", 2) != 1 or r.u(">I", 4) != 1 or r.take(32) != b"\x99" * 32 or r.o != len(r.data):
         fail("device link: older secrets or trailing bytes")
     return 4
+
+
+def seal_open(lib, sealed, secret):
+    """crypto_box_seal_open of `sealed` with an X25519 secret (PROTOCOL.md §14, §15)."""
+    public = ctypes.create_string_buffer(32)
+    lib.crypto_scalarmult_curve25519_base(public, secret)
+    out = ctypes.create_string_buffer(len(sealed) - 48)
+    if lib.crypto_box_seal_open(out, sealed, ctypes.c_ulonglong(len(sealed)), public, secret) != 0:
+        fail("membership: a sealed key does not open")
+    return out.raw
+
+
+def check_membership(alice):
+    """The kick, the new conversation key and the PNI2 invite of
+    golden-membership.json, field by field as PROTOCOL.md §14 and §15 lay them out."""
+    lib = sodium()
+    fixture = json.loads(MEMBERSHIP_FIXTURE.read_text())
+    carol, device = public_key("33" * 32), public_key("44" * 32)
+    # "PNMB" ‖ action ‖ target ‖ role ‖ epoch ‖ parent ‖ key count ‖ keys ‖ limit count ‖ limits
+    r = Reader(bytes.fromhex(fixture["membership"]))
+    if r.take(4) != b"PNMB" or r.u(">B", 1) != 2 or r.take(32) != carol or r.u(">B", 1) != 0 or r.u(">I", 4) != 3 or r.take(32) != b"\x22" * 32:
+        fail("membership: head (kick of carol, member, epoch 3, parent 22…)")
+    if r.u(">H", 2) != 1 or r.take(32) != alice or r.u(">I", 4) != 1:
+        fail("membership: the sealed key's account and conversation epoch")
+    if seal_open(lib, r.take(80), b"\x88" * 32) != b"\x77" * 32:
+        fail("membership: the room key sealed to alice's epoch-1 key")
+    if r.u(">B", 1) != 1 or r.take(32) != carol or r.u(">Q", 8) != 7 or r.o != len(r.data):
+        fail("membership: the limit (carol's key, last 7) or trailing bytes")
+    # "PNCK" ‖ epoch ‖ public key ‖ count ‖ (device ‖ sealed secret)
+    r = Reader(bytes.fromhex(fixture["rekey"]))
+    next_public = ctypes.create_string_buffer(32)
+    lib.crypto_scalarmult_curve25519_base(next_public, b"\x99" * 32)
+    if r.take(4) != b"PNCK" or r.u(">I", 4) != 2 or r.take(32) != next_public.raw or r.u(">B", 1) != 1 or r.take(32) != device:
+        fail("rekey: head (epoch 2, public key of 99…, one device)")
+    # The device's Ed25519 key converted to X25519 opens its copy.
+    ed_secret = ctypes.create_string_buffer(64)
+    ed_public = ctypes.create_string_buffer(32)
+    lib.crypto_sign_seed_keypair(ed_public, ed_secret, b"\x44" * 32)
+    device_x = ctypes.create_string_buffer(32)
+    lib.crypto_sign_ed25519_sk_to_curve25519(device_x, ed_secret)
+    if seal_open(lib, r.take(80), device_x.raw) != b"\x99" * 32 or r.o != len(r.data):
+        fail("rekey: the secret sealed to the device, or trailing bytes")
+    # "PNI2" ‖ room id ‖ first key ‖ count ‖ (event ‖ epoch ‖ key) ‖ name
+    r = Reader(bytes.fromhex(fixture["invite"]))
+    if r.take(4) != b"PNI2" or r.take(32) != b"\x44" * 32 or r.take(32) != b"\x55" * 32 or r.u(">H", 2) != 1:
+        fail("invite: head")
+    if r.take(32) != b"\x66" * 32 or r.u(">I", 4) != 3 or r.take(32) != b"\x77" * 32 or r.take(len(r.data) - r.o) != b"#plans":
+        fail("invite: the epoch key or the name")
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ struct RevokedDeviceKeysTests {
         #expect(await laptop.wait { $0["text"] == "marker from bob" } != nil, "\(laptop.recent(5))")
         #expect(!laptop.events.value.contains { ($0["text"] ?? "").contains("after") && $0["author"] == bob.id })
         for n in [desktop, laptop, bob] { _ = await n.quit() }
-        _ = relay
+        _ = await relay.terminate()
 
         // On the bytes: bob's envelopes, opened by a node on the laptop's data (every key it holds).
         let bobNode = try MessageLifeRulesTests().node(bobDir)
@@ -72,6 +72,15 @@ struct RevokedDeviceKeysTests {
             bobNode.open(e).map { String(decoding: $0.content, as: UTF8.self) == "after the revocation" } ?? false
         }
         #expect(after.count == 1 && !laptopKeys.isEmpty)
+        // The relay carried #plans (posts and membership events) and reads none of it.
+        let relayNode = try MessageLifeRulesTests().node(three.relayDir)
+        let plans = try bobNode.privateRoom(named: try RoomName("#plans"))
+        let carried = try bobNode.store.delivered(after: 0).map(\.envelope).filter { $0.room == plans }
+        #expect(carried.contains { bobNode.open($0)?.kind == .membership } && carried.count >= 5)
+        for e in carried {
+            #expect(try relayNode.store.delivered(id: e.id) != nil, "the relay holds it")
+            #expect(relayNode.open(e) == nil, "the relay reads nothing of #plans")
+        }
         #expect(!after.contains { e in laptopKeys.contains { (try? BodyCipher.openAny(e, key: $0)) != nil } })
         withExtendedLifetime(three) {}
     }
