@@ -27,6 +27,8 @@ public enum Kind: UInt8, Sendable, CaseIterable {
     case membership = 14
     /// An account's new conversation key after a revocation (`ConversationKeyAnnouncement`).
     case rekey = 15
+    /// A change another device of the same account follows (`FollowChange`).
+    case follow = 16
 }
 
 /// "The author had delivered `author`'s envelopes up to `sequence`."

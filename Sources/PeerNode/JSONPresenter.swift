@@ -108,6 +108,9 @@ struct JSONPresenter: JSONLinePresenter {
         case let .membershipChanged(room, by, action, target, epoch):
             return [JSONEvents.line(["type": .string("membership"), "room": .string(room.value), "by": .string(by.key.hex), "action": .string(action),
                                      "target": .string(target.key.hex), "nick": .text(target.nick ?? PeerText("")), "epoch": .number(UInt64(epoch))])]
+        case let .followed(change, about, device):
+            return [JSONEvents.line(["type": .string("followed"), "change": .string(change), "about": .text(PeerText(about)),
+                                     "device": .string(device.key.hex)])]
         case let .roomRoles(room, members, banned):
             return members.map { JSONEvents.line(["type": .string("room_member"), "room": .string(room.value), "id": .string($0.person.key.hex),
                                                    "nick": .text($0.person.nick ?? PeerText("")), "role": .string($0.role)]) }

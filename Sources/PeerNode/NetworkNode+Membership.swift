@@ -87,6 +87,23 @@ extension NetworkNode {
             }
         }
     }
+
+    /// A change another device of ours made, followed here.
+    func followed(_ e: Envelope, _ opened: OpenedEnvelope) -> [NodeEvent] {
+        do {
+            guard let change = try node.applyFollow(e, opened) else { return [] }
+            if case let .blocked(key, on) = change {
+                blocked.set(try node.store.blockedIdentities())
+                if on { feed(.blocked(key)) }
+            }
+            roomOrderStale = true
+            let (name, about) = change.described
+            return [.followed(change: name, about: about, device: node.people[e.author])]
+        } catch {
+            log.warning("following another device of ours failed: \(error)")
+            return []
+        }
+    }
 }
 
 extension MembershipEvent {

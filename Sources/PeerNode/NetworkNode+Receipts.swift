@@ -17,7 +17,9 @@ extension NetworkNode {
         guard ownHistoryRefusal(now: now) == nil else { return }
         for (room, receipt) in receipts.due(now: now) {
             do {
-                feed(.posted(try node.postReceipt(receipt, in: room)))
+                let e = try node.postReceipt(receipt, in: room)
+                sentOwnUpTo = max(sentOwnUpTo, e.sequence)
+                feed(.posted(e))
             } catch {
                 log.warning("sending a receipt failed: \(error)")
             }

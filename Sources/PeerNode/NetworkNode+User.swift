@@ -58,6 +58,8 @@ extension NetworkNode {
         case .rekey:
             if node.acceptConversationKey(e, opened) { conversationKeysChanged() }
             return []
+        case .follow:
+            return followed(e, opened)
         case .receipt:
             guard e.author != node.me, let receipt = Receipt.decode(opened.content) else { return [] }
             // Another device of ours read the room: so have we (docs/PROTOCOL.md §15).
@@ -130,6 +132,8 @@ extension NetworkNode {
 
     /// A line from stdin; false when the person quit.
     func handleLine(_ line: String) -> Bool {
+        // What the command signed besides its own post (a change our other devices follow, a membership event) goes out too.
+        defer { flushOwn() }
         do {
             let (events, keepGoing) = try handle(ChatInput.parse(line), line: line)
             emit(events)
@@ -207,7 +211,7 @@ extension NetworkNode {
             return ([try syncReport()], true)
         case let .block(who, on):
             let key = try node.resolve(who)
-            try node.store.setBlocked(key, on, at: Node.now())
+            try node.setBlocked(key, on)
             blocked.set(try node.store.blockedIdentities())
             if on { feed(.blocked(key)) }
             return ([.blockChanged(node.people[key], blocked: on)], true)
@@ -261,10 +265,17 @@ extension NetworkNode {
     /// An envelope of ours just stored (a post, an edit, a tombstone, a
     /// direct message, a nick): on the links before it is shown here.
     func sendOwn(_ e: Envelope) {
+        sentOwnUpTo = max(sentOwnUpTo, e.sequence)
         postedOwn(in: e.room)
         feed(.posted(e))
         if !feeding { loop.flushNow() }
         showDeliveries()
+    }
+
+    /// Sends every envelope of ours signed since the last one sent.
+    func flushOwn() {
+        guard let head = try? node.store.head(of: node.me)?.sequence, head > sentOwnUpTo else { return }
+        sendOwn(since: sentOwnUpTo)
     }
 
     /// Posts in `room` (the open one when nil), on the links before it is shown.
@@ -315,6 +326,7 @@ extension NetworkNode {
     /// shown to every presenter. Quitting is not the API's to do.
     func run(_ input: ChatInput) -> (events: [NodeEvent], failure: String?) {
         if case .quit = input { return ([], "the API cannot stop the node") }
+        defer { flushOwn() }
         do {
             return (try handle(input, line: "").events, nil)
         } catch {

@@ -95,6 +95,8 @@ final class NetworkNode: @unchecked Sendable {
     /// How often private rooms are checked for a key the schedule replaces (s).
     static let roomRotationCheckInterval = 60.0
     var lastRoomRotationCheck = 0.0
+    /// The newest of our own envelopes sent on the links (`flushOwn`).
+    var sentOwnUpTo: UInt64 = 0
     /// Erased bodies are purged from the files (`Store.purgeErased`: the
     /// whole search index merged, the WAL truncated) at most this often, so
     /// an author posting tombstone after tombstone costs one merge per
@@ -209,6 +211,7 @@ final class NetworkNode: @unchecked Sendable {
                 do { emit(.greeting(try session.greeting())) } catch { emit(.failed("\(error)")) }
                 lastShown = node.store.lastDeliveryNumber
             }
+            sentOwnUpTo = (try? node.store.head(of: node.me)?.sequence) ?? 0
             emit(.ready(id: node.me, nick: node.nick, listen: listenAddress))
             // A revocation signed while the node was down (`peernode device revoke`) still gets its new keys.
             conversationKeysChanged()

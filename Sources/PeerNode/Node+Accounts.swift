@@ -74,6 +74,9 @@ extension Node {
     /// account's device) and the account's nick.
     func accept(_ grant: DeviceGrant) throws {
         guard grant.certificate.device == me else { throw NodeError.notAccountKey(grant.certificate.account) }
+        // What the grant gives is the account's already: nothing to tell the other devices.
+        applyingFollow = true
+        defer { applyingFollow = false }
         for room in grant.privateRooms where privateRooms[room.id] == nil {
             guard let key = try? SymmetricKey(bytes: room.key) else { continue }
             try store.addPrivateRoom(room.id, name: room.name.value, key: room.key)

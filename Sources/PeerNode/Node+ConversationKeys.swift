@@ -32,6 +32,7 @@ extension Node {
         }
         ownBoxKeys = own
         announcedBoxKeys = announced
+        mapOwnRooms()
         // Which conversation each peer gets may have changed; the rooms already mapped stay right.
         conversations = [:]
         conversationsMapped = 0

@@ -101,6 +101,7 @@ extension Node {
         _ = try join(name)
         // Its first event: we are its owner.
         try changeMembership(id, .create, target: account)
+        try follow(.madePrivate(id, key: key.exportedBytes, name: name))
     }
 
     /// Sends `peer` an invite to one of our private rooms.
@@ -181,6 +182,7 @@ extension Node {
         privateRooms[pending.room] = (name, key)
         _ = try join(name)
         try recomputeMembership(pending.room)
+        try follow(.accepted(pending.room))
         return name
     }
 

@@ -143,6 +143,7 @@ final class Node {
         try unindexLeftRoom(id)
         roomNames[id] = nil
         try store.forgetRoomName(id)
+        if privateRooms[id] == nil { try follow(.parted(name)) }
     }
 
     /// Names of the public rooms this node knows, for completion.
@@ -156,6 +157,7 @@ final class Node {
     /// The key of a room we know: a private room's own, or the public one derived from its name.
     func roomKey(_ id: RoomID) -> SymmetricKey? {
         if let own = privateRooms[id] { return roomPostingKeys[id] ?? own.key }
+        if let own = ownRooms[id] { return own }
         if id == accountsRoom { return accountsKey }
         guard let name = roomNames[id]?.value else { return nil }
         if let key = publicRoomKeys[name] { return key }
@@ -193,6 +195,10 @@ final class Node {
     var memberships: [RoomID: RoomMembership] = [:]
     var roomEpochKeys: [RoomID: [MessageID: (epoch: UInt32, key: SymmetricKey)]] = [:]
     var roomPostingKeys: [RoomID: SymmetricKey] = [:]
+    /// The account's own rooms (`Node+Following.swift`), by id, and whether
+    /// a change being made follows another device's (then it is not said again).
+    var ownRooms: [RoomID: SymmetricKey] = [:]
+    var applyingFollow = false
 
     /// Private rooms we are in: id → name and key (the room's first key).
     var privateRooms: [RoomID: (name: RoomName, key: SymmetricKey)] = [:]
@@ -204,6 +210,7 @@ final class Node {
         if roomNames[id] == nil {
             roomNames[id] = name
             try store.registerRoom(id, name: name.value)
+            if privateRooms[id] == nil { try follow(.joined(name)) }
             // What was stored before we could read it is filed under its kinds now,
             // and found by /search.
             try store.fileSealed(in: id)
@@ -409,6 +416,13 @@ final class Node {
     func setTrusted(_ key: PublicKey, _ on: Bool) throws {
         try store.setTrusted(key, on, at: Node.now())
         people.trusted = try store.trustedIdentities()
+        try follow(.trusted(key, on))
+    }
+
+    /// `/block` and `/unblock`: kept in the store, and said to our other devices.
+    func setBlocked(_ key: PublicKey, _ on: Bool) throws {
+        try store.setBlocked(key, on, at: Node.now())
+        try follow(.blocked(key, on))
     }
 
     /// An author was found to have signed two envelopes at one sequence;

@@ -53,6 +53,9 @@ enum NodeEvent {
     case deviceRevoked(Person, device: PublicKey, by: PublicKey, last: UInt64)
     /// A private room's membership changed: `action` by `by` about `target`.
     case membershipChanged(room: RoomName, by: Person, action: String, target: Person, epoch: UInt32)
+    /// Another device of ours made a change this one followed (`FollowChange`):
+    /// its name (`change`), the room or identity it was about, by `device`.
+    case followed(change: String, about: String, device: Person)
     /// `/members`: each account in a private room with its role, then the banned.
     case roomRoles(room: RoomName, [(person: Person, role: String)], banned: [Person])
     /// `/devices`, `/whois`: an account and its devices.

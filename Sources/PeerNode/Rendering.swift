@@ -71,7 +71,7 @@ struct Renderer {
         case .membership:
             guard let event = MembershipEvent.decode(opened.content) else { return "[\(time)] \(roomLabel) -- \(who) membership" }
             return "[\(time)] \(roomLabel) -- " + MembershipEvent.sentence(by: who, action: event.actionName, target: label(event.target), room: roomLabel, epoch: event.epoch)
-        case .receipt, .invite, .reaction, .device, .revoke, .rekey: return "[\(time)] \(roomLabel) -- \(who) \(opened.kind)"
+        case .receipt, .invite, .reaction, .device, .revoke, .rekey, .follow: return "[\(time)] \(roomLabel) -- \(who) \(opened.kind)"
         }
     }
 

@@ -62,6 +62,8 @@ struct TerminalPresenter: LinePresenter {
         case let .membershipChanged(room, by, action, target, epoch):
             return ["-- " + MembershipEvent.sentence(by: plain.label(by), action: action, target: plain.label(target),
                                                       room: TerminalText.sanitize(room.value), epoch: epoch)]
+        case let .followed(change, about, device):
+            return ["-- following your device \(plain.label(device)): \(change.replacingOccurrences(of: "_", with: " ")) \(TerminalText.sanitize(about))"]
         case let .roomRoles(room, members, banned):
             return ["-- \(TerminalText.sanitize(room.value)): \(members.count) member\(members.count == 1 ? "" : "s")"]
                 + members.map { "  \(plain.label($0.person)) \($0.role)" } + banned.map { "  \(plain.label($0)) banned" }

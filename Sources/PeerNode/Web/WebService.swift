@@ -132,6 +132,7 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
     /// (or one `error`, and nothing was done).
     private func run(_ command: WebCommand, on network: NetworkNode) -> [String] {
         let ref = command.ref
+        defer { network.flushOwn() }
         do {
             let (events, extra) = try answer(command.action, on: network)
             let okLine = JSONEvents.line(pairs: [("type", .string("ok")), ("cmd", .string(command.name))]
