@@ -48,7 +48,15 @@ extension Node {
             learned = false
             events = []
             for e in try store.membershipCandidates(in: room) where !isRevoked(e) {
-                guard let opened = open(e), opened.kind == .membership, let event = MembershipEvent.decode(opened.content) else { continue }
+                // Each event is opened once (an event's content never changes); what did not open is tried again.
+                let event: MembershipEvent
+                if let known = openedMembershipEvents[e.id] {
+                    event = known
+                } else {
+                    guard let opened = open(e), opened.kind == .membership, let decoded = MembershipEvent.decode(opened.content) else { continue }
+                    openedMembershipEvents[e.id] = decoded
+                    event = decoded
+                }
                 events.append(RoomMembership.Event(id: e.id, author: people.account(e.author), device: e.author, sequence: e.sequence, timestamp: e.timestamp, event: event))
                 if event.action == .create, roomEpochKeys[room]?[e.id] == nil {
                     // The create is sealed with the room's first key: that is epoch 0.

@@ -195,6 +195,8 @@ final class Node {
     var memberships: [RoomID: RoomMembership] = [:]
     var roomEpochKeys: [RoomID: [MessageID: (epoch: UInt32, key: SymmetricKey)]] = [:]
     var roomPostingKeys: [RoomID: SymmetricKey] = [:]
+    /// Membership events already opened and decoded, by id (`recomputeMembership`).
+    var openedMembershipEvents: [MessageID: MembershipEvent] = [:]
     /// The account's own rooms (`Node+Following.swift`), by id, and whether
     /// a change being made follows another device's (then it is not said again).
     var ownRooms: [RoomID: SymmetricKey] = [:]
