@@ -58,6 +58,8 @@ public enum ChatInput: Equatable, Sendable {
     case invites
     /// `/devices [WHO]`, `/whois WHO`: an account's devices (ours without WHO).
     case devices(String?)
+    /// `/device add`: a code for a new device of our account, served by the running node.
+    case deviceAdd
     /// `/revoke DEVICE`: one of our account's devices, by id, fingerprint or name.
     case revoke(String)
     /// A private room's membership (the open room): `/kick`, `/ban`, `/op`, `/deop`, `/members`, `/leave`.
@@ -110,6 +112,7 @@ public enum ChatInput: Equatable, Sendable {
         (["mentions"], "/mentions", "messages that named you (your nick as a word); [Act: 2,4*] before the prompt lists rooms with news, * where you were named"),
         (["whois"], "/whois WHO", "who WHO is: id, fingerprint and the account's devices (name, id, last seen)"),
         (["devices"], "/devices [WHO]", "the devices of your account (or of WHO's): name, id, when each was last seen; `peernode device add` links one"),
+        (["device"], "/device add", "link a new machine to your account: shows a code for `peernode device join CODE` there (10 minutes, 3 tries)"),
         (["revoke"], "/revoke DEVICE", "revoke one of your devices (a lost laptop; its name, fingerprint or id from /devices): everyone refuses what it signs from now on"),
         (["trust", "untrust"], "/trust WHO", "mark WHO as verified (you compared the fingerprint with them): shown with ✔; /untrust WHO undoes it"),
         (["block", "unblock"], "/block WHO", "refuse WHO's links and hide their messages; /unblock WHO undoes it"),
@@ -212,6 +215,9 @@ public enum ChatInput: Equatable, Sendable {
                     "mentions": .mentions, "typing": .typing][String(name)] ?? .empty
         case "devices":
             return .devices(argument.isEmpty ? nil : argument)
+        case "device":
+            guard argument == "add" else { return .error("/device add is the one device command here (/devices lists them, /revoke removes one)") }
+            return .deviceAdd
         case "revoke":
             return argument.isEmpty ? .error("/revoke needs a device: its name, fingerprint or id from /devices") : .revoke(argument)
         case "kick", "ban":

@@ -12,11 +12,11 @@ import Crypto
 ///     blocked count 2 ‖ count × key 32
 ///     room key count 2 ‖ count × (room id 32 ‖ membership event 32 ‖ epoch 4 ‖ room key 32)
 ///     older secret count 2 ‖ count × (conversation epoch 4 ‖ secret 32)
-public struct DeviceGrant: Equatable {
+public struct DeviceGrant: Equatable, Sendable {
     /// Most entries in each list (rooms, trusted and blocked identities).
     public static let maximumEntries = 4_096
 
-    public struct PrivateRoom: Equatable {
+    public struct PrivateRoom: Equatable, Sendable {
         public let id: RoomID
         public let key: [UInt8]
         public let name: RoomName

@@ -108,6 +108,10 @@ struct JSONPresenter: JSONLinePresenter {
         case let .membershipChanged(room, by, action, target, epoch):
             return [JSONEvents.line(["type": .string("membership"), "room": .string(room.value), "by": .string(by.key.hex), "action": .string(action),
                                      "target": .string(target.key.hex), "nick": .text(target.nick ?? PeerText("")), "epoch": .number(UInt64(epoch))])]
+        case let .deviceCode(code, port, _):
+            return [JSONEvents.line(["type": .string("device_code"), "code": .string(code), "port": .number(UInt64(port))])]
+        case let .deviceLinked(name, device):
+            return [JSONEvents.line(["type": .string("device_linked"), "name": .text(PeerText(name)), "device": .string(device.hex)])]
         case let .followed(change, about, device):
             return [JSONEvents.line(["type": .string("followed"), "change": .string(change), "about": .text(PeerText(about)),
                                      "device": .string(device.key.hex)])]

@@ -194,6 +194,8 @@ extension NetworkNode {
             return ([try devices(of: who.map(node.resolve) ?? node.me)], true)
         case .kick, .ban, .op, .members, .leaveRoom:
             return (try membershipCommand(input), true)
+        case .deviceAdd:
+            return (try startDeviceAdd(), true)
         case let .revoke(who):
             let (e, row) = try node.revoke(who)
             sendOwn(e)

@@ -95,6 +95,9 @@ final class NetworkNode: @unchecked Sendable {
     /// How often private rooms are checked for a key the schedule replaces (s).
     static let roomRotationCheckInterval = 60.0
     var lastRoomRotationCheck = 0.0
+    /// Discovery as started (`/device add` announces on the same group), and the code offered, while one is.
+    var discoveryConfiguration: DiscoveryService.Configuration?
+    var deviceOffer: LinkOffer?
     /// The newest of our own envelopes sent on the links (`flushOwn`).
     var sentOwnUpTo: UInt64 = 0
     /// Erased bodies are purged from the files (`Store.purgeErased`: the
@@ -177,6 +180,7 @@ final class NetworkNode: @unchecked Sendable {
     }
 
     func start(listen: String?, peers: [String], discovery: DiscoveryService.Configuration? = nil) throws {
+        discoveryConfiguration = discovery
         let wanted = listen ?? Self.defaultListen
         guard let (host, port) = Self.split(hostPort: wanted) else { throw NodeError.badAddress(option: "--listen", needs: "HOST:PORT", got: wanted) }
         var configuration = WebSocketServer.Configuration(

@@ -56,6 +56,9 @@ enum NodeEvent {
     /// Another device of ours made a change this one followed (`FollowChange`):
     /// its name (`change`), the room or identity it was about, by `device`.
     case followed(change: String, about: String, device: Person)
+    /// `/device add`: the code offered and what to type on the new machine; then the device linked.
+    case deviceCode(code: String, port: UInt16, instructions: [String])
+    case deviceLinked(name: String, device: PublicKey)
     /// `/members`: each account in a private room with its role, then the banned.
     case roomRoles(room: RoomName, [(person: Person, role: String)], banned: [Person])
     /// `/devices`, `/whois`: an account and its devices.

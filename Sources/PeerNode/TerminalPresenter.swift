@@ -62,6 +62,10 @@ struct TerminalPresenter: LinePresenter {
         case let .membershipChanged(room, by, action, target, epoch):
             return ["-- " + MembershipEvent.sentence(by: plain.label(by), action: action, target: plain.label(target),
                                                       room: TerminalText.sanitize(room.value), epoch: epoch)]
+        case let .deviceCode(_, _, instructions):
+            return instructions.map { "-- " + $0 }
+        case let .deviceLinked(name, device):
+            return ["-- linked \(PeerText(name)) (\(device.shortFingerprint)) to your account: it shows as you once its claim comes"]
         case let .followed(change, about, device):
             return ["-- following your device \(plain.label(device)): \(change.replacingOccurrences(of: "_", with: " ")) \(TerminalText.sanitize(about))"]
         case let .roomRoles(room, members, banned):

@@ -106,6 +106,32 @@ struct DeviceAccountTests {
         #expect(off.status != 0 && off.stderr.contains("needs --peer"), "\(off.stderr)")
     }
 
+    @Test("/device add in a running node: it shows a code and keeps working; the laptop joins with it and its post shows as alice on the desktop")
+    func addWhileRunning() async throws {
+        let desktopDir = TemporaryDirectory(), laptopDir = TemporaryDirectory()
+        let desktop = try NodeProcess(dir: desktopDir.path, ["--nick", "alice"])
+        #expect(await started(desktop))
+        let alice = desktop.id
+        desktop.send("/device add")
+        let offered = try #require(await desktop.wait { $0["type"] == "device_code" }, "\(desktop.recent(5))")
+        let (code, port) = (try #require(offered["code"]), try #require(offered["port"]))
+        desktop.send("/device add")
+        #expect(await desktop.wait { $0["type"] == "error" && ($0["error"] ?? "").contains("still waiting") } != nil, "one code at a time")
+        // The node goes on while the code waits.
+        desktop.send("/stats")
+        #expect(await desktop.wait { $0["type"] == "stats" } != nil)
+        let joined = try await Self.join(laptopDir.path, code: code, port: port)
+        #expect(joined.status == 0 && joined.stdout.contains("is now a device of alice·"), "\(joined.stdout) \(joined.stderr)")
+        #expect(await desktop.wait { $0["type"] == "device_linked" && $0["name"] == "laptop" } != nil, "\(desktop.recent(5))")
+        let laptop = try NodeProcess(dir: laptopDir.path, ["--peer", desktop.url])
+        #expect(await started(laptop))
+        laptop.send("from the laptop linked to a running node")
+        let m = await desktop.wait { $0["type"] == "message" && $0["text"] == "from the laptop linked to a running node" }
+        #expect(m?["author"] == alice && m?["device"] != nil, "\(desktop.recent(5))")
+        await laptop.quit()
+        await desktop.quit()
+    }
+
     /// Alice on her desktop and a linked laptop, and Bob, all running and
     /// linked through a relay.
     struct AliceTwiceAndBob {
