@@ -135,7 +135,7 @@ final class LinkOffer: @unchecked Sendable {
     var instructions: [String] {
         ["code: \(code) (good for \(Int(DeviceCommands.codeLifetime / 60)) minutes and \(DeviceLink.maximumAttempts) tries)",
          "listening on \(shownHost == "THIS-MACHINE" ? "0.0.0.0" : shownHost):\(listener.port)",
-         "on the new machine: peernode device join \(code)" + (beacon == nil ? "" : " (on this LAN), or from anywhere:"),
+         beacon == nil ? "on the new machine:" : "on the new machine: peernode device join \(code) (on this LAN), or from anywhere:",
          "  peernode device join \(code) --peer \(shownHost):\(listener.port)"]
     }
 
