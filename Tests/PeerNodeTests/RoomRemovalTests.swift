@@ -143,6 +143,49 @@ struct RoomRemovalTests {
         withExtendedLifetime(dirs) {}
     }
 
+    @Test("/op makes bob an admin who can /ban carol; a banned carol cannot be invited back; bob's /leave gets the room a new key from the owner, and bob is out")
+    func rolesBanLeave() async throws {
+        let (dirs, a, b, c) = try await chainOfThree()
+        let bobID = b.id, carolID = c.id
+        a.send("/private #ops")
+        a.send("/invite \(bobID) #ops")
+        a.send("/invite \(carolID) #ops")
+        #expect(await b.wait { $0["type"] == "invite" && $0["room"] == "#ops" } != nil)
+        #expect(await c.wait { $0["type"] == "invite" && $0["room"] == "#ops" } != nil)
+        b.send("/accept #ops")
+        c.send("/accept #ops")
+        b.send("/join #ops")
+        // A member cannot remove anyone.
+        b.send("/kick \(carolID)")
+        #expect(await b.wait { $0["type"] == "error" && ($0["error"] ?? "").contains("only") } != nil, "\(b.recent(5))")
+        a.send("/join #ops")
+        a.send("/op \(bobID)")
+        #expect(await b.wait { $0["type"] == "membership" && $0["action"] == "admin" && $0["target"] == bobID } != nil, "\(b.recent(5))")
+        b.send("/ban \(carolID)")
+        #expect(await a.wait { $0["type"] == "membership" && $0["action"] == "ban" && $0["target"] == carolID } != nil, "\(a.recent(5))")
+        a.send("/invite \(carolID) #ops")
+        #expect(await a.wait { $0["type"] == "error" && ($0["error"] ?? "").contains("banned") } != nil, "\(a.recent(5))")
+        a.send("/members")
+        #expect(await a.wait { $0["type"] == "room_member" && $0["id"] == carolID && $0["role"] == "banned" } != nil)
+        #expect(await a.wait { $0["type"] == "room_member" && $0["id"] == bobID && $0["role"] == "admin" } != nil)
+        // Bob leaves: no new key from him; the owner's node makes one, sealed to who stays.
+        b.send("/leave")
+        #expect(await a.wait { $0["type"] == "membership" && $0["action"] == "leave" && $0["by"] == bobID } != nil, "\(a.recent(5))")
+        #expect(await a.wait { $0["type"] == "membership" && $0["action"] == "rotate" } != nil, "\(a.recent(5))")
+        a.send("after bob left")
+        #expect(await a.wait { $0["text"] == "after bob left" && $0["room"] == "#ops" } != nil, "\(a.recent(5))")
+        b.send("/join #ops")
+        b.send("bob again")
+        #expect(await b.wait { $0["type"] == "error" && ($0["error"] ?? "").contains("no longer a member") } != nil, "\(b.recent(5))")
+        // Bob holds what Alice posted after (her next line, in #general, shows there) and reads none of it.
+        a.send("/join #general")
+        a.send("marker after bob left")
+        #expect(await b.wait { $0["text"] == "marker after bob left" } != nil, "\(b.recent(5))")
+        #expect(!b.events.value.contains { $0["text"] == "after bob left" })
+        await a.quit(); await b.quit(); await c.quit()
+        withExtendedLifetime(dirs) {}
+    }
+
     @Test("the owner's node replaces a room key a week old with a rotate sealed to every member, and not before")
     func scheduledRotation() throws {
         let dir = TemporaryDirectory()
