@@ -21,6 +21,7 @@ let package = Package(
         .executable(name: "fuzz-ui", targets: ["FuzzUI"]),
         .executable(name: "fuzz-gossip", targets: ["FuzzGossip"]),
         .executable(name: "fuzz-overlay", targets: ["FuzzOverlay"]),
+        .executable(name: "fuzz-accounts", targets: ["FuzzAccounts"]),
     ],
     targets: [
         .systemLibrary(
@@ -74,6 +75,7 @@ let package = Package(
         .executableTarget(name: "FuzzGossip", dependencies: ["Gossip", "NodeCore", "Crypto", "FuzzSupport"], path: "Fuzz/FuzzGossip"),
         .executableTarget(name: "FuzzOverlay", dependencies: ["Gossip", "NodeCore", "Crypto", "NetworkText", "FuzzSupport"], path: "Fuzz/FuzzOverlay"),
         .executableTarget(name: "FuzzUI", dependencies: ["TermUI", "ChatText", "FuzzSupport"], path: "Fuzz/FuzzUI"),
+        .executableTarget(name: "FuzzAccounts", dependencies: ["Gossip", "NodeCore", "Crypto", "FuzzSupport"], path: "Fuzz/FuzzAccounts"),
         // What every fuzz target shares: a broken invariant aborts, so libFuzzer keeps the input.
         .target(name: "FuzzSupport", dependencies: ["Seeded"], path: "Fuzz/FuzzSupport"),
         // Helpers every test target shares: temporary directories, hex, file modes.

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-180}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(frames handshake envelope announcement link gossip overlay ui)
+[ ${#targets[@]} -eq 0 ] && targets=(frames handshake envelope announcement link gossip overlay ui accounts)
 export SWIFT_BACKTRACE=enable=no
 failed=0
 summary=()
