@@ -166,7 +166,8 @@ public struct RoomMembership: Equatable, Sendable {
             roles[e.author] = nil
             if owner == e.author { owner = nil }
         case .rotate:
-            guard authorRole >= .admin else { return false }
+            // With no owner or admin left, the member with the smallest key keeps the room going.
+            guard authorRole >= .admin || (!roles.values.contains { $0 >= .admin } && roles.keys.min() == e.author) else { return false }
         }
         return true
     }
@@ -210,9 +211,11 @@ public struct RoomMembership: Equatable, Sendable {
     public var keyIsTainted: Bool { head != nil && !sealedTo.isSubset(of: Set(roles.keys)) }
 
     /// Who makes the replacement key when one is needed: the owner, else
-    /// the admin with the smallest key (one node, so no new race).
+    /// the admin with the smallest key, else (nobody above a member left)
+    /// the member with the smallest key: one account, so no new race, and
+    /// a room whose owner left is never stuck with a tainted key.
     public var rekeyer: PublicKey? {
         if let owner, roles[owner] == .owner { return owner }
-        return roles.filter { $0.value == .admin }.keys.min()
+        return roles.filter { $0.value == .admin }.keys.min() ?? roles.keys.min()
     }
 }

@@ -159,7 +159,7 @@ extension Node {
             guard mine == .owner else { throw NodeError.roleTooLow(needs: "the owner") }
             guard state.roles[target] != nil, target != account else { throw NodeError.notInRoom(target) }
         case .rotate:
-            guard mine >= .admin else { throw NodeError.roleTooLow(needs: "an admin or the owner") }
+            guard mine >= .admin || state.rekeyer == account else { throw NodeError.roleTooLow(needs: "an admin or the owner") }
         case .create, .leave:
             break
         }

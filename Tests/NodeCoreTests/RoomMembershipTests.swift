@@ -144,6 +144,26 @@ struct RoomMembershipTests {
         #expect(ownerLeft.owner == nil && ownerLeft.rekeyer == bob, "bob's key is smaller than carol's")
     }
 
+    @Test("the owner leaves a room of members only: the member with the smallest key rekeys and its rotate holds; another member's does not")
+    func ownerLeavesMembers() throws {
+        let base = [try event(10, by: alice, .create, alice, role: .owner, epoch: 0, parent: 0),
+                    try event(20, by: alice, .invite, carol, epoch: 1, parent: 10, to: [alice, carol]),
+                    try event(30, by: alice, .invite, bob, epoch: 2, parent: 20, to: [alice, bob, carol]),
+                    try event(40, by: alice, .leave, alice, epoch: 2, parent: 30)]
+        let left = RoomMembership(base)
+        #expect(left.keyIsTainted && left.rekeyer == bob)
+        let byCarol = RoomMembership(base + [try event(50, by: carol, .rotate, carol, epoch: 3, parent: 30, to: [bob, carol])])
+        #expect(try byCarol.refused == [Self.id(50)] && byCarol.keyIsTainted)
+        let byBob = RoomMembership(base + [try event(50, by: bob, .rotate, bob, epoch: 3, parent: 30, to: [bob, carol])])
+        #expect(byBob.refused.isEmpty && !byBob.keyIsTainted && !byBob.needsNewKey)
+        // While an admin is in the room, a member's rotate does not hold.
+        let withAdmin = [try event(10, by: alice, .create, alice, role: .owner, epoch: 0, parent: 0),
+                         try event(20, by: alice, .invite, carol, role: .admin, epoch: 1, parent: 10),
+                         try event(30, by: alice, .invite, bob, epoch: 2, parent: 20),
+                         try event(40, by: bob, .rotate, bob, epoch: 3, parent: 30)]
+        #expect(try RoomMembership(withAdmin).refused == [Self.id(40)])
+    }
+
     @Test("a removed member writing into the past: what its devices sign past the kick's limits, with a key from before, does not stand; after a new invite it writes again")
     func cut() throws {
         let carolLaptop = try PublicKey(bytes: [UInt8](repeating: 9, count: 32))
