@@ -109,7 +109,11 @@ public struct RoomMembership: Equatable, Sendable {
         everMember = [create.author]
         var keyed: [MessageID: Event] = [:]
         var children: [MessageID: [Event]] = [:]
-        for e in events.filter({ $0.event.action != .create }).sorted(by: { ($0.event.epoch, $0.id) < ($1.event.epoch, $1.id) }) {
+        // In an epoch, the changes that start it come first, then the leaves
+        // made during it (a leave keeps its parent's epoch): a member invited
+        // at epoch e who leaves at once is in the room before it leaves it.
+        let order = { (e: Event) in (e.event.epoch, e.event.action == .leave ? 1 : 0, e.id) }
+        for e in events.filter({ $0.event.action != .create }).sorted(by: { order($0) < order($1) }) {
             let applied = apply(e)
             // Sorted by epoch: the last assignment for an epoch is its end.
             membersAtEnd[e.event.epoch] = Set(roles.keys)

@@ -77,15 +77,23 @@ extension NetworkNode {
 
     /// Each private room we are the rekeyer of gets a new key if it needs
     /// one (a race, a leave, a revoked device, the schedule).
-    func rekeyRooms() {
+    func rekeyRooms(standingIn: Bool = false) {
+        var stillNeeded: Set<RoomID> = []
         for room in node.memberships.keys.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
             do {
                 let before = try node.store.head(of: node.me)?.sequence ?? 0
-                if try node.rekeyIfNeeded(room) != nil { sendOwn(since: before) }
+                // Another device of the rekeyer's account stands in for a need seen at the last check too.
+                let standIn = standingIn && rekeyNeededAtLastCheck.contains(room)
+                if try node.rekeyIfNeeded(room, standIn: standIn) != nil {
+                    sendOwn(since: before)
+                } else if node.needsRekeyByUs(room) {
+                    stillNeeded.insert(room)
+                }
             } catch {
                 log.warning("making a new key for a private room failed: \(error)")
             }
         }
+        if standingIn { rekeyNeededAtLastCheck = stillNeeded }
     }
 
     /// A change another device of ours made, followed here.

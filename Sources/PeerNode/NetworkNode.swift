@@ -95,6 +95,8 @@ final class NetworkNode: @unchecked Sendable {
     /// How often private rooms are checked for a key the schedule replaces (s).
     static let roomRotationCheckInterval = 60.0
     var lastRoomRotationCheck = 0.0
+    /// Rooms that needed a new key from our account at the last check (`rekeyRooms`).
+    var rekeyNeededAtLastCheck: Set<RoomID> = []
     /// Discovery as started (`/device add` announces on the same group), and the code offered, while one is.
     var discoveryConfiguration: DiscoveryService.Configuration?
     var deviceOffer: LinkOffer?
@@ -426,7 +428,7 @@ final class NetworkNode: @unchecked Sendable {
         typingBoard.expire(now: now)
         if !node.memberships.isEmpty, now - lastRoomRotationCheck >= Self.roomRotationCheckInterval {
             lastRoomRotationCheck = now
-            rekeyRooms()
+            rekeyRooms(standingIn: true)
         }
         refreshPrompt()
         feed(.tick)

@@ -180,11 +180,19 @@ extension Node {
     /// newer conversation key than the one it was sealed to (a device of it
     /// was revoked), or the schedule asks for one (`RoomMembership.rotationInterval`),
     /// and we are the one to do it.
-    func rekeyIfNeeded(_ room: RoomID, now: UInt64 = Node.now()) throws -> Envelope? {
-        // One machine of the rekeyer's account does it: its account key's.
+    func rekeyIfNeeded(_ room: RoomID, now: UInt64 = Node.now(), standIn: Bool = false) throws -> Envelope? {
+        // The rekeyer account's own machine does it at once; its other devices
+        // only stand in (`standIn`) when the need outlasted a check, so two
+        // machines rarely make one key twice (and if they do, both hold).
         guard let state = memberships[room], state.needsNewKey || sealedToStaleKey(state) || state.rotationDue(now: now),
-              state.rekeyer == account, me == account else { return nil }
+              state.rekeyer == account, me == account || standIn else { return nil }
         return try changeMembership(room, .rotate, target: account)
+    }
+
+    /// Whether `room` needs a new key that we (some device of our account) are to make.
+    func needsRekeyByUs(_ room: RoomID, now: UInt64 = Node.now()) -> Bool {
+        guard let state = memberships[room], state.rekeyer == account else { return false }
+        return state.needsNewKey || sealedToStaleKey(state) || state.rotationDue(now: now)
     }
 
     /// Whether we may post in `room` now: not with a key that reached

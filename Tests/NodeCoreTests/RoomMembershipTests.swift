@@ -144,6 +144,17 @@ struct RoomMembershipTests {
         #expect(ownerLeft.owner == nil && ownerLeft.rekeyer == bob, "bob's key is smaller than carol's")
     }
 
+    @Test("a member invited and leaving at once: the leave keeps the invite's epoch and holds, whichever id is smaller")
+    func leaveRightAfterInvite() throws {
+        for (inviteID, leaveID) in [(UInt8(20), UInt8(15)), (15, 20)] {
+            let state = RoomMembership([try event(10, by: alice, .create, alice, role: .owner, epoch: 0, parent: 0),
+                                        try event(inviteID, by: alice, .invite, bob, epoch: 1, parent: 10, to: [alice, bob]),
+                                        try event(leaveID, by: bob, .leave, bob, epoch: 1, parent: inviteID)])
+            #expect(state.refused.isEmpty && state.roles == [alice: .owner] && state.keyIsTainted, "invite \(inviteID), leave \(leaveID)")
+            #expect(state.mayHaveWritten(bob, sealedAt: 1), "what Bob wrote before leaving")
+        }
+    }
+
     @Test("the owner leaves a room of members only: the member with the smallest key rekeys and its rotate holds; another member's does not")
     func ownerLeavesMembers() throws {
         let base = [try event(10, by: alice, .create, alice, role: .owner, epoch: 0, parent: 0),

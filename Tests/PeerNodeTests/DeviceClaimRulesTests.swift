@@ -2,7 +2,9 @@ import Crypto
 import Foundation
 import Gossip
 import NetworkText
+import NodeCore
 @testable import PeerNode
+import Store
 import TestSupport
 import Testing
 
@@ -173,5 +175,36 @@ struct DeviceClaimRulesTests {
         #expect(ConversationKeyAnnouncement.decode(over) == nil)
         #expect(ConversationKeyAnnouncement.decode(Array(most.encoded.dropLast())) == nil)
         #expect(ConversationKeyAnnouncement.decode(ConversationKeyAnnouncement(epoch: 0, publicKey: pair.publicKey, devices: []).encoded) == nil, "epoch 0 is the identity key's")
+    }
+
+    @Test("a device of the rekeyer's account does not rotate at once, only when it stands in for its account's machine, and its rotate holds as the account's")
+    func standIn() throws {
+        let dir = TemporaryDirectory()
+        let node = try life.node(dir)
+        let mine = try DeviceCertificate.issue(by: alice, for: node.me, name: "this", at: 5, epoch: 1, conversationKey: box.publicKey)
+        #expect(claim(try envelope(node.identity, sequence: 1, content: mine.encoded, on: node), on: node))
+        try node.store.saveConversationKey(Store.ConversationKeyRow(account: alice.publicKey, epoch: 1, publicKey: box.publicKey, secret: box.exportedSecret, claim: nil))
+        try node.reloadConversationKeys()
+        // Alice's room, Bob invited, Bob gone: the key Bob held is tainted, Alice is to rekey.
+        let room = RoomID.random(), first = SymmetricKey.generate(), second = SymmetricKey.generate()
+        let name = try RoomName("#held")
+        try node.store.addPrivateRoom(room, name: name.value, key: first.exportedBytes)
+        node.privateRooms[room] = (name, first)
+        let create = try envelope(alice, sequence: 1, kind: .membership, content: MembershipEvent(action: .create, target: alice.publicKey, role: .owner, epoch: 0, parent: .zero, keys: []).encoded,
+                                  on: node, room: room, key: first)
+        let sealed = [MembershipEvent.SealedKey(account: alice.publicKey, conversationEpoch: 1, sealed: try BoxKeyPair.seal(second.exportedBytes, to: box.publicKey)),
+                      MembershipEvent.SealedKey(account: mallory.publicKey, conversationEpoch: 0,
+                                                sealed: try BoxKeyPair.seal(second.exportedBytes, to: try #require(BoxKeyPair.convertedPublic(mallory.publicKey))))]
+        let invite = try envelope(alice, sequence: 2, previous: create.id, kind: .membership, content: MembershipEvent(action: .invite, target: mallory.publicKey, role: .member, epoch: 1, parent: create.id, keys: sealed).encoded,
+                                  on: node, room: room, key: first)
+        let leave = try envelope(mallory, sequence: 1, kind: .membership, content: MembershipEvent(action: .leave, target: mallory.publicKey, role: .member, epoch: 1, parent: invite.id, keys: []).encoded,
+                                  on: node, room: room, key: second)
+        _ = try node.store.insert([create, invite, leave], receivedAt: 1)
+        let state = try #require(try node.recomputeMembership(room))
+        #expect(state.keyIsTainted && state.rekeyer == alice.publicKey && node.needsRekeyByUs(room), "\(state.roles) \(state.sealedTo) \(String(describing: state.head)) refused \(state.refused) keys \(node.roomEpochKeys[room]?.count ?? 0)")
+        #expect(try node.rekeyIfNeeded(room) == nil, "not the account key's machine: it waits")
+        let rotated = try #require(try node.rekeyIfNeeded(room, standIn: true))
+        #expect(node.memberships[room]?.head?.event == rotated.id && node.memberships[room]?.keyIsTainted == false)
+        #expect(!node.needsRekeyByUs(room))
     }
 }
