@@ -186,7 +186,30 @@ extension Node {
         return name
     }
 
-    func decline(_ pending: Store.PendingInvite) throws { try store.removePendingInvite(pending.room) }
+    /// Declines an invite. One that came with membership events made us a
+    /// member from the invite on (docs/PROTOCOL.md §14): a leave is signed,
+    /// with the invite's keys held only for that, so the others give the
+    /// room a key we never get. The leave, when one was signed.
+    @discardableResult
+    func decline(_ pending: Store.PendingInvite) throws -> Envelope? {
+        try store.removePendingInvite(pending.room)
+        let room = pending.room
+        guard pending.key.count > 32, privateRooms[room] == nil, let first = try? SymmetricKey(bytes: pending.key.prefix(32)),
+              let name = try? RoomName(pending.name) else { return nil }
+        privateRooms[room] = (name, first)
+        for k in Invite.epochKeys(Array(pending.key.dropFirst(32))) {
+            if let key = try? SymmetricKey(bytes: k.key) { roomEpochKeys[room, default: [:]][k.event] = (k.epoch, key) }
+        }
+        defer {
+            privateRooms[room] = nil
+            roomEpochKeys[room] = nil
+            memberships[room] = nil
+            roomPostingKeys[room] = nil
+        }
+        // Not yet a member here (the invite event has not come): nothing to leave.
+        guard let state = try recomputeMembership(room), state.roles[account] != nil else { return nil }
+        return try changeMembership(room, .leave, target: account)
+    }
 
     /// `name`, or `name-2`, `name-3`… : the first that is none of the user's rooms.
     func freeRoomName(like name: RoomName) -> RoomName {

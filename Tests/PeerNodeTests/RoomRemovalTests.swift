@@ -186,6 +186,28 @@ struct RoomRemovalTests {
         withExtendedLifetime(dirs) {}
     }
 
+    @Test("an invitee who declines leaves the room it was a member of from the invite on: the owner makes a key without it")
+    func declineLeaves() async throws {
+        let (dirs, a, b) = try await aliceAndBob()
+        let bobID = b.id
+        a.send("/private #maybe")
+        a.send("/invite \(bobID) #maybe")
+        #expect(await b.wait { $0["type"] == "invite" && $0["room"] == "#maybe" } != nil)
+        b.send("/decline #maybe")
+        #expect(await a.wait { $0["type"] == "membership" && $0["action"] == "leave" && $0["by"] == bobID } != nil, "\(a.recent(6))")
+        #expect(await a.wait { $0["type"] == "membership" && $0["action"] == "rotate" } != nil, "\(a.recent(6))")
+        a.send("/join #maybe")
+        a.send("/members")
+        #expect(await a.wait { $0["type"] == "room_member" && $0["room"] == "#maybe" } != nil)
+        #expect(!a.events.value.contains { $0["type"] == "room_member" && $0["id"] == bobID })
+        // Bob's node shows nothing of the room it declined.
+        b.send("/rooms")
+        #expect(!b.events.value.contains { $0["type"] == "membership" || ($0["room"] == "#maybe" && $0["type"] != "invite" && $0["type"] != "invite_declined") },
+                "\(b.recent(6))")
+        await a.quit(); await b.quit()
+        withExtendedLifetime(dirs) {}
+    }
+
     @Test("the owner's node replaces a room key a week old with a rotate sealed to every member, and not before")
     func scheduledRotation() throws {
         let dir = TemporaryDirectory()
