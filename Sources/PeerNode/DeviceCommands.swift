@@ -43,7 +43,15 @@ enum DeviceCommands {
         let socket = try FramedSocket.connect(host: host, port: port, timeout: frameTimeout)
         var joiner = try DeviceLinkJoiner(code: password, network: node.network, device: node.me)
         try socket.send(joiner.hello.encoded)
-        let confirm = try joiner.confirm(try socket.receive(limit: DeviceLink.answerSize), deviceName: name)
+        let confirm: [UInt8]
+        do {
+            confirm = try joiner.confirm(try socket.receive(limit: DeviceLink.answerSize), deviceName: name)
+        } catch {
+            // Another machine of the network may have announced itself first.
+            guard expected != nil else { throw error }
+            throw NodeError.badCommand("\(error): if the machine found at \(host):\(port) is not the one showing the code, "
+                                       + "give --peer HOST:PORT as `device add` printed it")
+        }
         try socket.send(confirm)
         let grant = try joiner.welcome(try socket.receive(limit: DeviceLink.maximumFrame))
         if let expected, grant.certificate.account != expected {

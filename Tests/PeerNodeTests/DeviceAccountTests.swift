@@ -97,6 +97,10 @@ struct DeviceAccountTests {
             lines.value.first { $0.hasPrefix("code: ") }?.split(separator: " ").dropFirst().first.map(String.init)
         }, "\(adder.output) \(adder.errors)")
         #expect(lines.value.contains { $0.contains("peernode device join \(code) (on this LAN)") }, "\(lines.value)")
+        // A wrong code on the LAN: one of the adder's tries, and a word on --peer in case the wrong machine answered.
+        let wrong = code == "0000-0001" ? "0000-0002" : "0000-0001"
+        let missed = try await PeerNodeProcess.run(["device", "join", wrong, "--data-dir", laptop.path, "--name", "laptop"] + lan)
+        #expect(missed.status == 1 && missed.stderr.contains("did not match") && missed.stderr.contains("give --peer"), "\(missed.stderr)")
         let joined = try await PeerNodeProcess.run(["device", "join", code, "--data-dir", laptop.path, "--name", "laptop"] + lan)
         #expect(joined.status == 0 && joined.stdout.contains("found account") && joined.stdout.contains("is now a device of alice·"),
                 "\(joined.stdout) \(joined.stderr)")
