@@ -113,6 +113,8 @@ extension NetworkNode {
             }
             // Only the authors of these batches can have moved.
             clock = Set(kept.map { all[$0].envelope.author }).map { Dependency(author: $0, sequence: node.store.contiguous(of: $0)) }
+            // Our own history coming back from peers was sent before: `flushOwn` is for what we sign.
+            if let own = clock.first(where: { $0.author == node.me }) { sentOwnUpTo = max(sentOwnUpTo, own.sequence) }
         } catch {
             log.warning("storing failed: \(error)")
         }

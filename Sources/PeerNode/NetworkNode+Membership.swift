@@ -8,17 +8,17 @@ import NodeCore
 /// commands, and what a delivered membership event shows
 /// (docs/PROTOCOL.md §14, "Membership and key epochs").
 extension NetworkNode {
+    /// What the command signs (the room's create too, for an older room) goes
+    /// out with the rest of the command's own envelopes (`flushOwn`).
     func membershipCommand(_ input: ChatInput) throws -> [NodeEvent] {
         let room = session.room
         let id = try node.privateRoom(named: room)
-        let before = try node.store.head(of: node.me)?.sequence ?? 0
         switch input {
         case let .kick(who): try node.changeMembership(id, .kick, target: node.people.account(try node.resolve(who)))
         case let .ban(who): try node.changeMembership(id, .ban, target: node.people.account(try node.resolve(who)))
         case let .op(who, on): try node.changeMembership(id, .role, target: node.people.account(try node.resolve(who)), role: on ? .admin : .member)
         case .leaveRoom:
             try node.changeMembership(id, .leave, target: node.account)
-            sendOwn(since: before)
             return try chatLines(session.part())
         case .members:
             guard let state = try node.recomputeMembership(id) else {
@@ -28,9 +28,8 @@ extension NetworkNode {
             let members = state.roles.sorted { (order[$0.value] ?? 3, $0.key) < (order[$1.value] ?? 3, $1.key) }
             return [.roomRoles(room: room, members.map { (node.people[$0.key], Self.roleName($0.value)) }, banned: state.banned.sorted().map { node.people[$0] })]
         default:
-            return []
+            break
         }
-        sendOwn(since: before)
         return []
     }
 
@@ -42,21 +41,13 @@ extension NetworkNode {
         }
     }
 
-    /// Sends (and shows) every envelope of ours stored after `sequence`: a
-    /// membership change may sign two (the room's create, then the change).
-    func sendOwn(since sequence: UInt64) {
-        let mine = (try? node.store.envelopes(from: node.me, startingAt: sequence + 1, limit: 16)) ?? []
-        for e in mine { sendOwn(e) }
-    }
-
     /// A delivered membership event: the room's state again, keys sealed to
     /// us taken, a new key made when we are the one to; shown as a line.
     func membershipDelivered(_ e: Envelope, _ opened: OpenedEnvelope) -> [NodeEvent] {
         guard let event = MembershipEvent.decode(opened.content), let name = node.roomName(e.room) else { return [] }
         do {
             try node.recomputeMembership(e.room)
-            let before = try node.store.head(of: node.me)?.sequence ?? 0
-            if try node.rekeyIfNeeded(e.room) != nil { sendOwn(since: before) }
+            if try node.rekeyIfNeeded(e.room) != nil { flushOwn() }
         } catch {
             log.warning("applying a membership change in \(name.value) failed: \(error)")
         }
@@ -68,7 +59,7 @@ extension NetworkNode {
     /// new room key if the current one reached an account under an older one.
     func conversationKeysChanged() {
         do {
-            if let e = try node.rekeyConversationsIfNeeded() { sendOwn(e) }
+            if try node.rekeyConversationsIfNeeded() != nil { flushOwn() }
         } catch {
             log.warning("making a new conversation key after a revocation failed: \(error)")
         }
@@ -81,11 +72,10 @@ extension NetworkNode {
         var stillNeeded: Set<RoomID> = []
         for room in node.memberships.keys.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
             do {
-                let before = try node.store.head(of: node.me)?.sequence ?? 0
                 // Another device of the rekeyer's account stands in for a need seen at the last check too.
                 let standIn = standingIn && rekeyNeededAtLastCheck.contains(room)
                 if try node.rekeyIfNeeded(room, standIn: standIn) != nil {
-                    sendOwn(since: before)
+                    flushOwn()
                 } else if node.needsRekeyByUs(room) {
                     stillNeeded.insert(room)
                 }

@@ -181,10 +181,8 @@ extension NetworkNode {
             return ([stats()], true)
         case let .invite(who, room):
             let peer = try node.resolve(who)
-            // The membership event (and the room's create, for an older room) go out with the invite.
-            let before = try node.store.head(of: node.me)?.sequence ?? 0
+            // The membership event (and the room's create, for an older room) go out with the invite (`flushOwn`).
             _ = try node.invite(peer, to: try RoomName(room))
-            sendOwn(since: before)
             return ([.invited(node.people[peer], room: room)], true)
         case let .answerInvite(room, accept):
             return (try answerInvite(room, accept: accept), true)
@@ -274,10 +272,16 @@ extension NetworkNode {
         showDeliveries()
     }
 
-    /// Sends every envelope of ours signed since the last one sent.
+    /// Sends (and shows) every envelope of ours signed since the last one
+    /// sent: what a command or a delivery signed besides a post (a
+    /// membership change, a room's create, a follow, a new key).
     func flushOwn() {
-        guard let head = try? node.store.head(of: node.me)?.sequence, head > sentOwnUpTo else { return }
-        sendOwn(since: sentOwnUpTo)
+        // Our own chain has no gaps: its contiguous end (kept in memory) is its head.
+        while node.store.contiguous(of: node.me) > sentOwnUpTo {
+            let mine = (try? node.store.envelopes(from: node.me, startingAt: sentOwnUpTo + 1, limit: 64)) ?? []
+            guard !mine.isEmpty else { return }
+            for e in mine { sendOwn(e) }
+        }
     }
 
     /// Posts in `room` (the open one when nil), on the links before it is shown.

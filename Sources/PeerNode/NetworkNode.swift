@@ -1,4 +1,3 @@
-import CMalloc
 import ChatText
 import Crypto
 import Discovery
@@ -85,15 +84,7 @@ final class NetworkNode: @unchecked Sendable {
     /// When a link last brought bytes, and when background work last ran (monotonic seconds).
     var lastLinkTraffic = 0.0
     var lastBackgroundWork = 0.0
-    /// Links quiet this long: background work may run.
-    static let quietPeriod = 0.25
-    /// Background work runs at least this often, however busy the links.
-    static let backgroundDeferral = 10.0
-    /// Freed memory goes back to the system at most this often, when quiet.
-    static let memoryTrimInterval = 30.0
     var lastMemoryTrim = 0.0
-    /// How often private rooms are checked for a key the schedule replaces (s).
-    static let roomRotationCheckInterval = 60.0
     var lastRoomRotationCheck = 0.0
     /// Rooms that needed a new key from our account at the last check (`rekeyRooms`).
     var rekeyNeededAtLastCheck: Set<RoomID> = []
@@ -102,15 +93,6 @@ final class NetworkNode: @unchecked Sendable {
     var deviceOffer: LinkOffer?
     /// The newest of our own envelopes sent on the links (`flushOwn`).
     var sentOwnUpTo: UInt64 = 0
-    /// Erased bodies are purged from the files (`Store.purgeErased`: the
-    /// whole search index merged, the WAL truncated) at most this often, so
-    /// an author posting tombstone after tombstone costs one merge per
-    /// interval, not one each…
-    static let erasurePurgeInterval = 5.0
-    /// …and the purge takes at most this share of the loop's time: the
-    /// merge grows with the index (0.2 s for 100,000 messages here), so
-    /// after a purge that took t seconds the next waits t / share at least.
-    static let erasurePurgeShare = 0.05
     /// When the next purge may run (monotonic seconds).
     var nextErasurePurge = 0.0
     /// `--max-per-address`: connections accepted at once from one IP address.
@@ -217,7 +199,7 @@ final class NetworkNode: @unchecked Sendable {
                 do { emit(.greeting(try session.greeting())) } catch { emit(.failed("\(error)")) }
                 lastShown = node.store.lastDeliveryNumber
             }
-            sentOwnUpTo = (try? node.store.head(of: node.me)?.sequence) ?? 0
+            sentOwnUpTo = node.store.contiguous(of: node.me)
             emit(.ready(id: node.me, nick: node.nick, listen: listenAddress))
             // A revocation signed while the node was down (`peernode device revoke`) still gets its new keys.
             conversationKeysChanged()
@@ -399,47 +381,6 @@ final class NetworkNode: @unchecked Sendable {
         let body: () -> Void
         init(_ body: @escaping () -> Void) { self.body = body }
         func flush() { body() }
-    }
-
-    func tick() {
-        let now = monotonic()
-        checkStoreSize()
-        // Background work (the search index, receipts: each a write, a receipt
-        // also an fsync) waits for a quiet moment on the links, so it does not
-        // hold up messages passing through; it waits no longer than
-        // `backgroundDeferral`.
-        if now - lastLinkTraffic >= Self.quietPeriod || now - lastBackgroundWork >= Self.backgroundDeferral {
-            lastBackgroundWork = now
-            if !relay { _ = readLogged("new messages for the search index") { try node.indexNewMessages() } }
-            sendReceipts(now: now)
-            // Erased bodies leave the files: the index merged, the WAL truncated.
-            if node.store.hasUnpurgedErasures, now >= nextErasurePurge {
-                _ = readLogged("purging erased messages") { try node.store.purgeErased() }
-                let took = monotonic() - now
-                nextErasurePurge = now + max(Self.erasurePurgeInterval, took / Self.erasurePurgeShare)
-            }
-        }
-        // After a burst (a catch-up, a flood, a peer that stopped reading) the
-        // allocator keeps the freed memory; give it back once things are quiet.
-        if now - lastLinkTraffic >= Self.quietPeriod, now - lastMemoryTrim >= Self.memoryTrimInterval {
-            lastMemoryTrim = now
-            _ = malloc_trim(0)
-        }
-        typingBoard.expire(now: now)
-        if !node.memberships.isEmpty, now - lastRoomRotationCheck >= Self.roomRotationCheckInterval {
-            lastRoomRotationCheck = now
-            rekeyRooms(standingIn: true)
-        }
-        refreshPrompt()
-        feed(.tick)
-        savePeerClocks(now: now)
-        tickOwnHistory(now: now)
-        let due = links.sorted(by: { $0.key < $1.key }).filter { id, link in
-            table.links[id]?.remote != nil && now - link.lastProbe >= Self.probeInterval(link)
-        }.map(\.key)
-        // Sent once this turn's work is done: a pong read after the tick's
-        // work would time the tick, not the link.
-        if !due.isEmpty { loop.after(0) { [self] in for id in due { probeRoundTrip(on: id, now: monotonic()) } } }
     }
 
     /// Seconds a stopping node waits for its links to finish closing.

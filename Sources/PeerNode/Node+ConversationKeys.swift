@@ -61,12 +61,17 @@ extension Node {
         return claim
     }
 
+    /// Our newest conversation key of epoch 1 or later (one exists once a
+    /// device was linked): its epoch and pair.
+    var newestLinkedBoxKey: (epoch: UInt32, pair: BoxKeyPair)? {
+        guard let epoch = ownBoxKeys.keys.filter({ $0 != 0 && $0 != Self.identityEpoch }).max(), let pair = ownBoxKeys[epoch] else { return nil }
+        return (epoch, pair)
+    }
+
     /// Our newest conversation key, made (epoch 1, or one past the newest)
     /// when we have none to hand a device: only the account key does this.
     func newestOwnBoxKey() throws -> (epoch: UInt32, pair: BoxKeyPair) {
-        if let epoch = ownBoxKeys.keys.filter({ $0 != 0 && $0 != Self.identityEpoch }).max(), let pair = ownBoxKeys[epoch] {
-            return (epoch, pair)
-        }
+        if let newest = newestLinkedBoxKey { return newest }
         let pair = BoxKeyPair.generate()
         try store.saveConversationKey(Store.ConversationKeyRow(account: account, epoch: 1, publicKey: pair.publicKey, secret: pair.exportedSecret, claim: nil))
         try reloadConversationKeys()

@@ -28,7 +28,7 @@ extension Node {
         guard me == account, !revoked.isEmpty else { return nil }
         let done = (try store.setting(Self.rekeyedRevocationsSetting)).flatMap { Int($0) } ?? 0
         guard revoked.count > done else { return nil }
-        let epoch = (ownBoxKeys.keys.filter { $0 != Self.identityEpoch }.max() ?? 0) + 1
+        let epoch = (newestLinkedBoxKey?.epoch ?? 0) + 1
         let pair = BoxKeyPair.generate()
         let keep = try devices(of: account).filter { $0.device != account && !revoked.contains($0.device) }
         let sealed = try keep.prefix(ConversationKeyAnnouncement.maximumDevices).compactMap { row -> ConversationKeyAnnouncement.Sealed? in

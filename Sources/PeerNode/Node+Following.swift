@@ -38,8 +38,7 @@ extension Node {
         guard !applyingFollow else { return nil }
         // Our newest conversation key from epoch 1 on: there is one once a device was linked
         // (at once on the account's machine, before the device's claim comes back).
-        guard let epoch = ownBoxKeys.keys.filter({ $0 != 0 && $0 != Self.identityEpoch }).max(), let pair = ownBoxKeys[epoch],
-              let (id, key) = ownRoom(pair) else { return nil }
+        guard let (_, pair) = newestLinkedBoxKey, let (id, key) = ownRoom(pair) else { return nil }
         return try appendOwn(room: id, kind: .follow, content: change.encoded, key: key)
     }
 

@@ -20,8 +20,8 @@ extension Node {
     func openingKeys(_ room: RoomID) -> [(epoch: UInt32, key: SymmetricKey)] {
         guard let own = privateRooms[room] else { return roomKey(room).map { [(epoch: UInt32(0), key: $0)] } ?? [] }
         let epochs = (roomEpochKeys[room] ?? [:]).values.sorted { $0.epoch > $1.epoch }.map { (epoch: $0.epoch, key: $0.key) }
-        let current = memberships[room]?.head.flatMap { head in epochs.first { $0.epoch == head.epoch } }
-        return (current.map { [$0] } ?? []) + epochs + [(epoch: UInt32(0), key: own.key)]
+        let current = memberships[room]?.head.flatMap { head in roomEpochKeys[room]?[head.event] }
+        return (current.map { [(epoch: $0.epoch, key: $0.key)] } ?? []) + epochs + [(epoch: UInt32(0), key: own.key)]
     }
 
     /// Whether `e`, a post sealed with its room's key of `epoch`, is one
@@ -184,8 +184,7 @@ extension Node {
         // The rekeyer account's own machine does it at once; its other devices
         // only stand in (`standIn`) when the need outlasted a check, so two
         // machines rarely make one key twice (and if they do, both hold).
-        guard let state = memberships[room], state.needsNewKey || sealedToStaleKey(state) || state.rotationDue(now: now),
-              state.rekeyer == account, me == account || standIn else { return nil }
+        guard me == account || standIn, needsRekeyByUs(room, now: now) else { return nil }
         return try changeMembership(room, .rotate, target: account)
     }
 

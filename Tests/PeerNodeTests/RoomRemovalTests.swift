@@ -17,18 +17,7 @@ struct RoomRemovalTests {
     /// Hex column values from `sql` on the database in `dir`.
     static func hexRows(_ dir: String, _ sql: String) async throws -> [[UInt8]] {
         let out = try await runToEnd("/usr/bin/sqlite3", [dir + "/peernode.db", sql]).stdout
-        return out.split(separator: "\n").compactMap { bytes(hex: String($0)) }
-    }
-
-    static func bytes(hex: String) -> [UInt8]? {
-        let chars = Array(hex.utf8)
-        guard chars.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        for i in stride(from: 0, to: chars.count, by: 2) {
-            guard let b = UInt8(String(decoding: chars[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
-            out.append(b)
-        }
-        return out
+        return out.split(separator: "\n").compactMap { try? Hex.decode(String($0)) }
     }
 
     @Test("after /kick, nothing the others post opens with any key Carol's database ever held, nor does any new room key sealed in a membership event; what they posted before still opens; her own late post with an old key is refused everywhere")
