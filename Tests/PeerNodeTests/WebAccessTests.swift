@@ -84,4 +84,23 @@ struct WebAccessTests {
             #expect(error.ref == "k" && error.message.contains("extra"))
         }
     }
+
+    @Test("history's limit: a JSON number or a string of digits, 1 and the maximum taken, 0 and one past refused; true, 50.5, null and huge numbers refused")
+    func historyLimit() throws {
+        func limit(_ value: String) throws -> Int {
+            guard case let .history(_, limit, _) = try WebCommand.parse(#"{"cmd":"history","limit":\#(value)}"#).action else { return -1 }
+            return limit
+        }
+        let most = WebCommand.maximumHistoryPage
+        #expect(try limit("1") == 1)
+        #expect(try limit(#""1""#) == 1)
+        #expect(try limit("\(most)") == most)
+        #expect(try limit(#""\#(most)""#) == most)
+        #expect(try limit("20.0") == 20)
+        guard case let .history(_, n, _) = try WebCommand.parse(#"{"cmd":"history"}"#).action else { Issue.record("not history"); return }
+        #expect(n == WebCommand.defaultHistoryPage)
+        for bad in ["0", #""0""#, "\(most + 1)", #""\#(most + 1)""#, "true", "false", "50.5", "null", "1e300", "99999999999999999999", #""x""#, "[]"] {
+            #expect(throws: WebCommand.Failure.self, "\(bad)") { try limit(bad) }
+        }
+    }
 }

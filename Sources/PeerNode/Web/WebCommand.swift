@@ -58,7 +58,8 @@ struct WebCommand {
     let ref: String?
     let action: Action
 
-    /// Commands and the fields each takes (all strings), for the errors and docs/API.md.
+    /// Commands and the fields each takes (strings; `limit` a number or a
+    /// string of digits), for the errors and docs/API.md.
     static let fields: [String: [String]] = [
         "post": ["text", "room", "kind"],
         "msg": ["to", "text"],
@@ -156,8 +157,12 @@ struct WebCommand {
         case "history":
             let target = try target()
             var limit = defaultHistoryPage
-            if let text = try string("limit", required: false) {
-                guard let n = Int(text), n >= 1, n <= maximumHistoryPage else {
+            if let value = object["limit"] {
+                // A JSON number (50, 50.0) or a string of digits ("50"); not true, 50.5 or 1e300.
+                // JSON's true and false are numbers of type "c" here, and 1 `is Bool` too.
+                let isBool = (value as? NSNumber).map { String(cString: $0.objCType) == "c" } ?? false
+                let n = isBool ? nil : (value as? Int) ?? (value as? String).flatMap { Int($0) }
+                guard let n, n >= 1, n <= maximumHistoryPage else {
                     throw Failure(ref: ref, message: "limit is a number from 1 to \(maximumHistoryPage)")
                 }
                 limit = n

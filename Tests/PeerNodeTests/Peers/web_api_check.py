@@ -189,7 +189,7 @@ async def main():
 
         # History in pages, newest first: at the page limit and one past it.
         backlog[id(ws)] = []  # only what answers these from here on
-        await ws.send(json.dumps({"cmd": "history", "limit": "1", "ref": "h1"}))
+        await ws.send(json.dumps({"cmd": "history", "limit": 1, "ref": "h1"}))
         page = []
         e = await events_until(ws, lambda e: (e.get("type") == "message" and e.get("room") and page.append(e)) or (e.get("ref") == "h1" and e.get("type") == "ok"))
         check("history page of 1", e is not None and e.get("type") == "ok" and e.get("count") == 1 and "before" in e, e)
@@ -200,10 +200,10 @@ async def main():
         e2 = await events_until(ws, lambda x: (x.get("type") == "message" and x.get("room") and older.append(x)) or (x.get("ref") == "h2" and x.get("type") in ("ok", "error")))
         check("the page before it", e2 is not None and e2.get("type") == "ok" and "before" not in e2
               and any(m.get("id") == posted for m in older) and all(m.get("text") != "hi page" for m in older), e2)
-        for bad in ["0", "501", "x"]:
-            await ws.send(json.dumps({"cmd": "history", "limit": bad, "ref": "hb" + bad}))
-            e3 = await events_until(ws, lambda x: x.get("ref") == "hb" + bad)
-            check("history limit " + bad + " refused", e3 is not None and e3.get("type") == "error", e3)
+        for bad in ["0", "501", "x", 0, 501, True, 50.5, None]:
+            await ws.send(json.dumps({"cmd": "history", "limit": bad, "ref": "hb" + str(bad)}))
+            e3 = await events_until(ws, lambda x: x.get("ref") == "hb" + str(bad))
+            check("history limit " + json.dumps(bad) + " refused", e3 is not None and e3.get("type") == "error", e3)
         await ws.send(json.dumps({"cmd": "history", "before": "1:zz", "ref": "hc"}))
         e3 = await events_until(ws, lambda x: x.get("ref") == "hc")
         check("a made-up cursor refused", e3 is not None and e3.get("type") == "error", e3)
