@@ -8,13 +8,19 @@
   flood: F posts valid messages as fast as it can through A, for SECONDS.
       C's messages to A are timed before and during the flood; A must stay
       responsive and lose nothing.
+  slow-reader: nobody reads A's stdout (its --json events) while B posts
+      COUNT messages of 3 KB, far more than Output.maximumUnwrittenBytes
+      (8 MiB). A must keep reading commands and gossiping (its post reaches
+      B), say how many lines it dropped once its reader reads again, and stop
+      cleanly when the reader closes stdout.
 
 A, B, C and F are real nodes on loopback. Prints figures; exits 1 on a failure.
-usage: abuse.py PEERNODE slow-consumer|flood [SIZE]
+usage: abuse.py PEERNODE slow-consumer|flood|slow-reader [SIZE]
 """
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -176,8 +182,70 @@ try:
         if rss_after > rss_before + 128:
             fail(f"A's memory grew from {rss_before:.0f} to {rss_after:.0f} MB")
         print("flood: A stayed responsive; nothing lost")
+    elif MODE == "slow-reader":
+        messages = SIZE or 4_000
+        b = start(root, "b", "--peer", a.url)
+        nodes.append(b)
+        linked(nodes, a, b)
+        linked(nodes, b, a)
+        # From here on nobody reads A's stdout while B posts MESSAGES lines of
+        # 3 KB, far more than A may keep unwritten.
+        def own(n):
+            return sum(1 for e in n.events if e.get("type") == "message" and e.get("author") == n.id)
+        for k in range(0, messages, 20):
+            for j in range(k, min(messages, k + 20)):
+                b.post(f"long {j} " + "y" * 3_000)
+            try:
+                pump([b], lambda: own(b) >= min(messages, k + 20), 60)
+            except TimeoutError:
+                fail(f"B did not post its {k + 20} messages")
+        # A's stdin is written without blocking: a node stuck writing stdout stops reading it too.
+        stdin = a.proc.stdin.fileno()
+        os.set_blocking(stdin, False)
+        pending = b"alive from a\n"
+        deadline = time.monotonic() + 30
+        while pending and time.monotonic() < deadline:
+            try:
+                pending = pending[os.write(stdin, pending):]
+            except BlockingIOError:
+                time.sleep(0.01)
+        os.set_blocking(stdin, True)
+        try:
+            pump([b], lambda: "alive from a" in texts_from(b, a), 30)
+        except TimeoutError:
+            fail("A's post did not reach B while nobody read A's stdout: A waits for its stdout's reader")
+        # The reader comes back: what A kept arrives, then a line counting what it dropped.
+        def dropped():
+            return [e for e in a.events if e.get("type") == "dropped"]
+        deadline = time.monotonic() + 60
+        while not dropped() and time.monotonic() < deadline:
+            a.post("/stats")
+            try:
+                pump([a], lambda: bool(dropped()), 0.5)
+            except TimeoutError:
+                pass
+        if not dropped():
+            fail(f"no dropped line among A's {len(a.events)} events once read again")
+        lost = dropped()[0]["lines"]
+        shown = len([t for t in texts_from(a, b) if t.startswith("long ")])
+        if not (isinstance(lost, int) and 0 < lost):
+            fail(f"the dropped line counts {lost!r} lines")
+        if shown + lost < messages:
+            fail(f"{messages} messages came, {shown} were shown and {lost} lines counted dropped")
+        print(f"slow reader: of B's {messages} messages A showed {shown} and counted {lost} lines dropped; "
+              f"A's post reached B meanwhile")
+        # The reader goes away: A stops as at the end of its input.
+        a.proc.stdout.close()
+        a.post("/stats")
+        try:
+            status = a.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            fail("A did not stop within 15 s of its stdout being closed")
+        if status != 0:
+            fail(f"A exited with {status} when its stdout was closed")
+        print("slow reader: A kept running, counted what it dropped, and stopped cleanly when stdout closed")
     else:
-        sys.exit("usage: abuse.py PEERNODE slow-consumer|flood [SIZE]")
+        sys.exit("usage: abuse.py PEERNODE slow-consumer|flood|slow-reader [SIZE]")
 finally:
     for n in nodes:
         try:

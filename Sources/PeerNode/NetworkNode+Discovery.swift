@@ -16,7 +16,7 @@ extension NetworkNode {
             discovery = service
         } catch {
             // Discovery is a convenience: without it, --peer links still work.
-            FileHandle.standardError.write(Data("peernode: LAN discovery is off: \(error)\n".utf8))
+            printError("LAN discovery is off: \(error)")
         }
     }
 

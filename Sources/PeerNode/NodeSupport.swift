@@ -1,54 +1,6 @@
 import Crypto
 import Foundation
 
-/// A thread-safe line writer for stdout. Between `hold()` and `release()`
-/// lines are gathered and written with one system call.
-final class Output: @unchecked Sendable {
-    private let lock = NSLock()
-    private var held: [String]?
-    /// Where lines go instead of stdout (the terminal session, which prints
-    /// them above the prompt). Set once, before any output.
-    var sink: (@Sendable ([String]) -> Void)?
-
-    func line(_ text: String) {
-        lock.lock()
-        defer { lock.unlock() }
-        if held != nil {
-            held?.append(text)
-        } else if let sink {
-            sink([text])
-        } else {
-            FileHandle.standardOutput.write(Data((text + "\n").utf8))
-        }
-    }
-
-    /// Several lines with one write.
-    func lines(_ texts: [String]) {
-        hold()
-        for text in texts { line(text) }
-        release()
-    }
-
-    func hold() {
-        lock.lock()
-        if held == nil { held = [] }
-        lock.unlock()
-    }
-
-    func release() {
-        lock.lock()
-        let lines = held ?? []
-        held = nil
-        if lines.isEmpty {
-        } else if let sink {
-            sink(lines)
-        } else {
-            FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
-        }
-        lock.unlock()
-    }
-}
-
 /// The blocked identities, shared with link handshakes.
 final class BlockList: @unchecked Sendable {
     private let lock = NSLock()

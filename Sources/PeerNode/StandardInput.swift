@@ -64,7 +64,8 @@ final class StandardInput: @unchecked Sendable {
         terminal?.setCompleter(network.completer())
     }
 
-    private func quit() {
+    /// Stops reading and stops the node (end of input, `/quit`, stdout closed). On the loop.
+    func quit() {
         guard !quitting else { return }
         quitting = true
         reader?.stop()

@@ -13,12 +13,15 @@ enum ExitCode {
 }
 
 func printError(_ message: String) {
-    FileHandle.standardError.write(Data(("peernode: " + message + "\n").utf8))
+    // A closed stderr has nowhere to say so.
+    try? Syscall.writeAll(2, Array(("peernode: " + message + "\n").utf8))
 }
 
+/// The one-shot commands' output (help, id, a web URL): a reader that has
+/// gone is no error of ours.
 func writeLines(_ lines: [String]) {
     guard !lines.isEmpty else { return }
-    FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+    try? Syscall.writeAll(1, Array((lines.joined(separator: "\n") + "\n").utf8))
 }
 
 func run(_ command: Command) throws {
@@ -60,6 +63,7 @@ func run(_ command: Command) throws {
             startupNick = nil
         }
         let out = Output()
+        if options.json { out.droppedLine = { JSONEvents.line(["type": .string("dropped"), "lines": .number(UInt64($0))]) } }
         // A person at a terminal gets the line editor and a prompt; scripts and pipes get plain lines.
         let terminal = !options.json && Terminal.isInteractive ? TerminalSession(prompt: room.value + "> ") : nil
         if let terminal {
@@ -83,6 +87,13 @@ func run(_ command: Command) throws {
         let network = try NetworkNode(node: node, room: room, presenter: presenter, log: log,
                                       pendingNick: startupNick, sendsReadReceipts: readReceipts)
         network.applyLimits(options)
+        let done = DispatchSemaphore(value: 0)
+        let input = StandardInput(network: network, terminal: terminal) { done.signal() }
+        // Whoever reads stdout has gone: stop as at the end of standard input.
+        out.onClosed = { error in
+            network.log.warning("standard output was closed (\(error)): stopping")
+            network.loop.execute { input.quit() }
+        }
         if let terminal {
             // Before the loop starts (nothing else touches it yet); SIGWINCH was blocked first thing.
             try network.loop.onSignals([SIGWINCH]) { _ in terminal.resized() }
@@ -96,8 +107,6 @@ func run(_ command: Command) throws {
             let url = WebAccess.url(address: address, token: WebToken.load(directory: node.directory.path) ?? [])
             network.loop.execute { network.emit(.webPage(url: url)) }
         }
-        let done = DispatchSemaphore(value: 0)
-        let input = StandardInput(network: network, terminal: terminal) { done.signal() }
         network.loop.execute {
             if let terminal {
                 network.promptChanged = { terminal.setPrompt($0) }
@@ -106,6 +115,7 @@ func run(_ command: Command) throws {
             input.start()
         }
         done.wait()
+        out.finish()
         terminal?.finish()
     case let .relay(options):
         try runRelay(options, environment: environment)
@@ -135,6 +145,10 @@ func discoveryConfiguration(_ options: Options) throws -> DiscoveryService.Confi
     return configuration
 }
 
+// Writing to a pipe whose reader has gone fails with EPIPE (handled where
+// it happens) instead of killing the process; sockets say MSG_NOSIGNAL too.
+signal(SIGPIPE, SIG_IGN)
+
 // Files this process creates (database, WAL, lock) are private to the user.
 umask(0o077)
 
@@ -148,6 +162,6 @@ do {
     }
 } catch {
     printError(error.message)
-    FileHandle.standardError.write(Data((CommandLineSpec.usage + "\n").utf8))
+    try? Syscall.writeAll(2, Array((CommandLineSpec.usage + "\n").utf8))
     exit(ExitCode.usage)
 }

@@ -84,6 +84,13 @@ struct AbuseTests {
         #expect(r.stdout.contains("slow consumer: dropped, bounded, caught up"), "\(r.stdout)")
     }
 
+    @Test("slow stdout reader: nobody reads a --json node's events while 4,000 messages of 3 KB arrive (12 MB, past Output.maximumUnwrittenBytes); it keeps reading commands and gossiping, counts the lines it dropped, and stops cleanly when stdout closes")
+    func slowReader() async throws {
+        let r = try await runToEnd("/usr/bin/python3", [FaultTests.scripts + "/abuse.py", PeerNodeProcess.binary, "slow-reader", "4000"])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        #expect(r.stdout.contains("slow reader: A kept running, counted what it dropped, and stopped cleanly when stdout closed"), "\(r.stdout)")
+    }
+
     @Test("flood: a peer posting as fast as it can for 5 s; another peer's messages still arrive, none lost, memory bounded")
     func flood() async throws {
         let r = try await runToEnd("/usr/bin/python3", [FaultTests.scripts + "/abuse.py", PeerNodeProcess.binary, "flood", "5"])

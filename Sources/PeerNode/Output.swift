@@ -1,0 +1,160 @@
+import Foundation
+import Glibc
+import Reactor
+
+/// Lines for stdout (the `--json` events, or plain lines when stdout is not
+/// a terminal), or for a sink (the terminal session, which prints them above
+/// the prompt).
+///
+/// The node's loop never waits for stdout's reader: lines go into a buffer
+/// that a thread of its own writes. A reader that falls behind by more than
+/// `maximumUnwrittenBytes` loses lines, not the node: they are dropped and
+/// counted until what is unwritten has drained to half, and then one line
+/// says how many were lost (`droppedLine`; docs/DECISIONS.md, "A slow reader
+/// of stdout"). A reader that closes stdout stops the node (`onClosed`), as
+/// the end of standard input does.
+final class Output: @unchecked Sendable {
+    /// Bytes given to stdout and not yet taken by its reader, at most.
+    static let maximumUnwrittenBytes = 8 << 20
+    /// At the end, how long `finish()` waits for a reader that takes nothing.
+    static let finishPatience = 10.0
+    /// The writer's largest single write.
+    static let writeChunk = 64 << 10
+
+    private let condition = NSCondition()
+    private let descriptor: Int32
+    /// Lines not yet taken by the writer.
+    private var queued: [UInt8] = []
+    /// Bytes the writer has taken and not yet written.
+    private var inFlight = 0
+    /// Bytes written so far (progress, for `finish`).
+    private var written = 0
+    private var dropping = false
+    private var dropped = 0
+    private var closed = false
+    private var writerStarted = false
+
+    /// Where lines go instead of stdout. Set once, before any output.
+    var sink: (@Sendable ([String]) -> Void)?
+    /// The line that says how many lines a slow reader lost.
+    var droppedLine: @Sendable (Int) -> String = { "-- \($0) lines were not shown: stdout's reader fell behind" }
+    /// Called once, on the writer's thread, when stdout's reader has gone.
+    var onClosed: (@Sendable (SystemError) -> Void)?
+
+    init(descriptor: Int32 = 1) {
+        self.descriptor = descriptor
+    }
+
+    /// Several lines, written together and in order.
+    func lines(_ texts: [String]) {
+        guard !texts.isEmpty else { return }
+        if let sink { return sink(texts) }
+        let bytes = Array((texts.joined(separator: "\n") + "\n").utf8)
+        condition.lock()
+        defer { condition.unlock() }
+        guard !closed else { return }
+        if dropping, unwritten <= Self.maximumUnwrittenBytes / 2 { reportDropped() }
+        if dropping || unwritten + bytes.count > Self.maximumUnwrittenBytes {
+            dropping = true
+            dropped += texts.count
+            return
+        }
+        queue(bytes)
+    }
+
+    /// Lines dropped and not yet reported.
+    var droppedSoFar: Int { condition.withLock { dropped } }
+    /// Bytes given and not yet written.
+    var unwrittenSoFar: Int { condition.withLock { unwritten } }
+
+    /// Waits until everything is written, the reader has gone, or it took
+    /// nothing for `finishPatience` seconds; lines given later are dropped.
+    func finish() {
+        condition.lock()
+        defer { condition.unlock() }
+        if dropping { reportDropped() }
+        while !closed, unwritten > 0 {
+            let before = written
+            if !condition.wait(until: Date(timeIntervalSinceNow: Self.finishPatience)), written == before { break }
+        }
+        closed = true
+        condition.broadcast()
+    }
+
+    /// Under the lock.
+    private var unwritten: Int { queued.count + inFlight }
+
+    /// Under the lock.
+    private func reportDropped() {
+        dropping = false
+        if dropped > 0 { queue(Array((droppedLine(dropped) + "\n").utf8)) }
+        dropped = 0
+    }
+
+    /// Under the lock.
+    private func queue(_ bytes: [UInt8]) {
+        queued += bytes
+        if !writerStarted {
+            writerStarted = true
+            let thread = Thread { [self] in writeUntilClosed() }
+            thread.name = "peernode-stdout"
+            thread.start()
+        }
+        condition.broadcast()
+    }
+
+    private func writeUntilClosed() {
+        condition.lock()
+        while true {
+            while queued.isEmpty, !closed { condition.wait() }
+            if closed { break }
+            let bytes = queued
+            queued = []
+            inFlight = bytes.count
+            condition.unlock()
+            var offset = 0
+            var failure: SystemError?
+            while offset < bytes.count, failure == nil {
+                let end = min(bytes.count, offset + Self.writeChunk)
+                failure = Self.writeAll(descriptor, bytes[offset..<end])
+                condition.lock()
+                written += end - offset
+                offset = end
+                inFlight = bytes.count - offset
+                condition.broadcast()
+                condition.unlock()
+            }
+            condition.lock()
+            if let failure {
+                closed = true
+                queued = []
+                inFlight = 0
+                condition.broadcast()
+                condition.unlock()
+                onClosed?(failure)
+                return
+            }
+        }
+        condition.unlock()
+    }
+
+    /// Writes all of `bytes`, waiting for room when the descriptor is
+    /// non-blocking (a parent may have made it so); the error that ended it.
+    private static func writeAll(_ fd: Int32, _ bytes: ArraySlice<UInt8>) -> SystemError? {
+        var offset = 0
+        while offset < bytes.count {
+            do {
+                let result = try Syscall.call("write") { bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) } }
+                switch result {
+                case let .done(n): offset += n
+                case .wouldBlock:
+                    var wanted = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&wanted, 1, -1)
+                }
+            } catch {
+                return error
+            }
+        }
+        return nil
+    }
+}

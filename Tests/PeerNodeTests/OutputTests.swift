@@ -1,0 +1,84 @@
+import Foundation
+import Glibc
+@testable import PeerNode
+import Reactor
+import Synchronization
+import Testing
+
+/// `Output` on a real pipe whose reader has stopped: the caller never
+/// waits, lines past `maximumUnwrittenBytes` are dropped and counted, the
+/// count is said when the reader is back, and a closed pipe is reported.
+@Suite("Output: a slow or gone reader of stdout")
+struct OutputTests {
+    /// A pipe whose buffer is already full, so the writer's first write waits.
+    static func fullPipe() throws -> (read: Int32, write: Int32) {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw POSIXError(.EIO) }
+        let flags = fcntl(fds[1], F_GETFL)
+        _ = fcntl(fds[1], F_SETFL, flags | O_NONBLOCK)
+        let chunk = [UInt8](repeating: 0x2e, count: 4096)
+        while chunk.withUnsafeBytes({ write(fds[1], $0.baseAddress, $0.count) }) > 0 {}
+        _ = fcntl(fds[1], F_SETFL, flags)
+        return (fds[0], fds[1])
+    }
+
+    /// Everything readable until the writer closes (end of file).
+    static func readAll(_ fd: Int32) -> [UInt8] {
+        var all: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { return all }
+            all += buffer[..<n]
+        }
+    }
+
+    @Test("a reader that stopped: exactly maximumUnwrittenBytes is kept, one line past it dropped and counted; the count comes once it drained to half, then the lines after it")
+    func droppedAtTheLimit() async throws {
+        let (readEnd, writeEnd) = try Self.fullPipe()
+        let out = Output(descriptor: writeEnd)
+        out.droppedLine = { "dropped \($0)" }
+        // Lines of 1,024 bytes with their newline, up to the limit exactly.
+        let line = String(repeating: "a", count: 1023)
+        let count = Output.maximumUnwrittenBytes / 1024
+        let started = monotonicNow()
+        for _ in 0..<count { out.lines([line]) }
+        #expect(out.droppedSoFar == 0)
+        out.lines(["b"])
+        out.lines(["c", "d"])
+        #expect(out.droppedSoFar == 3)
+        #expect(monotonicNow() - started < 5, "the caller waited for the reader")
+        // The reader comes back and takes everything; a line after that brings the count first.
+        let reader = Task.detached { Self.readAll(readEnd) }
+        while out.unwrittenSoFar > Output.maximumUnwrittenBytes / 2 { try await Task.sleep(for: .milliseconds(10)) }
+        out.lines(["after"])
+        out.finish()
+        close(writeEnd)
+        let text = String(decoding: await reader.value, as: UTF8.self).drop(while: { $0 == "." })
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count == count + 3)
+        #expect(lines.prefix(count).allSatisfy { $0 == line })
+        #expect(Array(lines.suffix(3)) == ["dropped 3", "after", ""])
+        close(readEnd)
+    }
+
+    @Test("a reader that closed the pipe: reported once, later lines dropped without waiting, finish returns")
+    func closed() async throws {
+        signal(SIGPIPE, SIG_IGN)  // as the node does: EPIPE instead of death
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        close(fds[0])
+        let out = Output(descriptor: fds[1])
+        let reports = Mutex(0)
+        out.onClosed = { error in
+            #expect(error.errno == EPIPE)
+            reports.withLock { $0 += 1 }
+        }
+        out.lines(["one"])
+        for _ in 0..<100 where reports.withLock({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        out.lines(["two"])
+        out.finish()
+        #expect(reports.withLock { $0 } == 1)
+        close(fds[1])
+    }
+}
