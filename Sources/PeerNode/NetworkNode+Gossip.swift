@@ -105,6 +105,12 @@ extension NetworkNode {
             for (k, o) in zip(kept, outcomes) {
                 switch o {
                 case .inserted: inserted[source[k], default: []].append(all[k])
+                case .insertedErased:
+                    // Passed on as stored: its author erased it before it came here.
+                    let e = all[k].envelope
+                    if let stored = try node.store.envelope(by: e.author, sequence: e.sequence) {
+                        inserted[source[k], default: []].append(CarriedEnvelope(hops: all[k].hops, envelope: stored))
+                    }
                 case let .fork(kept), let .brokenChain(kept):
                     count(.fork)
                     forkFound(all[k].envelope, kept: kept)

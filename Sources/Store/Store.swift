@@ -159,7 +159,7 @@ public final class Store {
             for e in envelopes {
                 let outcome = try insertOne(e, receivedAt: receivedAt)
                 outcomes.append(outcome)
-                if outcome == .inserted, let st = authors[e.author], e.sequence > st.delivered { pending.append(e) }
+                if outcome.isNew, let st = authors[e.author], e.sequence > st.delivered { pending.append(e) }
             }
             try deliverPending(batch: pending)
             try flushAuthors()
@@ -259,7 +259,7 @@ public final class Store {
         setAuthor(e.author, st)
         dirtyAuthors.insert(e.author)
         if !e.erases.isEmpty { try applyErasures(of: e, author: st.rowid) }
-        return .inserted
+        return e.isPruned && !arrived.isPruned ? .insertedErased : .inserted
     }
 
     /// A transaction whose failure (a full disk, a read-only file, an I/O

@@ -110,3 +110,47 @@ struct LateQuoteTests {
         withExtendedLifetime(dir) {}
     }
 }
+
+/// An original that comes after its author's tombstone is stored without
+/// its body; what the node passes on is that stored form, never the body as
+/// it came (docs/DECISIONS.md, "Edit and delete for everyone").
+@Suite("An erased original passed on erased")
+struct ErasedOnArrivalTests {
+    @Test("a tombstone, then the original it erases from another link: the node stores it erased, never shows it, and a third link hears it only erased")
+    func passedOnErased() async throws {
+        let (dir, node, port) = try await target()
+        let dave = try SigningKey.generate(), watcher = try SigningKey.generate()
+        let network = HostilePeer.lan
+        let room = RoomID.publicRoom(.general, network: network)
+        let key = network.publicRoomKey(roomName: RoomName.general.value)
+        // A link that holds nothing and listens to what the node sends it.
+        let listener = try HostilePeer(identity: watcher, network: network, messages: [.clock(entries: [], full: true)])
+        let listening = Task { try await listener.attack(port: port, timeout: 60) }
+        defer { listening.cancel() }
+        #expect(await node.wait { $0["type"] == "peer_up" && $0["id"] == watcher.publicKey.hex } != nil)
+
+        let secret = "zqxerasedonarrival words"
+        let now = UInt64(Date().timeIntervalSince1970 * 1000)
+        let original = try Envelope.sign(by: dave, sequence: 1, previous: .zero, dependencies: [], timestamp: now, room: room,
+                                         body: try SealedBody.seal(kind: .text, content: Array(secret.utf8), key: key, author: dave.publicKey, room: room))
+        let tombstone = try Envelope.sign(by: dave, sequence: 2, previous: original.id, dependencies: [], timestamp: now + 1, room: room, erases: [1],
+                                          body: try SealedBody.seal(kind: .tombstone, content: [], key: key, author: dave.publicKey, room: room))
+        // Dave's link brings the tombstone first, then the original it erased.
+        let davesLink = try HostilePeer(identity: dave, network: network, messages: [
+            .clock(entries: [], full: true), .envelopes([CarriedEnvelope(hops: 0, envelope: tombstone)]),
+            .envelopes([CarriedEnvelope(hops: 0, envelope: original)]),
+        ])
+        let attack = Task { try await davesLink.attack(port: port, timeout: 30) }
+        defer { attack.cancel() }
+        let heard = await eventuallyValue(30) { () -> [Envelope]? in
+            let daves = listener.envelopesHeard.filter { $0.author == dave.publicKey }
+            return daves.contains { $0.sequence == 1 } && daves.contains { $0.sequence == 2 } ? daves : nil
+        }
+        let passedOn = try #require(heard, "the listener heard \(listener.envelopesHeard.count) envelopes; node: \(node.recent(10))")
+        #expect(passedOn.filter { $0.sequence == 1 }.allSatisfy { $0.isPruned && $0.id == original.id },
+                "the original went on with its body")
+        #expect(!node.events.value.contains { ($0["text"] ?? "").contains("zqxerasedonarrival") }, "the node showed the erased text")
+        _ = await node.quit()
+        withExtendedLifetime(dir) {}
+    }
+}

@@ -78,7 +78,8 @@ struct MessageLifeRulesTests {
         let otherDir = TemporaryDirectory()
         let other = try self.node(otherDir)
         _ = try other.store.insert([tombstone], receivedAt: 1)
-        _ = try other.store.insert(Array(bobs), receivedAt: 2)
+        let outcomes = try other.store.insert(Array(bobs), receivedAt: 2)
+        #expect(outcomes == Array(repeating: .insertedErased, count: 17) + [.inserted], "erased on arrival: the original and its 16 named edits")
         #expect(try other.store.envelope(by: bob.publicKey, sequence: 1)?.isPruned == true)
         #expect(try other.store.envelope(by: bob.publicKey, sequence: 1)?.erasedBy == 19)
     }
