@@ -6,16 +6,20 @@ import Reactor
 /// a terminal), or for a sink (the terminal session, which prints them above
 /// the prompt).
 ///
-/// The node's loop never waits for stdout's reader: lines go into a buffer
+/// The node's loop does not wait on stdout's reader: lines go into a buffer
 /// that a thread of its own writes. A reader that falls behind by more than
-/// `maximumUnwrittenBytes` loses lines, not the node: they are dropped and
-/// counted until what is unwritten has drained to half, and then one line
-/// says how many were lost (`droppedLine`; docs/DECISIONS.md, "A slow reader
-/// of stdout"). A reader that closes stdout stops the node (`onClosed`), as
+/// `maximumUnwrittenBytes` and does not make room within `maximumWait`
+/// loses lines, not the node: they are dropped and counted until what is
+/// unwritten has drained to half, and then one line says how many were lost
+/// (`droppedLine`; docs/DECISIONS.md, "A slow reader of stdout"). A reader that closes stdout stops the node (`onClosed`), as
 /// the end of standard input does.
 final class Output: @unchecked Sendable {
     /// Bytes given to stdout and not yet taken by its reader, at most.
     static let maximumUnwrittenBytes = 8 << 20
+    /// How long a caller waits for the reader to make room before lines are
+    /// dropped: a reader that keeps up with bursts loses nothing, one that is
+    /// stuck costs the node this much once per episode.
+    static let maximumWait = 0.1
     /// At the end, how long `finish()` waits for a reader that takes nothing.
     static let finishPatience = 10.0
     /// The writer's largest single write.
@@ -45,21 +49,32 @@ final class Output: @unchecked Sendable {
         self.descriptor = descriptor
     }
 
-    /// Several lines, written together and in order.
+    /// Several lines, in order. Past the limit, the caller waits for the
+    /// reader at most `maximumWait`; a reader that did not make room by then
+    /// loses lines (counted) until it has taken what is unwritten down to half.
     func lines(_ texts: [String]) {
         guard !texts.isEmpty else { return }
         if let sink { return sink(texts) }
-        let bytes = Array((texts.joined(separator: "\n") + "\n").utf8)
         condition.lock()
         defer { condition.unlock() }
-        guard !closed else { return }
-        if dropping, unwritten <= Self.maximumUnwrittenBytes / 2 { reportDropped() }
-        if dropping || unwritten + bytes.count > Self.maximumUnwrittenBytes {
-            dropping = true
-            dropped += texts.count
-            return
+        var accepted: [UInt8] = []
+        for text in texts where !closed {
+            let line = Array((text + "\n").utf8)
+            if dropping, unwritten + accepted.count <= Self.maximumUnwrittenBytes / 2 { reportDropped() }
+            if !dropping, unwritten + accepted.count + line.count > Self.maximumUnwrittenBytes {
+                queue(accepted)
+                accepted = []
+                let deadline = Date(timeIntervalSinceNow: Self.maximumWait)
+                while !closed, unwritten + line.count > Self.maximumUnwrittenBytes, condition.wait(until: deadline) {}
+                if unwritten + line.count > Self.maximumUnwrittenBytes { dropping = true }
+            }
+            if dropping || closed {
+                dropped += 1
+            } else {
+                accepted += line
+            }
         }
-        queue(bytes)
+        if !closed { queue(accepted) }
     }
 
     /// Lines dropped and not yet reported.
@@ -93,6 +108,7 @@ final class Output: @unchecked Sendable {
 
     /// Under the lock.
     private func queue(_ bytes: [UInt8]) {
+        guard !bytes.isEmpty else { return }
         queued += bytes
         if !writerStarted {
             writerStarted = true
