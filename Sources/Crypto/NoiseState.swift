@@ -77,14 +77,15 @@ public struct NoiseCipherState: Sendable {
         guard let key else { return plaintext }
         // §5.1: 2^64 - 1 is reserved; a link must end before it.
         guard nonce < UInt64.max else { throw .noise(.nonceExhausted) }
-        var out = [UInt8](repeating: 0, count: plaintext.count + Noise.tagLength)
         let n = nonceBytes(nonce)
-        key.withUnsafeBytes { k in
-            out.withUnsafeMutableBufferPointer { o in
+        // Not zeroed first: the cipher writes every byte (a link's 64 KiB chunks, once per link).
+        let out = key.withUnsafeBytes { k in
+            [UInt8](unsafeUninitializedCapacity: plaintext.count + Noise.tagLength) { o, count in
                 var written: UInt64 = 0
                 _ = crypto_aead_chacha20poly1305_ietf_encrypt(
                     o.baseAddress!, &written, plaintext, UInt64(plaintext.count), ad, UInt64(ad.count), nil, n,
                     k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                count = o.count
             }
         }
         nonce += 1
@@ -96,19 +97,20 @@ public struct NoiseCipherState: Sendable {
         guard nonce < UInt64.max else { throw .noise(.nonceExhausted) }
         guard ciphertext.count >= Noise.tagLength else { throw .noise(.messageTooShort) }
         let length = ciphertext.count - Noise.tagLength
-        // One spare byte so the buffer has an address even for an empty plaintext.
-        var out = [UInt8](repeating: 0, count: length + 1)
         let n = nonceBytes(nonce)
-        let rc = key.withUnsafeBytes { k in
-            out.withUnsafeMutableBufferPointer { o in
+        var rc: Int32 = -1
+        // One spare byte so the buffer has an address even for an empty
+        // plaintext; not zeroed first, and nothing of it kept unless it opened.
+        let out = key.withUnsafeBytes { k in
+            [UInt8](unsafeUninitializedCapacity: length + 1) { o, count in
                 var written: UInt64 = 0
-                return crypto_aead_chacha20poly1305_ietf_decrypt(
+                rc = crypto_aead_chacha20poly1305_ietf_decrypt(
                     o.baseAddress!, &written, nil, ciphertext, UInt64(ciphertext.count),
                     ad, UInt64(ad.count), n, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                count = rc == 0 ? length : 0
             }
         }
         guard rc == 0 else { throw .noise(.decryptFailed(message: message)) }
-        out.removeLast()
         nonce += 1
         return out
     }

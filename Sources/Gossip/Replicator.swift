@@ -291,7 +291,9 @@ public struct Replicator {
     /// Envelopes from a link: the ones already held or already being checked
     /// are dropped here, before any verification.
     public mutating func envelopesReceived(_ link: LinkID, _ batch: [CarriedEnvelope], now: Double) -> [Action] {
-        guard var l = links[link] else { return [] }
+        // Taken out while changed (a copy would copy its clocks on the first
+        // write), and put back below unless the link goes.
+        guard var l = links.removeValue(forKey: link) else { return [] }
         var fresh: [CarriedEnvelope] = []
         var limited = 0
         var answered = false
@@ -350,7 +352,8 @@ public struct Replicator {
         let before = Dictionary(newClock.map { ($0.author, clock[$0.author]) }, uniquingKeysWith: max)
         for d in newClock { clock[d.author] = max(clock[d.author], d.sequence) }
         var actions: [Action] = []
-        if let link, var l = links[link] {
+        // Taken out while changed: a copy of it would copy its clocks (copy on write), per batch.
+        if let link, var l = links.removeValue(forKey: link) {
             l.invalid += invalid
             // Tell the sender what is now stored here (its "stored" state), and
             // count it as declared, so the clock digests on both ends still agree.
@@ -425,12 +428,18 @@ public struct Replicator {
     private mutating func push(_ batch: [CarriedEnvelope], except: LinkID?) -> [Action] {
         guard !batch.isEmpty else { return [] }
         var actions: [Action] = []
+        let newestVersion = batch.map(\.envelope.version).max() ?? 0
         for id in links.keys.sorted() where id != except {
-            guard var l = links[id] else { continue }
+            // Taken out while changed (a copy would copy its clock, per link and push), put back at the end.
+            guard var l = links.removeValue(forKey: id) else { continue }
+            defer { links[id] = l }
             // Too new for the peer: not sent, and not counted as known to it.
-            let readable = batch.filter { $0.envelope.version <= l.envelopeVersion }
+            let readable = newestVersion <= l.envelopeVersion ? batch : batch.filter { $0.envelope.version <= l.envelopeVersion }
             if readable.count < batch.count { actions.append(.heldBack(id, batch.count - readable.count)) }
-            let lacking = readable.filter { $0.envelope.sequence > l.known[$0.envelope.author] && $0.hops < CarriedEnvelope.maximumHops }
+            // The whole batch when the peer lacks all of it (the usual case): the
+            // same array for every such link, which the link layer encodes once.
+            let lacking = readable.allSatisfy { $0.envelope.sequence > l.known[$0.envelope.author] && $0.hops < CarriedEnvelope.maximumHops }
+                ? readable : readable.filter { $0.envelope.sequence > l.known[$0.envelope.author] && $0.hops < CarriedEnvelope.maximumHops }
             guard !lacking.isEmpty else { continue }
             // Lazy authors' ids go at the next tick (the peer does not hold them yet); the rest in full.
             var full = lacking
@@ -445,7 +454,6 @@ public struct Replicator {
                 }
             }
             for c in full { l.known[c.envelope.author] = max(l.known[c.envelope.author], c.envelope.sequence) }
-            links[id] = l
             if !full.isEmpty { actions.append(.send(id, .envelopes(full))) }
         }
         return actions

@@ -304,8 +304,13 @@ public struct LinkCore {
 
     /// Does what replication decided.
     private mutating func follow(_ actions: [Replicator.Action], now: Double, into out: inout [Effect]) {
+        // A batch pushed to many links is encoded and chunked once (each link still seals its own).
+        var encoded: EncodedBatch?
         for action in actions {
             switch action {
+            case let .send(id, .envelopes(batch)) where !batch.isEmpty:
+                if encoded?.holds(batch) != true { encoded = EncodedBatch(batch) }
+                if let encoded { send(encoded, on: id, now: now, into: &out) }
             case let .send(id, message):
                 send(message, on: id, now: now, into: &out)
             case let .sendStored(id, author, from, through):
@@ -360,8 +365,41 @@ public struct LinkCore {
         }
     }
 
+    /// An encoded batch on one link: counted, each chunk sealed in its Noise session.
+    private mutating func send(_ encoded: EncodedBatch, on id: LinkID, now: Double, into out: inout [Effect]) {
+        for part in encoded.parts {
+            count(.envelopesSent, by: part.envelopes)
+            for chunk in part.chunks {
+                guard links[id] != nil else { return }
+                step(id, now: now, into: &out) { $0.send(chunk) }
+            }
+        }
+    }
+
     private mutating func countClock(_ kind: Counter, bytes: Int) {
         count(kind)
         count(.clockBytesSent, by: bytes)
+    }
+}
+
+/// A batch of envelopes split into messages of at most `batchBytes`,
+/// encoded and chunked: what `send` does for each link, done once for all
+/// the links one decision sends the same batch to.
+struct EncodedBatch {
+    let batch: [CarriedEnvelope]
+    let parts: [(envelopes: Int, chunks: [[UInt8]])]
+
+    init(_ batch: [CarriedEnvelope]) {
+        self.batch = batch
+        let split = batch.count > 1 ? GossipMessage.batches(batch) : [batch]
+        parts = split.map { ($0.count, GossipChunker.chunks(GossipMessage.envelopes($0).encoded)) }
+    }
+
+    /// Whether `other` is this very batch: the same array storage (what
+    /// `Replicator.push` gives every link that lacks all of it). Held here,
+    /// the storage cannot be freed and reused for another array meanwhile.
+    func holds(_ other: [CarriedEnvelope]) -> Bool {
+        batch.count == other.count
+            && batch.withUnsafeBufferPointer { mine in other.withUnsafeBufferPointer { $0.baseAddress == mine.baseAddress } }
     }
 }
