@@ -10,14 +10,18 @@ import WebSocket
 //   peernode-bench fanout-receive HOST:PORT LINKS EXPECTED SECONDS
 //       opens LINKS links to a relay (each its own identity; Noise handshake,
 //       an empty clock), then counts the envelopes that arrive on all of them
-//       without checking signatures, until EXPECTED arrived or SECONDS passed;
+//       and reads each one's timestamp, without decoding, hashing or checking
+//       it (`LeanBatch`: the receiver must not be what is measured),
+//       until EXPECTED arrived or SECONDS passed;
 //       prints one JSON line: deliveries, seconds (first to last), p50/p99
 //       latency in ms (from each envelope's timestamp). EXPECTED 0: idle
 //       links (no clock sent, so nothing comes) held open for SECONDS.
 //   peernode-bench fanout-send HOST:PORT COUNT [RATE]
 //       one link; signs COUNT envelopes with 256-byte bodies (timestamped as
 //       they are signed) and sends them in batches of 64, as fast as it can,
-//       or one by one at RATE per second.
+//       or one by one at RATE per second: then all are signed before the
+//       first is sent, each timestamped with the moment it is due, so that
+//       signing takes no core from the run (a late send counts as latency).
 //
 // Each prints "linked" on stderr once its links are up, so the script can
 // start the sender after the receivers.
@@ -29,6 +33,8 @@ final class LeanLink: @unchecked Sendable {
     var connection: WebSocketConnection?
     var onEstablished: (@Sendable () -> Void)?
     var onMessage: (@Sendable (GossipMessage) -> Void)?
+    /// Instead of `onMessage`: each whole message's bytes, not decoded.
+    var onBytes: (@Sendable ([UInt8]) -> Void)?
 
     init(identity: SigningKey) throws {
         session = try LinkSession(initiator: true, identity: identity, networkKey: NetworkKey.derived(fromName: NetworkKey.defaultName),
@@ -60,7 +66,8 @@ final class LeanLink: @unchecked Sendable {
                 for chunk in GossipChunker.chunks(GossipMessage.overlay(.keep(port: 0)).encoded) { apply(session.send(chunk)) }
                 onEstablished?()
             case let .deliver(chunk):
-                if let whole = try? chunker.add(chunk), let message = try? GossipMessage.decode(whole) { onMessage?(message) }
+                guard let whole = try? chunker.add(chunk) else { continue }
+                if let onBytes { onBytes(whole) } else if let message = try? GossipMessage.decode(whole) { onMessage?(message) }
             case let .close(failure): FileHandle.standardError.write(Data("link refused: \(failure)\n".utf8))
             }
         }
@@ -94,6 +101,7 @@ final class FanOutTally: @unchecked Sendable {
 
 func runFanOutReceiver(target: String, links count: Int, expected: Int, seconds: Double) throws {
     guard let (host, port) = splitHostPort(target) else { throw NodeBenchError("HOST:PORT expected") }
+    try LeanBatch.check()
     let loops = try (0..<2).map { _ in try EventLoop() }
     for loop in loops { loop.start() }
     let tally = FanOutTally()
@@ -108,15 +116,15 @@ func runFanOutReceiver(target: String, links count: Int, expected: Int, seconds:
             if expected > 0 { link.send(.clock(entries: [], full: true)) }
             if linked.increment() == count { FileHandle.standardError.write(Data("linked\n".utf8)) }
         }
-        link.onMessage = { message in
-            guard case let .envelopes(batch) = message, !batch.isEmpty else { return }
+        link.onBytes = { bytes in
+            guard let stamps = LeanBatch.timestamps(bytes), !stamps.isEmpty else { return }
             let now = ProcessInfo.processInfo.systemUptime
             let wall = wallMilliseconds()
             tally.lock.withLock {
                 if tally.deliveries == 0 { tally.first = now }
-                tally.deliveries += batch.count
+                tally.deliveries += stamps.count
                 tally.last = now
-                for c in batch { tally.latencies.append(UInt32(clamping: wall &- c.envelope.timestamp)) }
+                for t in stamps { tally.latencies.append(UInt32(clamping: wall &- t)) }
             }
         }
         loop.execute { try? link.connect(host: host, port: port, loop: loop) }
@@ -161,23 +169,41 @@ func runFanOutSender(target: String, count: Int, rate: Double? = nil) throws {
     var previous = MessageID.zero
     var sequence: UInt64 = 0
     let body = [UInt8](repeating: 0x61, count: 256)
-    var sent = 0
-    let started = ProcessInfo.processInfo.systemUptime
-    // Paced: one envelope per link message, as live chat sends them; else batches of 64.
-    let perMessage = rate == nil ? 64 : 1
-    while sent < count {
-        if let rate { pace(sent, rate: rate, from: started) }
-        var batch: [CarriedEnvelope] = []
-        for _ in 0..<min(perMessage, count - sent) {
-            sequence += 1
-            let sealed = try SealedBody.seal(kind: .text, content: body, key: key, author: identity.publicKey, room: general)
-            let e = try Envelope.sign(by: identity, sequence: sequence, previous: previous, dependencies: [], timestamp: wallMilliseconds(),
-                                      room: general, body: sealed)
-            previous = e.id
-            batch.append(CarriedEnvelope(hops: 0, envelope: e))
+    func signed(at timestamp: UInt64) throws -> CarriedEnvelope {
+        sequence += 1
+        let sealed = try SealedBody.seal(kind: .text, content: body, key: key, author: identity.publicKey, room: general)
+        let e = try Envelope.sign(by: identity, sequence: sequence, previous: previous, dependencies: [], timestamp: timestamp,
+                                  room: general, body: sealed)
+        previous = e.id
+        return CarriedEnvelope(hops: 0, envelope: e)
+    }
+    guard let rate else {
+        // As fast as it can, in batches of 64, each signed as it goes.
+        var sent = 0
+        while sent < count {
+            let batch = try (0..<min(64, count - sent)).map { _ in try signed(at: wallMilliseconds()) }
+            sent += batch.count
+            let message = GossipMessage.envelopes(batch)
+            loop.execute { link.send(message) }
         }
-        sent += batch.count
-        let message = GossipMessage.envelopes(batch)
+        Thread.sleep(forTimeInterval: 2)
+        return
+    }
+    // Paced: one envelope per link message, as live chat sends them. All are
+    // signed first, each stamped with the moment it is due, so the sender's
+    // signing takes no core from the run; one sent late counts its lateness
+    // as latency. A first 64 signed (and thrown away) time the signing.
+    let calibration = ProcessInfo.processInfo.systemUptime
+    for _ in 0..<64 { _ = try signed(at: 0) }
+    let signingTime = (ProcessInfo.processInfo.systemUptime - calibration) / 64 * Double(count)
+    (sequence, previous) = (0, .zero)
+    let lead = signingTime * 1.5 + 0.5
+    let startWall = Double(wallMilliseconds()) + lead * 1000
+    let startMonotonic = ProcessInfo.processInfo.systemUptime + lead
+    let envelopes = try (0..<count).map { i in try signed(at: UInt64(startWall + Double(i) * 1000 / rate)) }
+    for (i, envelope) in envelopes.enumerated() {
+        pace(i, rate: rate, from: startMonotonic)
+        let message = GossipMessage.envelopes([envelope])
         loop.execute { link.send(message) }
     }
     // Let the last batches leave before the process ends.
@@ -206,4 +232,61 @@ final class Atomicish: @unchecked Sendable {
     private var n = 0
     func increment() -> Int { lock.withLock { n += 1; return n } }
     var value: Int { lock.withLock { n } }
+}
+
+/// The lean receiver's reading of an `envelopes` gossip message
+/// (docs/PROTOCOL.md §9 and §4): the count, and each envelope's timestamp
+/// read in place. Nothing is hashed, copied or checked beyond the lengths.
+enum LeanBatch {
+    static let envelopesTag: UInt8 = 3
+    /// version 1 ‖ author 32 ‖ sequence 8 ‖ previous 32, then the dependency count (u16).
+    static let dependencyCountOffset = 73
+    static let dependencySize = 40
+
+    /// Reads what the real decoder reads, on envelopes with and without dependencies, or throws.
+    static func check() throws {
+        let lan = NetworkKey.derived(fromName: NetworkKey.defaultName)
+        let room = RoomID.publicRoom(.general, network: lan)
+        let key = lan.publicRoomKey(roomName: RoomName.general.value)
+        let a = try SigningKey.generate(), b = try SigningKey.generate()
+        func envelope(_ by: SigningKey, _ dependencies: [Dependency], _ timestamp: UInt64) throws -> CarriedEnvelope {
+            let body = try SealedBody.seal(kind: .text, content: Array("x".utf8), key: key, author: by.publicKey, room: room)
+            let e = try Envelope.sign(by: by, sequence: 1, previous: .zero, dependencies: dependencies, timestamp: timestamp, room: room, body: body)
+            return CarriedEnvelope(hops: 3, envelope: e)
+        }
+        let batch = [try envelope(a, [], 1_700_000_000_123), try envelope(b, [Dependency(author: a.publicKey, sequence: 1)], 1_700_000_000_456)]
+        let bytes = GossipMessage.envelopes(batch).encoded
+        guard case let .envelopes(decoded) = try GossipMessage.decode(bytes), timestamps(bytes) == decoded.map(\.envelope.timestamp) else {
+            throw NodeBenchError("the lean reading of an envelopes message disagrees with the decoder")
+        }
+    }
+
+    static func timestamps(_ bytes: [UInt8]) -> [UInt64]? {
+        guard bytes.first == envelopesTag else { return nil }
+        var at = 1
+        func varint() -> Int? {
+            var value = 0, shift = 0
+            while at < bytes.count, shift < 63 {
+                let byte = bytes[at]
+                at += 1
+                value |= Int(byte & 0x7f) << shift
+                if byte & 0x80 == 0 { return value }
+                shift += 7
+            }
+            return nil
+        }
+        guard let count = varint() else { return nil }
+        var stamps: [UInt64] = []
+        stamps.reserveCapacity(count)
+        for _ in 0..<count {
+            at += 1  // hops
+            guard let length = varint(), at + length <= bytes.count, length >= dependencyCountOffset + 2 else { return nil }
+            let dependencies = Int(bytes[at + dependencyCountOffset]) << 8 | Int(bytes[at + dependencyCountOffset + 1])
+            let stamp = at + dependencyCountOffset + 2 + dependencies * dependencySize
+            guard stamp + 8 <= at + length else { return nil }
+            stamps.append(bytes[stamp..<(stamp + 8)].reduce(0) { $0 << 8 | UInt64($1) })
+            at += length
+        }
+        return stamps
+    }
 }

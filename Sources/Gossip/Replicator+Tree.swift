@@ -41,11 +41,12 @@ extension Replicator {
         let duplicates = pushed.values.reduce(crossed) { $0 + $1.duplicates }
         guard duplicates > 0 else { return [] }
         var actions: [Action] = [.duplicates(link, duplicates)]
-        guard var l = links[link], l.tree else { return actions }
+        guard var l = links.removeValue(forKey: link) else { return actions }
+        defer { links[link] = l }
+        guard l.tree else { return actions }
         let pruned = pushed.filter { $0.value.count == $0.value.duplicates && !l.lazy.contains($0.key) }.keys.sorted()
         guard !pruned.isEmpty else { return actions }
         l.lazy.formUnion(pruned)
-        links[link] = l
         actions.append(.send(link, .prune(pruned)))
         return actions
     }
@@ -53,7 +54,7 @@ extension Replicator {
     /// A lazy link announces what it holds: ids past our clock wait
     /// `graftTimeout` for the tree to bring them.
     public mutating func ihaveReceived(_ link: LinkID, entries: [Dependency], now: Double) -> [Action] {
-        guard var l = links[link] else { return [] }
+        guard var l = links.removeValue(forKey: link) else { return [] }
         let admitted = admit(entries, over: l.known)
         for e in admitted where e.sequence > l.announced[e.author] {
             l.announced[e.author] = e.sequence
@@ -74,7 +75,7 @@ extension Replicator {
     /// would make its next post, a /quit reason say, wait for a tick that
     /// may never come).
     public mutating func pruneReceived(_ link: LinkID, authors: [PublicKey]) {
-        guard var l = links[link], l.tree else { return }
+        guard links[link]?.tree == true, var l = links.removeValue(forKey: link) else { return }
         for author in authors where clock[author] > 0 && author != me { l.lazy.insert(author) }
         links[link] = l
     }
@@ -82,7 +83,7 @@ extension Replicator {
     /// The peer missed something of these authors we announced: it gets
     /// their full pushes again (and asks for what it missed).
     public mutating func graftReceived(_ link: LinkID, authors: [PublicKey]) {
-        guard var l = links[link] else { return }
+        guard var l = links.removeValue(forKey: link) else { return }
         l.lazy.subtract(authors)
         links[link] = l
     }
@@ -111,7 +112,7 @@ extension Replicator {
             }
             guard now - wait.since >= Self.graftTimeout else { continue }
             let announcers = links.filter { $0.value.announced[author] > clock[author] }.keys.sorted()
-            guard let id = announcers.first, var l = links[id] else {
+            guard let id = announcers.first, var l = links.removeValue(forKey: id) else {
                 // Whoever announced it is gone: the clock exchange will find it.
                 missing[author] = nil
                 continue

@@ -138,6 +138,10 @@ public struct Replicator {
     public let me: PublicKey
     /// Author → highest contiguous sequence held here.
     public private(set) var clock: VectorClock
+    /// Each link's state. Changed by taking it out (`removeValue`) and
+    /// putting it back: a copy (`var l = links[id]`) shares its clocks'
+    /// storage with the table, so its first write copies them whole (at
+    /// 10,000 authors, 130 µs per link and message; `peernode-bench push`).
     var links: [LinkID: Link] = [:]
     /// (author, sequence) handed out for verification and not yet answered.
     private var pending: Set<Dependency> = []
@@ -185,7 +189,7 @@ public struct Replicator {
     }
 
     public mutating func clockReceived(_ link: LinkID, entries: [Dependency], full: Bool, now: Double) -> [Action] {
-        guard var l = links[link] else { return [] }
+        guard var l = links.removeValue(forKey: link) else { return [] }
         let admitted: [Dependency]
         if full {
             // A full clock is the truth about the peer, even if it went back.
@@ -244,14 +248,18 @@ public struct Replicator {
     /// The peer stored what we sent: what we know of its clock moves up (never
     /// down: a push on its way stays counted), and so does what it declared.
     public mutating func storedReceived(_ link: LinkID, entries: [Dependency], now: Double) -> [Action] {
-        guard var l = links[link] else { return [] }
+        guard var l = links.removeValue(forKey: link) else { return [] }
         let admitted = admit(entries, over: l.declared ?? l.known)
         for e in admitted {
             l.known[e.author] = max(l.known[e.author], e.sequence)
             l.declared?[e.author] = e.sequence
         }
         links[link] = l
-        return ignored(link, entries.count - admitted.count) + pull(link, now: now)
+        // Asking for more reads the link's whole clock: only when the answer
+        // names something we lack (usually it names what we sent it). What
+        // was wanted before is asked for at the tick, as its budget refills.
+        let lacking = admitted.contains { $0.sequence > clock[$0.author] }
+        return ignored(link, entries.count - admitted.count) + (lacking ? pull(link, now: now) : [])
     }
 
     /// The peer could not rebuild our clock: send it whole.
@@ -265,7 +273,7 @@ public struct Replicator {
     /// `sendStored` for everything the peer's known clock lacks, on a link
     /// whose peer does not ask for it (version 1).
     private mutating func catchUp(_ link: LinkID) -> [Action] {
-        guard var l = links[link], !l.peerAsks else { return [] }
+        guard links[link]?.peerAsks == false, var l = links.removeValue(forKey: link) else { return [] }
         var actions: [Action] = []
         for (author, ours) in clock.entries.sorted(by: { $0.key < $1.key }) where ours > l.known[author] {
             actions.append(.sendStored(link, author: author, from: l.known[author] + 1, through: ours))
@@ -276,7 +284,7 @@ public struct Replicator {
     }
 
     public mutating func requestReceived(_ link: LinkID, ranges: [GossipRequest]) -> [Action] {
-        guard var l = links[link] else { return [] }
+        guard var l = links.removeValue(forKey: link) else { return [] }
         let actions: [Action] = ranges.compactMap { r in
             let last = min(clock[r.author], r.from &+ max(r.count, 1) &- 1)
             guard r.from >= 1, r.from <= last else { return nil }

@@ -122,4 +122,21 @@ struct PullTests {
         let asked = requests(r.stored(from: 1, checked: [last], inserted: [last], invalid: 0, newClock: [], now: 1))
         #expect(asked == [GossipRequest(author: a.key.publicKey, from: 1, count: UInt64(Replicator.pullWindow))])
     }
+
+    @Test("a stored answer naming what we sent asks for nothing; one naming more than we hold asks for it at once (the cost of the check that skips the rest is `peernode-bench push`)")
+    func storedAnswer() throws {
+        let held = try SigningKey.generate().publicKey, elsewhere = try SigningKey.generate().publicKey
+        var r = Replicator(me: try SigningKey.generate().publicKey, clock: VectorClock([held: 5]), random: SystemRandomNumberGenerator())
+        _ = r.linkUp(1, now: 0)
+        _ = r.clockReceived(1, entries: [Dependency(author: held, sequence: 5)], full: true, now: 0)
+        // The peer stored what we pushed it.
+        #expect(requests(r.storedReceived(1, entries: [Dependency(author: held, sequence: 5)], now: 1)).isEmpty)
+        // It holds more of an author than we do (it got it elsewhere): asked for at once.
+        #expect(requests(r.storedReceived(1, entries: [Dependency(author: held, sequence: 9)], now: 2))
+            == [GossipRequest(author: held, from: 6, count: 4)])
+        _ = r.clockReceived(1, entries: [Dependency(author: elsewhere, sequence: 3), Dependency(author: held, sequence: 9)].sorted { $0.author < $1.author },
+                            full: false, now: 3)
+        // A stored answer about what we hold says nothing new; the wanted range waits for its ask or the tick.
+        #expect(requests(r.storedReceived(1, entries: [Dependency(author: held, sequence: 9)], now: 4)).isEmpty)
+    }
 }
