@@ -50,6 +50,8 @@ bench: setup-bench
 	.build/release/peernode-bench
 	@# The whole-LAN simulation (docs/SCALE.md): 1,000 nodes, 10,000 authors, 1,000,000 messages, beside the full mesh.
 	.build/release/peernode-bench overlay $(BENCH_SCALE)
+	@# Replication's decisions per envelope as the LAN's authors grow (docs/SCALE.md, "The forwarding path").
+	for authors in 10 1000 10000; do .build/release/peernode-bench push $$authors 6; done
 	scripts/bench-websocket.sh $(BENCH_SECONDS) $(BENCH_RUNS)
 	$(SWIFT) build -c release --product peernode
 	python3 scripts/bench-gossip.py .build/release/peernode .build/release/peernode-bench $(BENCH_ENVELOPES)
