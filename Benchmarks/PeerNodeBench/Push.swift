@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Gossip
+import Store
 
 /// `peernode-bench push AUTHORS LINKS`: a node that holds AUTHORS authors,
 /// with LINKS links that declared all of them, pushes on one new envelope
@@ -43,4 +44,40 @@ func runPushBenchmark(authors count: Int, links: Int) throws {
     let took = ProcessInfo.processInfo.systemUptime - started
     print(String(format: "push: %d authors, %d links: %.1f µs of decisions per envelope pushed and its stored answers (%d sends)",
                  entries.count + 1, links, took / Double(pushes) * 1e6, sent))
+}
+
+/// `peernode-bench post-deps DIR AUTHORS`: a store holding one envelope of
+/// each of AUTHORS authors, and one author posting: the time to work out a
+/// post's dependencies (`Store.dependenciesForNextPost`), which is on the
+/// author's path before every post (docs/SCALE.md).
+func runPostDependenciesBenchmark(directory path: String, authors count: Int) throws {
+    let lan = NetworkKey.derived(fromName: NetworkKey.defaultName)
+    let general = RoomID.publicRoom(.general, network: lan)
+    let store = try Store(directory: try DataDirectory(path: path))
+    try store.registerRoom(general, name: RoomName.general.value)
+    let me = try SigningKey.generate()
+    var batch: [Envelope] = []
+    for i in 0..<count {
+        let writer = try SigningKey.generate()
+        batch.append(try Envelope.sign(by: writer, sequence: 1, previous: .zero, dependencies: [], timestamp: 1_000 + UInt64(i),
+                                       room: general, kind: .text, body: Array("hello".utf8)))
+        if batch.count == 1_000 {
+            _ = try store.insert(batch, receivedAt: 1)
+            batch = []
+        }
+    }
+    _ = try store.insert(batch, receivedAt: 1)
+    var previous = MessageID.zero
+    let posts = 200
+    var took = 0.0
+    for sequence in 1...posts {
+        let started = ProcessInfo.processInfo.systemUptime
+        let dependencies = try store.dependenciesForNextPost(by: me.publicKey)
+        took += ProcessInfo.processInfo.systemUptime - started
+        let e = try Envelope.sign(by: me, sequence: UInt64(sequence), previous: previous, dependencies: dependencies, timestamp: 5_000,
+                                  room: general, kind: .text, body: Array("post".utf8))
+        previous = e.id
+        _ = try store.insertOwn(e, at: 5_000)
+    }
+    print(String(format: "post dependencies: %d authors: %.1f µs per post", count, took / Double(posts) * 1e6))
 }

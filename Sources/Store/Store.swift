@@ -34,6 +34,14 @@ public final class Store {
     /// Authors holding envelopes not delivered yet (`delivered < contiguous`):
     /// what `deliverPending` looks at, instead of every author there is.
     private var undeliveredAuthors: Set<PublicKey> = []
+    /// What our own posts have named so far, per author (`sent_clock`), in
+    /// memory: a post's dependencies were a scan of that table and of every
+    /// author's state (9 ms a post at 10,000 authors).
+    var sentClock: [PublicKey: UInt64] = [:]
+    /// Authors whose delivered envelopes may have gone past `sentClock`: a
+    /// superset (whatever a failed transaction put back stays in it), checked
+    /// when a post reads it, and trimmed after each post.
+    var unsentAuthors: Set<PublicKey> = []
     /// In a write transaction: each touched author's state before it (nil:
     /// not there), put back if the commit fails. An undo log, not a copy of
     /// `authors`: a copy made the first change of every transaction cost a
@@ -143,6 +151,9 @@ public final class Store {
             roomRows[try RoomID(bytes: rooms.blob(1))] = rooms.int64(0)
         }
         lastDelivery = try db.integer("SELECT coalesce(max(delivery), 0) FROM envelopes WHERE delivery IS NOT NULL")
+        let sent = try db.statement("SELECT a.key, c.sequence FROM sent_clock c JOIN authors a ON a.rowid = c.author")
+        while try sent.step() { sentClock[try PublicKey(bytes: sent.blob(0))] = UInt64(clamping: sent.int64(1)) }
+        trimUnsentAuthors()
         try loadErasingAuthors()
     }
 
@@ -173,7 +184,7 @@ public final class Store {
     public func insertOwn(_ envelope: Envelope, at time: UInt64) throws -> InsertOutcome {
         try db.execute("PRAGMA synchronous=FULL")
         defer { try? db.execute("PRAGMA synchronous=NORMAL") }
-        return try writeTransaction {
+        let outcome = try writeTransaction {
             let outcome = try insertOne(envelope, receivedAt: time)
             if outcome == .inserted {
                 for d in envelope.dependencies {
@@ -190,6 +201,17 @@ public final class Store {
             try flushAuthors()
             return outcome
         }
+        // Committed: what it named is sent.
+        if outcome == .inserted {
+            for d in envelope.dependencies { sentClock[d.author] = max(sentClock[d.author] ?? 0, d.sequence) }
+            trimUnsentAuthors()
+        }
+        return outcome
+    }
+
+    /// Keeps in `unsentAuthors` only those whose delivered envelopes are past what we named.
+    private func trimUnsentAuthors() {
+        unsentAuthors = unsentAuthors.filter { (authors[$0]?.delivered ?? 0) > sentClock[$0] ?? 0 }
     }
 
     private func insertOne(_ arrived: Envelope, receivedAt: UInt64) throws -> InsertOutcome {
@@ -290,6 +312,7 @@ public final class Store {
         if undo != nil, undo?.index(forKey: key) == nil { undo?[key] = .some(authors[key]) }
         authors[key] = state
         updateUndelivered(key)
+        if state.delivered > sentClock[key] ?? 0 { unsentAuthors.insert(key) }
     }
 
     private func updateUndelivered(_ key: PublicKey) {

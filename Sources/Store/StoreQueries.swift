@@ -92,10 +92,12 @@ extension Store {
     /// clock entry ahead of what its earlier posts named (at most
     /// `Envelope.maximumDependencies`; the rest follow in the next post).
     public func dependenciesForNextPost(by author: PublicKey) throws -> [Dependency] {
-        var sent = VectorClock()
-        let s = try db.statement("SELECT a.key, c.sequence FROM sent_clock c JOIN authors a ON a.rowid = c.author")
-        while try s.step() { sent[try PublicKey(bytes: s.blob(0))] = UInt64(s.int64(1)) }
-        return Array(deliveredClock().advances(since: sent, excluding: author).prefix(Envelope.maximumDependencies))
+        var advanced: [Dependency] = []
+        for key in unsentAuthors where key != author {
+            guard let delivered = authors[key]?.delivered, delivered > sentClock[key] ?? 0 else { continue }
+            advanced.append(Dependency(author: key, sequence: delivered))
+        }
+        return Array(advanced.sorted { $0.author < $1.author }.prefix(Envelope.maximumDependencies))
     }
 
     // MARK: forks

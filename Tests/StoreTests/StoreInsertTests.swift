@@ -141,4 +141,32 @@ struct StoreInsertTests {
         _ = try store.insert([bob.next()], receivedAt: 6)
         #expect(try store.dependenciesForNextPost(by: me.publicKey) == [Dependency(author: bob.publicKey, sequence: 3)])
     }
+
+    @Test("a post's dependencies survive a restart (what earlier posts named is read back), name at most maximumDependencies with the rest in the next post, and never name the author")
+    func dependenciesAcrossRestart() throws {
+        let fixture = try StoreFixture()
+        let me = try ChainAuthor(), bob = try ChainAuthor(), carol = try ChainAuthor()
+        do {
+            let store = try #require(fixture.store)
+            _ = try store.insert([bob.next(), bob.next(), carol.next()], receivedAt: 1)
+            let first = try store.dependenciesForNextPost(by: me.publicKey)
+            #expect(first == [Dependency(author: bob.publicKey, sequence: 2), Dependency(author: carol.publicKey, sequence: 1)]
+                .sorted { $0.author < $1.author })
+            #expect(try store.insertOwn(me.next(dependencies: first), at: 2) == .inserted)
+            _ = try store.insert([bob.next()], receivedAt: 3)
+        }
+        try fixture.reopen()
+        let store = try #require(fixture.store)
+        // Only Bob moved since the post; our own chain is never named.
+        #expect(try store.dependenciesForNextPost(by: me.publicKey) == [Dependency(author: bob.publicKey, sequence: 3)])
+
+        // More authors moved than one post names: the rest come in the next.
+        let many = try (0..<(Envelope.maximumDependencies + 10)).map { _ in try ChainAuthor() }
+        _ = try store.insert(many.map { try $0.next() }, receivedAt: 4)
+        let named = try store.dependenciesForNextPost(by: me.publicKey)
+        #expect(named.count == Envelope.maximumDependencies)
+        #expect(try store.insertOwn(me.next(dependencies: named), at: 5) == .inserted)
+        let rest = try store.dependenciesForNextPost(by: me.publicKey)
+        #expect(rest.count == 11 && Set(rest).isDisjoint(with: Set(named)))
+    }
 }
