@@ -64,13 +64,15 @@ func makeEnvelopes(_ count: Int) throws -> [Envelope] {
     return out
 }
 
-// `peernode-bench make-store DIR N`: a data directory holding N envelopes of
-// #general on the default network, for the catch-up benchmark.
-if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "make-store", let count = Int(CommandLine.arguments[3]) {
+// `peernode-bench make-store DIR N [WRITERS]`: a data directory holding N
+// envelopes of #general on the default network by WRITERS authors (20 by
+// default), for the catch-up and many-authors benchmarks.
+if [4, 5].contains(CommandLine.arguments.count), CommandLine.arguments[1] == "make-store", let count = Int(CommandLine.arguments[3]) {
     let lan = NetworkKey.derived(fromName: NetworkKey.defaultName)
     let general = RoomID.publicRoom(.general, network: lan)
     let key = lan.publicRoomKey(roomName: RoomName.general.value)
-    let writers = try (0..<20).map { _ in try SigningKey.generate() }
+    let writerCount = CommandLine.arguments.count == 5 ? max(1, Int(CommandLine.arguments[4]) ?? 20) : 20
+    let writers = try (0..<writerCount).map { _ in try SigningKey.generate() }
     let directory = try DataDirectory(path: CommandLine.arguments[2])
     let store = try Store(directory: directory)
     try store.registerRoom(general, name: RoomName.general.value)
