@@ -86,3 +86,8 @@ rtt=$(python3 scripts/link-rtt.py .build/release/peernode)
 ratio=$(echo "$rtt / ${p50[ours,0]}" | bc -l)
 printf 'link round trip in /peers: %s us = %.2fx our ping-pong p50 (aim: within 2x: %s)\n' "$rtt" "$ratio" \
   "$(echo "$ratio <= 2" | bc -l | sed 's/1/met/;s/0/NOT met/')"
+# The probe goes between two idle nodes, the ping-pong above runs hot: what
+# two wake-ups from idle cost on this machine, measured now (no WebSocket, no node).
+read -r cold hot <<<"$(python3 scripts/wake-floor.py)"
+printf 'round trip between two idle processes on this machine (socketpair, least of 25): %s us, back to back %s us: the probe pays %s us of wake-ups\n' \
+  "$cold" "$hot" "$((cold - hot))"
