@@ -87,7 +87,13 @@ ratio=$(echo "$rtt / ${p50[ours,0]}" | bc -l)
 printf 'link round trip in /peers: %s us = %.2fx our ping-pong p50 (aim: within 2x: %s)\n' "$rtt" "$ratio" \
   "$(echo "$ratio <= 2" | bc -l | sed 's/1/met/;s/0/NOT met/')"
 # The probe goes between two idle nodes, the ping-pong above runs hot: what
-# two wake-ups from idle cost on this machine, measured now (no WebSocket, no node).
+# two wake-ups from idle cost on this machine, measured now (no WebSocket, no node),
+# and a WebSocket ping to our echo server when it was idle, like the probe.
 read -r cold hot <<<"$(python3 scripts/wake-floor.py)"
 printf 'round trip between two idle processes on this machine (socketpair, least of 25): %s us, back to back %s us: the probe pays %s us of wake-ups\n' \
   "$cold" "$hot" "$((cold - hot))"
+start ours-cold .build/release/peernode-ws-echo 0
+cold_ping=$(python3 scripts/cold-ping.py "$port")
+cold_ratio=$(echo "$rtt / $cold_ping" | bc -l)
+printf 'a WebSocket ping to our echo server while it was idle (least of 25, 0.2 s apart): %s us; the /peers round trip is %.2fx that\n' \
+  "$cold_ping" "$cold_ratio"
