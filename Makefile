@@ -53,6 +53,7 @@ bench: setup-bench
 	@# Replication's decisions per envelope as the LAN's authors grow (docs/SCALE.md, "The forwarding path").
 	for authors in 10 1000 10000; do .build/release/peernode-bench push $$authors 6; done
 	for authors in 10 1000 10000; do rm -rf .build/bench-post-deps; .build/release/peernode-bench post-deps .build/bench-post-deps $$authors; done
+	for authors in 10 1000 10000; do rm -rf .build/bench-peer-clocks; .build/release/peernode-bench peer-clocks .build/bench-peer-clocks $$authors; done
 	scripts/bench-websocket.sh $(BENCH_SECONDS) $(BENCH_RUNS)
 	$(SWIFT) build -c release --product peernode
 	python3 scripts/bench-gossip.py .build/release/peernode .build/release/peernode-bench $(BENCH_ENVELOPES)

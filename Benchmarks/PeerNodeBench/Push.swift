@@ -86,3 +86,26 @@ func runPostDependenciesBenchmark(directory path: String, authors count: Int) th
     print(String(format: "post dependencies: %d authors: %.1f µs per post (the durable insert after it: p50 %.0f µs, p99 %.0f µs)",
                  count, took / Double(posts) * 1e6, stored[posts / 2] * 1e6, stored[posts * 99 / 100] * 1e6))
 }
+
+/// `peernode-bench peer-clocks DIR AUTHORS`: the time to save one peer's
+/// clocks (both sides, AUTHORS authors) when ten entries changed since the
+/// last save, as the node does for each changed peer every 5 s
+/// (`NetworkNode.peerClockSaveInterval`), on the loop.
+func runPeerClockSaveBenchmark(directory path: String, authors count: Int) throws {
+    let store = try Store(directory: try DataDirectory(path: path))
+    let peer = try SigningKey.generate().publicKey
+    var entries: [PublicKey: UInt64] = [:]
+    for _ in 0..<count { entries[try SigningKey.generate().publicKey] = 5 }
+    var clock = VectorClock(entries)
+    try store.savePeerClocks(PeerClocks(sent: clock, declared: clock), of: peer, at: 1)
+    let keys = Array(entries.keys)
+    var took: [Double] = []
+    for round in 0..<20 {
+        for key in keys[(round * 10 % max(1, keys.count - 10))...].prefix(10) { clock[key] += 1 }
+        let started = ProcessInfo.processInfo.systemUptime
+        try store.savePeerClocks(PeerClocks(sent: clock, declared: clock), of: peer, at: UInt64(2 + round))
+        took.append(ProcessInfo.processInfo.systemUptime - started)
+    }
+    took.sort()
+    print(String(format: "peer clocks: %d authors, 10 changed: %.2f ms per peer saved (median of 20)", count, took[10] * 1e3))
+}

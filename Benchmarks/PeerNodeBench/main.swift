@@ -104,6 +104,10 @@ if arguments.count >= 2, arguments[1] == "overlay" {
                        messages: numbers.count > 2 ? numbers[2] : 1_000_000, meshMessages: numbers.count > 3 ? numbers[3] : 100)
     exit(0)
 }
+if arguments.count == 4, arguments[1] == "peer-clocks", let authors = Int(arguments[3]) {
+    try runPeerClockSaveBenchmark(directory: arguments[2], authors: authors)
+    exit(0)
+}
 if arguments.count == 4, arguments[1] == "post-deps", let authors = Int(arguments[3]) {
     try runPostDependenciesBenchmark(directory: arguments[2], authors: authors)
     exit(0)

@@ -10,30 +10,47 @@ import Store
 extension NetworkNode {
     // MARK: gossip
 
-    /// Seconds between writes of the per-peer clocks: a peer sending clock
-    /// messages as fast as it can costs one write per peer per interval,
-    /// not one per message. A crash loses at most this much of a hint.
+    /// Seconds at least between writes of one peer's clocks: a peer sending
+    /// clock messages as fast as it can costs one write per interval, not
+    /// one per message. One peer is written a tick (`savePeerClocks`), so
+    /// with many peers changing each waits its turn.
     static let peerClockSaveInterval = 5.0
+    /// Seconds a peer's last write is remembered for choosing whom to write next.
+    static let peerClockSaveMemory = 600.0
 
     /// What we remember of `remote`: the unsaved clocks, else the saved ones.
     func peerClocks(of remote: PublicKey) -> PeerClocks? {
         unsavedPeerClocks[remote] ?? (readLogged("the saved clocks of a peer") { try node.store.peerClocks(of: remote) } ?? nil)
     }
 
-    /// Writes the per-peer clocks that changed (on a tick once the interval
-    /// passed, and at exit).
+    /// Writes the per-peer clocks that changed: at a tick, one peer at most,
+    /// the one written longest ago, once `peerClockSaveInterval` has passed
+    /// since its last write; at exit (`force`), all of them. A write reads
+    /// and writes that peer's clocks of every author (20 ms a peer at 10,000
+    /// authors, `peernode-bench peer-clocks`): all of a relay's peers at once
+    /// stalled its loop for a second. With many peers changing, each is
+    /// written every that many seconds: a crash loses a newer hint, which
+    /// the next link's clock exchange makes up.
     func savePeerClocks(now: Double, force: Bool = false) {
-        guard !unsavedPeerClocks.isEmpty, force || now - lastPeerClockSave >= Self.peerClockSaveInterval else { return }
-        lastPeerClockSave = now
-        let saving = unsavedPeerClocks
-        unsavedPeerClocks = [:]
-        for (remote, clocks) in saving {
+        guard !unsavedPeerClocks.isEmpty else { return }
+        // Forgotten after a while: a peer never written comes first, which is harmless.
+        peerClockSavedAt = peerClockSavedAt.filter { now - $0.value < Self.peerClockSaveMemory }
+        let due: [PublicKey]
+        if force {
+            due = Array(unsavedPeerClocks.keys)
+        } else {
+            let written = { (peer: PublicKey) in self.peerClockSavedAt[peer] ?? -Double.infinity }
+            let oldest = unsavedPeerClocks.keys.min { (written($0), $0) < (written($1), $1) }
+            due = oldest.flatMap { now - written($0) >= Self.peerClockSaveInterval ? [$0] : nil } ?? []
+        }
+        for remote in due {
+            guard let clocks = unsavedPeerClocks.removeValue(forKey: remote) else { continue }
+            peerClockSavedAt[remote] = now
             do { try node.store.savePeerClocks(clocks, of: remote, at: Node.now()) } catch {
                 log.warning("saving the clock of \(remote.shortFingerprint) failed: \(error)")
             }
         }
     }
-
 
     /// Verifies and stores a batch a link brought. A batch that comes while
     /// nothing is being verified off the loop waits for the end of the

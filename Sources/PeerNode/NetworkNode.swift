@@ -106,7 +106,8 @@ final class NetworkNode: @unchecked Sendable {
     /// Relay: the server of `/healthz` and `/metrics`, and whether its samples name peers.
     var metricsServer: WebSocketServer?
     var metricsPeerLabels = false
-    var lastPeerClockSave = 0.0
+    /// Peers whose clocks were written within `peerClockSaveInterval`, and when.
+    var peerClockSavedAt: [PublicKey: Double] = [:]
     /// Told the prompt when it changes on a tick (the terminal session).
     var promptChanged: (@Sendable (String) -> Void)?
     private var lastPrompt = ""
