@@ -308,7 +308,7 @@ public struct LinkCore {
         var encoded: EncodedBatch?
         for action in actions {
             switch action {
-            case let .send(id, .envelopes(batch)) where !batch.isEmpty:
+            case let .send(id, .envelopes(batch)):
                 if encoded?.holds(batch) != true { encoded = EncodedBatch(batch) }
                 if let encoded { send(encoded, on: id, now: now, into: &out) }
             case let .send(id, message):
@@ -340,19 +340,13 @@ public struct LinkCore {
     /// in the link's Noise session.
     mutating func send(_ message: GossipMessage, on id: LinkID, now: Double, into out: inout [Effect]) {
         // A batch goes out in messages of at most `batchBytes` (large bodies add up).
-        if case let .envelopes(batch) = message, batch.count > 1 {
-            let parts = GossipMessage.batches(batch)
-            if parts.count > 1 {
-                for part in parts { send(.envelopes(part), on: id, now: now, into: &out) }
-                return
-            }
-        }
+        if case let .envelopes(batch) = message { return send(EncodedBatch(batch), on: id, now: now, into: &out) }
         let encoded = message.encoded
         switch message {
         case let .clock(_, full): countClock(full ? .clockFullSent : .clockDeltaSent, bytes: encoded.count)
         case .clockSince: countClock(.clockSinceSent, bytes: encoded.count)
         case .fullClockWanted: countClock(.fullClockWantedSent, bytes: encoded.count)
-        case let .envelopes(batch): count(.envelopesSent, by: batch.count)
+        case .envelopes: break  // counted by part, above
         case .ihave: count(.ihaveSent)
         case let .prune(authors): count(.pruneSent, by: authors.count)
         case let .graft(authors): count(.graftSent, by: authors.count)
@@ -391,6 +385,7 @@ struct EncodedBatch {
 
     init(_ batch: [CarriedEnvelope]) {
         self.batch = batch
+        // An empty batch is still one (empty) message, as it always was.
         let split = batch.count > 1 ? GossipMessage.batches(batch) : [batch]
         parts = split.map { ($0.count, GossipChunker.chunks(GossipMessage.envelopes($0).encoded)) }
     }

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import Reactor
 
 /// Lines for stdout (the `--json` events, or plain lines when stdout is not
@@ -79,8 +78,6 @@ final class Output: @unchecked Sendable {
 
     /// Lines dropped and not yet reported.
     var droppedSoFar: Int { condition.withLock { dropped } }
-    /// Bytes given and not yet written.
-    var unwrittenSoFar: Int { condition.withLock { unwritten } }
 
     /// Waits until everything is written, the reader has gone, or it took
     /// nothing for `finishPatience` seconds; lines given later are dropped.
@@ -88,12 +85,26 @@ final class Output: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         if dropping { reportDropped() }
-        while !closed, unwritten > 0 {
+        waitForWriter(untilUnwrittenAtMost: 0)
+        closed = true
+        condition.broadcast()
+    }
+
+    /// Waits until at most `bytes` are unwritten, the reader has gone, or it
+    /// took nothing for `finishPatience` seconds. Returns whether it got there.
+    @discardableResult
+    func waitUntilUnwritten(atMost bytes: Int) -> Bool {
+        condition.withLock { waitForWriter(untilUnwrittenAtMost: bytes) }
+    }
+
+    /// Under the lock: woken by each chunk the writer writes.
+    @discardableResult
+    private func waitForWriter(untilUnwrittenAtMost bytes: Int) -> Bool {
+        while !closed, unwritten > bytes {
             let before = written
             if !condition.wait(until: Date(timeIntervalSinceNow: Self.finishPatience)), written == before { break }
         }
-        closed = true
-        condition.broadcast()
+        return unwritten <= bytes
     }
 
     /// Under the lock.
@@ -132,7 +143,7 @@ final class Output: @unchecked Sendable {
             var failure: SystemError?
             while offset < bytes.count, failure == nil {
                 let end = min(bytes.count, offset + Self.writeChunk)
-                failure = Self.writeAll(descriptor, bytes[offset..<end])
+                do { try Syscall.writeAll(descriptor, bytes[offset..<end]) } catch { failure = error }
                 condition.lock()
                 written += end - offset
                 offset = end
@@ -152,25 +163,5 @@ final class Output: @unchecked Sendable {
             }
         }
         condition.unlock()
-    }
-
-    /// Writes all of `bytes`, waiting for room when the descriptor is
-    /// non-blocking (a parent may have made it so); the error that ended it.
-    private static func writeAll(_ fd: Int32, _ bytes: ArraySlice<UInt8>) -> SystemError? {
-        var offset = 0
-        while offset < bytes.count {
-            do {
-                let result = try Syscall.call("write") { bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) } }
-                switch result {
-                case let .done(n): offset += n
-                case .wouldBlock:
-                    var wanted = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                    _ = poll(&wanted, 1, -1)
-                }
-            } catch {
-                return error
-            }
-        }
-        return nil
     }
 }

@@ -41,14 +41,24 @@ public enum Syscall {
         }
     }
 
-    /// Writes all of `bytes` to a blocking descriptor: EINTR is retried and a
-    /// short write continues where it stopped (a log line is never cut).
-    public static func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws(SystemError) {
+    /// Writes all of `bytes`: EINTR is retried, a short write continues
+    /// where it stopped (a log line is never cut), and a descriptor that
+    /// another process made non-blocking (stdout shared with a parent) is
+    /// waited for with poll(2) instead of failing with EAGAIN.
+    public static func writeAll(_ fd: Int32, _ bytes: ArraySlice<UInt8>) throws(SystemError) {
         var offset = 0
         while offset < bytes.count {
-            let n = try check("write") { bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) } }
-            offset += n
+            switch try call("write", { bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) } }) {
+            case let .done(n): offset += n
+            case .wouldBlock:
+                var wanted = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&wanted, 1, -1)
+            }
         }
+    }
+
+    public static func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws(SystemError) {
+        try writeAll(fd, bytes[...])
     }
 
     public static func setNonBlocking(_ fd: Int32) throws(SystemError) {

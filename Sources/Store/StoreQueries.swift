@@ -35,11 +35,6 @@ extension Store {
         authors[author]?.contiguous ?? 0
     }
 
-    /// Author → highest sequence delivered (shown).
-    public func deliveredClock() -> VectorClock {
-        VectorClock(authors.mapValues { $0.delivered })
-    }
-
     /// Up to `limit` envelopes, and no more once `bytes` are read (at least
     /// one): a catch-up reads about one batch message of large bodies, not
     /// `limit` of them.

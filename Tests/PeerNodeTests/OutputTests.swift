@@ -34,7 +34,7 @@ struct OutputTests {
     }
 
     @Test("a reader that stopped: exactly maximumUnwrittenBytes is kept, one line past it dropped and counted; the count comes once it drained to half, then the lines after it")
-    func droppedAtTheLimit() async throws {
+    func droppedAtTheLimit() throws {
         let (readEnd, writeEnd) = try Self.fullPipe()
         let out = Output(descriptor: writeEnd)
         out.droppedLine = { "dropped \($0)" }
@@ -49,12 +49,20 @@ struct OutputTests {
         #expect(out.droppedSoFar == 3)
         #expect(monotonicNow() - started < 5, "the caller waited for the reader")
         // The reader comes back and takes everything; a line after that brings the count first.
-        let reader = Task.detached { Self.readAll(readEnd) }
-        while out.unwrittenSoFar > Output.maximumUnwrittenBytes / 2 { try await Task.sleep(for: .milliseconds(10)) }
+        // On a thread of its own: the waits below block theirs (a pooled task could wait behind them).
+        let read = Mutex<[UInt8]>([])
+        let readerDone = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let bytes = Self.readAll(readEnd)
+            read.withLock { $0 = bytes }
+            readerDone.signal()
+        }
+        #expect(out.waitUntilUnwritten(atMost: Output.maximumUnwrittenBytes / 2))
         out.lines(["after"])
         out.finish()
         close(writeEnd)
-        let text = String(decoding: await reader.value, as: UTF8.self).drop(while: { $0 == "." })
+        #expect(readerDone.wait(timeout: .now() + 30) == .success, "the reader did not reach the end")
+        let text = String(decoding: read.withLock { $0 }, as: UTF8.self).drop(while: { $0 == "." })
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.count == count + 3)
         #expect(lines.prefix(count).allSatisfy { $0 == line })
@@ -63,19 +71,21 @@ struct OutputTests {
     }
 
     @Test("a reader that closed the pipe: reported once, later lines dropped without waiting, finish returns")
-    func closed() async throws {
+    func closed() throws {
         signal(SIGPIPE, SIG_IGN)  // as the node does: EPIPE instead of death
         var fds: [Int32] = [0, 0]
         #expect(pipe(&fds) == 0)
         close(fds[0])
         let out = Output(descriptor: fds[1])
         let reports = Mutex(0)
+        let reported = DispatchSemaphore(value: 0)
         out.onClosed = { error in
             #expect(error.errno == EPIPE)
             reports.withLock { $0 += 1 }
+            reported.signal()
         }
         out.lines(["one"])
-        for _ in 0..<100 where reports.withLock({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(reported.wait(timeout: .now() + 10) == .success, "the closed pipe was not reported")
         out.lines(["two"])
         out.finish()
         #expect(reports.withLock { $0 } == 1)
