@@ -57,6 +57,8 @@ bench: setup-bench
 	scripts/bench-websocket.sh $(BENCH_SECONDS) $(BENCH_RUNS)
 	$(SWIFT) build -c release --product peernode
 	python3 scripts/bench-gossip.py .build/release/peernode .build/release/peernode-bench $(BENCH_ENVELOPES)
+	@# Catch-up at the receiver alone (docs/SCALE.md): a lean sender leaves the cores to the node measured.
+	python3 scripts/bench-catchup.py .build/release/peernode .build/release/peernode-bench $(BENCH_ENVELOPES)
 	@# One hop on a LAN with many authors (docs/SCALE.md): per-message work must not grow with them.
 	for authors in 10 1000 10000; do python3 scripts/bench-authors.py .build/release/peernode .build/release/peernode-bench $$authors; done
 	@# Many real nodes on this host by loopback multicast (docs/SCALE.md): links, envelopes per message, memory, a quarter killed.

@@ -116,6 +116,10 @@ if arguments.count == 4, arguments[1] == "push", let authors = Int(arguments[2])
     try runPushBenchmark(authors: authors, links: links)
     exit(0)
 }
+if arguments.count == 4, arguments[1] == "catch-up-send", let count = Int(arguments[3]) {
+    try runCatchUpSender(target: arguments[2], count: count)
+    exit(0)
+}
 if arguments.count >= 2, ["fanout-receive", "fanout-send", "mqtt-receive", "mqtt-send"].contains(arguments[1]) {
     switch (arguments[1], arguments.count) {
     case ("fanout-receive", 6):

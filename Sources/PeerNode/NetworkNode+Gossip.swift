@@ -81,11 +81,32 @@ extension NetworkNode {
             let valid = Self.verified(batch)
             let took = monotonicNow() - started
             loop.execute { [self] in
-                batchesVerifying -= 1
                 core.stages.record(.verify, took)
-                store([(id, batch)], valid: valid)
+                verifiedWaiting.append((id, batch, valid))
+                // The first to wait stores it and whatever comes back before its turn.
+                if verifiedWaiting.count == 1 { loop.execute { [self] in storeVerified() } }
             }
         }
+    }
+
+    /// Stores the batches back from the verifier, in the order they came,
+    /// together in one transaction: when the loop is behind (a catch-up),
+    /// several have come back by then, and one commit, one delivery read and
+    /// one answer per link serve them all. At most `maximumVerifiedPerStore`
+    /// envelopes at once (whole batches); the rest wait for the next turn.
+    func storeVerified() {
+        var taken: [(LinkID, [CarriedEnvelope])] = []
+        var valid: [Bool] = []
+        var envelopes = 0
+        while let (id, batch, flags) = verifiedWaiting.first, envelopes == 0 || envelopes + batch.count <= Self.maximumVerifiedPerStore {
+            verifiedWaiting.removeFirst()
+            taken.append((id, batch))
+            valid += flags
+            envelopes += batch.count
+        }
+        if !verifiedWaiting.isEmpty { loop.execute { [self] in storeVerified() } }
+        batchesVerifying -= taken.count
+        store(taken, valid: valid)
     }
 
     /// The end of the loop's turn: every batch that arrived in it, verified

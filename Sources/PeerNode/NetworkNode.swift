@@ -372,6 +372,11 @@ final class NetworkNode: @unchecked Sendable {
     let verifier = DispatchQueue(label: "peernode.verify")
     var batchesVerifying = 0
     static let inlineVerifyLimit = 8
+    /// Batches back from the verifier, not yet stored: those that came back
+    /// while the loop was busy are stored together, in one transaction
+    /// (`storeVerified`), up to `maximumVerifiedPerStore` envelopes.
+    var verifiedWaiting: [(LinkID, [CarriedEnvelope], [Bool])] = []
+    static let maximumVerifiedPerStore = 1_024
     /// Batches that arrived this turn, verified and stored at its end (`storeArrivals`).
     var arrivals: [(LinkID, [CarriedEnvelope])] = []
     lazy var turnEnd = TurnEnd { [unowned self] in storeArrivals() }

@@ -50,6 +50,8 @@ public final class Store {
     private var undo: [PublicKey: AuthorState?]?
     var roomRows: [RoomID: Int64] = [:]
     var lastDelivery: Int64 = 0
+    /// The newest deliveries as written, for `delivered(after:limit:)`.
+    var recentDeliveries = RecentDeliveries()
 
     /// How far ahead of this node's clock an author's timestamp may be when
     /// it orders a room: later is read as now + this. A timestamp near 2^63
@@ -263,6 +265,7 @@ public final class Store {
         if let causal {
             lastDelivery += 1
             insert.bind(9, causal).bind(10, lastDelivery)
+            recentDeliveries.append(StoredEnvelope(envelope: e, causalTime: causal, delivery: lastDelivery))
             st.delivered = e.sequence
             st.lastCausalTime = causal
         }
@@ -299,6 +302,7 @@ public final class Store {
             return try db.transaction(body)
         } catch {
             (roomRows, lastDelivery, dirtyAuthors) = saved
+            recentDeliveries.removeAll()
             for (key, before) in undo ?? [:] {
                 authors[key] = before
                 updateUndelivered(key)
@@ -342,6 +346,7 @@ public final class Store {
                     lastDelivery += 1
                     try db.statement("UPDATE envelopes SET causal_time = ?1, delivery = ?2 WHERE author = ?3 AND sequence = ?4")
                         .bind(1, causal).bind(2, lastDelivery).bind(3, st.rowid).bind(4, Int64(clamping: sequence)).run()
+                    recentDeliveries.append(StoredEnvelope(envelope: e, causalTime: causal, delivery: lastDelivery))
                     st.delivered = sequence
                     st.lastCausalTime = causal
                     setAuthor(key, st)

@@ -58,6 +58,8 @@ extension Store {
         // Nothing readable is left: the row no longer counts as a message (unread counts, previews).
         try db.statement("UPDATE envelopes SET bytes = ?2, kind = ?3 WHERE rowid = ?1").bind(1, row).bind(2, pruned.encoded).bind(3, Self.sealedKind).run()
         erasedSincePurge += 1
+        // The copy in memory may hold it as it was.
+        recentDeliveries.removeAll()
     }
 
     /// Authors with erasures recorded, read at start.

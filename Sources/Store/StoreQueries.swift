@@ -142,6 +142,7 @@ extension Store {
     /// Envelopes delivered after delivery number `after`, in delivery order:
     /// what to show the user since the last time it asked.
     public func delivered(after: Int64, limit: Int = 10_000) throws -> [StoredEnvelope] {
+        if let recent = recentDeliveries.take(after: after, limit: limit, newest: lastDelivery) { return recent }
         let s = try db.statement(
             "SELECT bytes, causal_time, delivery FROM envelopes WHERE delivery > ?1 ORDER BY delivery LIMIT ?2"
         ).bind(1, after).bind(2, limit)

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Catch-up measured at the receiver alone.
+
+A fresh node (the receiver, a real `peernode --json`) is linked to by a lean
+sender (`peernode-bench catch-up-send`) that signed N envelopes before it
+linked and answers the node's requests from memory: no storage, no
+verification, no replication logic. So the machine's cores are left to the
+receiver, and the figure shows what its pipeline (Noise, decode, verify on
+both cores, store, JSON out) can do, which `bench-gossip.py`'s catch-up
+between two full nodes on two cores cannot.
+
+Prints envelopes/s against the one-core verify ceiling measured in the same
+run (issue 15's aim: ≥ 1.5×), and the cores the receiver used (its CPU
+seconds over the wall seconds of the run, from /proc).
+usage: bench-catchup.py PEERNODE BENCH_BINARY [N] [RUNS]
+"""
+import os
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from benchnodes import JSONNode, ready
+
+PEERNODE, BENCH = sys.argv[1], sys.argv[2]
+N = int(sys.argv[3]) if len(sys.argv) > 3 else 100_000
+RUNS = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+# The line each caught-up message prints (the bodies the sender signs).
+MARK = b'"text":"catch-up '
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    """User plus system CPU seconds the process has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def run_once(root, index, ceiling):
+    receiver = JSONNode([PEERNODE, "--data-dir", os.path.join(root, f"receiver{index}"), "--json",
+                         "--listen", "127.0.0.1:0", "--no-discovery"])
+    address = ready(receiver)["listen"]
+    sender = subprocess.Popen([BENCH, "catch-up-send", address, str(N)], stderr=subprocess.PIPE)
+    try:
+        line = sender.stderr.readline()
+        if line.strip() != b"linked":
+            raise RuntimeError(f"the lean sender did not link: {line!r}")
+        start = time.monotonic()
+        cpu_start, sender_cpu_start = cpu_seconds(receiver.proc.pid), cpu_seconds(sender.pid)
+        # Counting marks in raw chunks: the reader must take as little of the
+        # machine as it can from the node it measures.
+        fd, got, tail = receiver.proc.stdout.fileno(), 0, b""
+        deadline = start + 600
+        while got < N and time.monotonic() < deadline:
+            readable, _, _ = select.select([fd], [], [], 1)
+            if not readable:
+                continue
+            try:
+                chunk = os.read(fd, 1 << 20)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            data = tail + chunk
+            got += data.count(MARK)
+            tail = data[-(len(MARK) - 1):]
+        seconds = time.monotonic() - start
+        cpu = cpu_seconds(receiver.proc.pid) - cpu_start
+        cores = cpu / seconds
+        sender_cores = (cpu_seconds(sender.pid) - sender_cpu_start) / seconds
+    finally:
+        sender.kill()
+        sender.wait()
+        receiver.stop()
+    rate = got / seconds
+    print(f"run {index + 1}: {got} of {N} envelopes in {seconds:.2f} s = {rate:,.0f} envelopes/s = "
+          f"{rate / ceiling:.2f}x the one-core verify ceiling; receiver used {cores:.2f} cores "
+          f"({cpu / max(1, got) * 1e6:.0f} µs of CPU an envelope, {1e6 / ceiling:.0f} of them the verify), the lean sender {sender_cores:.2f}")
+    return rate, got
+
+
+root = tempfile.mkdtemp(prefix="peernode-bench-catchup-")
+try:
+    ceiling = float(subprocess.run([BENCH, "verify-ceiling"], check=True, capture_output=True, text=True).stdout)
+    print(f"machine ceiling: Ed25519 verify on one core {ceiling:,.0f}/s (raw libsodium, measured now); "
+          f"{os.cpu_count()} cores")
+    results = [run_once(root, i, ceiling) for i in range(RUNS)]
+    median = sorted(rate for rate, _ in results)[len(results) // 2]
+    complete = all(got == N for _, got in results)
+    print(f"receiver-only catch-up: median of {RUNS} runs {median:,.0f} envelopes/s = {median / ceiling:.2f}x the one-core verify ceiling; "
+          f"aim (issue 15) ≥ 1.5x: {'met' if median >= 1.5 * ceiling and complete else 'NOT met'}"
+          f"{'' if complete else ' (a run did not receive every envelope)'}")
+finally:
+    shutil.rmtree(root, ignore_errors=True)
