@@ -95,18 +95,25 @@ extension NetworkNode {
     /// one answer per link serve them all. At most `maximumVerifiedPerStore`
     /// envelopes at once (whole batches); the rest wait for the next turn.
     func storeVerified() {
-        var taken: [(LinkID, [CarriedEnvelope])] = []
-        var valid: [Bool] = []
-        var envelopes = 0
-        while let (id, batch, flags) = verifiedWaiting.first, envelopes == 0 || envelopes + batch.count <= Self.maximumVerifiedPerStore {
-            verifiedWaiting.removeFirst()
-            taken.append((id, batch))
-            valid += flags
-            envelopes += batch.count
-        }
+        let (taken, valid) = Self.nextStore(from: &verifiedWaiting)
         if !verifiedWaiting.isEmpty { loop.execute { [self] in storeVerified() } }
         batchesVerifying -= taken.count
         store(taken, valid: valid)
+    }
+
+    /// The first of `waiting`, in order, as whole batches of at most
+    /// `maximumVerifiedPerStore` envelopes together (one larger batch alone),
+    /// with their flags joined; taken out of `waiting`.
+    static func nextStore(from waiting: inout [(LinkID, [CarriedEnvelope], [Bool])]) -> (batches: [(LinkID, [CarriedEnvelope])], valid: [Bool]) {
+        var envelopes = 0
+        var end = 0
+        while end < waiting.count, envelopes == 0 || envelopes + waiting[end].1.count <= maximumVerifiedPerStore {
+            envelopes += waiting[end].1.count
+            end += 1
+        }
+        let taken = waiting[..<end]
+        waiting.removeFirst(end)
+        return (taken.map { ($0.0, $0.1) }, taken.flatMap(\.2))
     }
 
     /// The end of the loop's turn: every batch that arrived in it, verified

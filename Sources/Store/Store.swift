@@ -52,6 +52,9 @@ public final class Store {
     var lastDelivery: Int64 = 0
     /// The newest deliveries as written, for `delivered(after:limit:)`.
     var recentDeliveries = RecentDeliveries()
+    /// The clocks last written for each of a few peers (`savePeerClocks`), so
+    /// that a write compares with these instead of reading the rows back.
+    var writtenPeerClocks: [PublicKey: PeerClocks] = [:]
 
     /// How far ahead of this node's clock an author's timestamp may be when
     /// it orders a room: later is read as now + this. A timestamp near 2^63

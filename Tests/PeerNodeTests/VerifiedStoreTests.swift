@@ -1,0 +1,46 @@
+import Crypto
+import Gossip
+@testable import PeerNode
+import Testing
+
+/// Batches back from the verifier are stored together, in order, at most
+/// `NetworkNode.maximumVerifiedPerStore` envelopes a transaction.
+@Suite("Verified batches stored together")
+struct VerifiedStoreTests {
+    let envelope: CarriedEnvelope
+
+    init() throws {
+        let e = try Envelope.sign(by: try SigningKey.generate(), sequence: 1, previous: .zero, dependencies: [], timestamp: 1,
+                                  room: RoomID.random(), kind: .text, body: [1, 2, 3])
+        envelope = CarriedEnvelope(hops: 0, envelope: e)
+    }
+
+    func batch(_ link: LinkID, _ count: Int) -> (LinkID, [CarriedEnvelope], [Bool]) {
+        (link, Array(repeating: envelope, count: count), (0..<count).map { $0 % 3 != 0 })
+    }
+
+    @Test("whole batches up to the limit exactly; one envelope past it waits for the next store")
+    func atTheLimit() {
+        let limit = NetworkNode.maximumVerifiedPerStore
+        var waiting = (0..<(limit / 64)).map { batch($0, 64) } + [batch(99, 1)]
+        let first = NetworkNode.nextStore(from: &waiting)
+        #expect(first.batches.map(\.0) == Array(0..<(limit / 64)))
+        #expect(first.valid.count == limit)
+        #expect(first.valid == (0..<(limit / 64)).flatMap { _ in (0..<64).map { $0 % 3 != 0 } })
+        #expect(waiting.count == 1 && waiting[0].0 == 99)
+        let second = NetworkNode.nextStore(from: &waiting)
+        #expect(second.batches.map(\.0) == [99] && second.valid == [false] && waiting.isEmpty)
+    }
+
+    @Test("a batch larger than the limit is stored alone, never split or held back; nothing waiting takes nothing")
+    func largerThanTheLimit() {
+        let limit = NetworkNode.maximumVerifiedPerStore
+        var waiting = [batch(1, limit + 1), batch(2, 1)]
+        let first = NetworkNode.nextStore(from: &waiting)
+        #expect(first.batches.map(\.0) == [1] && first.valid.count == limit + 1)
+        #expect(waiting.map(\.0) == [2])
+        var none: [(LinkID, [CarriedEnvelope], [Bool])] = []
+        let nothing = NetworkNode.nextStore(from: &none)
+        #expect(nothing.batches.isEmpty && nothing.valid.isEmpty)
+    }
+}
