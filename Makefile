@@ -61,6 +61,8 @@ bench: setup-bench
 	python3 scripts/bench-catchup.py .build/release/peernode .build/release/peernode-bench $(BENCH_ENVELOPES)
 	@# One hop on a LAN with many authors (docs/SCALE.md): per-message work must not grow with them.
 	for authors in 10 1000 10000; do python3 scripts/bench-authors.py .build/release/peernode .build/release/peernode-bench $$authors; done
+	@# A relay and 20 real nodes linked to it, with many authors (docs/SCALE.md): memory per link, CPU while idle.
+	for authors in 10 10000; do python3 scripts/bench-relay-authors.py .build/release/peernode .build/release/peernode-bench $$authors 20; done
 	@# Many real nodes on this host by loopback multicast (docs/SCALE.md): links, envelopes per message, memory, a quarter killed.
 	python3 scripts/bench-overlay.py .build/release/peernode $(BENCH_OVERLAY_NODES)
 	python3 scripts/bench-relay.py .build/release/peernode .build/release/peernode-bench $(BENCH_RELAY_MESSAGES) 50 $(BENCH_RELAY_STORE)

@@ -24,28 +24,43 @@ enum JSONEvents {
 
     /// The same, for fields known only at run time.
     static func line(pairs fields: [(String, Value)]) -> String {
+        // Written into one string: a catch-up prints a line per message.
         var out = "{"
+        out.reserveCapacity(64 * fields.count)
         var first = true
         for (key, value) in fields {
             if !first { out += "," }
             first = false
-            out += quoted(key) + ":"
+            appendQuoted(key, to: &out)
+            out += ":"
             switch value {
-            case let .string(s): out += quoted(s)
-            case let .text(t): out += quoted(t.unsanitized)
+            case let .string(s): appendQuoted(s, to: &out)
+            case let .text(t): appendQuoted(t.unsanitized, to: &out)
             case let .number(n): out += String(n)
             }
         }
-        return out + "}"
+        out += "}"
+        return out
     }
 
     /// RFC 8259 §7: quote, backslash and control characters escaped; so are
     /// C1 controls, line separators and invisible formatting characters
     /// (bidi overrides…), so the output is inert even if printed raw.
     static func quoted(_ s: String) -> String {
+        var out = ""
+        appendQuoted(s, to: &out)
+        return out
+    }
+
+    /// `quoted(s)`, appended to `out`.
+    static func appendQuoted(_ s: String, to out: inout String) {
+        out += "\""
         // Fast path: printable ASCII without quote or backslash needs nothing.
-        if s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }) { return "\"" + s + "\"" }
-        var out = "\""
+        if s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }) {
+            out += s
+            out += "\""
+            return
+        }
         for scalar in s.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""
@@ -61,7 +76,7 @@ enum JSONEvents {
                 }
             }
         }
-        return out + "\""
+        out += "\""
     }
 
     /// `\uXXXX`, as a surrogate pair above U+FFFF (RFC 8259 §7).
