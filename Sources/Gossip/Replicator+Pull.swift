@@ -82,8 +82,11 @@ extension Replicator {
         let elsewhere = inFlight(except: link, now: now)
         var covered = elsewhere
         for (author, range) in l.asked { covered[author, default: []].append(range.span) }
-        let wanted = l.known.entries.filter { $0.value > clock[$0.key] }
-            .sorted { (elsewhere[$0.key] == nil ? 0 : 1, $0.key) < (elsewhere[$1.key] == nil ? 0 : 1, $1.key) }
+        // Each tick, for every link: with many authors the filter was most
+        // of an idle node's work, so it is skipped while it would find nothing.
+        let ahead = l.nothingWantedAt == l.known.stamp ? [:] : l.known.entries.filter { $0.value > clock[$0.key] }
+        l.nothingWantedAt = ahead.isEmpty ? l.known.stamp : nil
+        let wanted = ahead.sorted { (elsewhere[$0.key] == nil ? 0 : 1, $0.key) < (elsewhere[$1.key] == nil ? 0 : 1, $1.key) }
         for (author, theirs) in wanted where room > 0 && ranges.count < GossipMessage.maximumRequests {
             guard let (from, most) = Self.firstUnasked(after: clock[author], upTo: theirs, covered: covered[author] ?? []) else { continue }
             if l.stalled[author] != nil, links.contains(where: { $0.key != link && $0.value.known[author] >= from }) { continue }

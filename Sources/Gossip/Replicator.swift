@@ -119,6 +119,10 @@ public struct Replicator {
         /// Envelopes we may still ask for now (the pull budget), and when that was worked out.
         var pullTokens: Double
         var pullRefilledAt: Double
+        /// `known.stamp` when the link was last found to hold nothing we
+        /// lack: our clock only grows, so until its clock moves the tick's
+        /// pull need not look through every author again.
+        var nothingWantedAt: UInt64?
         /// Tree push (`Replicator+Tree.swift`): the link speaks it (version 4 on)…
         let tree: Bool
         /// …and the authors whose new envelopes go on it as ids (lazy); the

@@ -1,17 +1,37 @@
 import Crypto
+import Synchronization
+
+/// Where each clock's `stamp` comes from: one count for the process.
+private let clockStamps = Atomic<UInt64>(0)
 
 /// Author → highest *contiguous* sequence held. Missing authors are 0.
 public struct VectorClock: Equatable, Sendable {
     public private(set) var entries: [PublicKey: UInt64]
+    /// Changes whenever the clock does (taken from a count for the whole
+    /// process, so two clocks made apart never share one): a clock with the
+    /// stamp seen before is the clock seen before, without comparing every
+    /// author. Copies share it until either changes.
+    public private(set) var stamp: UInt64
 
     public init(_ entries: [PublicKey: UInt64] = [:]) {
         self.entries = entries.filter { $0.value > 0 }
+        stamp = Self.nextStamp()
     }
 
     public subscript(author: PublicKey) -> UInt64 {
         get { entries[author] ?? 0 }
-        set { entries[author] = newValue == 0 ? nil : newValue }
+        set {
+            entries[author] = newValue == 0 ? nil : newValue
+            stamp = Self.nextStamp()
+        }
     }
+
+    private static func nextStamp() -> UInt64 {
+        clockStamps.wrappingAdd(1, ordering: .relaxed).newValue
+    }
+
+    /// The same entries, whatever the stamps.
+    public static func == (a: VectorClock, b: VectorClock) -> Bool { a.entries == b.entries }
 
     /// True when this clock holds `dependency` (and so everything before it
     /// from that author).

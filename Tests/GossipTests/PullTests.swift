@@ -31,6 +31,39 @@ struct PullTests {
         #expect(r.knownClock(of: 1)?[author] == 7)
     }
 
+    @Test("a link that holds nothing we lack is not looked through again at each tick, yet is asked at once when its clock moves, by a clock or an ihave")
+    func nothingWantedUntilItMoves() throws {
+        let author = try SigningKey.generate().publicKey, other = try SigningKey.generate().publicKey
+        var r = Replicator(me: try SigningKey.generate().publicKey, clock: VectorClock([author: 10, other: 3]), random: SystemRandomNumberGenerator())
+        _ = r.linkUp(1, now: 0, version: .newest)
+        let held = [Dependency(author: author, sequence: 10), Dependency(author: other, sequence: 3)].sorted { $0.author < $1.author }
+        #expect(requests(r.clockReceived(1, entries: held, full: true, now: 0)).isEmpty)
+        for second in 1...5 { #expect(requests(r.tick(now: Double(second))).isEmpty) }
+        // Its clock moves: what it now holds is asked for (at once or at the next tick).
+        let moved = [Dependency(author: author, sequence: 12)]
+        var asked = requests(r.clockReceived(1, entries: moved, full: false, now: 6))
+        if asked.isEmpty { asked = requests(r.tick(now: 7)) }
+        #expect(asked == [GossipRequest(author: author, from: 11, count: 2)])
+        // An announcement moves it too (asked for once the graft timeout has passed).
+        _ = r.ihaveReceived(1, entries: [Dependency(author: other, sequence: 4)], now: 8)
+        asked = requests(r.tick(now: 8 + Replicator.graftTimeout + 1)) + requests(r.tick(now: 8 + Replicator.graftTimeout + 2))
+        #expect(asked.contains { $0.author == other && $0.from == 4 })
+    }
+
+    @Test("a clock's stamp: new for every clock made and every change, shared by an unchanged copy; equality is the entries alone")
+    func clockStamps() throws {
+        let author = try SigningKey.generate().publicKey
+        var a = VectorClock([author: 1])
+        let b = VectorClock([author: 1])
+        #expect(a == b && a.stamp != b.stamp)
+        let copy = a
+        #expect(copy.stamp == a.stamp)
+        a[author] = 2
+        #expect(a.stamp != copy.stamp && a != copy)
+        a[author] = 1
+        #expect(a == copy && a.stamp != copy.stamp)
+    }
+
     @Test("links that hold the same history share it out: what one was asked for is not asked of another, and at most maximumPullingLinks are asked at once; a share that stalls for pullTimeout is asked again, once, of another link")
     func sharedOut() throws {
         let a = try Author(), b = try Author()
