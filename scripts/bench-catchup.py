@@ -22,23 +22,13 @@ import sys
 import tempfile
 import time
 
-from benchnodes import JSONNode, ready
+from benchnodes import JSONNode, cpu_seconds, ready
 
 PEERNODE, BENCH = sys.argv[1], sys.argv[2]
 N = int(sys.argv[3]) if len(sys.argv) > 3 else 100_000
 RUNS = int(sys.argv[4]) if len(sys.argv) > 4 else 3
 # The line each caught-up message prints (the bodies the sender signs).
 MARK = b'"text":"catch-up '
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid):
-    """User plus system CPU seconds the process has used so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
 def run_once(root, index, ceiling):
     receiver = JSONNode([PEERNODE, "--data-dir", os.path.join(root, f"receiver{index}"), "--json",
                          "--listen", "127.0.0.1:0", "--no-discovery"])

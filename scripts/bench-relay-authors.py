@@ -9,7 +9,6 @@ before any link and once all are up and their clocks exchanged, the growth
 per link, and one node's memory beside it.
 usage: bench-relay-authors.py PEERNODE BENCH_BINARY AUTHORS LINKS
 """
-import json
 import os
 import shutil
 import subprocess
@@ -18,7 +17,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchnodes import JSONNode, pump, ready, rss_kib  # noqa: E402
+from benchnodes import JSONNode, cpu_seconds, pump, ready, rss_kib, start_relay  # noqa: E402
 
 PEERNODE, BENCH = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 AUTHORS, LINKS = int(sys.argv[3]), int(sys.argv[4])
@@ -27,35 +26,8 @@ AUTHORS, LINKS = int(sys.argv[3]), int(sys.argv[4])
 SETTLE = 30
 # Seconds of idle links over which CPU is measured.
 IDLE = 10
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid):
-    """User plus system CPU seconds the process has used so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
 # Seconds the links may take to come up.
 WAIT = int(os.environ.get("BENCH_LINK_WAIT", "120"))
-
-
-def start_relay(data):
-    # Its log goes to a file, read for the ready line: a pipe nobody reads would fill and stop it.
-    log = os.path.join(data, "bench.log")
-    relay = subprocess.Popen([PEERNODE, "relay", "--data-dir", data, "--listen", "127.0.0.1:0", "--no-discovery",
-                              "--max-per-address", "1000", "--log-format", "json"],
-                             stdout=subprocess.DEVNULL, stderr=open(log, "w"))
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        with open(log) as f:
-            for line in f:
-                event = json.loads(line)
-                if event.get("msg") == "relay ready":
-                    return relay, event["listen"]
-        time.sleep(0.1)
-    sys.exit("bench-relay-authors: the relay did not start")
 
 
 root = tempfile.mkdtemp(prefix="peernode-bench-relay-authors-")
@@ -66,7 +38,7 @@ try:
     # Copies made before any node runs on the store, so each gets an identity of its own.
     for name in ["relay"] + [f"n{i}" for i in range(LINKS)]:
         shutil.copytree(source, os.path.join(root, name))
-    relay, listen = start_relay(os.path.join(root, "relay"))
+    relay, listen, _ = start_relay(PEERNODE, os.path.join(root, "relay"))
     time.sleep(2)
     before = rss_kib(relay.pid)
     for i in range(LINKS):

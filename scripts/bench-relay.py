@@ -23,6 +23,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchnodes import rss_kib, start_relay  # noqa: E402
+
 PEERNODE, BENCH = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 COUNT = int(sys.argv[3]) if len(sys.argv) > 3 else 20_000
 LINKS = int(sys.argv[4]) if len(sys.argv) > 4 else 50
@@ -39,18 +42,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def start_relay(data, *extra):
-    started = time.monotonic()
-    # Every lean link comes from 127.0.0.1: lift the per-address limit (64 by default).
-    relay = subprocess.Popen([PEERNODE, "relay", "--data-dir", data, "--listen", "127.0.0.1:0", "--no-discovery", "--max-per-address", "1000",
-                              "--log-format", "json", *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    for line in relay.stderr:
-        event = json.loads(line)
-        if event.get("msg") == "relay ready":
-            return relay, event["listen"], time.monotonic() - started
-    sys.exit("bench-relay: the relay did not start")
 
 
 def wait_linked(process):
@@ -70,18 +61,10 @@ def fan_out(receive_cmd, send_cmd):
     return result
 
 
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 root = tempfile.mkdtemp(prefix="peernode-bench-relay-")
 try:
     expected = COUNT * LINKS
-    relay, listen, _ = start_relay(os.path.join(root, "relay"))
+    relay, listen, _ = start_relay(PEERNODE, os.path.join(root, "relay"))
     ours = fan_out([BENCH, "fanout-receive", listen, str(LINKS), str(expected), "120"],
                    [BENCH, "fanout-send", listen, str(COUNT)])
     relay.terminate()
@@ -90,7 +73,7 @@ try:
     # shape, one message at a time; latency here is delivery, not queueing.
     ours_paced = {}
     for rate in RATES:
-        relay, listen, _ = start_relay(os.path.join(root, f"relay-paced-{rate}"))
+        relay, listen, _ = start_relay(PEERNODE, os.path.join(root, f"relay-paced-{rate}"))
         ours_paced[rate] = fan_out([BENCH, "fanout-receive", listen, str(LINKS), str(rate * SECONDS * LINKS), "60"],
                                    [BENCH, "fanout-send", listen, str(rate * SECONDS), str(rate)])
         relay.terminate()
@@ -136,7 +119,7 @@ try:
     # Memory and start-up with a big store.
     store = os.path.join(root, "big")
     subprocess.run([BENCH, "make-store", store, str(STORE)], check=True, stdout=subprocess.DEVNULL)
-    relay, listen, startup = start_relay(store)
+    relay, listen, startup = start_relay(PEERNODE, store)
     # Idle links: they send no clock, so the relay sends them nothing.
     idle = subprocess.Popen([BENCH, "fanout-receive", listen, "100", "0", "6"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)

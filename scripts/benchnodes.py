@@ -99,3 +99,36 @@ def timed_posts(nodes, sender, receiver, count, label, gap=0.02, timeout=60):
             time.sleep(0.001)
     pump(nodes, lambda: all(any(e.get("text") == t for e in receiver.events) for t in sent), timeout)
     return p50_p99(sent, {e["text"]: e["_t"] for e in receiver.events if e.get("text") in sent})
+
+
+def cpu_seconds(pid):
+    """User plus system CPU seconds the process has used so far (all its threads)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start_relay(peernode, data, *extra):
+    """A relay on loopback with no discovery, its per-address limit lifted
+    (every benchmark peer comes from 127.0.0.1); returns the process, its
+    listen address and the seconds until it logged "relay ready". Its log
+    goes to a file in its data directory: a pipe nobody reads would fill
+    and stop it."""
+    started = time.monotonic()
+    os.makedirs(data, mode=0o700, exist_ok=True)
+    log = os.path.join(data, "bench.log")
+    relay = subprocess.Popen([peernode, "relay", "--data-dir", data, "--listen", "127.0.0.1:0", "--no-discovery",
+                              "--max-per-address", "1000", "--log-format", "json", *extra],
+                             stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+    with open(log) as f:
+        pending = ""
+        while time.monotonic() - started < 120 and relay.poll() is None:
+            pending += f.read()
+            *lines, pending = pending.split("\n")
+            for line in lines:
+                event = json.loads(line)
+                if event.get("msg") == "relay ready":
+                    return relay, event["listen"], time.monotonic() - started
+            time.sleep(0.005)
+    relay.kill()
+    raise RuntimeError(f"the relay did not start (its log: {log})")

@@ -7,8 +7,8 @@ import Reactor
 // scripts/bench-catchup.py):
 //
 //   peernode-bench catch-up-send HOST:PORT COUNT
-//       signs COUNT envelopes of #general by 20 authors in turn (bodies
-//       "catch-up N", as `make-store` writes them) before it links, then
+//       signs COUNT envelopes of #general by 20 authors in turn
+//       (`signCatchUpHistory`, as `make-store` writes them) before it links, then
 //       links to the node at HOST:PORT, sends its full clock, and answers
 //       each request the node makes from what it signed, in batches of 64.
 //       It does no storage, no verification and no replication logic, so
@@ -27,22 +27,30 @@ let catchUpSenderBatch = 64
 /// Seconds the lean sender stays up if no one kills it.
 let catchUpSenderLifetime = 900.0
 
-func runCatchUpSender(target: String, count: Int) throws {
-    guard let (host, port) = splitHostPort(target) else { throw NodeBenchError("HOST:PORT expected") }
+/// `count` envelopes of #general on the default network, signed by
+/// `writers` in turn (bodies "catch-up N", which the scripts count), each
+/// handed to `each` with its writer's index as it is signed: what
+/// `make-store` writes and the lean sender serves.
+func signCatchUpHistory(count: Int, writers: [SigningKey], _ each: (_ writer: Int, Envelope) throws -> Void) throws {
     let lan = NetworkKey.derived(fromName: NetworkKey.defaultName)
     let general = RoomID.publicRoom(.general, network: lan)
     let key = lan.publicRoomKey(roomName: RoomName.general.value)
-    let writers = try (0..<catchUpSenderAuthors).map { _ in try SigningKey.generate() }
-    var chains = [[CarriedEnvelope]](repeating: [], count: writers.count)
     var heads = [MessageID](repeating: .zero, count: writers.count)
     for i in 0..<count {
         let w = i % writers.count
         let sealed = try SealedBody.seal(kind: .text, content: Array("catch-up \(i)".utf8), key: key, author: writers[w].publicKey, room: general)
-        let e = try Envelope.sign(by: writers[w], sequence: UInt64(chains[w].count + 1), previous: heads[w], dependencies: [],
+        let e = try Envelope.sign(by: writers[w], sequence: UInt64(i / writers.count + 1), previous: heads[w], dependencies: [],
                                   timestamp: 1_764_000_000_000 + UInt64(i), room: general, body: sealed)
         heads[w] = e.id
-        chains[w].append(CarriedEnvelope(hops: 0, envelope: e))
+        try each(w, e)
     }
+}
+
+func runCatchUpSender(target: String, count: Int) throws {
+    guard let (host, port) = splitHostPort(target) else { throw NodeBenchError("HOST:PORT expected") }
+    let writers = try (0..<catchUpSenderAuthors).map { _ in try SigningKey.generate() }
+    var chains = [[CarriedEnvelope]](repeating: [], count: writers.count)
+    try signCatchUpHistory(count: count, writers: writers) { w, e in chains[w].append(CarriedEnvelope(hops: 0, envelope: e)) }
     var byAuthor: [PublicKey: [CarriedEnvelope]] = [:]
     for (w, writer) in writers.enumerated() { byAuthor[writer.publicKey] = chains[w] }
     let answers = byAuthor

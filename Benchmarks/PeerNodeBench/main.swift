@@ -68,23 +68,12 @@ func makeEnvelopes(_ count: Int) throws -> [Envelope] {
 // envelopes of #general on the default network by WRITERS authors (20 by
 // default), for the catch-up and many-authors benchmarks.
 if [4, 5].contains(CommandLine.arguments.count), CommandLine.arguments[1] == "make-store", let count = Int(CommandLine.arguments[3]) {
-    let lan = NetworkKey.derived(fromName: NetworkKey.defaultName)
-    let general = RoomID.publicRoom(.general, network: lan)
-    let key = lan.publicRoomKey(roomName: RoomName.general.value)
     let writerCount = CommandLine.arguments.count == 5 ? max(1, Int(CommandLine.arguments[4]) ?? 20) : 20
-    let writers = try (0..<writerCount).map { _ in try SigningKey.generate() }
     let directory = try DataDirectory(path: CommandLine.arguments[2])
     let store = try Store(directory: directory)
-    try store.registerRoom(general, name: RoomName.general.value)
-    var heads = [MessageID](repeating: .zero, count: writers.count)
+    try store.registerRoom(RoomID.publicRoom(.general, network: NetworkKey.derived(fromName: NetworkKey.defaultName)), name: RoomName.general.value)
     var batch: [Envelope] = []
-    for i in 0..<count {
-        let w = i % writers.count
-        let text = Array("catch-up \(i)".utf8)
-        let sealed = try SealedBody.seal(kind: .text, content: text, key: key, author: writers[w].publicKey, room: general)
-        let e = try Envelope.sign(by: writers[w], sequence: UInt64(i / writers.count + 1), previous: heads[w], dependencies: [],
-                                  timestamp: 1_764_000_000_000 + UInt64(i), room: general, body: sealed)
-        heads[w] = e.id
+    try signCatchUpHistory(count: count, writers: try (0..<writerCount).map { _ in try SigningKey.generate() }) { _, e in
         batch.append(e)
         if batch.count == 1000 {
             _ = try store.insert(batch, receivedAt: 1)

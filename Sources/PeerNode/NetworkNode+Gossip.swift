@@ -58,7 +58,8 @@ extension NetworkNode {
     /// link: their signatures are checked together (on both cores when there
     /// are many), stored in one transaction, and forwarded in one message per
     /// link. A large batch, or any batch while one is being verified, goes to
-    /// the verifier thread (in order) and is stored when it comes back.
+    /// the verifier thread (in order) and is stored when it comes back, with
+    /// any others back by then (`storeVerified`).
     func verifyAndStore(_ batch: [CarriedEnvelope], from id: LinkID) {
         if storeFull {
             // Refused, not lost: the clock exchange offers them again once there is room.
@@ -104,16 +105,16 @@ extension NetworkNode {
     /// The first of `waiting`, in order, as whole batches of at most
     /// `maximumVerifiedPerStore` envelopes together (one larger batch alone),
     /// with their flags joined; taken out of `waiting`.
-    static func nextStore(from waiting: inout [(LinkID, [CarriedEnvelope], [Bool])]) -> (batches: [(LinkID, [CarriedEnvelope])], valid: [Bool]) {
+    static func nextStore(from waiting: inout [VerifiedBatch]) -> (batches: [(LinkID, [CarriedEnvelope])], valid: [Bool]) {
         var envelopes = 0
         var end = 0
-        while end < waiting.count, envelopes == 0 || envelopes + waiting[end].1.count <= maximumVerifiedPerStore {
-            envelopes += waiting[end].1.count
+        while end < waiting.count, envelopes == 0 || envelopes + waiting[end].envelopes.count <= maximumVerifiedPerStore {
+            envelopes += waiting[end].envelopes.count
             end += 1
         }
         let taken = waiting[..<end]
         waiting.removeFirst(end)
-        return (taken.map { ($0.0, $0.1) }, taken.flatMap(\.2))
+        return (taken.map { ($0.link, $0.envelopes) }, taken.flatMap(\.valid))
     }
 
     /// The end of the loop's turn: every batch that arrived in it, verified

@@ -375,7 +375,9 @@ final class NetworkNode: @unchecked Sendable {
     /// Batches back from the verifier, not yet stored: those that came back
     /// while the loop was busy are stored together, in one transaction
     /// (`storeVerified`), up to `maximumVerifiedPerStore` envelopes.
-    var verifiedWaiting: [(LinkID, [CarriedEnvelope], [Bool])] = []
+    var verifiedWaiting: [VerifiedBatch] = []
+    /// A batch back from the verifier: the link it came on, its envelopes, and whether each verified.
+    typealias VerifiedBatch = (link: LinkID, envelopes: [CarriedEnvelope], valid: [Bool])
     static let maximumVerifiedPerStore = 1_024
     /// Batches that arrived this turn, verified and stored at its end (`storeArrivals`).
     var arrivals: [(LinkID, [CarriedEnvelope])] = []

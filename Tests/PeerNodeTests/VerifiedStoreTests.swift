@@ -15,7 +15,7 @@ struct VerifiedStoreTests {
         envelope = CarriedEnvelope(hops: 0, envelope: e)
     }
 
-    func batch(_ link: LinkID, _ count: Int) -> (LinkID, [CarriedEnvelope], [Bool]) {
+    func batch(_ link: LinkID, _ count: Int) -> NetworkNode.VerifiedBatch {
         (link, Array(repeating: envelope, count: count), (0..<count).map { $0 % 3 != 0 })
     }
 
@@ -27,7 +27,7 @@ struct VerifiedStoreTests {
         #expect(first.batches.map(\.0) == Array(0..<(limit / 64)))
         #expect(first.valid.count == limit)
         #expect(first.valid == (0..<(limit / 64)).flatMap { _ in (0..<64).map { $0 % 3 != 0 } })
-        #expect(waiting.count == 1 && waiting[0].0 == 99)
+        #expect(waiting.count == 1 && waiting[0].link == 99)
         let second = NetworkNode.nextStore(from: &waiting)
         #expect(second.batches.map(\.0) == [99] && second.valid == [false] && waiting.isEmpty)
     }
@@ -38,8 +38,8 @@ struct VerifiedStoreTests {
         var waiting = [batch(1, limit + 1), batch(2, 1)]
         let first = NetworkNode.nextStore(from: &waiting)
         #expect(first.batches.map(\.0) == [1] && first.valid.count == limit + 1)
-        #expect(waiting.map(\.0) == [2])
-        var none: [(LinkID, [CarriedEnvelope], [Bool])] = []
+        #expect(waiting.map(\.link) == [2])
+        var none: [NetworkNode.VerifiedBatch] = []
         let nothing = NetworkNode.nextStore(from: &none)
         #expect(nothing.batches.isEmpty && nothing.valid.isEmpty)
     }
