@@ -7,7 +7,8 @@
   from a week away on an office LAN), against the one-peer figure;
 - live latency: p50/p99 from a post at A to its delivery at B (one hop) and
   at D in a chain A-B-C-D (three hops), measured from the JSON events, so
-  each figure includes the author's fsync and the pipes.
+  each figure includes the pipes; the author's fsync follows its send
+  (docs/DECISIONS.md, "Own posts are sent before their fsync").
 usage: bench-gossip.py PEERNODE BENCH_BINARY [N]
 """
 import json
@@ -180,7 +181,7 @@ try:
         print("p90", percentile(one, 0.9) * 1000, percentile(three, 0.9) * 1000)
     for name, values in (("one hop", one), ("three hops", three)):
         print(f"live latency {name}: p50 {percentile(values, 0.5) * 1000:.2f} ms, p99 {percentile(values, 0.99) * 1000:.2f} ms "
-              f"(post at A to delivery, author's fsync included)")
+              f"(post at A to delivery; A's fsync follows its send)")
     # A node forwards before it stores and shows, so D can show a message
     # about when B does: what a hop adds is the chain's extra time per hop.
     hop = [(t - o) / 2 for o, t in zip(one, three)]

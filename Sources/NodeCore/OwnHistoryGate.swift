@@ -20,12 +20,18 @@ public struct OwnHistoryGate: Sendable {
         case historyUnknown
         /// Linked peers hold `missing` more of our messages than we do.
         case stillComing(missing: UInt64)
+        /// The machine stopped since the node last started (our last posts
+        /// may be only on peers), and no linked peer has said what.
+        case machineStopped
 
         public var description: String {
             switch self {
             case .historyUnknown:
                 "this identity has posted before, but this database holds none of its messages; "
                     + "posting waits until a peer says what you posted, so no sequence number is used twice (no peer is linked yet)"
+            case .machineStopped:
+                "this machine stopped while peernode ran, and your last message may have reached a peer before this disk; "
+                    + "posting waits until a peer says what you posted (at most \(Int(OwnHistoryGate.patience)) s after start with no peer linked), so no sequence number is used twice"
             case let .stillComing(missing):
                 "your earlier messages are still coming back from your peers (\(missing) to go); try again in a moment"
             }
@@ -60,6 +66,14 @@ public struct OwnHistoryGate: Sendable {
 
     /// We are about to sign our envelope `sequence`: our chain growing up to it proves no claim.
     public mutating func signing(_ sequence: UInt64) { claims.signing(sequence) }
+
+    /// Whether a node whose machine stopped (`Refusal.machineStopped`) has
+    /// waited long enough with no linked peer to post anyway: a fork needs
+    /// a peer that took our last post in the fraction of a millisecond
+    /// before the stop and stays away this long after the start.
+    public static func aloneLongEnough(startedAt: Double, now: Double, linkedPeers: Int) -> Bool {
+        linkedPeers == 0 && now - startedAt >= patience
+    }
 
     /// The person posts: the waiting nick goes first (nil: none waits).
     public mutating func takePendingNick() -> String? {

@@ -31,7 +31,7 @@ public struct StageTimes: Sendable {
         /// A whole loop turn that stored envelopes: from the wake to every
         /// socket written.
         case turn
-        /// Our own post: sealed, signed and stored with its fsync.
+        /// Our own post: sealed, signed and committed (its fsync follows the send).
         case post
 
         var index: Int {

@@ -65,16 +65,25 @@ extension NetworkNode {
 
     /// Why a post of ours must wait now (nil: it may go).
     func ownHistoryRefusal(now: Double) -> OwnHistoryGate.Refusal? {
-        ownHistory.refusal(known: node.ownHistoryIsKnown, claims: ownClaims, ours: replicator.clock[node.me], now: now)
+        let refusal = ownHistory.refusal(known: node.ownHistoryIsKnown, claims: ownClaims, ours: replicator.clock[node.me], now: now)
+        return refusal == .historyUnknown && node.ownHistoryUnsure ? .machineStopped : refusal
     }
 
     /// Throws while our own history may still be elsewhere (every post of ours passes here).
     func ensureOwnHistoryIsBack() throws(OwnHistoryGate.Refusal) {
         if let refusal = ownHistoryRefusal(now: monotonic()) { throw refusal }
+        // Let through while not known: a linked peer has said (as the tick would record).
+        if !node.ownHistoryIsKnown {
+            do { try node.markOwnHistoryKnown() } catch { log.warning("saving that our history is known failed: \(error)") }
+        }
     }
 
     /// On each tick: claims that came to nothing, our history known, the waiting nick.
     func tickOwnHistory(now: Double) {
+        if node.ownHistoryUnsure, OwnHistoryGate.aloneLongEnough(startedAt: started, now: now, linkedPeers: ownClaims.count) {
+            log.warning("this machine stopped while peernode ran, and no peer has linked in \(Int(OwnHistoryGate.patience)) s: posting goes on")
+            do { try node.markOwnHistoryKnown() } catch { log.warning("saving that our history is known failed: \(error)") }
+        }
         let effects = ownHistory.tick(known: node.ownHistoryIsKnown, claims: ownClaims, ours: replicator.clock[node.me], now: now)
         for effect in effects {
             switch effect {

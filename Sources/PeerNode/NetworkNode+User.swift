@@ -263,13 +263,28 @@ extension NetworkNode {
     }
 
     /// An envelope of ours just stored (a post, an edit, a tombstone, a
-    /// direct message, a nick): on the links before it is shown here.
+    /// direct message, a nick): on the links before it is on the disk
+    /// (`Node+OwnDurability.swift`), and on the disk before it is shown here.
     func sendOwn(_ e: Envelope) {
         sentOwnUpTo = max(sentOwnUpTo, e.sequence)
         postedOwn(in: e.room)
         feed(.posted(e))
         if !feeding { loop.flushNow() }
+        syncOwn()
         showDeliveries()
+    }
+
+    /// Own envelopes committed without their fsync are made durable (after
+    /// the sockets were written); at the latest at the end of the turn.
+    func syncOwn() {
+        do {
+            try node.store.syncOwn()
+            ownSyncFailing = false
+        } catch {
+            // Tried again at every turn's end; said once until it works.
+            if !ownSyncFailing { log.warning("writing your messages to the disk failed (trying again): \(error)") }
+            ownSyncFailing = true
+        }
     }
 
     /// Sends (and shows) every envelope of ours signed since the last one

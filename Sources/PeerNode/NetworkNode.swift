@@ -118,6 +118,8 @@ final class NetworkNode: @unchecked Sendable {
     var maximumStore: UInt64?
     var storeFull = false
     let started = ProcessInfo.processInfo.systemUptime
+    /// The last fsync of our own envelopes failed (`syncOwn`), and was said.
+    var ownSyncFailing = false
 
     /// `pendingNick`: a nick from the command line that waits until a post may go.
     /// `sendsReadReceipts`: read receipts go out (a person looks at a terminal, unless `/set receipts off`).
@@ -137,6 +139,8 @@ final class NetworkNode: @unchecked Sendable {
         blocked.set(try node.store.blockedIdentities())
         core.stopwatch = { monotonicNow() }
         loop.turnEnded = { [unowned self] woke, flushed in
+            // Ours signed in the turn (a receipt, a membership change) are on the disk before the next.
+            if node.store.ownUnsynced { syncOwn() }
             guard storedThisTurn else { return }
             storedThisTurn = false
             core.stages.record(.turn, flushed - woke)
@@ -420,6 +424,7 @@ final class NetworkNode: @unchecked Sendable {
             if let waiting { loop.cancel(waiting) }
             waiting = nil
             savePeerClocks(now: monotonic(), force: true)
+            do { try node.recordCleanStop() } catch { log.warning("recording the clean stop failed: \(error)") }
             node.store.checkpointForExit()
             done()
         }

@@ -55,7 +55,7 @@ extension Node {
         return c
     }
 
-    /// Signs and durably stores `content` of `kind` in the conversation with `peer`.
+    /// Signs and stores `content` of `kind` in the conversation with `peer`.
     @discardableResult
     func postDirect(_ content: [UInt8], kind: Kind, to peer: PublicKey) throws -> Envelope {
         guard let c = conversation(with: peer) else { throw NodeError.notSealable(peer) }

@@ -93,9 +93,17 @@ final class Node {
         repairs = try repairPrivateRooms()
         people.trusted = try store.trustedIdentities()
         people.forked = Set(try store.forks().map(\.author))
+        sendsBeforeSync = try recordBoot(Self.currentBootID())
+        ownHistoryUnsure = try store.setting(Self.ownHistoryUnsureSetting) == me.hex
         // A key made with this database: nothing of ours can be elsewhere.
         if identityIsNew { try markOwnHistoryKnown() }
     }
+
+    /// Own envelopes are sent before their fsync (`Node+OwnDurability.swift`).
+    private(set) var sendsBeforeSync = false
+    /// The machine stopped since this node last started, and no linked peer
+    /// has said what we posted since: our history is not known.
+    private(set) var ownHistoryUnsure = false
 
     var me: PublicKey { identity.publicKey }
 
@@ -114,6 +122,7 @@ final class Node {
         // Once true it stays true (our messages and the setting are never
         // removed), so the store is asked only until then. A read that
         // fails answers "not known": the safe side (a post waits for a peer).
+        if ownHistoryUnsure { return false }
         if !ownHistoryKnown {
             ownHistoryKnown = identityIsNew || ((try? store.head(of: me)) ?? nil) != nil
                 || (try? store.setting(Self.ownHistorySetting)) == me.hex
@@ -128,6 +137,8 @@ final class Node {
 
     func markOwnHistoryKnown() throws {
         if try store.setting(Self.ownHistorySetting) != me.hex { try store.setSetting(Self.ownHistorySetting, me.hex) }
+        if ownHistoryUnsure { try store.removeSetting(Self.ownHistoryUnsureSetting) }
+        ownHistoryUnsure = false
         ownHistoryKnown = true
     }
 
@@ -251,7 +262,8 @@ final class Node {
 
     // MARK: posting
 
-    /// Signs and durably stores a new envelope of ours (fsynced before return).
+    /// Signs and stores a new envelope of ours (fsynced before return, or
+    /// after the send where `sendsBeforeSync`: `Node+OwnDurability.swift`).
     @discardableResult
     func post(_ text: String, kind: Kind, in room: RoomName) throws -> Envelope {
         let id = try join(room)
@@ -263,7 +275,7 @@ final class Node {
         return envelope
     }
 
-    /// Signs and durably stores a receipt in a room (sealed with its key) or
+    /// Signs and stores a receipt in a room (sealed with its key) or
     /// a direct conversation (with the other party's conversation key).
     @discardableResult
     func postReceipt(_ receipt: Receipt, in room: RoomID) throws -> Envelope {
@@ -272,7 +284,7 @@ final class Node {
         return try postDirect(receipt.encoded, kind: .receipt, to: peer)
     }
 
-    /// Signs and durably stores a direct message to `peer`.
+    /// Signs and stores a direct message to `peer`.
     @discardableResult
     func postDirect(_ text: String, to peer: PublicKey) throws -> Envelope {
         try postDirect(Array(text.utf8), kind: .text, to: peer)
@@ -295,7 +307,7 @@ final class Node {
     /// The next envelope of our own chain (sequence, previous hash and
     /// dependencies from the store), `content` of `kind` sealed under `key`
     /// (kind inside, padded), `erases` naming earlier envelopes of ours to
-    /// erase, signed (version 3) and durably stored. `requires`: a message
+    /// erase, signed (version 3) and stored (durably, or synced after the send). `requires`: a message
     /// it refers to (a reaction's, a reply's), named among its dependencies
     /// so that every node delivers that message first.
     func appendOwn(room: RoomID, kind: Kind, content: [UInt8], key: SymmetricKey, erases: [UInt64] = [],
@@ -309,7 +321,7 @@ final class Node {
             dependencies: dependencies(dependencies(try store.dependenciesForNextPost(by: me), requiring: requires.map { Dependency(author: $0.author, sequence: $0.sequence) }),
                                        requiring: alsoRequires),
             timestamp: Self.now(), room: room, erases: erases, body: body)
-        _ = try store.insertOwn(envelope, at: Self.now())
+        _ = try store.insertOwn(envelope, at: Self.now(), durable: !sendsBeforeSync)
         return envelope
     }
 

@@ -1,3 +1,4 @@
+import CSQLite
 import Crypto
 import Glibc
 import Gossip
@@ -55,6 +56,8 @@ public final class Store {
     /// The clocks last written for each of a few peers (`savePeerClocks`), so
     /// that a write compares with these instead of reading the rows back.
     var writtenPeerClocks: [PublicKey: PeerClocks] = [:]
+    /// An own envelope was committed without its fsync (`insertOwn(durable: false)`) and `syncOwn` has not run since.
+    public private(set) var ownUnsynced = false
 
     /// How far ahead of this node's clock an author's timestamp may be when
     /// it orders a room: later is read as now + this. A timestamp near 2^63
@@ -164,6 +167,21 @@ public final class Store {
 
     // MARK: inserting
 
+    /// Makes every commit so far durable (the WAL flushed to the disk), when
+    /// an own envelope was committed without it. A failure leaves it to
+    /// the next call: the rows are committed, only not yet on the disk.
+    public func syncOwn() throws(SQLiteError) {
+        guard ownUnsynced else { return }
+        try sync()
+    }
+
+    /// Makes every commit so far durable: the WAL flushed to the disk.
+    public func sync() throws(SQLiteError) {
+        let rc = peernode_sqlite3_sync_wal(db.handle)
+        guard rc == SQLITE_OK else { throw db.error(rc, "fsync of the write-ahead log") }
+        ownUnsynced = false
+    }
+
     /// Stores verified envelopes received from the network, in one transaction
     /// (`synchronous=NORMAL`: a power cut may lose the last batches, which
     /// gossip fetches again).
@@ -183,12 +201,16 @@ public final class Store {
         }
     }
 
-    /// Stores this node's own new envelope durably: the commit is fsynced
-    /// (`synchronous=FULL`) before this returns, so nothing is sent that a
-    /// crash could take back. Also records the dependencies it named.
-    public func insertOwn(_ envelope: Envelope, at time: UInt64) throws -> InsertOutcome {
-        try db.execute("PRAGMA synchronous=FULL")
-        defer { try? db.execute("PRAGMA synchronous=NORMAL") }
+    /// Stores this node's own new envelope. `durable`: the commit is
+    /// fsynced (`synchronous=FULL`) before this returns, so nothing is sent
+    /// that a crash could take back. Otherwise the commit is in the kernel's
+    /// cache (safe from the process dying, not from the machine stopping)
+    /// and `syncOwn()` makes it durable: the node sends first and syncs
+    /// after (docs/DECISIONS.md, "Own posts are sent before their fsync").
+    /// Also records the dependencies it named.
+    public func insertOwn(_ envelope: Envelope, at time: UInt64, durable: Bool = true) throws -> InsertOutcome {
+        if durable { try db.execute("PRAGMA synchronous=FULL") }
+        defer { if durable { try? db.execute("PRAGMA synchronous=NORMAL") } }
         let outcome = try writeTransaction {
             let outcome = try insertOne(envelope, receivedAt: time)
             if outcome == .inserted {
@@ -206,6 +228,7 @@ public final class Store {
             try flushAuthors()
             return outcome
         }
+        if !durable { ownUnsynced = true }
         // Committed: what it named is sent.
         if outcome == .inserted {
             for d in envelope.dependencies { sentClock[d.author] = max(sentClock[d.author] ?? 0, d.sequence) }

@@ -272,5 +272,9 @@ extension Store {
     public func setSetting(_ key: String, _ value: String) throws {
         try db.statement("INSERT OR REPLACE INTO settings(key, value) VALUES (?1, ?2)").bind(1, "user." + key).bind(2, value).run()
     }
+
+    public func removeSetting(_ key: String) throws {
+        try db.statement("DELETE FROM settings WHERE key = ?1").bind(1, "user." + key).run()
+    }
 }
 

@@ -1,0 +1,61 @@
+import Foundation
+import Store
+
+/// Own envelopes go to the links before their fsync (docs/DECISIONS.md,
+/// "Own posts are sent before their fsync"): committed to the kernel's
+/// cache, sent, then synced before they are shown. A process that dies
+/// loses nothing of that (the kernel still writes it); only the machine
+/// stopping in the fraction of a millisecond between the send and the
+/// sync can take back a post that a peer already holds. Were the next post
+/// to reuse its sequence number, that would be a fork.
+///
+/// So the node records the boot it runs under (the kernel's boot id). A
+/// start under another boot than the last means the machine stopped since:
+/// our last posts may be only on our peers, and posting waits for a linked
+/// peer's clock, as for a lost database (`OwnHistoryGate`), or at most
+/// `OwnHistoryGate.patience` seconds with no peer linked. The doubt is
+/// saved, so a restart in the meantime does not clear it. A clean stop
+/// records that nothing of ours is only on peers (an empty boot), so the
+/// next start has no doubt under any boot. Where the boot id cannot be
+/// read, own posts are fsynced before they are sent, as before.
+extension Node {
+    /// Where Linux gives this boot's id (a fresh random UUID at each boot).
+    static let bootIDFile = "/proc/sys/kernel/random/boot_id"
+    /// The setting holding the boot id the node last started under.
+    static let bootSetting = "last_boot"
+    /// The setting (our id) that says: the machine stopped since the last
+    /// start, and no peer has said what we posted yet.
+    static let ownHistoryUnsureSetting = "own_history_unsure"
+
+    /// This boot's id, or nil where it cannot be read (then nothing is sent before its fsync).
+    static func currentBootID(file: String = bootIDFile) -> String? {
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { return nil }
+        let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        return id.isEmpty || id.count > 64 ? nil : id
+    }
+
+    /// At start: compares `boot` with the last start's, saves the doubt
+    /// when they differ, and records this one, durably, before anything
+    /// of ours is sent unsynced. Returns whether own posts may go before
+    /// their fsync (a boot id was read).
+    func recordBoot(_ boot: String?) throws -> Bool {
+        guard let boot else { return false }
+        let last = try store.setting(Self.bootSetting)
+        guard last != boot else { return true }
+        // A clean stop (empty), an older version or a new database (none): no doubt.
+        if let last, !last.isEmpty, !identityIsNew { try store.setSetting(Self.ownHistoryUnsureSetting, me.hex) }
+        try store.setSetting(Self.bootSetting, boot)
+        try store.sync()
+        return true
+    }
+
+    /// At a clean stop, after the last own envelope: everything of ours is
+    /// on the disk (this write is synced, and the WAL is written in order),
+    /// so the next start has nothing to wait for, whatever the boot.
+    func recordCleanStop() throws {
+        guard sendsBeforeSync else { return }
+        try store.setSetting(Self.bootSetting, "")
+        try store.sync()
+    }
+
+}

@@ -1,0 +1,96 @@
+import Foundation
+import NodeCore
+@testable import PeerNode
+import Store
+import TestSupport
+import Testing
+
+/// The boot record behind sending own posts before their fsync
+/// (`Node+OwnDurability.swift`); the whole story with processes is in
+/// `MachineStopTests` and `DurabilityAndSetupTests/ownPostSentBeforeItsSync`.
+@Suite("Own posts before their fsync: the boot record")
+struct OwnDurabilityTests {
+    static func options(_ dir: TemporaryDirectory) -> Options {
+        var options = Options()
+        options.dataDirectory = dir.path
+        options.discovery = false
+        return options
+    }
+
+    @Test("this Linux gives a boot id; an unreadable or empty file gives none")
+    func bootID() throws {
+        #expect(Node.currentBootID() != nil, "\(Node.bootIDFile) is readable here")
+        #expect(Node.currentBootID(file: "/nonexistent/boot_id") == nil)
+        let dir = TemporaryDirectory()
+        #expect(FileManager.default.createFile(atPath: dir.file("empty"), contents: Data("\n".utf8)))
+        #expect(Node.currentBootID(file: dir.file("empty")) == nil)
+    }
+
+    @Test("a start under the same boot leaves no doubt; under another, our history is unsure until marked known; without a boot id, own posts are fsynced before they are sent")
+    func bootRecord() throws {
+        let dir = TemporaryDirectory()
+        do {
+            let node = try Node(options: Self.options(dir), environment: [:])
+            #expect(node.sendsBeforeSync)
+            #expect(!node.ownHistoryUnsure, "a new identity: nothing of ours can be elsewhere")
+            _ = try node.post("one", kind: .text, in: .general)
+        }
+        // Each start in its own scope: a node holds its directory's lock until it goes.
+        let open = { try Node(options: Self.options(dir), environment: [:]) }
+        do {
+            let node = try open()
+            #expect(!node.ownHistoryUnsure && node.ownHistoryIsKnown, "the same boot: the kernel kept everything")
+            try node.store.setSetting(Node.bootSetting, "an earlier boot")
+        }
+        do {
+            let node = try open()
+            #expect(node.ownHistoryUnsure && !node.ownHistoryIsKnown, "another boot: our last post may be only on peers")
+        }
+        do {
+            let node = try open()
+            #expect(node.ownHistoryUnsure, "the doubt outlives a restart in the same boot")
+            try node.markOwnHistoryKnown()
+            #expect(!node.ownHistoryUnsure && node.ownHistoryIsKnown)
+        }
+        do {
+            let node = try open()
+            #expect(!node.ownHistoryUnsure, "a peer's word is saved")
+            // A database from before the boot record (an older version fsynced before sending): no doubt.
+            try node.store.removeSetting(Node.bootSetting)
+        }
+        do {
+            let node = try open()
+            #expect(!node.ownHistoryUnsure)
+            try node.recordCleanStop()
+            #expect(try node.store.setting(Node.bootSetting) == "")
+        }
+        // After a clean stop, another boot brings no doubt.
+        let node = try open()
+        #expect(!node.ownHistoryUnsure)
+        #expect(try node.store.setting(Node.bootSetting) == Node.currentBootID())
+        #expect(try node.recordBoot(nil) == false, "no boot id: nothing goes before its fsync")
+    }
+
+    @Test("an own post stored without its fsync is marked until syncOwn")
+    func unsyncedMark() throws {
+        let dir = TemporaryDirectory()
+        let node = try Node(options: Self.options(dir), environment: [:])
+        try node.store.sync()
+        #expect(!node.store.ownUnsynced)
+        _ = try node.post("quick", kind: .text, in: .general)
+        #expect(node.store.ownUnsynced)
+        try node.store.syncOwn()
+        #expect(!node.store.ownUnsynced)
+        let e = try node.store.envelopes(from: node.me, startingAt: 1, limit: 10)
+        #expect(e.count >= 1)
+    }
+
+    @Test("alone after the machine stopped: posting waits patience seconds with no peer linked, at the limit and not a moment less")
+    func aloneLongEnough() {
+        let p = OwnHistoryGate.patience
+        #expect(!OwnHistoryGate.aloneLongEnough(startedAt: 5, now: 5 + p - 0.001, linkedPeers: 0))
+        #expect(OwnHistoryGate.aloneLongEnough(startedAt: 5, now: 5 + p, linkedPeers: 0))
+        #expect(!OwnHistoryGate.aloneLongEnough(startedAt: 5, now: 5 + 10 * p, linkedPeers: 1), "a linked peer's clock decides instead")
+        #expect("\(OwnHistoryGate.Refusal.machineStopped)".contains("no sequence number is used twice"))
+    }
+}
