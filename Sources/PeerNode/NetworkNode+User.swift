@@ -282,7 +282,10 @@ extension NetworkNode {
             ownSyncFailing = false
         } catch {
             // Tried again at every turn's end; said once until it works.
-            if !ownSyncFailing { log.warning("writing your messages to the disk failed (trying again): \(error)") }
+            if !ownSyncFailing {
+                log.warning("writing your messages to the disk failed (trying again; from now on each is written before it is sent): \(error)")
+                node.ownSyncFailed()
+            }
             ownSyncFailing = true
         }
     }

@@ -49,6 +49,16 @@ extension Node {
         return true
     }
 
+    /// The fsync after a send failed: what was sent may never reach the
+    /// disk (Linux may drop the pages it could not write). From now on our
+    /// posts are fsynced before they go, and the next start waits for a
+    /// peer's clock, as after the machine stopped (if that can still be
+    /// written). This run goes on as it is: it still reads what it wrote.
+    func ownSyncFailed() {
+        sendsBeforeSync = false
+        try? store.setSetting(Self.ownHistoryUnsureSetting, me.hex)
+    }
+
     /// At a clean stop, after the last own envelope: everything of ours is
     /// on the disk (this write is synced, and the WAL is written in order),
     /// so the next start has nothing to wait for, whatever the boot.

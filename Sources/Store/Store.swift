@@ -228,7 +228,8 @@ public final class Store {
             try flushAuthors()
             return outcome
         }
-        if !durable { ownUnsynced = true }
+        // A durable commit synced the WAL: every earlier frame with it.
+        ownUnsynced = !durable
         // Committed: what it named is sent.
         if outcome == .inserted {
             for d in envelope.dependencies { sentClock[d.author] = max(sentClock[d.author] ?? 0, d.sequence) }

@@ -85,6 +85,22 @@ struct OwnDurabilityTests {
         #expect(e.count >= 1)
     }
 
+    @Test("an fsync that failed after a send: later posts are fsynced before they go, and the next start waits for a peer's clock")
+    func failedSync() throws {
+        let dir = TemporaryDirectory()
+        let open = { try Node(options: Self.options(dir), environment: [:]) }
+        do {
+            let node = try open()
+            _ = try node.post("one", kind: .text, in: .general)
+            node.ownSyncFailed()
+            #expect(!node.sendsBeforeSync && !node.ownHistoryUnsure, "this run still reads what it wrote")
+            _ = try node.post("two", kind: .text, in: .general)
+            #expect(!node.store.ownUnsynced, "fsynced before it went")
+        }
+        let node = try open()
+        #expect(node.ownHistoryUnsure && !node.ownHistoryIsKnown)
+    }
+
     @Test("alone after the machine stopped: posting waits patience seconds with no peer linked, at the limit and not a moment less")
     func aloneLongEnough() {
         let p = OwnHistoryGate.patience
