@@ -33,6 +33,50 @@ struct OutputTests {
         }
     }
 
+    @Test("with room in the pipe, lines up to directWriteLimit bytes are written by the caller (readable as it returns, no writer thread); one byte past, or a full pipe, goes through the writer, in order")
+    func directWrite() throws {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw POSIXError(.EIO) }
+        let readFlags = fcntl(fds[0], F_GETFL)
+        _ = fcntl(fds[0], F_SETFL, readFlags | O_NONBLOCK)
+        let out = Output(descriptor: fds[1])
+        // Exactly the limit with its newline.
+        let atLimit = String(repeating: "x", count: Output.directWriteLimit - 1)
+        out.lines([atLimit])
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        let n = buffer.withUnsafeMutableBytes { read(fds[0], $0.baseAddress, $0.count) }
+        #expect(n == Output.directWriteLimit, "written before lines() returned")
+        #expect(!out.writerStarted)
+        // One byte past the limit: the writer thread takes it.
+        out.lines([atLimit + "y"])
+        #expect(out.writerStarted)
+        #expect(out.waitUntilUnwritten(atMost: 0))
+        let m = buffer.withUnsafeMutableBytes { read(fds[0], $0.baseAddress, $0.count) }
+        #expect(m == Output.directWriteLimit + 1 && buffer[m - 2] == UInt8(ascii: "y"))
+        out.finish()
+        close(fds[0]); close(fds[1])
+
+        // A full pipe: nothing goes directly, and what is queued comes out first, in order.
+        let (readEnd, writeEnd) = try Self.fullPipe()
+        let full = Output(descriptor: writeEnd)
+        full.lines(["first"])
+        #expect(full.writerStarted)
+        let taken = Mutex<[UInt8]>([])
+        let readerDone = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let bytes = Self.readAll(readEnd)
+            taken.withLock { $0 = bytes }
+            readerDone.signal()
+        }
+        full.lines(["second"])
+        full.finish()
+        close(writeEnd)
+        readerDone.wait()
+        let text = taken.withLock { String(decoding: $0.filter { $0 != 0x2e }, as: UTF8.self) }
+        #expect(text == "first\nsecond\n")
+        close(readEnd)
+    }
+
     @Test("a reader that stopped: exactly maximumUnwrittenBytes is kept, one line past it dropped and counted; the count comes once it drained to half, then the lines after it")
     func droppedAtTheLimit() throws {
         let (readEnd, writeEnd) = try Self.fullPipe()
