@@ -17,7 +17,7 @@ import Store
 /// saved, so a restart in the meantime does not clear it. A clean stop
 /// records that nothing of ours is only on peers (an empty boot), so the
 /// next start has no doubt under any boot. Where the boot id cannot be
-/// read, own posts are fsynced before they are sent, as before.
+/// read or recorded, own posts are fsynced before they are sent, as before.
 extension Node {
     /// Where Linux gives this boot's id (a fresh random UUID at each boot).
     static let bootIDFile = "/proc/sys/kernel/random/boot_id"
@@ -34,16 +34,29 @@ extension Node {
         return id.isEmpty || id.count > 64 ? nil : id
     }
 
-    /// At start: compares `boot` with the last start's, saves the doubt
-    /// when they differ, and records this one, durably, before anything
-    /// of ours is sent unsynced. Returns whether own posts may go before
-    /// their fsync (a boot id was read).
+    /// A chat node or relay starts, before anything of ours is signed:
+    /// the boot is compared and recorded, and posts go before their fsync
+    /// where it could be. A boot that cannot be recorded (a full or
+    /// read-only disk): our posts are fsynced before they go. One-shot
+    /// commands (`device revoke`) do not call this: what they sign is
+    /// stored durably, and their start is no run of a node.
+    func startRunning() {
+        sendsBeforeSync = (try? recordBoot(Self.currentBootID())) ?? false
+    }
+
+    /// Compares `boot` with the last start's, saves the doubt when they
+    /// differ, and records this one, durably, before anything of ours is
+    /// sent unsynced. Returns whether own posts may go before their fsync
+    /// (a boot id was read).
     func recordBoot(_ boot: String?) throws -> Bool {
         guard let boot else { return false }
         let last = try store.setting(Self.bootSetting)
         guard last != boot else { return true }
         // A clean stop (empty), an older version or a new database (none): no doubt.
-        if let last, !last.isEmpty, !identityIsNew { try store.setSetting(Self.ownHistoryUnsureSetting, me.hex) }
+        if let last, !last.isEmpty, !identityIsNew {
+            try store.setSetting(Self.ownHistoryUnsureSetting, me.hex)
+            ownHistoryUnsure = true
+        }
         try store.setSetting(Self.bootSetting, boot)
         try store.sync()
         return true

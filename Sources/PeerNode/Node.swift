@@ -93,18 +93,19 @@ final class Node {
         repairs = try repairPrivateRooms()
         people.trusted = try store.trustedIdentities()
         people.forked = Set(try store.forks().map(\.author))
-        // A boot that cannot be recorded (a full or read-only disk): our posts are fsynced before they go.
-        sendsBeforeSync = (try? recordBoot(Self.currentBootID())) ?? false
         ownHistoryUnsure = try store.setting(Self.ownHistoryUnsureSetting) == me.hex
         // A key made with this database: nothing of ours can be elsewhere.
         if identityIsNew { try markOwnHistoryKnown() }
     }
 
-    /// Own envelopes are sent before their fsync (`Node+OwnDurability.swift`).
+    /// Own envelopes are sent before their fsync (`Node+OwnDurability.swift`):
+    /// only in a running chat node or relay (`startRunning`); a one-shot
+    /// command (`device revoke`) stores what it signs durably.
     var sendsBeforeSync = false
+
     /// The machine stopped since this node last started, and no linked peer
     /// has said what we posted since: our history is not known.
-    private(set) var ownHistoryUnsure = false
+    var ownHistoryUnsure = false
 
     var me: PublicKey { identity.publicKey }
 

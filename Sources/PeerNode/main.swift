@@ -48,9 +48,10 @@ func run(_ command: Command) throws {
         }
         writeLines([key.publicKey.hex, key.publicKey.shortFingerprint])
     case let .chat(options):
-        // Before any thread starts, so that only the loop's signalfd sees it.
-        try EventLoop.blockSignals([SIGWINCH])
+        // Before any thread starts, so that only the loop's signalfd sees them.
+        try EventLoop.blockSignals([SIGWINCH] + chatStopSignals)
         let node = try Node(options: options, environment: environment)
+        node.startRunning()
         let room = try RoomName(options.room ?? RoomName.general.value)
         var startupNick: String?
         if let wanted = options.nick {
@@ -95,9 +96,15 @@ func run(_ command: Command) throws {
             network.log.warning("standard output was closed (\(error)): stopping")
             network.loop.execute { input.quit() }
         }
-        if let terminal {
-            // Before the loop starts (nothing else touches it yet); SIGWINCH was blocked first thing.
-            try network.loop.onSignals([SIGWINCH]) { _ in terminal.resized() }
+        // Before the loop starts (nothing else touches it yet); these were blocked first thing.
+        try network.loop.onSignals([SIGWINCH] + chatStopSignals) { number in
+            if number == SIGWINCH {
+                terminal?.resized()
+                return
+            }
+            // As at the end of standard input: links closed, the WAL folded, the clean stop recorded.
+            network.log.info("stopping (signal \(number))")
+            input.quit()
         }
         try network.start(listen: options.listen, peers: options.peers, discovery: try discoveryConfiguration(options))
         if let web {
@@ -145,6 +152,10 @@ func discoveryConfiguration(_ options: Options) throws -> DiscoveryService.Confi
     }
     return configuration
 }
+
+/// SIGTERM (a session or service ending), SIGHUP (its terminal closed) and
+/// SIGINT stop a chat node as the end of its input does: cleanly, exit 0.
+let chatStopSignals = [SIGTERM, SIGHUP, SIGINT]
 
 // Writing to a pipe whose reader has gone fails with EPIPE (handled where
 // it happens) instead of killing the process; sockets say MSG_NOSIGNAL too.

@@ -96,4 +96,33 @@ struct MachineStopTests {
         await again.quit()
         #expect(try boot() == "", "a clean stop records that nothing of ours is only on peers: no wait after any reboot")
     }
+
+    @Test("SIGTERM, SIGHUP and SIGINT stop a chat node as the end of its input does: exit 0, the peer sees it go, the WAL folded, the clean stop recorded")
+    func stopSignals() async throws {
+        let bob = TemporaryDirectory()
+        let b = try NodeProcess(dir: bob.path, [])
+        #expect(await started(b))
+        for signal in [SIGTERM, SIGHUP, SIGINT] {
+            let dir = TemporaryDirectory()
+            let a = try NodeProcess(dir: dir.path, ["--peer", b.url])
+            #expect(await started(a))
+            #expect(await linked(a, to: b))
+            a.send("before signal \(signal)")
+            #expect(await a.wait { $0["type"] == "message" && $0["text"] == "before signal \(signal)" } != nil)
+            let id = a.id
+            let downs = b.events.value.count { $0["type"] == "peer_down" && $0["id"] == id }
+            a.child.signal(signal)
+            let status = await a.child.exited()
+            #expect(status == 0, "signal \(signal): \(a.log.suffix(500))")
+            let gone = await eventuallyValue(10) { () -> Bool? in
+                b.events.value.count { $0["type"] == "peer_down" && $0["id"] == id } > downs ? true : nil
+            }
+            #expect(gone == true, "signal \(signal): \(b.recent(5))")
+            let wal = (try? FileManager.default.attributesOfItem(atPath: dir.path + "/peernode.db-wal")[.size] as? Int) ?? 0
+            #expect(wal == 0, "signal \(signal): WAL left with \(wal) bytes")
+            let boot = try Store(directory: try DataDirectory(path: dir.path)).setting("last_boot")
+            #expect(boot == "", "signal \(signal): the clean stop is on record")
+        }
+        await b.quit()
+    }
 }

@@ -17,6 +17,13 @@ struct OwnDurabilityTests {
         return options
     }
 
+    /// A node as a chat node or relay starts it.
+    static func running(_ dir: TemporaryDirectory) throws -> Node {
+        let node = try Node(options: options(dir), environment: [:])
+        node.startRunning()
+        return node
+    }
+
     @Test("this Linux gives a boot id; an unreadable or empty file gives none")
     func bootID() throws {
         #expect(Node.currentBootID() != nil, "\(Node.bootIDFile) is readable here")
@@ -30,13 +37,13 @@ struct OwnDurabilityTests {
     func bootRecord() throws {
         let dir = TemporaryDirectory()
         do {
-            let node = try Node(options: Self.options(dir), environment: [:])
+            let node = try Self.running(dir)
             #expect(node.sendsBeforeSync)
             #expect(!node.ownHistoryUnsure, "a new identity: nothing of ours can be elsewhere")
             _ = try node.post("one", kind: .text, in: .general)
         }
         // Each start in its own scope: a node holds its directory's lock until it goes.
-        let open = { try Node(options: Self.options(dir), environment: [:]) }
+        let open = { try Self.running(dir) }
         do {
             let node = try open()
             #expect(!node.ownHistoryUnsure && node.ownHistoryIsKnown, "the same boot: the kernel kept everything")
@@ -74,7 +81,7 @@ struct OwnDurabilityTests {
     @Test("an own post stored without its fsync is marked until syncOwn")
     func unsyncedMark() throws {
         let dir = TemporaryDirectory()
-        let node = try Node(options: Self.options(dir), environment: [:])
+        let node = try Self.running(dir)
         try node.store.sync()
         #expect(!node.store.ownUnsynced)
         _ = try node.post("quick", kind: .text, in: .general)
@@ -85,10 +92,20 @@ struct OwnDurabilityTests {
         #expect(e.count >= 1)
     }
 
+    @Test("a one-shot command's node (device revoke) records no boot and stores what it signs durably")
+    func oneShot() throws {
+        let dir = TemporaryDirectory()
+        let node = try Node(options: Self.options(dir), environment: [:])
+        #expect(!node.sendsBeforeSync)
+        _ = try node.post("signed by a command", kind: .text, in: .general)
+        #expect(!node.store.ownUnsynced)
+        #expect(try node.store.setting(Node.bootSetting) == nil)
+    }
+
     @Test("an fsync that failed after a send: later posts are fsynced before they go, and the next start waits for a peer's clock")
     func failedSync() throws {
         let dir = TemporaryDirectory()
-        let open = { try Node(options: Self.options(dir), environment: [:]) }
+        let open = { try Self.running(dir) }
         do {
             let node = try open()
             _ = try node.post("one", kind: .text, in: .general)
