@@ -1,4 +1,8 @@
 import CSodium
+import Synchronization
+
+/// `PublicKey.shortFingerprint`s computed so far (at most `PublicKey.maximumCachedFingerprints`).
+private let shortFingerprints = Mutex<[PublicKey: String]>([:])
 
 /// An Ed25519 public key: a node's identity and its node id.
 public struct PublicKey: Hashable, Comparable, Sendable, CustomStringConvertible {
@@ -25,7 +29,20 @@ public struct PublicKey: Hashable, Comparable, Sendable, CustomStringConvertible
     /// The four characters shown next to a nick (`alice·k3fq`). They tell two
     /// people apart at a glance; they do not authenticate anyone (20 bits can
     /// be ground): `fingerprint` and `hex` are for verifying.
-    public var shortFingerprint: String { String(fingerprint.prefix(4)) }
+    public var shortFingerprint: String {
+        if let known = shortFingerprints.withLock({ $0[self] }) { return known }
+        let short = String(fingerprint.prefix(4))
+        shortFingerprints.withLock {
+            if $0.count >= Self.maximumCachedFingerprints { $0.removeAll(keepingCapacity: true) }
+            $0[self] = short
+        }
+        return short
+    }
+
+    /// Short fingerprints kept from earlier calls, at most: every line
+    /// shown names its author's, and a BLAKE2b hash and Base32 each time
+    /// showed in catch-up profiles. Emptied when full.
+    public static let maximumCachedFingerprints = 4_096
 
     public var description: String { hex }
 

@@ -131,4 +131,25 @@ struct Ed25519Tests {
         // RFC 4648 §10 test vector for the encoder itself ("foobar" → MZXW6YTBOI).
         #expect(Base32.encode(Array("foobar".utf8)) == "mzxw6ytboi")
     }
+
+    @Test("short fingerprints come from a cache of maximumCachedFingerprints keys: the same answer at the limit and one past it, and for a key seen before the cache was emptied")
+    func fingerprintCache() throws {
+        let first = try PublicKey(hex: rfc8032Vectors[0].publicKey)
+        let expected = String(first.fingerprint.prefix(4))
+        #expect(first.shortFingerprint == expected && first.shortFingerprint == expected, "computed, then from the cache")
+        // Distinct keys (any 32 bytes make a PublicKey; fingerprints do not check the curve).
+        let keys = try (0...PublicKey.maximumCachedFingerprints).map { i in
+            try PublicKey(bytes: [UInt8(i & 0xff), UInt8(i >> 8)] + [UInt8](repeating: 7, count: 30))
+        }
+        for key in keys { #expect(key.shortFingerprint == String(key.fingerprint.prefix(4))) }
+        #expect(first.shortFingerprint == expected, "after the cache was emptied one past its limit")
+    }
+
+    @Test("hex: each byte as two lowercase digits, from an array or any sequence")
+    func hexEncoding() {
+        #expect(Hex.encode([UInt8]()) == "")
+        #expect(Hex.encode([0x00, 0x0f, 0xf0, 0xff, 0x5a]) == "000ff0ff5a")
+        #expect(Hex.encode(Array(0...255).map(UInt8.init).dropFirst(250)) == "fafbfcfdfeff")
+        #expect(Hex.encode(Array(0...255).map(UInt8.init)).count == 512)
+    }
 }

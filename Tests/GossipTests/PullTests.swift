@@ -50,6 +50,29 @@ struct PullTests {
         #expect(asked.contains { $0.author == other && $0.from == 4 })
     }
 
+    @Test("a link's clocks name an author we hold by our own key's bytes, not the copy each message decodes; authors we do not hold keep theirs")
+    func sharedKeys() throws {
+        let author = try SigningKey.generate().publicKey, stranger = try SigningKey.generate().publicKey
+        var r = Replicator(me: try SigningKey.generate().publicKey, clock: VectorClock([author: 10]), random: SystemRandomNumberGenerator())
+        _ = r.linkUp(1, now: 0, version: .newest)
+        // As a message decodes them: bytes of their own.
+        let decoded = try PublicKey(bytes: author.bytes.map { $0 }), decodedStranger = try PublicKey(bytes: stranger.bytes.map { $0 })
+        let base = { (key: PublicKey) in key.bytes.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } }
+        #expect(base(decoded) != base(author))
+        let clock = [Dependency(author: decoded, sequence: 4), Dependency(author: decodedStranger, sequence: 2)].sorted { $0.author < $1.author }
+        _ = r.clockReceived(1, entries: clock, full: true, now: 0)
+        for held in [try #require(r.knownClock(of: 1)), try #require(r.declaredClock(of: 1))] {
+            let keys = held.entries.keys
+            #expect(keys.first { $0 == author }.map(base) == base(author), "shared with our clock")
+            #expect(keys.first { $0 == stranger }.map(base) == base(decodedStranger), "not ours: as it came")
+        }
+        // A delta and a stored answer share too.
+        _ = r.clockReceived(1, entries: [Dependency(author: try PublicKey(bytes: author.bytes.map { $0 }), sequence: 6)], full: false, now: 1)
+        _ = r.storedReceived(1, entries: [Dependency(author: try PublicKey(bytes: author.bytes.map { $0 }), sequence: 7)], now: 2)
+        #expect(try #require(r.knownClock(of: 1)).entries.keys.first { $0 == author }.map(base) == base(author))
+        #expect(r.knownClock(of: 1)?[author] == 7)
+    }
+
     @Test("a clock's stamp: new for every clock made and every change, shared by an unchanged copy; equality is the entries alone")
     func clockStamps() throws {
         let author = try SigningKey.generate().publicKey
