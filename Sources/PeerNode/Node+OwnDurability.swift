@@ -80,5 +80,4 @@ extension Node {
         try store.setSetting(Self.bootSetting, "")
         try store.sync()
     }
-
 }
