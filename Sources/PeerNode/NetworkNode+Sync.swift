@@ -81,7 +81,7 @@ extension NetworkNode {
     /// On each tick: claims that came to nothing, our history known, the waiting nick.
     func tickOwnHistory(now: Double) {
         if node.ownHistoryUnsure, OwnHistoryGate.aloneLongEnough(startedAt: started, now: now, linkedPeers: ownClaims.count) {
-            log.warning("this machine stopped while peernode ran, and no peer has linked in \(Int(OwnHistoryGate.patience)) s: posting goes on")
+            log.warning("this machine stopped while peernode ran, and no linked peer has said what you posted in \(Int(OwnHistoryGate.patience)) s: posting goes on")
             do { try node.markOwnHistoryKnown() } catch { log.warning("saving that our history is known failed: \(error)") }
         }
         let effects = ownHistory.tick(known: node.ownHistoryIsKnown, claims: ownClaims, ours: replicator.clock[node.me], now: now)
