@@ -45,21 +45,29 @@ public struct OwnHistoryGate: Sendable {
         case historyKnown
         /// Post the nick that waited (`pendingNick`).
         case postNick(String)
+        /// The machine stopped, and no linked peer has said what we posted
+        /// for `patience` since the start: posting goes on (save that this
+        /// database knows our history, and say so).
+        case waitedAlone
     }
 
     /// The nick from the command line not posted yet.
     public private(set) var pendingNick: String?
     public private(set) var claims = OwnHistoryClaims()
+    /// When this node started, if the machine stopped since its last start
+    /// and no peer has said what we posted (nil: the usual start).
+    public let machineStoppedAt: Double?
 
-    public init(pendingNick: String? = nil) {
+    public init(pendingNick: String? = nil, machineStoppedAt: Double? = nil) {
         self.pendingNick = pendingNick
+        self.machineStoppedAt = machineStoppedAt
     }
 
     /// Nil when a post may go now. `known`: this database knows our history
     /// (`historyKnown` was saved, the identity is new here, or it holds our
     /// messages); `claims`: each linked peer's declared entry for us.
     public func refusal(known: Bool, claims linked: [PublicKey: UInt64], ours: UInt64, now: Double) -> Refusal? {
-        guard !linked.isEmpty || known else { return .historyUnknown }
+        guard !linked.isEmpty || known else { return machineStoppedAt == nil ? .historyUnknown : .machineStopped }
         let theirs = claims.believes(now: now, patience: Self.patience) ? linked.values.max() ?? 0 : 0
         return theirs > ours ? .stillComing(missing: theirs - ours) : nil
     }
@@ -90,6 +98,9 @@ public struct OwnHistoryGate: Sendable {
             for (peer, claimed) in linked.sorted(by: { $0.key < $1.key }) where claimed > ours && claims.disbelieve(peer) {
                 effects.append(.disbelieved(peer, missing: claimed - ours))
             }
+        }
+        if !known, let started = machineStoppedAt, Self.aloneLongEnough(startedAt: started, now: now, linkedPeers: linked.count) {
+            effects.append(.waitedAlone)
         }
         let open = refusal(known: known, claims: linked, ours: ours, now: now) == nil
         // Not known yet, so the check passes only once a linked peer has declared.

@@ -65,25 +65,23 @@ extension NetworkNode {
 
     /// Why a post of ours must wait now (nil: it may go).
     func ownHistoryRefusal(now: Double) -> OwnHistoryGate.Refusal? {
-        let refusal = ownHistory.refusal(known: node.ownHistoryIsKnown, claims: ownClaims, ours: replicator.clock[node.me], now: now)
-        return refusal == .historyUnknown && node.ownHistoryUnsure ? .machineStopped : refusal
+        ownHistory.refusal(known: node.ownHistoryIsKnown, claims: ownClaims, ours: replicator.clock[node.me], now: now)
     }
 
     /// Throws while our own history may still be elsewhere (every post of ours passes here).
     func ensureOwnHistoryIsBack() throws(OwnHistoryGate.Refusal) {
         if let refusal = ownHistoryRefusal(now: monotonic()) { throw refusal }
         // Let through while not known: a linked peer has said (as the tick would record).
-        if !node.ownHistoryIsKnown {
-            do { try node.markOwnHistoryKnown() } catch { log.warning("saving that our history is known failed: \(error)") }
-        }
+        if !node.ownHistoryIsKnown { ownHistoryKnown() }
+    }
+
+    /// This database knows our history now: saved, so the next start does not wait.
+    func ownHistoryKnown() {
+        do { try node.markOwnHistoryKnown() } catch { log.warning("saving that our history is known failed: \(error)") }
     }
 
     /// On each tick: claims that came to nothing, our history known, the waiting nick.
     func tickOwnHistory(now: Double) {
-        if node.ownHistoryUnsure, OwnHistoryGate.aloneLongEnough(startedAt: started, now: now, linkedPeers: ownClaims.count) {
-            log.warning("this machine stopped while peernode ran, and no linked peer has said what you posted in \(Int(OwnHistoryGate.patience)) s: posting goes on")
-            do { try node.markOwnHistoryKnown() } catch { log.warning("saving that our history is known failed: \(error)") }
-        }
         let effects = ownHistory.tick(known: node.ownHistoryIsKnown, claims: ownClaims, ours: replicator.clock[node.me], now: now)
         for effect in effects {
             switch effect {
@@ -91,7 +89,10 @@ extension NetworkNode {
                 count(.ownHistoryClaimIgnored)
                 log.warning("\(peer.shortFingerprint) says it holds \(missing) more of your messages but sent none in \(Int(OwnHistoryGate.patience)) s; posting goes on without them")
             case .historyKnown:
-                do { try node.markOwnHistoryKnown() } catch { log.warning("saving that our history is known failed: \(error)") }
+                ownHistoryKnown()
+            case .waitedAlone:
+                log.warning("this machine stopped while peernode ran, and no linked peer has said what you posted in \(Int(OwnHistoryGate.patience)) s: posting goes on")
+                ownHistoryKnown()
             case let .postNick(nick):
                 post(nick: nick)
             }

@@ -135,7 +135,7 @@ final class NetworkNode: @unchecked Sendable {
         lastShown = node.store.lastDeliveryNumber
         receipts = ReceiptLedger(me: node.me, sendsRead: sendsReadReceipts)
         typingBoard = TypingBoard(me: node.me)
-        ownHistory = OwnHistoryGate(pendingNick: pendingNick)
+        ownHistory = OwnHistoryGate(pendingNick: pendingNick, machineStoppedAt: node.ownHistoryUnsure ? started : nil)
         blocked.set(try node.store.blockedIdentities())
         core.stopwatch = { monotonicNow() }
         loop.turnEnded = { [unowned self] woke, flushed in

@@ -73,11 +73,11 @@ extension Node {
     }
 
     /// At a clean stop, after the last own envelope: everything of ours is
-    /// on the disk (this write is synced, and the WAL is written in order),
-    /// so the next start has nothing to wait for, whatever the boot.
+    /// on the disk, so the next start has nothing to wait for, whatever the
+    /// boot. The exit's checkpoint syncs this write with the rest; were it
+    /// lost, the old boot stays on record, which only costs a wait.
     func recordCleanStop() throws {
         guard sendsBeforeSync else { return }
         try store.setSetting(Self.bootSetting, "")
-        try store.sync()
     }
 }

@@ -42,4 +42,18 @@ struct OwnHistoryGateTests {
         #expect(gate.refusal(known: true, claims: claims, ours: 2, now: 10 + p) == nil)
         #expect(gate.tick(known: true, claims: claims, ours: 2, now: 11 + p).isEmpty, "reported once")
     }
+
+    @Test("after the machine stopped: alone, posts are refused as machineStopped until patience from the start, then posting goes on once; a linked peer's clock decides before that")
+    func machineStopped() throws {
+        let bob = try SigningKey.generate().publicKey
+        var gate = OwnHistoryGate(machineStoppedAt: 100)
+        #expect(gate.refusal(known: false, claims: [:], ours: 4, now: 100) == .machineStopped)
+        #expect(gate.tick(known: false, claims: [:], ours: 4, now: 100 + p - 0.001).isEmpty)
+        #expect(gate.tick(known: false, claims: [:], ours: 4, now: 100 + p) == [.waitedAlone])
+        #expect(gate.tick(known: true, claims: [:], ours: 4, now: 101 + p).isEmpty, "once known, nothing more")
+        // With a peer linked in time, its clock decides, as after a lost database.
+        var linked = OwnHistoryGate(machineStoppedAt: 100)
+        #expect(linked.refusal(known: false, claims: [bob: 5], ours: 4, now: 101) == .stillComing(missing: 1))
+        #expect(linked.tick(known: false, claims: [bob: 4], ours: 4, now: 102) == [.historyKnown])
+    }
 }

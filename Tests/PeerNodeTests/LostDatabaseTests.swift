@@ -29,8 +29,7 @@ struct LostDatabaseTests {
         #expect(b.messages(from: a.id) == ["one", "two", "three", "four"])
         // The deferred nick went out after the history, and B took everything: no fork.
         #expect(await b.wait { $0["type"] == "message" && $0["author"] == a.id && $0["nick"] == "alice-again" } != nil)
-        b.send("/stats")
-        let stats = await b.wait { $0["type"] == "stats" }
+        let stats = await b.stats()
         #expect(stats?["fork"] == nil || stats?["fork"] == "0", "\(stats ?? [:])")
         #expect(stats?["invalid_envelope"] == nil || stats?["invalid_envelope"] == "0", "\(stats ?? [:])")
         await a2.quit(); await b.quit()
@@ -62,10 +61,8 @@ struct LostDatabaseTests {
         #expect(await postWhenAllowed(back, "three").posted)
         await b.wait { $0["text"] == "three" }
         #expect(b.messages(from: a.id) == ["one", "two", "three"])
-        let seq = { (text: String) in b.events.value.first { $0["text"] == text }?["seq"].flatMap { Int($0) } }
-        #expect(seq("three") == seq("two").map { $0 + 1 }, "the old chain goes on")
-        b.send("/stats")
-        let stats = await b.wait { $0["type"] == "stats" }
+        #expect(b.sequence(of: "three") == b.sequence(of: "two").map { $0 + 1 }, "the old chain goes on")
+        let stats = await b.stats()
         #expect(stats?["fork"] == nil || stats?["fork"] == "0", "\(stats ?? [:])")
         await back.quit(); await b.quit()
     }

@@ -62,10 +62,8 @@ struct MachineStopTests {
         #expect(await postWhenAllowed(back, "three").posted)
         #expect(await b.wait { $0["text"] == "three" } != nil)
         #expect(b.messages(from: a.id) == ["one", "two", "three"])
-        let seq = { (text: String) in b.events.value.first { $0["text"] == text }?["seq"].flatMap { Int($0) } }
-        #expect(seq("three") == seq("two").map { $0 + 1 }, "the chain goes on after the post that came back")
-        b.send("/stats")
-        let stats = await b.wait { $0["type"] == "stats" }
+        #expect(b.sequence(of: "three") == b.sequence(of: "two").map { $0 + 1 }, "the chain goes on after the post that came back")
+        let stats = await b.stats()
         #expect(stats?["fork"] == nil || stats?["fork"] == "0", "\(stats ?? [:])")
         await back.quit()
 

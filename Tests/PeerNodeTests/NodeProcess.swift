@@ -54,6 +54,18 @@ final class NodeProcess: @unchecked Sendable {
     var id: String { ready?["id"] ?? "" }
     var url: String { "ws://" + (ready?["listen"] ?? "") }
 
+    /// The sequence number of the first message shown with `text`.
+    func sequence(of text: String) -> Int? {
+        events.withLock { $0.first { $0["text"] == text }?["seq"].flatMap { Int($0) } }
+    }
+
+    /// The counters `/stats` gives now (nil if no answer came).
+    func stats() async -> [String: String]? {
+        let mark = events.value.count
+        send("/stats")
+        return await eventuallyValue(30) { self.events.withLock { $0.dropFirst(mark).first { $0["type"] == "stats" } } }
+    }
+
     func messages(from author: String) -> [String] {
         events.withLock { $0.filter { $0["type"] == "message" && $0["kind"] != "dm" && $0["author"] == author }.compactMap { $0["text"] } }
     }

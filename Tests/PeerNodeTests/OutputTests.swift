@@ -22,6 +22,20 @@ struct OutputTests {
         return (fds[0], fds[1])
     }
 
+    /// Reads `fd` to its end on a thread of its own (a test's blocking
+    /// waits would hold up a pooled task); the function returned waits until
+    /// then, at most until `deadline`, and gives what was read (nil: not done).
+    static func readInBackground(_ fd: Int32) -> (DispatchTime) -> [UInt8]? {
+        let read = Mutex<[UInt8]>([])
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let bytes = Self.readAll(fd)
+            read.withLock { $0 = bytes }
+            done.signal()
+        }
+        return { deadline in done.wait(timeout: deadline) == .success ? read.withLock { $0 } : nil }
+    }
+
     /// Everything readable until the writer closes (end of file).
     static func readAll(_ fd: Int32) -> [UInt8] {
         var all: [UInt8] = []
@@ -61,18 +75,11 @@ struct OutputTests {
         let full = Output(descriptor: writeEnd)
         full.lines(["first"])
         #expect(full.writerStarted)
-        let taken = Mutex<[UInt8]>([])
-        let readerDone = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            let bytes = Self.readAll(readEnd)
-            taken.withLock { $0 = bytes }
-            readerDone.signal()
-        }
+        let reader = Self.readInBackground(readEnd)
         full.lines(["second"])
         full.finish()
         close(writeEnd)
-        readerDone.wait()
-        let text = taken.withLock { String(decoding: $0.filter { $0 != 0x2e }, as: UTF8.self) }
+        let text = String(decoding: (reader(.distantFuture) ?? []).filter { $0 != 0x2e }, as: UTF8.self)
         #expect(text == "first\nsecond\n")
         close(readEnd)
     }
@@ -94,19 +101,14 @@ struct OutputTests {
         #expect(monotonicNow() - started < 5, "the caller waited for the reader")
         // The reader comes back and takes everything; a line after that brings the count first.
         // On a thread of its own: the waits below block theirs (a pooled task could wait behind them).
-        let read = Mutex<[UInt8]>([])
-        let readerDone = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            let bytes = Self.readAll(readEnd)
-            read.withLock { $0 = bytes }
-            readerDone.signal()
-        }
+        let reader = Self.readInBackground(readEnd)
         #expect(out.waitUntilUnwritten(atMost: Output.maximumUnwrittenBytes / 2))
         out.lines(["after"])
         out.finish()
         close(writeEnd)
-        #expect(readerDone.wait(timeout: .now() + 30) == .success, "the reader did not reach the end")
-        let text = String(decoding: read.withLock { $0 }, as: UTF8.self).drop(while: { $0 == "." })
+        let bytes = reader(.now() + 30)
+        #expect(bytes != nil, "the reader did not reach the end")
+        let text = String(decoding: bytes ?? [], as: UTF8.self).drop(while: { $0 == "." })
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.count == count + 3)
         #expect(lines.prefix(count).allSatisfy { $0 == line })
