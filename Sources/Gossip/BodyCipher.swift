@@ -48,23 +48,4 @@ public struct CarriedEnvelope: Sendable, Equatable {
         self.hops = hops
         self.envelope = envelope
     }
-
-    /// hops (1 byte) ‖ envelope length (u32) ‖ envelope.
-    public var encoded: [UInt8] {
-        var w = ByteWriter(capacity: 5 + envelope.encoded.count)
-        w.u8(hops)
-        w.u32(UInt32(envelope.encoded.count))
-        w.raw(envelope.encoded)
-        return w.bytes
-    }
-
-    public static func decode(_ bytes: [UInt8]) throws(EnvelopeError) -> CarriedEnvelope {
-        var r = ByteReader(bytes)
-        let hops = try r.u8("hops")
-        let length = Int(try r.u32("envelope length"))
-        guard length <= Envelope.maximumSize else { throw .tooLarge(size: length, limit: Envelope.maximumSize) }
-        let inner = Array(try r.take(length, "envelope"))
-        guard r.remaining == 0 else { throw .trailingBytes(count: r.remaining) }
-        return CarriedEnvelope(hops: hops, envelope: try Envelope.decode(inner))
-    }
 }

@@ -162,10 +162,13 @@ struct EnvelopeTests {
         let e = try Author().envelope()
         var carried = CarriedEnvelope(hops: 0, envelope: e)
         carried.hops = 5
-        let decoded = try CarriedEnvelope.decode(carried.encoded)
-        #expect(decoded.hops == 5)
-        #expect(decoded.envelope.id == e.id)
-        #expect(throws: EnvelopeError.trailingBytes(count: 2)) { try CarriedEnvelope.decode(carried.encoded + [0, 0]) }
+        // In an envelopes message (PROTOCOL §4, §11): hops 1 ‖ length varint ‖ envelope.
+        let bytes = GossipMessage.envelopes([carried]).encoded
+        #expect(Array(bytes.prefix(3)) == [0x03, 0x01, 0x05])
+        guard case let .envelopes(batch) = try GossipMessage.decode(bytes) else { Issue.record("not an envelopes message"); return }
+        #expect(batch.first?.hops == 5)
+        #expect(batch.first?.envelope.id == e.id)
+        #expect(throws: EnvelopeError.self) { try GossipMessage.decode(bytes + [0, 0]) }
     }
 
     @Test("room names: normalised, limited, no control or invisible characters")
