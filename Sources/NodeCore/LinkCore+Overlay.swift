@@ -36,6 +36,7 @@ extension LinkCore {
     /// A link carries `remote` now.
     mutating func overlayUp(_ id: LinkID, remote: PublicKey, now: Double, into out: inout [Effect]) {
         guard let link = links[id], link.version.speaksOverlay else { return }
+        if let host = Self.host(of: link.address) { overlay.membership.hosts[remote] = host }
         if !overlay.configuration.bounded {
             // Unbounded, we keep every link we dial: say so, or a bounded peer
             // would close it after `claimGrace` and we would dial again.
@@ -101,6 +102,8 @@ extension LinkCore {
         count(.overlayReceived)
         // Where the sender listens: this link's host and the port it names.
         let host = links[id].flatMap { Self.host(of: $0.address) }
+        // Where it is, for the membership's choice of whom to drop (`Membership.hosts`).
+        if let host { overlay.membership.hosts[remote] = host }
         func learn(_ port: UInt16) {
             if let host, let entry = OverlayPeer(identity: remote, host: host, port: port) { overlay.learn(entry, fromDiscovery: false) }
         }
@@ -113,6 +116,7 @@ extension LinkCore {
         case let .forwardJoin(peer, ttl):
             guard peer.identity != me else { break }
             overlay.learn(peer, fromDiscovery: false)
+            if overlay.membership.hosts[peer.identity] == nil { overlay.membership.hosts[peer.identity] = peer.host }
             membership(.received(.forwardJoin(peer.identity, ttl: ttl), from: remote), via: id, now: now, into: &out)
         case let .neighbor(urgent, port):
             learn(port)

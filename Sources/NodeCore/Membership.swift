@@ -78,6 +78,11 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
     public private(set) var passive: Set<Peer> = []
     /// Neighbour requests in flight, and when each was sent.
     public private(set) var requested: [Peer: Double] = [:]
+    /// Where each peer is: the host its link comes from, or the address it
+    /// was named with (set by the caller before a message about it; the
+    /// node uses the IPv4 host, the simulator none). Kept for neighbours and
+    /// peers asked; a peer without one counts as a host of its own.
+    public var hosts: [Peer: String] = [:]
     /// Peers that refused a request: not asked again until `requestTimeout` passed.
     private var refusedAt: [Peer: Double] = [:]
     /// Shuffle entries refused because a list was too long or named us.
@@ -133,6 +138,7 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
                 passive.remove(peer)
             }
             refusedAt = refusedAt.filter { now - $0.value < configuration.requestTimeout }
+            hosts = hosts.filter { active.contains($0.key) || requested[$0.key] != nil }
             fill(now: now, into: &out)
             if let due = nextShuffle, now < due { break }
             if nextShuffle != nil { shuffle(into: &out) }
@@ -222,7 +228,7 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
 
     private mutating func addActive(_ peer: Peer, into out: inout [Effect]) {
         guard peer != me, !active.contains(peer) else { return }
-        if active.count >= configuration.activeSize, let dropped = pick(from: active) {
+        if active.count >= configuration.activeSize, let dropped = evictionChoice(making: peer) {
             active.remove(dropped)
             out.append(.send(dropped, .disconnect(alive: true)))
             out.append(.unlink(dropped))
@@ -243,6 +249,20 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
             }
             passive.insert(peer)
         }
+    }
+
+    /// The neighbour a full active view drops for `newcomer`: at random
+    /// among those whose host holds the most places, the newcomer counted.
+    /// Identities behind one address (free to make) so push out each other
+    /// before anyone else; with every host holding one place, any neighbour.
+    private mutating func evictionChoice(making newcomer: Peer) -> Peer? {
+        var places: [String: Int] = [:]
+        for peer in active.union([newcomer]) {
+            if let host = hosts[peer] { places[host, default: 0] += 1 }
+        }
+        func weight(_ peer: Peer) -> Int { hosts[peer].flatMap { places[$0] } ?? 1 }
+        let most = active.map(weight).max() ?? 1
+        return pick(from: active.filter { weight($0) == most })
     }
 
     /// Asks passive peers to link while the active view (with requests in

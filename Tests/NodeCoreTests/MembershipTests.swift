@@ -189,4 +189,39 @@ struct MembershipTests {
         #expect(evicted.count == 1 && node.passive.contains(evicted[0]) && !node.active.contains(evicted[0]))
         #expect(effects.contains(.send(8, .neighborReply(accepted: true))))
     }
+
+    @Test("a full active view drops, for a newcomer, a neighbour of the host holding the most places: 50 joins and urgent requests from one address hold one place, whoever else is there; with every host distinct, any neighbour goes", arguments: [1, 2, 3] as [UInt64])
+    func evictionByHost(seed: UInt64) {
+        var node = Membership<Int>(me: 0, random: SeededRandom(seed: seed))
+        for peer in 1...6 {
+            node.hosts[peer] = "10.0.0.\(peer)"
+            _ = node.handle(.received(.neighbor(urgent: false), from: peer), now: 0)
+        }
+        #expect(node.active == Set(1...6))
+        for attacker in 100..<150 {
+            node.hosts[attacker] = "10.6.6.6"
+            _ = node.handle(.received(attacker % 2 == 0 ? .join : .neighbor(urgent: true), from: attacker), now: 0)
+            #expect(node.active.count == 6)
+            #expect(node.active.count { $0 >= 100 } == 1, "after attacker \(attacker): \(node.active.sorted())")
+        }
+        #expect(node.active.contains(149), "the newest identity of that host holds its place")
+        // Two addresses: two places at most.
+        node.hosts[200] = "10.7.7.7"
+        _ = node.handle(.received(.join, from: 200), now: 0)
+        node.hosts[201] = "10.7.7.7"
+        _ = node.handle(.received(.join, from: 201), now: 0)
+        #expect(node.active.count { $0 >= 100 } == 2 && node.active.contains(201) && node.active.contains(149))
+    }
+
+    @Test("without hosts (the simulator), an eviction picks among all neighbours as before: over many seeds every neighbour is dropped sometimes")
+    func evictionWithoutHosts() {
+        var dropped: Set<Int> = []
+        for seed in 1...60 as ClosedRange<UInt64> {
+            var node = Membership<Int>(me: 0, random: SeededRandom(seed: seed))
+            for peer in 1...6 { _ = node.handle(.received(.neighbor(urgent: false), from: peer), now: 0) }
+            _ = node.handle(.received(.join, from: 7), now: 0)
+            dropped.formUnion(Set(1...6).subtracting(node.active))
+        }
+        #expect(dropped == Set(1...6))
+    }
 }

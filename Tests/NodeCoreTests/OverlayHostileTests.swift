@@ -85,4 +85,30 @@ struct OverlayHostileTests {
         // The real neighbour stays.
         #expect(wire.sides[0].core.table.carries(wire.key(1)))
     }
+
+    @Test("identities behind one address that join a full node one after another push out each other, not its neighbours: after 8 such joins and a minute of healing, the node holds one of them and 5 of its 6 neighbours")
+    func joinsFromOneAddress() throws {
+        var wire = try Wire(15, seed: 11)
+        // Sides 1…6, each at its own host, join through side 0, which is then full.
+        for side in 1...6 {
+            wire.queue.append((side, .found(wire.key(0), host: Wire.host(0), port: 7733, listening: true)))
+            wire.run()
+            wire.tick()
+        }
+        wire.tick(by: 5)
+        let honest = Set((1...6).map { wire.key($0) })
+        #expect(wire.sides[0].core.overlay.membership.active == honest)
+        // Sides 7…14 are one machine's identities: their links all come from 10.6.6.6.
+        for side in 7...14 {
+            wire.sourceHost[side] = "10.6.6.6"
+            wire.queue.append((side, .found(wire.key(0), host: Wire.host(0), port: 7733, listening: true)))
+            wire.run()
+            wire.tick()
+        }
+        for _ in 0..<60 { wire.tick() }
+        let active = wire.sides[0].core.overlay.membership.active
+        #expect(active.count == 6)
+        #expect(active.subtracting(honest).count <= 1, "\(active.subtracting(honest).count) of one address's identities hold places")
+        #expect(active.intersection(honest).count >= 5)
+    }
 }

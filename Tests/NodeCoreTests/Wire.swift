@@ -35,6 +35,9 @@ struct Wire {
     var keepsEffects = true
     /// Sides that are gone (killed): dials to them fail, nothing reaches them.
     var down: Set<Int> = []
+    /// The host a side's connections come from, where not its own
+    /// (`Wire.host`): several identities behind one address.
+    var sourceHost: [Int: String] = [:]
 
     init(_ count: Int, networks: [NetworkKey]? = nil, seed: UInt64 = 7, overlay: Overlay.Configuration = Overlay.Configuration()) throws {
         let shared = NetworkKey.generate()
@@ -131,7 +134,7 @@ struct Wire {
                                                   now: now, expectedRemote: expected, nick: "side\(side)"),
                   let accepting = try? LinkSession(initiator: false, identity: sides[target].identity, networkKey: sides[target].network,
                                                    now: now, nick: "side\(target)") else { return }
-            queue.append((target, .opened(there, dialer: nil, session: accepting, version: .newest, address: "\(Wire.host(side)):40000")))
+            queue.append((target, .opened(there, dialer: nil, session: accepting, version: .newest, address: "\(sourceHost[side] ?? Wire.host(side)):40000")))
             queue.append((side, .opened(here, dialer: d, session: dialling, version: .newest, address: host)))
         case let .up(id, remote, announce, nick):
             sides[side].ups.append((id, remote, announce, nick))
