@@ -25,6 +25,7 @@ extension LinkCore {
         guard let entry = OverlayPeer(identity: peer, host: host, port: port) else { return }
         overlay.learn(entry, fromDiscovery: true)
         overlay.discovered[peer] = now
+        note(peer, at: host)
         membership(.known(peer), now: now, into: &out)
     }
 
@@ -36,7 +37,7 @@ extension LinkCore {
     /// A link carries `remote` now.
     mutating func overlayUp(_ id: LinkID, remote: PublicKey, now: Double, into out: inout [Effect]) {
         guard let link = links[id], link.version.speaksOverlay else { return }
-        if let host = Self.host(of: link.address) { overlay.membership.hosts[remote] = host }
+        if let host = Self.host(of: link.address) { note(remote, at: host, linked: true) }
         if !overlay.configuration.bounded {
             // Unbounded, we keep every link we dial: say so, or a bounded peer
             // would close it after `claimGrace` and we would dial again.
@@ -102,8 +103,7 @@ extension LinkCore {
         count(.overlayReceived)
         // Where the sender listens: this link's host and the port it names.
         let host = links[id].flatMap { Self.host(of: $0.address) }
-        // Where it is, for the membership's choice of whom to drop (`Membership.hosts`).
-        if let host { overlay.membership.hosts[remote] = host }
+        if let host { note(remote, at: host, linked: true) }
         func learn(_ port: UInt16) {
             if let host, let entry = OverlayPeer(identity: remote, host: host, port: port) { overlay.learn(entry, fromDiscovery: false) }
         }
@@ -116,7 +116,7 @@ extension LinkCore {
         case let .forwardJoin(peer, ttl):
             guard peer.identity != me else { break }
             overlay.learn(peer, fromDiscovery: false)
-            if overlay.membership.hosts[peer.identity] == nil { overlay.membership.hosts[peer.identity] = peer.host }
+            note(peer.identity, at: peer.host)
             membership(.received(.forwardJoin(peer.identity, ttl: ttl), from: remote), via: id, now: now, into: &out)
         case let .neighbor(urgent, port):
             learn(port)
@@ -128,11 +128,17 @@ extension LinkCore {
         case let .disconnect(alive):
             membership(.received(.disconnect(alive: alive), from: remote), via: id, now: now, into: &out)
         case let .shuffle(peers):
-            for peer in peers { overlay.learn(peer, fromDiscovery: false) }
+            for peer in peers {
+                overlay.learn(peer, fromDiscovery: false)
+                note(peer.identity, at: peer.host)
+            }
             let ids = peers.map(\.identity)
             membership(.received(.shuffle(origin: remote, ttl: 1, peers: ids), from: remote), via: id, now: now, into: &out)
         case let .shuffleReply(peers):
-            for peer in peers { overlay.learn(peer, fromDiscovery: false) }
+            for peer in peers {
+                overlay.learn(peer, fromDiscovery: false)
+                note(peer.identity, at: peer.host)
+            }
             membership(.received(.shuffleReply(peers: peers.map(\.identity)), from: remote), via: id, now: now, into: &out)
         case let .keep(port):
             learn(port)
@@ -172,6 +178,14 @@ extension LinkCore {
             overlay.forgetUnused()
             overlay.forgetOldJoins(now: now)
         }
+    }
+
+    /// Where `peer` is, for the membership's choices of whom to drop and whom
+    /// to ask (`Membership.hosts`): the host its link comes from wins over an
+    /// address it was named with.
+    private mutating func note(_ peer: PublicKey, at host: String, linked: Bool = false) {
+        guard linked || overlay.membership.hosts[peer] == nil else { return }
+        overlay.membership.hosts[peer] = host
     }
 
     // MARK: the membership's decisions

@@ -80,8 +80,9 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
     public private(set) var requested: [Peer: Double] = [:]
     /// Where each peer is: the host its link comes from, or the address it
     /// was named with (set by the caller before a message about it; the
-    /// node uses the IPv4 host, the simulator none). Kept for neighbours and
-    /// peers asked; a peer without one counts as a host of its own.
+    /// node uses the IPv4 host, the simulator none). Kept for peers in
+    /// either view and peers asked; a peer without one counts as a host of
+    /// its own.
     public var hosts: [Peer: String] = [:]
     /// Peers that refused a request: not asked again until `requestTimeout` passed.
     private var refusedAt: [Peer: Double] = [:]
@@ -138,7 +139,7 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
                 passive.remove(peer)
             }
             refusedAt = refusedAt.filter { now - $0.value < configuration.requestTimeout }
-            hosts = hosts.filter { active.contains($0.key) || requested[$0.key] != nil }
+            hosts = hosts.filter { active.contains($0.key) || requested[$0.key] != nil || passive.contains($0.key) }
             fill(now: now, into: &out)
             if let due = nextShuffle, now < due { break }
             if nextShuffle != nil { shuffle(into: &out) }
@@ -251,6 +252,19 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
         }
     }
 
+    /// The peers of `candidates` whose hosts hold the fewest places among
+    /// neighbours and peers asked (a peer with no host known: none).
+    private func leastHeld(_ candidates: Set<Peer>) -> Set<Peer> {
+        var places: [String: Int] = [:]
+        for peer in active.union(requested.keys) {
+            if let host = hosts[peer] { places[host, default: 0] += 1 }
+        }
+        guard !places.isEmpty else { return candidates }
+        func weight(_ peer: Peer) -> Int { hosts[peer].flatMap { places[$0] } ?? 0 }
+        let fewest = candidates.map(weight).min() ?? 0
+        return candidates.filter { weight($0) == fewest }
+    }
+
     /// The neighbour a full active view drops for `newcomer`: at random
     /// among those whose host holds the most places, the newcomer counted.
     /// Identities behind one address (free to make) so push out each other
@@ -267,9 +281,13 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
 
     /// Asks passive peers to link while the active view (with requests in
     /// flight) is below its size.
+    /// Of the hosts known, the reserve peers of hosts holding the fewest
+    /// places (neighbours and peers asked) go first: a reserve filled with
+    /// one machine's identities (shuffles are free to send) yields one of
+    /// them, then peers elsewhere.
     private mutating func fill(now: Double, into out: inout [Effect]) {
         while active.count + requested.count < configuration.activeSize,
-              let peer = pick(from: passive.filter { requested[$0] == nil && refusedAt[$0] == nil }) {
+              let peer = pick(from: leastHeld(passive.filter { requested[$0] == nil && refusedAt[$0] == nil })) {
             requested[peer] = now
             out.append(.send(peer, .neighbor(urgent: active.isEmpty)))
         }

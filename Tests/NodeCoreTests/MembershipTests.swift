@@ -224,4 +224,27 @@ struct MembershipTests {
         }
         #expect(dropped == Set(1...6))
     }
+
+    @Test("healing asks reserve peers of hosts holding the fewest places first: a reserve of 30 identities at one address and 4 elsewhere gives at most one of the 30 a place", arguments: [1, 2, 3, 4] as [UInt64])
+    func fillByHost(seed: UInt64) {
+        var node = Membership<Int>(me: 0, random: SeededRandom(seed: seed))
+        for peer in 1...2 {
+            node.hosts[peer] = "10.0.0.\(peer)"
+            _ = node.handle(.received(.neighbor(urgent: false), from: peer), now: 0)
+        }
+        // A shuffle's worth at a time, as a neighbour would send them.
+        let crowd = Array(100..<130), others = Array(3...6)
+        for start in stride(from: 0, to: crowd.count, by: 6) {
+            let batch = Array(crowd[start..<min(start + 6, crowd.count)])
+            for peer in batch { node.hosts[peer] = "10.6.6.6" }
+            _ = node.handle(.received(.shuffleReply(peers: batch), from: 1), now: 0)
+        }
+        for peer in others { node.hosts[peer] = "10.0.0.\(peer)" }
+        _ = node.handle(.received(.shuffleReply(peers: others), from: 2), now: 0)
+        _ = node.handle(.tick, now: 1)
+        let asked = Set(node.requested.keys)
+        #expect(asked.count == 4)
+        #expect(asked.count { $0 >= 100 } <= 1, "\(asked.sorted())")
+    }
 }
+
