@@ -9,7 +9,8 @@ import Testing
 @Suite("A peer written from docs/PROTOCOL.md alone")
 struct OutsidePeerTests {
     @Test("""
-        it links both ways (dialling, and dialled for --peer with keep), pushes a text, an edit, a tombstone and a typing \
+        it links both ways (dialling, and dialled for --peer with keep), reads the node's discovery datagrams, has a query \
+        answered and its own announcement dialled, sees 6 kinds of bad datagram dropped by their reasons, pushes a text, an edit, a tombstone and a typing \
         notice that the node shows, reads the node's posts pushed and by request with every signature, id, chain link \
         and body checked, sees nothing too new on a version-4 link, is refused with the close code the document names \
         for 20 kinds of bad message, and meets the hop, forged-envelope, membership-rate, join and reserve limits at \

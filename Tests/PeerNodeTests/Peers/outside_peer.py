@@ -7,7 +7,12 @@ and `noiseprotocol`, envelopes (§4, §5) are built with hashlib,
 hand. Where this file and the node disagree, the document is what is wrong
 or unclear, and is fixed.
 
-It starts `peernode --json` itself (alice), then:
+It starts `peernode --json` itself (alice, with `--peer` to our listener
+and discovery on a loopback group of its own), then:
+  dialled: the node dials us for --peer: the versions it offers, `keep`;
+  discovery: reads the node's announcements (§12), has a query answered,
+           announces a listener that the node then dials, and sends
+           datagrams each check must drop, reading the counts;
   chat:    links with a nick claim, joins the overlay, pushes a text, an
            edit, a tombstone and a typing notice, and reads alice's post as
            a push and again by `request`, checking every signature, id,
@@ -29,6 +34,8 @@ import ctypes.util
 import hashlib
 import json
 import os
+import random
+import socket
 import struct
 import sys
 import tempfile
@@ -397,7 +404,7 @@ class Node:
 
     async def start(self, *extra):
         self.process = await asyncio.create_subprocess_exec(
-            PEERNODE, "--data-dir", self.dir, "--json", "--listen", "127.0.0.1:0", "--no-discovery", "--nick", "alice", *extra,
+            PEERNODE, "--data-dir", self.dir, "--json", "--listen", "127.0.0.1:0", "--nick", "alice", *extra,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
         self.reader = asyncio.create_task(self.read())
         ready = await self.wait(lambda e: e["type"] == "ready", 60)
@@ -668,13 +675,124 @@ async def dialled(node, listener):
     check("peer_up names the listener by its claimed nick", up is not None and up.get("nick") == "listener", up)
 
 
+# ---- §12 discovery ---------------------------------------------------------
+
+DISCOVERY_KEY = derive(b"peernode/1 discovery", b"")
+GROUP = ("239.255.73.73", random.randint(20000, 60000))
+
+
+def datagram(kind, who, port, timestamp=None):
+    """A discovery datagram (§12): always 152 bytes."""
+    timestamp = timestamp if timestamp is not None else int(time.time() * 1000)
+    fields = bytes([kind]) + who.public + struct.pack(">H", port) + struct.pack(">Q", timestamp)
+    body = fields + who.sign(b"peernode/1 announcement\x00", b"PNDA\x01" + fields)
+    nonce = os.urandom(24)
+    return b"PNDA\x01" + nonce + xchacha_seal(DISCOVERY_KEY, nonce, body, b"PNDA\x01")
+
+
+def read_datagram(data):
+    """(type, node id, port, timestamp) of a datagram that opens and verifies; None otherwise."""
+    if len(data) != 152 or data[:5] != b"PNDA\x01":
+        return None
+    body = xchacha_open(DISCOVERY_KEY, data[5:29], data[29:], b"PNDA\x01")
+    if body is None or len(body) != 107:
+        return None
+    kind, node, (port, timestamp), signature = body[0], body[1:33], struct.unpack(">HQ", body[33:43]), body[43:]
+    Ed25519PublicKey.from_public_bytes(node).verify(signature, b"peernode/1 announcement\x00PNDA\x01" + body[:43])
+    return kind, node, port, timestamp
+
+
+class Multicast:
+    """The group on loopback: a socket that hears it and one that sends to it."""
+
+    def __init__(self):
+        self.hear = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
+        self.hear.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.hear.bind(("", GROUP[1]))
+        membership = socket.inet_aton(GROUP[0]) + socket.inet_aton("127.0.0.1")
+        self.hear.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, membership)
+        self.hear.setblocking(False)
+        self.say = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
+        self.say.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
+        self.say.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
+        self.say.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
+
+    def send(self, data):
+        self.say.sendto(data, GROUP)
+
+    async def heard(self, want, timeout=10):
+        """The first datagram for which want(read_datagram(d)) holds."""
+        loop = asyncio.get_running_loop()
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                data = await asyncio.wait_for(loop.sock_recv(self.hear, 1024), left)
+            except (asyncio.TimeoutError, TimeoutError):
+                return None
+            try:
+                read = read_datagram(data)
+            except Exception:
+                read = None
+            if read and want(read):
+                return read
+        return None
+
+
+async def discovery(node, group):
+    announced = await group.heard(lambda d: d[0] == 1 and d[1] == node.id)
+    check("the node announces itself: 152 bytes that open with the discovery key, its id and port, signed",
+          announced is not None and announced[2] == node.port, announced)
+    asker = Identity()
+    start = time.monotonic()
+    group.send(datagram(2, asker, 0))
+    answer = await group.heard(lambda d: d[0] == 1 and d[1] == node.id, timeout=3)
+    check("a query is answered by an announcement (within 2 s: 0-100 ms, and a busy machine)",
+          answer is not None and time.monotonic() - start < 2.0,
+          time.monotonic() - start)
+    found = Dialled()
+    await found.start()
+    group.send(datagram(1, found.who, found.port))
+    link = await asyncio.wait_for(found.links.get(), 15)
+    check("a peer announced by datagram is dialled at its address and port, as the identity announced",
+          link.remote == node.id, link.remote.hex())
+    ask = await link.until(lambda m: m if m[:2] in (b"\x08\x01", b"\x08\x03") else None)
+    check("and asked into the overlay (join or neighbor)", ask is not None, ask)
+    await link.close()
+
+    before = await node.stats()
+    good = datagram(1, Identity(), 9)
+    tampered = good[:-1] + bytes([good[-1] ^ 1])
+    stale = datagram(1, Identity(), 9, timestamp=int(time.time() * 1000) - 60_000)
+    later = Identity()
+    replay = datagram(1, later, 9)
+    wrong_length = datagram(1, Identity(), 9) + b"\x00"
+    for d in (tampered, stale, replay, replay, wrong_length, b"PNDA\x01" + bytes(508), b"NOPE\x01" + bytes(147)):
+        group.send(d)
+    await asyncio.sleep(1)
+    after = await node.stats()
+
+    def dropped(reason):
+        name = "discovery_drop_" + reason
+        return counter(after, name) - counter(before, name)
+    check("a changed byte: foreign_network", dropped("foreign_network") == 1, dropped("foreign_network"))
+    check("60 s old: stale", dropped("stale") == 1, dropped("stale"))
+    check("the same datagram twice: replayed once", dropped("replayed") == 1, dropped("replayed"))
+    check("153 bytes: malformed or truncated", dropped("malformed") + dropped("truncated") == 1,
+          (dropped("malformed"), dropped("truncated")))
+    check("513 bytes: oversized", dropped("oversized") == 1, dropped("oversized"))
+    check("another magic: not_peernode", dropped("not_peernode") == 1, dropped("not_peernode"))
+
+
 async def main():
     listener = Dialled()
     await listener.start()
+    group = Multicast()
     node = Node()
-    await node.start("--peer", f"ws://127.0.0.1:{listener.port}")
+    await node.start("--peer", f"ws://127.0.0.1:{listener.port}", "--multicast", f"{GROUP[0]}:{GROUP[1]}",
+                     "--multicast-if", "127.0.0.1")
     try:
         await dialled(node, listener)
+        await discovery(node, group)
         me, link = await chat(node)
         await older(node)
         await hostile(node)
