@@ -16,7 +16,8 @@ and discovery on a loopback group of its own), then:
   chat:    links with a nick claim, joins the overlay, pushes a text, an
            edit, a tombstone and a typing notice, and reads alice's post as
            a push and again by `request`, checking every signature, id,
-           chain link and body;
+           chain link and body; reads alice's receipt for our text (§13)
+           and sends one for her post;
   hostile: on links of fresh identities, every malformed or over-limit
            message the document says is refused, and checks the close code;
            then the limits that drop instead of close (hop count,
@@ -498,6 +499,33 @@ async def chat(node):
     check("a request brings the node's whole chain, in order, each `previous` the id before it",
           sequences == list(range(1, len(chain) + 1)) and linked_up
           and open_body(chain[-1]["body"], node.id) == (1, b"hi outsider"), sequences)
+
+    # §13: the node's receipt for our text, and ours for its post.
+    def receipts(batch):
+        out = []
+        for _, e in batch or []:
+            opened = open_body(e["body"], node.id)
+            if opened and opened[0] == 6 and len(opened[1]) >= 2 and len(opened[1]) == 2 + 40 * opened[1][1]:
+                body = opened[1]
+                out.append((body[0], [(body[2 + 40 * i:34 + 40 * i], struct.unpack(">Q", body[34 + 40 * i:42 + 40 * i])[0])
+                                      for i in range(body[1])]))
+        return out
+    found = []
+    for _ in range(10):
+        await link.send(request_message([(node.id, 1, 1000)]))
+        got = await link.until(batch_of(node.id))
+        found = receipts(got)
+        if any(state == 1 and (me.public, 1) in marks for state, marks in found):
+            break
+        await asyncio.sleep(0.5)
+    check("the node's delivered receipt (kind 6) names our sequence 1", any(state == 1 and (me.public, 1) in marks
+                                                                            for state, marks in found), found)
+    hi = chain[-1]
+    receipt, _ = make_envelope(me, 6, bytes([1, 1]) + node.id + struct.pack(">Q", hi["sequence"]))
+    await link.send(envelopes_message([receipt]))
+    told = await node.wait(lambda e: e["type"] == "receipt" and e.get("id") == hi["id"].hex() and e.get("by") == me.public.hex()
+                           and e.get("state") == "delivered", since=mark)
+    check("our receipt for the node's post becomes its receipt event", told is not None, "no receipt event")
 
     reference = me.public + struct.pack(">Q", 1) + text_id
     edit, _ = make_envelope(me, 9, reference + b"hello, edited")
