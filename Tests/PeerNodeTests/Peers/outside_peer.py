@@ -18,6 +18,8 @@ and discovery on a loopback group of its own), then:
            a push and again by `request`, checking every signature, id,
            chain link and body; reads alice's receipt for our text (§13)
            and sends one for her post;
+  handshakes: another network key, nick claims too long or with the
+           separator dot, the unknown-author cap (§10, §11);
   hostile: on links of fresh identities, every malformed or over-limit
            message the document says is refused, and checks the close code;
            then the limits that drop instead of close (hop count,
@@ -277,8 +279,8 @@ class Link:
 
     CHUNK = 65518
 
-    def __init__(self, who, nick=b"outsider"):
-        self.who, self.nick = who, nick
+    def __init__(self, who, nick=b"outsider", network=NETWORK_KEY):
+        self.who, self.nick, self.network = who, nick, network
 
     async def open(self, port, versions=(6, 5, 4, 3, 2, 1)):
         """Dials the node and shakes hands as the initiator."""
@@ -292,7 +294,7 @@ class Link:
         self.ws = ws
         self.version = int(ws.subprotocol.split(".")[1])
         noise = NoiseConnection.from_name(b"Noise_XXpsk0_25519_ChaChaPoly_BLAKE2b")
-        noise.set_psks(NETWORK_KEY)
+        noise.set_psks(self.network)
         noise.set_prologue(f"peernode/{self.version}".encode())
         noise.set_keypair_from_private_bytes(Keypair.STATIC, self.who.x_secret)
         noise.set_as_initiator() if initiator else noise.set_as_responder()
@@ -578,6 +580,40 @@ async def refused(node, name, message, code=1008, raw=None, text=None):
     check(f"refused, link closed {code}: {name}", closed == code, f"closed {closed} {reason!r}")
 
 
+async def handshakes(node):
+    """§10: what ends a link during or right after its handshake."""
+    before = await node.stats()
+    other = blake2b256(b"peernode/1 network-key\x00other")
+    try:
+        link = await Link(Identity(), network=other).open(node.port)
+        refused_early = False
+    except Exception:
+        refused_early = True
+    check("another network key: the handshake fails at message 1", refused_early, "it went on")
+    link = await Link(Identity(), nick=b"x" * 33).open(node.port)
+    closed, reason = await link.close_code()
+    check("a nick claim of 33 bytes ends the link (1008)", closed == 1008, f"{closed} {reason!r}")
+    after = await node.stats()
+    for name in ("wrong_network_key", "malformed_handshake"):
+        check(f"counted {name}", counter(after, name) - counter(before, name) == 1, counter(after, name) - counter(before, name))
+    odd = Identity()
+    link = await Link(odd, nick="bob·k3fq".encode()).open(node.port)
+    up = await node.wait(lambda e: e["type"] == "peer_up" and e["id"] == odd.public.hex())
+    check("a nick claim with the separator dot is ignored, the link kept", up is not None and up.get("nick") != "bob·k3fq", up)
+    await link.close()
+
+    # The unknown-author cap: 4 096 entries taken, one more ignored and counted.
+    link = await Link(Identity(), nick=None).open(node.port)
+    before = counter(await node.stats(), "clock_entries_ignored")
+    made_up = sorted(os.urandom(32) for _ in range(4096))
+    await link.send(b"\x01" + entries([(a, 1) for a in made_up]))
+    await link.send(b"\x02" + entries([(os.urandom(32), 1)]))
+    await asyncio.sleep(0.5)
+    ignored = counter(await node.stats(), "clock_entries_ignored") - before
+    check("4 096 unknown authors declared on a link are taken, the 4 097th ignored (clock_entries_ignored)", ignored == 1, ignored)
+    await link.close()
+
+
 async def hostile(node):
     a, b = os.urandom(32), os.urandom(32)
     low, high = min(a, b), max(a, b)
@@ -823,6 +859,7 @@ async def main():
         await discovery(node, group)
         me, link = await chat(node)
         await older(node)
+        await handshakes(node)
         await hostile(node)
         node.send("still here")
         still = await link.until(lambda m: any(open_body(e["body"], node.id) == (1, b"still here")
