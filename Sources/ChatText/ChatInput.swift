@@ -9,6 +9,9 @@ public enum ChatInput: Equatable, Sendable {
     case join(String)
     /// `/msg NICK-OR-ID TEXT`: a direct message.
     case direct(to: String, text: String)
+    /// `/query WHO`: open the direct conversation with WHO in place of the
+    /// room (plain lines go there); `/query` alone closes it.
+    case query(String?)
     /// `/block WHO` and `/unblock WHO`.
     case block(String, Bool)
     case history(Int)
@@ -94,7 +97,7 @@ public enum ChatInput: Equatable, Sendable {
         (["op", "deop"], "/op WHO", "make WHO an admin of this private room (the owner only); /deop WHO makes them a member again"),
         (["leave"], "/leave", "leave this private room for good: the others get a new key (/part only stops showing it)"),
         (["join", "j"], "/join #room", "switch to a room (created on first use); /j for short"),
-        (["part"], "/part", "leave the current room (back to #general)"),
+        (["part"], "/part", "leave the current room (back to #general); in a /query, close it"),
         (["private"], "/private #room", "make a private room: only those you /invite can read it"),
         (["invite"], "/invite WHO #room", "let WHO into one of your private rooms (sent as a direct message)"),
         (["invites"], "/invites", "invites to private rooms waiting for your answer"),
@@ -102,6 +105,7 @@ public enum ChatInput: Equatable, Sendable {
         (["rooms"], "/rooms", "your rooms, most recent first, with unread counts and the last message"),
         (["switch"], "/switch ROOM|N", "go to a room by name or by its number in /rooms (also /1../9 and Alt-1..9)"),
         (["msg", "m"], "/msg WHO TEXT", "a direct message; WHO is a nick, nick·fp or a 64-hex id; /m for short"),
+        (["query", "q"], "/query [WHO]", "open your direct conversation with WHO in place of the room: lines go to WHO, /history, /edit, /reply… act on it; /query or /part closes it"),
         (["me"], "/me TEXT", "an action: * alice waves"),
         (["nick"], "/nick NAME", "change the nick shown next to your fingerprint"),
         (["who"], "/who", "who has posted in this room, and who of them is linked now"),
@@ -151,6 +155,9 @@ public enum ChatInput: Equatable, Sendable {
                 return .error("/msg needs a recipient and text: /msg alice hello")
             }
             return .direct(to: parts[0], text: parts[1])
+        case "query", "q":
+            guard !argument.contains(" ") else { return .error("/query takes one person: /query alice (or nothing, to close it)") }
+            return .query(argument.isEmpty ? nil : argument)
         case "private":
             return argument.isEmpty || argument.contains(" ") ? .error("/private needs a room name: /private #team") : .createPrivate(argument)
         case "invite":

@@ -1,14 +1,41 @@
 import ChatText
+import Crypto
 import Gossip
 import NetworkText
 import Store
 
-/// The room the person has open, and the commands that read or change
-/// only the local store: lines a person reads (`NodeEvent.chatLines`).
-/// Failures are thrown (`NodeError` and the store's own).
+/// The room the person has open (or a direct conversation, `/query`), and
+/// the commands that read or change only the local store: lines a person
+/// reads (`NodeEvent.chatLines`). Failures are thrown (`NodeError` and the
+/// store's own).
 final class ChatSession {
     let node: Node
     private(set) var room: RoomName
+    /// The direct conversation open in place of the room (`/query WHO`):
+    /// plain lines go there, and `/history`, `/edit`, `/reply`… act on it.
+    /// The room stays what it was, and is open again once this is closed.
+    private(set) var conversationPeer: PublicKey?
+
+    /// Where the numbered commands act: the open conversation's room, else
+    /// the open room; with how a refusal names it.
+    struct Place {
+        let room: RoomID
+        let name: String
+    }
+
+    func openPlace() throws -> Place {
+        guard let peer = conversationPeer else { return Place(room: node.roomID(room), name: room.value) }
+        guard let c = node.conversation(with: peer) else { throw NodeError.notSealable(peer) }
+        return Place(room: c.room, name: "your conversation with " + plainLabel(peer))
+    }
+
+    /// The open room's id, or the open conversation's.
+    var openRoomID: RoomID { (try? openPlace().room) ?? node.roomID(room) }
+
+    /// `nick·fp` without colour (the prompt's width is counted without it); inert.
+    func plainLabel(_ key: PublicKey) -> String {
+        (node.people.nick(key).map { "\($0)·" } ?? "") + node.people.account(key).shortFingerprint
+    }
 
     init(node: Node, room: RoomName) throws {
         self.node = node
@@ -19,8 +46,12 @@ final class ChatSession {
     /// Why `room` may be mistaken for another known room (or mixes scripts), if it may.
     func lookAlikeWarning(_ room: RoomName) -> String? { Confusables.roomWarning(room.value, known: node.knownRooms) }
 
-    /// The room as the prompt shows it: inert, with ⚠ when it looks like another.
-    var roomLabel: String { TerminalText.sanitize(room.value) + (lookAlikeWarning(room) == nil ? "" : "⚠") }
+    /// The room as the prompt shows it: inert, with ⚠ when it looks like
+    /// another; an open conversation as `@nick·fp`.
+    var roomLabel: String {
+        if let peer = conversationPeer { return "@" + plainLabel(peer) }
+        return TerminalText.sanitize(room.value) + (lookAlikeWarning(room) == nil ? "" : "⚠")
+    }
 
     var prompt: String { roomLabel + "> " }
 
@@ -39,10 +70,9 @@ final class ChatSession {
     /// (receipts, edits and reactions are not lines of their own).
     static let historyScanLimit = ChatInput.maximumHistory * 8
 
-    /// The last `count` lines of the open room: its envelopes read back,
-    /// more at a time, until that many show or the room has no more.
-    func history(_ count: Int) throws -> [String] {
-        let id = node.roomID(room)
+    /// The envelopes of room `id` read back, newest last, more at a time,
+    /// until `count` lines show or the room has no more; marked read.
+    private func scan(_ id: RoomID, lines count: Int) throws -> (entries: [StoredEnvelope], opened: [OpenedEnvelope?]) {
         var limit = count
         var entries = try node.store.history(of: id, limit: limit)
         var opened = entries.map { node.open($0.envelope) }
@@ -54,6 +84,14 @@ final class ChatSession {
         }
         for (e, o) in zip(entries, opened) { if let o { node.observe(e.envelope, o) } }
         try node.store.markRead(id)
+        return (entries, opened)
+    }
+
+    /// The last `count` lines of the open room (or conversation).
+    func history(_ count: Int) throws -> [String] {
+        if let peer = conversationPeer { return try conversationHistory(with: peer, count) }
+        let id = node.roomID(room)
+        let (entries, opened) = try scan(id, lines: count)
         let renderer = Renderer(people: node.people)
         let numbers = try node.store.numbers(of: entries, in: id)
         let all = zip(entries, opened).compactMap { e, o -> String? in
@@ -65,6 +103,48 @@ final class ChatSession {
         }
         let lines = Array(all.suffix(count))
         return ["--- \(room.value): \(lines.isEmpty ? "no messages yet" : "last \(lines.count) message\(lines.count == 1 ? "" : "s")") ---"] + lines
+    }
+
+    /// The last `count` lines of the direct conversation with `peer`: both
+    /// of its rooms (envelope versions 2 and 1) merged in delivery order,
+    /// numbered as in the current one (where `/edit N`, `/reply N` look).
+    func conversationHistory(with peer: PublicKey, _ count: Int) throws -> [String] {
+        guard let c = node.conversation(with: peer) else { throw NodeError.notSealable(peer) }
+        let other = node.people.account(peer)
+        let renderer = Renderer(people: node.people)
+        var lines: [(order: (Int64, MessageID), text: String)] = []
+        for id in [c.room, c.roomVersion1] {
+            let (entries, opened) = try scan(id, lines: count)
+            let numbers = id == c.room ? try node.store.numbers(of: entries, in: id) : [:]
+            for (e, o) in zip(entries, opened) where !node.isRevoked(e.envelope) {
+                let order = (e.causalTime, e.envelope.id)
+                // An erased message shows as its tombstone's line.
+                if o?.kind == .tombstone { lines.append((order, renderer.deletedLine(e.envelope, room: nil))) }
+                guard !e.envelope.isPruned, let o, o.isMessage, Self.isLine(o.kind), let (shown, edited) = node.openedNow(e.envelope) else { continue }
+                let to = node.people.account(e.envelope.author) == node.account ? other : node.account
+                lines.append((order, (numbers[e.delivery].map { "(\($0)) " } ?? "")
+                    + renderer.directLine(e.envelope, to: to, text: shown.text, quote: node.quote(of: e.envelope, o))
+                    + (edited ? " (edited)" : "") + Renderer.reactionsSuffix(node.reactions(to: e.envelope))))
+            }
+        }
+        let shown = lines.sorted { $0.order < $1.order }.suffix(count).map(\.text)
+        return ["--- your conversation with \(plainLabel(peer)): \(shown.isEmpty ? "no messages yet" : "last \(shown.count) message\(shown.count == 1 ? "" : "s")") ---"]
+            + shown
+    }
+
+    /// `/query WHO`: the conversation with WHO opens in place of the room
+    /// (its history shown); `/query` alone closes it, back to the room.
+    func query(_ who: String?) throws -> [String] {
+        guard let who else {
+            guard let peer = conversationPeer else { return ["-- no conversation is open: /query WHO opens one"] }
+            conversationPeer = nil
+            return ["-- closed your conversation with \(plainLabel(peer))"] + (try history(ChatInput.defaultHistory))
+        }
+        let peer = try node.resolve(who)
+        guard node.people.account(peer) != node.account else { throw NodeError.conversationWithYourself }
+        guard node.conversation(with: peer) != nil else { throw NodeError.notSealable(peer) }
+        conversationPeer = peer
+        return try conversationHistory(with: peer, ChatInput.defaultHistory)
     }
 
     /// Whether an envelope of `kind` is a line of `/history`: a receipt
@@ -95,6 +175,7 @@ final class ChatSession {
         let target = try RoomName(name)
         let warning = lookAlikeWarning(target)
         room = target
+        conversationPeer = nil
         _ = try node.join(room)
         return (warning.map { ["-- ⚠ " + $0] } ?? []) + (try history(ChatInput.defaultHistory))
     }
@@ -133,11 +214,14 @@ final class ChatSession {
             guard rooms.contains(target) else { throw NodeError.notIn(target) }
         }
         room = target
+        conversationPeer = nil
         return try history(ChatInput.defaultHistory)
     }
 
-    /// `/part`: leaves the open room (not #general) and goes home.
+    /// `/part`: leaves the open room (not #general) and goes home; in a
+    /// `/query`, closes the conversation instead.
     func part() throws -> [String] {
+        if conversationPeer != nil { return try query(nil) }
         let left = room
         try leave(left)
         return ["-- left \(left.value)"] + (try history(ChatInput.defaultHistory))
@@ -158,6 +242,7 @@ final class ChatSession {
         let target = try RoomName(name)
         try node.createPrivateRoom(target)
         room = target
+        conversationPeer = nil
         return ["-- created the private room \(target.value): /invite WHO \(target.value) lets someone in"]
     }
 
@@ -191,7 +276,7 @@ final class ChatSession {
         let renderer = Renderer(people: node.people)
         return ["-- rooms (most recent first):"] + summaries.enumerated().map { index, summary in
             let name = TerminalText.sanitize(summary.name ?? "")
-            let marker = summary.name == room.value ? "*" : " "
+            let marker = summary.name == room.value && conversationPeer == nil ? "*" : " "
             let named = mentioned(summary.name ?? "")
             let unread = summary.unread > 0 ? " (\(summary.unread) unread\(named ? ", names you" : ""))" : (named ? " (names you)" : "")
             var preview = ""

@@ -68,7 +68,7 @@ extension NetworkNode {
     }
 
     /// The state of our last message in `room`, or nil if we posted none this session.
-    func ownMessageState(in room: RoomName) -> ReceiptLedger.OwnMessageState? {
-        receipts.state(in: node.roomID(room), linked: Set(linkedPeers.values), claims: ownClaims)
+    func ownMessageState(in room: RoomID) -> ReceiptLedger.OwnMessageState? {
+        receipts.state(in: room, linked: Set(linkedPeers.values), claims: ownClaims)
     }
 }

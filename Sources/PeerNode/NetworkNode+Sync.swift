@@ -45,7 +45,7 @@ extension NetworkNode {
     /// The prompt: the catch-up bar when there is one, the room, and where
     /// our last message there has got to (… ✓ ✓✓ read).
     func prompt() -> String {
-        let mark = ownMessageState(in: session.room).map { " " + $0.rawValue } ?? ""
+        let mark = ownMessageState(in: session.openRoomID).map { " " + $0.rawValue } ?? ""
         return activity.line(order: roomOrder) + syncProgress.tag(missing: missingFromLinked) + typingLine() + session.roomLabel + mark + "> "
     }
 }

@@ -15,15 +15,36 @@ extension NetworkNode {
     }
 
     /// What Up offers first at the prompt: `/edit` and the text of our last
-    /// message in the open room, as it reads now (nil: none there).
+    /// message in the open room or conversation, as it reads now (nil: none there).
     func lastMessageToEdit() -> String? {
-        let room = node.roomID(session.room)
-        guard let e = try? node.ownMessage(in: room, named: session.room, number: nil), let opened = node.open(e) else { return nil }
+        guard let place = try? session.openPlace(), let e = try? node.ownMessage(in: place.room, named: place.name, number: nil),
+              let opened = node.open(e) else { return nil }
         return "/edit " + node.currentText(of: e, opened: opened).text.unsanitized
     }
 }
 
 extension NetworkNode {
+    /// `/rooms`' second part: the direct conversations with a message, most
+    /// recent first, with unread counts and the last message; `*` marks the
+    /// one open (`/query`).
+    func conversationLines() throws -> [String] {
+        let rows = try conversations().filter { $0.room == nil }
+        guard !rows.isEmpty else { return [] }
+        let renderer = Renderer(people: node.people)
+        let open = session.conversationPeer.map { node.people.account($0) }
+        return ["-- direct conversations (/query WHO opens one):"] + rows.compactMap { row in
+            guard let peer = row.peer else { return nil }
+            let unread = row.unread > 0 ? " (\(row.unread) unread)" : ""
+            var preview = ""
+            if let last = row.last {
+                let text = last.opened.text.description
+                let short = text.count > 40 ? String(text.prefix(39)) + "…" : text
+                preview = "  [\(Renderer.clock(last.envelope.timestamp))] <\(renderer.label(last.envelope.author))> \(short)"
+            }
+            return "\(peer.key == open ? "*" : " ")  @\(renderer.label(peer))\(unread)\(preview)"
+        }
+    }
+
     /// `/who`: who has posted in `room` (the open one when nil); who of them is linked now.
     func members(in room: RoomName? = nil) throws -> NodeEvent {
         let online = Set(linkedPeers.values)

@@ -13,7 +13,7 @@ extension NetworkNode {
     /// in the open room says so (commands do not).
     func typed(draft: String) {
         guard !draft.isEmpty, !draft.hasPrefix("/") || draft.hasPrefix("/me ") || draft.hasPrefix("//") else { return }
-        sendTyping(in: node.roomID(session.room))
+        sendTyping(in: session.openRoomID)
     }
 
     /// Says we are typing in `room` (a room, or a conversation's), unless we said so lately.
@@ -49,9 +49,9 @@ extension NetworkNode {
     /// Most typers the prompt names; more are "several people".
     static let typersNamed = 3
 
-    /// "(bob·k3fq is typing…) " for the open room, "" when nobody is.
+    /// "(bob·k3fq is typing…) " for the open room or conversation, "" when nobody is.
     func typingLine() -> String {
-        let typers = typingBoard.typing(in: node.roomID(session.room), now: monotonic()).filter { !blocked.contains($0) }
+        let typers = typingBoard.typing(in: session.openRoomID, now: monotonic()).filter { !blocked.contains($0) }
         guard !typers.isEmpty else { return "" }
         if typers.count > Self.typersNamed { return "(several people are typing…) " }
         // Plain labels: the prompt's width is counted without colour codes.

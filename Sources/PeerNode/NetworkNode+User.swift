@@ -147,30 +147,34 @@ extension NetworkNode {
     private func handle(_ input: ChatInput, line: String) throws -> (events: [NodeEvent], keepGoing: Bool) {
         switch input {
         case let .message(text):
-            try post(text, kind: .text)
+            // In a `/query`, a line goes to the conversation.
+            if let peer = session.conversationPeer { try postDirect(text, to: peer) } else { try post(text, kind: .text) }
         case let .action(text):
+            if session.conversationPeer != nil { throw NodeError.badCommand("/me is for rooms; in a direct conversation, write the line itself") }
             try post(text, kind: .action)
         case let .edit(number, text):
-            let (room, name) = (node.roomID(session.room), session.room)
-            try act { try $0.editMessage(try $0.ownMessage(in: room, named: name, number: number), text: text) }
+            let place = try session.openPlace()
+            try act { try $0.editMessage(try $0.ownMessage(in: place.room, named: place.name, number: number), text: text) }
         case let .delete(number):
-            let (room, name) = (node.roomID(session.room), session.room)
-            try act { try $0.deleteMessage(try $0.ownMessage(in: room, named: name, number: number)) }
+            let place = try session.openPlace()
+            try act { try $0.deleteMessage(try $0.ownMessage(in: place.room, named: place.name, number: number)) }
         case let .react(number, reaction):
             guard Reaction.isValid(reaction) else { throw NodeError.badReaction(limit: Reaction.maximumLength) }
-            let (room, name) = (node.roomID(session.room), session.room)
-            try act { try $0.react(to: try $0.message(in: room, named: name, number: number), with: reaction) }
+            let place = try session.openPlace()
+            try act { try $0.react(to: try $0.message(in: place.room, named: place.name, number: number), with: reaction) }
         case let .reactions(number):
-            let target = try node.message(in: node.roomID(session.room), named: session.room, number: number)
+            let place = try session.openPlace()
+            let target = try node.message(in: place.room, named: place.name, number: number)
             return (try chatLines(session.reactions(to: target)), true)
         case let .versions(number):
-            let target = try node.message(in: node.roomID(session.room), named: session.room, number: number)
+            let place = try session.openPlace()
+            let target = try node.message(in: place.room, named: place.name, number: number)
             return ([try versions(of: target)], true)
         case .typing:
-            sendTyping(in: node.roomID(session.room))
+            sendTyping(in: session.openRoomID)
         case let .reply(number, text):
-            let (room, name) = (node.roomID(session.room), session.room)
-            try act(message: true) { try $0.reply(to: try $0.message(in: room, named: name, number: number), text: text) }
+            let place = try session.openPlace()
+            try act(message: true) { try $0.reply(to: try $0.message(in: place.room, named: place.name, number: number), text: text) }
         case let .quit(reason):
             // Like IRC's QUIT message: the room sees why (and it stays in its history).
             var events: [NodeEvent] = []
@@ -216,7 +220,9 @@ extension NetworkNode {
             if on { feed(.blocked(key)) }
             return ([.blockChanged(node.people[key], blocked: on)], true)
         case let .direct(who, text):
-            try postDirect(text, to: who)
+            try postDirect(text, to: try node.resolve(who))
+        case let .query(who):
+            return (try chatLines(session.query(who)), true)
         case .empty:
             break
         case let .nick(name):
@@ -234,7 +240,7 @@ extension NetworkNode {
         case .help:
             return ([.chatLines(ChatInput.helpText.split(separator: "\n").map(String.init))], true)
         case .rooms:
-            return (try chatLines(session.roomList(mentioned: activity.mentioned(in:))), true)
+            return (try chatLines(session.roomList(mentioned: activity.mentioned(in:)) + conversationLines()), true)
         case let .switchRoom(which):
             return (try chatLines(session.switchTo(which)), true)
         case .part:
@@ -317,12 +323,13 @@ extension NetworkNode {
         return e
     }
 
-    /// A direct message to `who` (a nick, `nick·fp` or an id), on the links before it is shown.
+    /// A direct message to `peer`, on the links before it is shown.
     @discardableResult
-    func postDirect(_ text: String, to who: String) throws -> Envelope {
+    func postDirect(_ text: String, to peer: PublicKey) throws -> Envelope {
         // `node.postingGate` refuses it while our history may be elsewhere.
-        let peer = try node.resolve(who)
         let e = try node.postDirect(text, to: peer)
+        // The prompt's mark follows it in a `/query`, as a post's in a room.
+        receipts.posted(e.sequence, in: e.room)
         sendOwn(e)
         return e
     }

@@ -14,8 +14,9 @@ extension Node {
     static let ownMessageSearch = 500
 
     /// The message `/edit` or `/delete` acts on: numbered `number` in `room`
-    /// (`/history` shows the numbers), else our last message there.
-    func ownMessage(in room: RoomID, named name: RoomName, number: Int?) throws -> Envelope {
+    /// (`/history` shows the numbers), else our last message there; `name`
+    /// says where that is (a room's name, or a conversation) in a refusal.
+    func ownMessage(in room: RoomID, named name: String, number: Int?) throws -> Envelope {
         if let number {
             guard let stored = try store.envelope(numbered: number, in: room) else { throw NodeError.noMessageNumbered(number) }
             let e = stored.envelope

@@ -10,7 +10,7 @@ import Store
 extension Node {
     /// The message `/react` or `/reply` acts on: numbered `number` in `room`
     /// (`/history` shows the numbers), else the last one there, by anyone.
-    func message(in room: RoomID, named name: RoomName, number: Int?) throws -> Envelope {
+    func message(in room: RoomID, named name: String, number: Int?) throws -> Envelope {
         if let number {
             guard let stored = try store.envelope(numbered: number, in: room) else { throw NodeError.noMessageNumbered(number) }
             if stored.envelope.isPruned { throw NodeError.alreadyDeleted }

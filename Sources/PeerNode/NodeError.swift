@@ -20,9 +20,10 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
 
     // Commands.
     /// `/edit` or `/delete` without a number, and no message of ours in the room.
-    case noOwnMessage(RoomName)
+    case noOwnMessage(String)
     /// `/react` without a number, and no message in the room.
-    case noMessageIn(RoomName)
+    case noMessageIn(String)
+    case conversationWithYourself
     /// `/edit N` or `/delete N` for a number the room has no message at.
     case noMessageNumbered(Int)
     case notYourMessage(Int)
@@ -70,8 +71,9 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
 
     var description: String {
         switch self {
-        case let .noOwnMessage(room): "no message of yours in \(room.value) to change"
-        case let .noMessageIn(room): "no message in \(room.value) yet"
+        case let .noOwnMessage(place): "no message of yours in \(place) to change"
+        case let .noMessageIn(place): "no message in \(place) yet"
+        case .conversationWithYourself: "that is you (or another device of your account): /query needs someone else"
         case let .noMessageNumbered(n): "no message numbered \(n) here (/history shows the numbers)"
         case let .notYourMessage(n): "message \(n) is not yours: only its author can change it"
         case let .noMessageWithID(id): "no message \(id.hex) here that you can read"
