@@ -12,7 +12,8 @@ struct OutsidePeerTests {
         it links both ways (dialling, and dialled for --peer with keep), reads the node's discovery datagrams, has a query \
         answered and its own announcement dialled, sees 6 kinds of bad datagram dropped by their reasons, pushes a text, an edit, a tombstone and a typing \
         notice that the node shows, reads the node's posts pushed and by request with every signature, id, chain link \
-        and body checked, sees nothing too new on a version-4 link, is refused at the handshake for another network key or a 33-byte nick \
+        and body checked, prunes an author to ids (ihave) and grafts it back to full while the node's own posts stay \
+        full, sees nothing too new on a version-4 link, is refused at the handshake for another network key or a 33-byte nick \
         claim (a claim with the separator dot only ignored), meets the unknown-author cap at 4 096 and one past, is refused with the close code the document names \
         for 20 kinds of bad message, and meets the hop, forged-envelope, membership-rate, join and reserve limits at \
         the limit and one past

@@ -18,6 +18,8 @@ and discovery on a loopback group of its own), then:
            a push and again by `request`, checking every signature, id,
            chain link and body; reads alice's receipt for our text (§13)
            and sends one for her post;
+  tree:    §11 "Tree push": a pruned author's post comes as an ihave, a
+           graft brings it in full again, the node's own always in full;
   handshakes: another network key, nick claims too long or with the
            separator dot, the unknown-author cap (§10, §11);
   hostile: on links of fresh identities, every malformed or over-limit
@@ -551,6 +553,55 @@ async def chat(node):
     return me, link
 
 
+async def tree(node, link):
+    """§11 "Tree push" on the chat link: an author we prune comes as ids
+    (ihave) at the next tick, a graft brings it in full again, and the
+    node's own posts stay in full whatever we prune."""
+    x = Identity()
+    source = await Link(Identity(), nick=None).open(node.port)
+    await source.send(overlay(8, struct.pack(">H", 0)))  # keep
+
+    def push_from_x(text):
+        envelope, _ = make_envelope(x, 1, text.encode())
+        return source.send(envelopes_message([envelope]))
+
+    def full_from_x(message):
+        return batch_of(x.public)(message)
+
+    await push_from_x("one")
+    first = await link.until(full_from_x)
+    check("another author's post is pushed to us in full, one hop on", first is not None and first[0][0] == 1, first)
+    await link.send(b"\x0a" + varint(2) + b"".join(sorted([x.public, node.id])))  # prune x and the node itself
+    await asyncio.sleep(0.5)
+    await push_from_x("two")
+    node.send("my own stay whole")
+    seen = {"full_x": False, "ihave_x": None, "own_full": False}
+
+    def watch(message):
+        if message[0] == 3:
+            for _, e in [(h, read_envelope(b)) for h, b in read_batch(message)]:
+                if e["author"] == x.public:
+                    seen["full_x"] = True
+                if e["author"] == node.id and open_body(e["body"], node.id) == (1, b"my own stay whole"):
+                    seen["own_full"] = True
+        if message[0] == 9:
+            named = dict(read_entries(message, 1)[0])
+            if x.public in named:
+                seen["ihave_x"] = named[x.public]
+        return seen["ihave_x"] is not None and seen["own_full"]
+
+    await link.until(watch, timeout=5)
+    check("pruned: the author's next post comes as an ihave naming its sequence (2), not in full",
+          seen["ihave_x"] == 2 and not seen["full_x"], seen)
+    check("the node's own post still comes in full: a prune naming the node is ignored", seen["own_full"], seen)
+    await link.send(b"\x0b" + varint(1) + x.public)  # graft
+    await asyncio.sleep(0.5)
+    await push_from_x("three")
+    again = await link.until(full_from_x, timeout=5)
+    check("grafted: the author's next post comes in full again", again is not None and again[0][1]["sequence"] == 3, again)
+    await source.close()
+
+
 async def older(node):
     """A link that speaks only version 4 (§10): the node's version-3
     envelopes are held back from it and counted, and no typing notice
@@ -859,6 +910,7 @@ async def main():
         await dialled(node, listener)
         await discovery(node, group)
         me, link = await chat(node)
+        await tree(node, link)
         await older(node)
         await handshakes(node)
         await hostile(node)
