@@ -78,6 +78,8 @@ public enum Counter: String, CaseIterable, Sendable, Comparable {
     case typingReceived = "typing_received"
     /// Dropped before or at the signature check: stale, repeated, a flood, unsigned, or on a link older than version 6.
     case typingDropped = "typing_dropped"
+    /// An accepted typing notice past `TypingBoard.maximumPassedOnPerSecond`: shown, not passed on.
+    case typingNotPassedOn = "typing_not_passed_on"
 
     /// The counter of a link refused in its handshake.
     public init(_ failure: LinkFailure) {

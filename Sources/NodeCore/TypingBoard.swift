@@ -22,6 +22,12 @@ public struct TypingBoard: Sendable {
     public static let maximumTracked = 256
     /// Notices one link may bring per second; the rest are dropped.
     public static let maximumPerLinkPerSecond = 8
+    /// Notices passed on to other links, node-wide: this many at once, then
+    /// this many a second (honest typers send one per room every
+    /// `sendInterval`, so about 100 people typing at once). Past it a notice
+    /// is still shown here but goes no further: a member's made-up typers
+    /// cannot make a node with many links (a relay) send each to every link.
+    public static let maximumPassedOnPerSecond = 32
 
     public enum Verdict: Equatable, Sendable {
         /// New: check its signature, then `accept` it.
@@ -49,6 +55,8 @@ public struct TypingBoard: Sendable {
     private var lastSent: [RoomID: Double] = [:]
     /// Per link: the second counted (monotonic, whole) and notices in it.
     private var linkWindows: [LinkID: (second: Double, count: Int)] = [:]
+    /// Notices that may still be passed on, and when that was worked out.
+    private var passOnBudget: (tokens: Double, at: Double)?
 
     public init(me: PublicKey) { self.me = me }
 
@@ -78,6 +86,19 @@ public struct TypingBoard: Sendable {
         let wasShown = (pairs[pair]?.until ?? 0) > now
         pairs[pair] = (notice.time, now + Self.shownFor)
         return !wasShown
+    }
+
+    /// Whether an accepted notice may be passed on now (`maximumPassedOnPerSecond`);
+    /// if so, it is counted.
+    public mutating func mayPassOn(now: Double) -> Bool {
+        let limit = Double(Self.maximumPassedOnPerSecond)
+        var budget = passOnBudget ?? (limit, now)
+        budget.tokens = min(limit, budget.tokens + max(0, now - budget.at) * limit)
+        budget.at = now
+        defer { passOnBudget = budget }
+        guard budget.tokens >= 1 else { return false }
+        budget.tokens -= 1
+        return true
     }
 
     /// `typer` posted in `room`: no longer shown typing there (its time is kept against replays).

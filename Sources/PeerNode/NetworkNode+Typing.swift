@@ -33,7 +33,9 @@ extension NetworkNode {
         }
         guard notice.isSigned else { return count(.typingDropped) }
         let fresh = typingBoard.accept(notice, now: now)
-        if notice.forwards < TypingNotice.maximumForwards { feed(.typing(notice.forwarded, except: link)) }
+        if notice.forwards < TypingNotice.maximumForwards {
+            if typingBoard.mayPassOn(now: now) { feed(.typing(notice.forwarded, except: link)) } else { count(.typingNotPassedOn) }
+        }
         guard !relay, fresh, !blocked.contains(notice.typer) else { return }
         if let name = node.roomName(notice.room) {
             emit(.typing(node.people[notice.typer], room: name))

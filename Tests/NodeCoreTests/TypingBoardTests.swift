@@ -87,4 +87,21 @@ struct TypingBoardTests {
         let afterPost = board.shouldSend(in: room, now: TypingBoard.sendInterval + 0.1)
         #expect(afterPost)
     }
+
+    @Test("notices passed on, node-wide: maximumPassedOnPerSecond at once, one more refused, then that many a second again")
+    func passedOn() {
+        var board = TypingBoard(me: me.publicKey)
+        let limit = TypingBoard.maximumPassedOnPerSecond
+        let burst = (0..<limit).map { _ in board.mayPassOn(now: 10) }
+        #expect(burst.allSatisfy { $0 })
+        let over = board.mayPassOn(now: 10), half = board.mayPassOn(now: 10 + 0.5 / Double(limit))
+        #expect(!over, "one past the limit at once")
+        #expect(!half, "half a token later")
+        let token = board.mayPassOn(now: 10 + 1 / Double(limit))
+        #expect(token, "a token's time later")
+        let later = (0..<limit).map { _ in board.mayPassOn(now: 12) }
+        #expect(later.allSatisfy { $0 })
+        let overAgain = board.mayPassOn(now: 12)
+        #expect(!overAgain)
+    }
 }

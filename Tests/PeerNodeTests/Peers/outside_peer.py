@@ -742,6 +742,23 @@ async def hostile(node):
     closed, _ = await link.close_code(timeout=1)
     check("a peer over the membership rate stays linked", closed is None, closed)
 
+    # Typing notices: 8 per link per second; node-wide 32 passed on at once
+    # (then 32 a second), the rest shown but not passed on.
+    links = [await Link(Identity(), nick=None).open(node.port) for _ in range(7)]
+    before = await node.stats()
+    for link in links:
+        for n in [typing_notice(Identity()) for _ in range(9)]:
+            await link.send(n)
+    await asyncio.sleep(1)
+    after = await node.stats()
+    moved = {name: counter(after, name) - counter(before, name) for name in ("typing_dropped", "typing_not_passed_on")}
+    # A link's 9 may straddle a second of the node's clock: then its 9th is taken.
+    check("9 typing notices on each of 7 links: the 9th of each dropped (8 per link per second)", 5 <= moved["typing_dropped"] <= 7, moved)
+    check("of the 56 taken, some shown but not passed on (32 at once node-wide, 24 past it if all came at once)",
+          1 <= moved["typing_not_passed_on"] <= 24, moved)
+    for link in links:
+        await link.close()
+
     # Made-up peers in shuffles: the reserve never holds more than 36.
     for _ in range(6):
         link = await Link(Identity(), nick=None).open(node.port)
