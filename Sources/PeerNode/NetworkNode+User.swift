@@ -195,6 +195,7 @@ extension NetworkNode {
         case let .devices(who):
             return ([try devices(of: who.map(node.resolve) ?? node.me)], true)
         case .kick, .ban, .op, .members, .leaveRoom:
+            try refuseInConversation(line)
             return (try membershipCommand(input), true)
         case .deviceAdd:
             return (try startDeviceAdd(), true)
@@ -208,6 +209,7 @@ extension NetworkNode {
             receipts.sendsRead = value == "on"
             return ([.readReceipts(on: receipts.sendsRead)], true)
         case .who:
+            try refuseInConversation(line)
             return ([try members()], true)
         case .peers:
             return ([.peers(peerList())], true)
@@ -253,6 +255,15 @@ extension NetworkNode {
             throw NodeError.badCommand(message)
         }
         return ([], true)
+    }
+
+    /// A command about the open room, typed while a conversation is open
+    /// in its place (`/query`): refused, so that it never acts on a room the
+    /// prompt does not show.
+    private func refuseInConversation(_ line: String) throws {
+        guard let peer = session.conversationPeer else { return }
+        let command = line.split(separator: " ").first.map(String.init) ?? "this command"
+        throw NodeError.badCommand("\(command) is about a room, and your conversation with \(session.plainLabel(peer)) is open: /part closes it")
     }
 
     /// Lines the open room's commands print; what they posted themselves
