@@ -58,6 +58,9 @@ public enum Counter: String, CaseIterable, Sendable, Comparable {
     case overlayJoinsIgnored = "overlay_joins_ignored"
     /// A `keep` past `maximumPinned`: the link is not kept outside the bound.
     case overlayPinnedRefused = "overlay_pinned_refused"
+    /// A forwardJoin from a link whose peer is not a neighbour, or while
+    /// `Overlay.maximumDialsInFlight` dials of the overlay are on their way: dropped.
+    case overlayForwardJoinDropped = "overlay_forward_join_dropped"
     /// A membership message with no link to go on (and not worth a dial), dropped.
     case overlayUndelivered = "overlay_undelivered"
     /// A link no membership message claimed within `Overlay.claimGrace`, closed.

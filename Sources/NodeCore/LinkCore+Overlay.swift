@@ -115,6 +115,12 @@ extension LinkCore {
             membership(.received(.join, from: remote), via: id, now: now, into: &out)
         case let .forwardJoin(peer, ttl):
             guard peer.identity != me else { break }
+            // Only a neighbour walks a join through us (HyParView sends it on
+            // active links), and not while many dials are on their way: it
+            // may make us dial whoever it names.
+            guard overlay.membership.active.contains(remote), table.overlayDialsInFlight < Overlay.maximumDialsInFlight else {
+                return count(.overlayForwardJoinDropped)
+            }
             overlay.learn(peer, fromDiscovery: false)
             note(peer.identity, at: peer.host)
             membership(.received(.forwardJoin(peer.identity, ttl: ttl), from: remote), via: id, now: now, into: &out)

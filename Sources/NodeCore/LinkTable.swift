@@ -264,6 +264,9 @@ public struct LinkTable {
         for (d, dialer) in dialers where dialer.oneShot && dialer.remote == peer && !dialer.connecting { dialers[d]?.retired = true }
     }
 
+    /// Dials the overlay asked for (`want`) that are on their way.
+    public var overlayDialsInFlight: Int { dialers.values.count { $0.oneShot && $0.connecting } }
+
     /// Whether `link` was dialled by a `--peer` dialler (the user asked for it).
     public func isUserLink(_ link: LinkID) -> Bool {
         guard let d = links[link]?.dialer, let dialer = dialers[d] else { return false }

@@ -48,6 +48,11 @@ public struct Overlay {
     public static let maximumOutbox = 8
     /// Addresses remembered at once (peers in the views, found by discovery, or waiting).
     public static let maximumAddresses = 4_096
+    /// Dials the overlay has on their way at once, past which a forwardJoin
+    /// (the one message that makes a node dial a third party) is dropped: a
+    /// dial to an address that never answers holds a socket until the
+    /// handshake timeout, and a member could otherwise name thousands.
+    public static let maximumDialsInFlight = 16
 
     public internal(set) var configuration: Configuration
     public internal(set) var membership: Membership<PublicKey>

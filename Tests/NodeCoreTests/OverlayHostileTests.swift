@@ -111,4 +111,43 @@ struct OverlayHostileTests {
         #expect(active.subtracting(honest).count <= 1, "\(active.subtracting(honest).count) of one address's identities hold places")
         #expect(active.intersection(honest).count >= 5)
     }
+
+    @Test("forwardJoin is taken only from a neighbour: a kept link that is not one is ignored and counted, with no dial")
+    func forwardJoinFromNonNeighbour() throws {
+        var mesh = Overlay.Configuration()
+        mesh.maximumLinks = 0
+        var wire = try Wire(2, seed: 12)
+        // Side 1 keeps every link it dials and asks for nothing more: side 0 keeps it, not as a neighbour.
+        wire.sides[1].core.configureOverlay(mesh, random: SeededRandom(seed: 1))
+        wire.sides[1].core.listens(on: 7733)
+        wire.peer(1, dials: 0)
+        wire.tick()
+        let id = try #require(wire.sides[1].core.table.linkedPeers.first { $0.value == wire.key(0) }?.key)
+        #expect(!wire.sides[0].core.overlay.membership.active.contains(wire.key(1)))
+        let ghost = try Self.madeUp(1)[0]
+        wire.input(1, .send(id, .overlay(.forwardJoin(ghost, ttl: 0))))
+        #expect(wire.sides[0].core.counters[.overlayForwardJoinDropped] == 1)
+        #expect(!wire.sides[0].effects.contains { if case let .dial(_, host, _) = $0 { host == ghost.host } else { false } })
+    }
+
+    @Test("forwardJoins naming peers at addresses that never answer: at most maximumDialsInFlight dials on their way; past them forwardJoins are dropped and counted")
+    func dialsInFlight() throws {
+        var roomy = Overlay.Configuration()
+        roomy.maximumLinks = 64
+        var wire = try Wire(2, seed: 13, overlay: roomy)
+        let id = try #require(Self.linked(&wire))
+        let ghosts = try (0..<Int(Overlay.messageBurst) - 4).map { i in
+            OverlayPeer(identity: try SigningKey.generate().publicKey, address: [10, 99, 0, UInt8(i + 1)], port: 7733)
+        }
+        for ghost in ghosts { wire.unanswered.insert(ghost.host) }
+        for ghost in ghosts { wire.input(1, .send(id, .overlay(.forwardJoin(ghost, ttl: 0)))) }
+        let dialled = Set(wire.sides[0].effects.compactMap { effect -> String? in
+            if case let .dial(_, host, _) = effect, host.hasPrefix("10.99.") { return host } else { return nil }
+        })
+        #expect(dialled.count == Overlay.maximumDialsInFlight)
+        #expect(wire.sides[0].core.table.overlayDialsInFlight == Overlay.maximumDialsInFlight)
+        #expect(wire.sides[0].core.counters[.overlayForwardJoinDropped] == ghosts.count - Overlay.maximumDialsInFlight)
+        #expect(wire.sides[0].core.table.carries(wire.key(1)), "the neighbour stays")
+    }
 }
+

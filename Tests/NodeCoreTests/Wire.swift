@@ -38,6 +38,8 @@ struct Wire {
     /// The host a side's connections come from, where not its own
     /// (`Wire.host`): several identities behind one address.
     var sourceHost: [Int: String] = [:]
+    /// Hosts whose dials never answer (a black hole): the dial stays on its way.
+    var unanswered: Set<String> = []
 
     init(_ count: Int, networks: [NetworkKey]? = nil, seed: UInt64 = 7, overlay: Overlay.Configuration = Overlay.Configuration()) throws {
         let shared = NetworkKey.generate()
@@ -121,6 +123,7 @@ struct Wire {
                 queue.append((there.side, .closed(there.id, reason: PeerText(reason))))
             }
         case let .dial(d, host, _):
+            if unanswered.contains(host) { return }
             guard let target = Wire.side(at: host), target < sides.count, down.contains(target) == false else {
                 queue.append((side, .dialFailed(d)))
                 return

@@ -759,6 +759,15 @@ async def hostile(node):
     for link in links:
         await link.close()
 
+    # forwardJoin (it makes the node dial whoever it names) only from a neighbour.
+    before = counter(await node.stats(), "overlay_forward_join_dropped")
+    link = await Link(Identity(), nick=None).open(node.port)
+    await link.send(overlay(2, one(9) + b"\x00"))
+    await asyncio.sleep(0.3)
+    dropped = counter(await node.stats(), "overlay_forward_join_dropped") - before
+    check("a forwardJoin from a link that is not a neighbour is dropped (overlay_forward_join_dropped)", dropped == 1, dropped)
+    await link.close()
+
     # Made-up peers in shuffles: the reserve never holds more than 36.
     for _ in range(6):
         link = await Link(Identity(), nick=None).open(node.port)
