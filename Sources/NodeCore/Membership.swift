@@ -280,11 +280,10 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
     }
 
     /// Asks passive peers to link while the active view (with requests in
-    /// flight) is below its size.
-    /// Of the hosts known, the reserve peers of hosts holding the fewest
-    /// places (neighbours and peers asked) go first: a reserve filled with
-    /// one machine's identities (shuffles are free to send) yields one of
-    /// them, then peers elsewhere.
+    /// flight) is below its size: the reserve peers of hosts holding the
+    /// fewest places (neighbours and peers asked) first, so a reserve filled
+    /// with one machine's identities (shuffles are free to send) yields one
+    /// of them, then peers elsewhere.
     private mutating func fill(now: Double, into out: inout [Effect]) {
         while active.count + requested.count < configuration.activeSize,
               let peer = pick(from: leastHeld(passive.filter { requested[$0] == nil && refusedAt[$0] == nil })) {

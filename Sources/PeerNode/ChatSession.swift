@@ -32,9 +32,11 @@ final class ChatSession {
     /// The open room's id, or the open conversation's.
     var openRoomID: RoomID { (try? openPlace().room) ?? node.roomID(room) }
 
-    /// `nick·fp` without colour (the prompt's width is counted without it); inert.
+    /// `nick⚠·fp✔` without colour (the prompt's width is counted without
+    /// it): ⚠ when the nick looks like another's, ✔ when trusted; inert.
     func plainLabel(_ key: PublicKey) -> String {
-        (node.people.nick(key).map { "\($0)·" } ?? "") + node.people.account(key).shortFingerprint
+        let person = node.people[key]
+        return (person.nick.map { "\($0)" + (person.lookAlike ? "⚠" : "") + "·" } ?? "") + person.key.shortFingerprint + (person.trusted ? "✔" : "")
     }
 
     init(node: Node, room: RoomName) throws {
