@@ -125,7 +125,7 @@ final class ChatSession {
                 guard !e.envelope.isPruned, let o, o.isMessage, Self.isLine(o.kind), let (shown, edited) = node.openedNow(e.envelope) else { continue }
                 let to = node.people.account(e.envelope.author) == node.account ? other : node.account
                 lines.append((order, (numbers[e.delivery].map { "(\($0)) " } ?? "")
-                    + renderer.directLine(e.envelope, to: to, text: shown.text, quote: node.quote(of: e.envelope, o))
+                    + renderer.directLine(e.envelope, to: to, text: shown.text, quote: node.quote(of: e.envelope, o), action: o.kind == .action)
                     + (edited ? " (edited)" : "") + Renderer.reactionsSuffix(node.reactions(to: e.envelope))))
             }
         }

@@ -172,6 +172,7 @@ struct JSONPresenter: JSONLinePresenter {
             if let n = m.number { pairs.append(("n", .number(UInt64(max(0, n))))) }
         } else {
             pairs += [("kind", .string("dm")), ("to", .string((m.to ?? e.author).hex))]
+            if m.opened.kind == .action { pairs.append(("action", .string("yes"))) }
         }
         pairs += [("text", .text(m.opened.text)), ("ts", .number(e.timestamp))]
         if let quote = m.quote { pairs += quoted(quote) }

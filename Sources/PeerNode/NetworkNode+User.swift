@@ -150,8 +150,7 @@ extension NetworkNode {
             // In a `/query`, a line goes to the conversation.
             if let peer = session.conversationPeer { try postDirect(text, to: peer) } else { try post(text, kind: .text) }
         case let .action(text):
-            if session.conversationPeer != nil { throw NodeError.badCommand("/me is for rooms; in a direct conversation, write the line itself") }
-            try post(text, kind: .action)
+            if let peer = session.conversationPeer { try postDirect(text, to: peer, kind: .action) } else { try post(text, kind: .action) }
         case let .edit(number, text):
             let place = try session.openPlace()
             try act { try $0.editMessage(try $0.ownMessage(in: place.room, named: place.name, number: number), text: text) }
@@ -334,11 +333,11 @@ extension NetworkNode {
         return e
     }
 
-    /// A direct message to `peer`, on the links before it is shown.
+    /// A direct message to `peer` (a text, or an action: `/me`), on the links before it is shown.
     @discardableResult
-    func postDirect(_ text: String, to peer: PublicKey) throws -> Envelope {
+    func postDirect(_ text: String, to peer: PublicKey, kind: Kind = .text) throws -> Envelope {
         // `node.postingGate` refuses it while our history may be elsewhere.
-        let e = try node.postDirect(text, to: peer)
+        let e = try node.postDirect(Array(text.utf8), kind: kind, to: peer)
         // The prompt's mark follows it in a `/query`, as a post's in a room.
         receipts.posted(e.sequence, in: e.room)
         sendOwn(e)

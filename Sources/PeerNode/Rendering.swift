@@ -87,8 +87,10 @@ struct Renderer {
     }
 
     /// A direct message between its author and `to` (`quote`: a reply's).
-    func directLine(_ envelope: Envelope, to: PublicKey, text: PeerText, quote: Quote? = nil) -> String {
-        "[\(Self.clock(envelope.timestamp))] *\(label(envelope.author)) → \(label(to))* " + (quote.map { quoted($0) + " " } ?? "") + "\(text)"
+    /// An action (`/me`) reads `* alice·x4fe waves` after the arrow.
+    func directLine(_ envelope: Envelope, to: PublicKey, text: PeerText, quote: Quote? = nil, action: Bool = false) -> String {
+        "[\(Self.clock(envelope.timestamp))] *\(label(envelope.author)) → \(label(to))* " + (quote.map { quoted($0) + " " } ?? "")
+            + (action ? "* \(label(envelope.author)) " : "") + "\(text)"
     }
 
     /// A reply's one-line quote: `[re alice·k3fq: "the answered text…"]`.

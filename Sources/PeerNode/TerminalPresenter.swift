@@ -31,7 +31,7 @@ struct TerminalPresenter: LinePresenter {
             // A reply quoted late (the answered message came after it) is shown again, with its quote.
             let renderer = Renderer(people: m.people)
             if let room = m.room { return [renderer.line(m.envelope, room: room.value, opened: m.opened, quote: m.quote)] }
-            return [renderer.directLine(m.envelope, to: m.to ?? m.envelope.author, text: m.opened.text, quote: m.quote)]
+            return [renderer.directLine(m.envelope, to: m.to ?? m.envelope.author, text: m.opened.text, quote: m.quote, action: m.opened.kind == .action)]
         case let .reacted(m, target, text, reaction, on, count):
             return [Renderer(people: m.people).reactionLine(m.envelope, room: m.room?.value, target: target, text: text,
                                                              reaction: reaction, on: on, count: count)]

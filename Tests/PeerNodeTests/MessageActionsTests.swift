@@ -157,7 +157,7 @@ struct ErasedOnArrivalTests {
 
 @Suite("A direct conversation at the terminal (/query)")
 struct QueryTerminalTests {
-    @Test("at a pseudo-terminal: /query names the other party in the prompt; lines go to them; /history numbers both sides; /reply, /react, Up-/edit and /delete act on the conversation; typing reaches them; /me refused; /part closes it")
+    @Test("at a pseudo-terminal: /query names the other party in the prompt; lines go to them; /history numbers both sides; /reply, /react, Up-/edit and /delete act on the conversation; typing reaches them; /me is a direct action; room commands refused; /part closes it")
     func session() async throws {
         let result = try await TerminalTests.run("query_session.py")
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")

@@ -74,6 +74,9 @@ struct WebPageTests {
         // The direct message the page sent reached bob.
         let dm = await b.wait { $0["type"] == "message" && $0["kind"] == "dm" && $0["author"] == alice && $0["text"] == "hi bob, privately" }
         #expect(dm != nil, "\(b.events.value.suffix(5))")
+        // So did its /me, as a direct action.
+        let action = await b.wait { $0["type"] == "message" && $0["kind"] == "dm" && $0["author"] == alice && $0["text"] == "waves privately" }
+        #expect(action?["action"] == "yes", "\(b.events.value.suffix(5))")
         await a.quit()
         await b.quit()
         withExtendedLifetime(pair.dirs) {}

@@ -21,7 +21,7 @@ struct WebCommand {
         /// A message or `/me` in a room (the open one when nil).
         case post(text: String, kind: Kind, room: RoomName?)
         /// A direct message (answered with its id, like a post).
-        case direct(to: String, text: String)
+        case direct(to: String, text: String, kind: Kind)
         /// A page of a conversation's history (the open room when nil), before `cursor`.
         case history(Target?, limit: Int, before: HistoryCursor?)
         /// Everything in the conversation is read.
@@ -62,7 +62,7 @@ struct WebCommand {
     /// string of digits), for the errors and docs/API.md.
     static let fields: [String: [String]] = [
         "post": ["text", "room", "kind"],
-        "msg": ["to", "text"],
+        "msg": ["to", "text", "kind"],
         "history": ["room", "with", "limit", "before"],
         "read": ["room", "with"],
         "join": ["room"], "part": ["room"], "private": ["room"],
@@ -138,22 +138,24 @@ struct WebCommand {
             }
             return id
         }
+        /// `kind`: "text" (the default) or "action" (`/me`).
+        func kind() throws(Failure) -> Kind {
+            switch try string("kind", required: false) ?? "text" {
+            case "text": return .text
+            case "action": return .action
+            case let other: throw Failure(ref: ref, message: "kind is text or action, not \(WebAccess.quoted(other))")
+            }
+        }
         let action: Action
         switch name {
         case "post":
             let text = try need("text")
             guard !text.isEmpty else { throw Failure(ref: ref, message: "post needs a non-empty text") }
-            let kind: Kind
-            switch try string("kind", required: false) ?? "text" {
-            case "text": kind = .text
-            case "action": kind = .action
-            case let other: throw Failure(ref: ref, message: "kind is text or action, not \(WebAccess.quoted(other))")
-            }
-            action = .post(text: text, kind: kind, room: try room())
+            action = .post(text: text, kind: try kind(), room: try room())
         case "msg":
             let to = try need("to"), text = try need("text")
             guard !to.isEmpty, !text.isEmpty else { throw Failure(ref: ref, message: "msg needs a non-empty to and text") }
-            action = .direct(to: to, text: text)
+            action = .direct(to: to, text: text, kind: try kind())
         case "history":
             let target = try target()
             var limit = defaultHistoryPage

@@ -98,7 +98,7 @@ extension WebPage {
           if (c.unread > 0) name.append(el("span", "badge", (c.mentioned ? "@ " : "") + String(c.unread)));
           b.append(name);
           const p = el("div", "preview");
-          setText(p, c.last ? (c.last.kind === "action" ? "* " : "") + (c.last.nick || c.last.fp || "") + ": " + c.last.text : "no messages yet");
+          setText(p, c.last ? (c.last.kind === "action" || c.last.action === "yes" ? "* " : "") + (c.last.nick || c.last.fp || "") + ": " + c.last.text : "no messages yet");
           b.append(p);
           b.title = (i < 9 ? "Alt+" + (i + 1) + ": " : "") + (c.room || "direct messages");
           b.addEventListener("click", () => { openConv(c.key); closeSide(); input.focus(); });
@@ -111,7 +111,7 @@ extension WebPage {
       function sortedKeys() { return [...convs.values()].sort((a, b) => (b.ts - a.ts) || a.key.localeCompare(b.key)).map((c) => c.key); }
       function noteLast(c, m) {
         const ts = Number(m.ts || 0);
-        if (ts >= c.ts) { c.ts = ts; c.last = { nick: m.nick, fp: m.fp, text: m.text, kind: m.kind }; }
+        if (ts >= c.ts) { c.ts = ts; c.last = { nick: m.nick, fp: m.fp, text: m.text, kind: m.kind, action: m.action }; }
         if (!c.room && m.author !== me.id) { c.nick = m.nick || c.nick; c.fp = m.fp || c.fp; c.marks = m; }
       }
       function openConv(key) {
@@ -145,7 +145,7 @@ extension WebPage {
         if (order[state] >= order[now]) { span.dataset.state = state; span.textContent = state; }
       }
       function line(m) {
-        const li = el("li", (m.kind === "action" ? "action" : "") + (m.mention ? " mention" : ""));
+        const li = el("li", (m.kind === "action" || m.action === "yes" ? "action" : "") + (m.mention ? " mention" : ""));
         li.dataset.id = m.id || "";
         if (m.mention) li.title = "names you";
         li.append(el("span", "time", clock(m.ts)));
@@ -346,7 +346,7 @@ extension WebPage {
         const li = line({ nick: me.nick, fp: me.fp, author: "", own: true, text: text, kind: kind, ts: Date.now() });
         const s = el("span", "status", "sending"); s.dataset.state = "sending"; li.append(s);
         list.append(li); toBottom();
-        const ref = c.room ? send("post", { room: c.room, text: text, kind: kind }) : send("msg", { to: c.with, text: text });
+        const ref = c.room ? send("post", { room: c.room, text: text, kind: kind }) : send("msg", { to: c.with, text: text, kind: kind });
         if (ref) pending.set(ref, li); else li.remove();
       }
       function joinRoom(name, then) {

@@ -5,8 +5,8 @@ Alice opens her conversation with bob: the prompt names him, his direct
 message shows, her plain lines go to him, /history numbers both sides,
 /reply, /react, Up-then-/edit and /delete act on the conversation (bob's
 JSON shows each with "to"), her typing reaches him as typing "with" her,
-/rooms lists the conversation (open: *), /me and room commands are refused with
-the reason, and /part closes the conversation, back
+/rooms lists the conversation (open: *), /me is a direct action, room
+commands are refused with the reason, and /part closes the conversation, back
 to #general where a line goes to the room again. Prints what it checked;
 exits non-zero with the screen so far on the first failure.
 usage: query_session.py PEERNODE WORKDIR
@@ -118,10 +118,14 @@ read_until(a, re.compile(rb"\*  @bob\S*  \[\d\d:\d\d\] <"), start=mark)
 print("/rooms lists the conversation, marked open")
 
 mark = type_line("/me waves")
-read_until(a, b"/me is for rooms", start=mark)
+read_until(a, re.compile(rb"\*alice\S* \xe2\x86\x92 bob\S*\* \* alice\S* waves"), start=mark)
+waved = b.wait(lambda e: e.get("type") == "message" and e.get("text") == "waves", "alice's action")
+if waved.get("kind") != "dm" or waved.get("action") != "yes":
+    fail(f"/me in the query did not come as a direct action: {waved}")
+print("/me in the conversation is a direct action (\"action\":\"yes\" in bob's JSON)")
 mark = type_line("/kick bob")
 read_until(a, b"/kick is about a room, and your conversation with bob", start=mark)
-print("/me and room commands (/kick) in a conversation are refused with the reason")
+print("room commands (/kick) in a conversation are refused with the reason")
 
 mark = type_line("/part")
 read_until(a, b"-- closed your conversation with bob", start=mark)

@@ -329,6 +329,13 @@ async def conversations(ws, bob):
     check("a direct conversation's history", ok.get("with") == bob and any(e.get("id") == dm_id and e.get("kind") == "dm" for e in events), (ok, events))
     events, _ = await ask(ws, "rooms")
     check("the direct conversation is listed", any(e.get("with") == bob and e.get("last_text") == "a direct word" and e.get("fp") for e in events), events)
+    _, ok = await ask(ws, "msg", to=bob, text="waves", kind="action")
+    action_id = ok.get("id")
+    events, _ = await ask(ws, "history", **{"with": bob})
+    check("msg with kind action: a direct action (\"action\": \"yes\")",
+          any(e.get("id") == action_id and e.get("kind") == "dm" and e.get("action") == "yes" for e in events), events)
+    _, ok = await ask(ws, "msg", to=bob, text="x", kind="shout")
+    check("msg with another kind is refused", ok.get("type") == "error" and "kind is text or action" in ok.get("error", ""), ok)
     _, ok = await ask(ws, "read", **{"with": bob})
     check("read of a direct conversation", ok.get("type") == "ok", ok)
 

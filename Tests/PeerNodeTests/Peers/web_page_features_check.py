@@ -141,6 +141,13 @@ async def run(b):
     sent = await b.until(page, "[...document.querySelectorAll('#messages li')].some(li => li.textContent.includes('hi bob, privately') && "
                                "li.querySelector('.status') && li.querySelector('.status').dataset.state !== 'sending')")
     check("a direct message from the page is stored", bool(sent))
+    await submit(b, page, "composer", "text", "/me waves privately")
+    acted = await b.until(page, "[...document.querySelectorAll('#messages li.action')].some(li => li.textContent.includes('waves privately') && "
+                                "li.querySelector('.status') && li.querySelector('.status').dataset.state !== 'sending')")
+    check("/me in a direct conversation is a stored direct action, shown as one", bool(acted))
+    shot = await b.call("Page.captureScreenshot", {"format": "png"}, session=page)
+    with open(SCREENSHOT.replace(".png", "-direct.png"), "wb") as f:
+        f.write(base64.b64decode(shot["result"]["data"]))
 
     # Search, from the keyboard: Ctrl+K, words, Enter; a result opens its room.
     await key(b, page, "k", "KeyK", 2)
