@@ -96,6 +96,15 @@ struct DirectInputTests {
         #expect(ChatInput.parse("/msg") == .error("/msg needs a recipient and text: /msg alice hello"))
     }
 
+    @Test("/query and /q take one person, or nothing to close the conversation; more is an error, never a post")
+    func query() {
+        #expect(ChatInput.parse("/query bob") == .query("bob"))
+        #expect(ChatInput.parse("/q bob·k3fq") == .query("bob·k3fq"))
+        #expect(ChatInput.parse("/query") == .query(nil))
+        #expect(ChatInput.parse("/query bob hello") == .error("/query takes one person: /query alice (or nothing, to close it)"))
+        #expect(ChatInput.commandNames.contains("/query") && ChatInput.commandNames.contains("/q"))
+    }
+
     @Test("--listen, repeated --peer, --json, --no-discovery")
     func options() throws {
         var o = Options()
