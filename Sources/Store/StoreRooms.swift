@@ -98,15 +98,38 @@ extension Store {
         try db.statement("UPDATE rooms SET name = NULL WHERE rowid = ?1").bind(1, row).run()
     }
 
-    /// Everyone who has an envelope in the room (receipts aside), most recently active first.
-    public func authors(in room: RoomID) throws -> [PublicKey] {
+    /// Everyone who has an envelope in the room (receipts aside, unless
+    /// `receipts`), most recently active first.
+    public func authors(in room: RoomID, receipts: Bool = false) throws -> [PublicKey] {
         guard let row = roomRows[room] else { return [] }
         let s = try db.statement(
-            "SELECT a.key FROM envelopes e JOIN authors a ON a.rowid = e.author WHERE e.room = ?1 AND e.kind != \(Kind.receipt.rawValue) GROUP BY e.author ORDER BY max(e.rowid) DESC")
-            .bind(1, row)
+            "SELECT a.key FROM envelopes e JOIN authors a ON a.rowid = e.author WHERE e.room = ?1 AND e.kind != ?2 GROUP BY e.author ORDER BY max(e.rowid) DESC")
+            .bind(1, row).bind(2, receipts ? -1 : Int64(Kind.receipt.rawValue))
         var out: [PublicKey] = []
         while try s.step() { out.append(try PublicKey(bytes: s.blob(0))) }
         return out
+    }
+
+    /// Whether this store holds any envelope of `room` (no query).
+    public func holds(room: RoomID) -> Bool { roomRows[room] != nil }
+
+    /// The rooms without a name that any of `authors` wrote in (read from
+    /// their own envelopes, through the author index: as cheap as their posts
+    /// are few). Where the node looks for its direct conversations.
+    public func unnamedRooms(writtenBy authors: [PublicKey]) throws -> [RoomID] {
+        let s = try db.statement(
+            """
+            SELECT DISTINCT r.room_id FROM envelopes e JOIN rooms r ON r.rowid = e.room
+            WHERE e.author = (SELECT rowid FROM authors WHERE key = ?1) AND r.name IS NULL
+            """)
+        var out: Set<RoomID> = []
+        for author in authors {
+            s.reset()
+            _ = s.bind(1, author.bytes)
+            while try s.step() { out.insert(try RoomID(bytes: s.blob(0))) }
+        }
+        s.reset()
+        return out.sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
     }
 
     /// The rooms this node knows by name (cheap: no counts, no previews).

@@ -138,5 +138,20 @@ print("/part closes the conversation; the next line goes to #general")
 
 os.write(a, b"\x03")
 os.waitpid(pid, 0)
+
+# After a restart (nothing mapped in memory), /rooms still finds the conversation.
+pid, a = pty.fork()
+if pid == 0:
+    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))
+    os.environ["TERM"] = "xterm"
+    os.environ["NO_COLOR"] = "1"
+    os.execv(PEERNODE, [PEERNODE, "--data-dir", os.path.join(WORK, "a"), "--no-discovery", "--listen", "127.0.0.1:0"])
+mark = screen_end()
+read_until(a, b"#general> ", start=mark)
+mark = type_line("/rooms")
+read_until(a, re.compile(rb"   @bob\S*  \[\d\d:\d\d\] <"), start=mark)
+print("after a restart, /rooms lists the conversation")
+os.write(a, b"\x03")
+os.waitpid(pid, 0)
 b.stop()
 print("all checked")
