@@ -29,7 +29,18 @@ extension NetworkNode {
             events += applyDelivered(stored)
         }
         emit(events)
+        if readsOpenPlace { markOpenPlaceRead(fresh) }
         if activity != before { refreshPrompt() }
+    }
+
+    /// What was just shown in the open room or conversation was read there.
+    private func markOpenPlaceRead(_ fresh: [StoredEnvelope]) {
+        var open: Set<RoomID> = [session.openRoomID]
+        if let peer = session.conversationPeer, let c = node.conversation(with: peer) { open.insert(c.roomVersion1) }
+        guard fresh.contains(where: { open.contains($0.envelope.room) }) else { return }
+        do { for room in open { try node.store.markRead(room) } } catch {
+            log.warning("moving the read mark failed: \(error)")
+        }
     }
 
     /// One delivered envelope: the model changes it makes, and what to show of it.

@@ -57,6 +57,10 @@ final class NetworkNode: @unchecked Sendable {
     private var linkOf: [ObjectIdentifier: LinkID] = [:]
     private var nextLink = 1
     var lastShown: Int64
+    /// A person at a terminal reads what is shown in the open room or
+    /// conversation: its read mark follows (its unread count in `/rooms`
+    /// and on the page stays 0). Scripts and the page say what they read.
+    var readsOpenPlace = false
     var server: WebSocketServer?
     var discovery: DiscoveryService?
     private(set) var listenAddress = ""

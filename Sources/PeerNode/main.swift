@@ -89,6 +89,7 @@ func run(_ command: Command) throws {
         let network = try NetworkNode(node: node, room: room, presenter: presenter, log: log,
                                       pendingNick: startupNick, sendsReadReceipts: readReceipts)
         network.applyLimits(options)
+        network.readsOpenPlace = terminal != nil
         let done = DispatchSemaphore(value: 0)
         let input = StandardInput(network: network, terminal: terminal) { done.signal() }
         // Whoever reads stdout has gone: stop as at the end of standard input.

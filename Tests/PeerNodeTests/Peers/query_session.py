@@ -112,10 +112,13 @@ if typing.get("with") != alice:
 os.write(a, b"\x15")  # Ctrl-U: the half line goes
 print("typing in the query reaches bob as typing with alice")
 
+mark = screen_end()
+b.say(f"/msg {alice} still there?")
+read_until(a, b"still there?", start=mark)
 mark = type_line("/rooms")
 read_until(a, b"-- direct conversations (/query WHO opens one):", start=mark)
-read_until(a, re.compile(rb"\*  @bob\S*  \[\d\d:\d\d\] <"), start=mark)
-print("/rooms lists the conversation, marked open")
+read_until(a, re.compile(rb"\*  @bob\S*  \[\d\d:\d\d\] <bob\S*> still there\?"), start=mark)
+print("/rooms lists the conversation, marked open, with nothing unread: what showed in it was read")
 
 mark = type_line("/me waves")
 read_until(a, re.compile(rb"\*alice\S* \xe2\x86\x92 bob\S*\* \* alice\S* waves"), start=mark)
