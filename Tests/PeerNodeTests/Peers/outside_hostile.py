@@ -2,7 +2,6 @@
 drops: bad handshakes, malformed and over-limit messages (each must close
 its link with the code §10 and §11 name), and the limits that drop
 without closing."""
-import asyncio
 import os
 import struct
 
@@ -57,7 +56,7 @@ async def handshakes(node):
     made_up = sorted(os.urandom(32) for _ in range(4096))
     await link.send(b"\x01" + entries([(a, 1) for a in made_up]))
     await link.send(b"\x02" + entries([(os.urandom(32), 1)]))
-    await asyncio.sleep(0.5)
+    await link.barrier()
     ignored = counter(await node.stats(), "clock_entries_ignored") - before
     check("4 096 unknown authors declared on a link are taken, the 4 097th ignored (clock_entries_ignored)", ignored == 1, ignored)
     await link.close()
@@ -130,14 +129,13 @@ async def hostile(node):
     await link.send(overlay(1, struct.pack(">H", 0)))
     for _ in range(38):
         await link.send(overlay(6, b"\x00"))
-    await asyncio.sleep(1)
+    alive = await link.barrier()
     after = await node.stats()
     limited = counter(after, "overlay_limited") - counter(before, "overlay_limited")
     check("40 membership messages at once: about 8 dropped (overlay_limited)", 6 <= limited <= 8, limited)
     joins = counter(after, "overlay_joins_ignored") - counter(before, "overlay_joins_ignored")
     check("a second join within 60 s is ignored (overlay_joins_ignored)", joins == 1, joins)
-    closed, _ = await link.close_code(timeout=1)
-    check("a peer over the membership rate stays linked", closed is None, closed)
+    check("a peer over the membership rate stays linked", alive, "its link closed")
 
     # Typing notices: 8 per link per second; node-wide 32 passed on at once
     # (then 32 a second), the rest shown but not passed on.
@@ -146,7 +144,8 @@ async def hostile(node):
     for link in links:
         for n in [typing_notice(Identity()) for _ in range(9)]:
             await link.send(n)
-    await asyncio.sleep(1)
+    for link in links:
+        await link.barrier()
     after = await node.stats()
     moved = {name: counter(after, name) - counter(before, name) for name in ("typing_dropped", "typing_not_passed_on")}
     # A link's 9 may straddle a second of the node's clock: then its 9th is taken.
@@ -160,7 +159,7 @@ async def hostile(node):
     before = counter(await node.stats(), "overlay_forward_join_dropped")
     link = await Link(Identity(), nick=None).open(node.port)
     await link.send(overlay(2, one(9) + b"\x00"))
-    await asyncio.sleep(0.3)
+    await link.barrier()
     dropped = counter(await node.stats(), "overlay_forward_join_dropped") - before
     check("a forwardJoin from a link that is not a neighbour is dropped (overlay_forward_join_dropped)", dropped == 1, dropped)
     await link.close()
@@ -169,6 +168,7 @@ async def hostile(node):
     for _ in range(6):
         link = await Link(Identity(), nick=None).open(node.port)
         await link.send(overlay(6, bytes([8]) + b"".join(one(port) for port in range(1, 9))))
+        await link.barrier()
     head, rows = await node.peers()
     reserve = [r for r in rows if r.get("view") == "reserve"]
     check("48 made-up peers shuffled in: the reserve holds at most 36", head.get("reserve", 99) <= 36 and len(reserve) <= 36,

@@ -83,6 +83,7 @@ class Link:
             await ws.send(noise.write_message(b"BIND"))
         self.noise = noise
         self.queue = asyncio.Queue()
+        self.full_clocks, self.barriers = 0, 0
         self.reader = asyncio.create_task(self.read())
         return self
 
@@ -105,6 +106,7 @@ class Link:
                     raise ValueError(f"chunk flags {chunk[0]}")
                 message += chunk[1:]
                 if chunk[0] == 0:
+                    self.full_clocks += message[:1] == b"\x01"
                     await self.queue.put(message)
                     message = b""
         except ConnectionClosed:
@@ -131,6 +133,16 @@ class Link:
                 return found
         return None
 
+    async def barrier(self, timeout=20):
+        """Asks for the node's full clock (type 6) and waits for it (type 1):
+        the node reads a link's messages in order, so everything sent on this
+        link before has been handled (and counted) once the answer is here.
+        Full clocks are counted as they arrive: the node's first message on a
+        new link is one, and each barrier asks for one more."""
+        self.barriers += 1
+        await self.send(b"\x06")
+        return await self.until(lambda m: self.full_clocks >= 1 + self.barriers, timeout) is not None
+
     async def close_code(self, timeout=10):
         """Waits for the node to close the link: (code, reason), or (None, "still open")."""
         try:
@@ -150,6 +162,7 @@ class Node:
         self.peernode = peernode
         self.dir = tempfile.mkdtemp(prefix="outside-peer-")
         self.events = []
+        self.arrived = asyncio.Condition()
 
     async def start(self, *extra):
         self.process = await asyncio.create_subprocess_exec(
@@ -162,16 +175,30 @@ class Node:
 
     async def read(self):
         while line := await self.process.stdout.readline():
-            self.events.append(json.loads(line))
+            async with self.arrived:
+                self.events.append(json.loads(line))
+                self.arrived.notify_all()
 
     async def wait(self, match, timeout=20, since=0):
+        """The first event from index `since` on that matches, as soon as it comes (None after `timeout`)."""
+        def found():
+            return next((e for e in self.events[since:] if match(e)), None)
+        try:
+            async with self.arrived:
+                await asyncio.wait_for(self.arrived.wait_for(found), timeout)
+        except (asyncio.TimeoutError, TimeoutError):
+            return None
+        return found()
+
+    async def counters_reach(self, wanted, timeout=20):
+        """/stats until each counter of `wanted` (name: value) is at least that much; the last answer."""
         deadline = time.monotonic() + timeout
+        stats = {}
         while time.monotonic() < deadline:
-            for e in self.events[since:]:
-                if match(e):
-                    return e
-            await asyncio.sleep(0.05)
-        return None
+            stats = await self.stats()
+            if all(int(stats.get(name, 0)) >= value for name, value in wanted.items()):
+                break
+        return stats
 
     def send(self, line):
         self.process.stdin.write(line.encode() + b"\n")
@@ -184,9 +211,11 @@ class Node:
     async def peers(self):
         mark = len(self.events)
         self.send("/peers")
-        head = await self.wait(lambda e: e["type"] == "peers", since=mark)
-        await asyncio.sleep(0.3)
-        return head or {}, [e for e in self.events[mark:] if e["type"] == "peer"]
+        head = await self.wait(lambda e: e["type"] == "peers", since=mark) or {}
+        # The head says how many rows follow it.
+        rows = int(head.get("rows", 0))
+        await self.wait(lambda e: sum(x["type"] == "peer" for x in self.events[mark:]) >= rows, since=mark)
+        return head, [e for e in self.events[mark:] if e["type"] == "peer"][:rows]
 
     async def stop(self):
         self.process.stdin.close()
