@@ -252,13 +252,19 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
         }
     }
 
+    /// How many of `peers` each known host holds.
+    private func places(of peers: Set<Peer>) -> [String: Int] {
+        var places: [String: Int] = [:]
+        for peer in peers {
+            if let host = hosts[peer] { places[host, default: 0] += 1 }
+        }
+        return places
+    }
+
     /// The peers of `candidates` whose hosts hold the fewest places among
     /// neighbours and peers asked (a peer with no host known: none).
     private func leastHeld(_ candidates: Set<Peer>) -> Set<Peer> {
-        var places: [String: Int] = [:]
-        for peer in active.union(requested.keys) {
-            if let host = hosts[peer] { places[host, default: 0] += 1 }
-        }
+        let places = places(of: active.union(requested.keys))
         guard !places.isEmpty else { return candidates }
         func weight(_ peer: Peer) -> Int { hosts[peer].flatMap { places[$0] } ?? 0 }
         let fewest = candidates.map(weight).min() ?? 0
@@ -270,10 +276,7 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
     /// Identities behind one address (free to make) so push out each other
     /// before anyone else; with every host holding one place, any neighbour.
     private mutating func evictionChoice(making newcomer: Peer) -> Peer? {
-        var places: [String: Int] = [:]
-        for peer in active.union([newcomer]) {
-            if let host = hosts[peer] { places[host, default: 0] += 1 }
-        }
+        let places = places(of: active.union([newcomer]))
         func weight(_ peer: Peer) -> Int { hosts[peer].flatMap { places[$0] } ?? 1 }
         let most = active.map(weight).max() ?? 1
         return pick(from: active.filter { weight($0) == most })

@@ -29,8 +29,15 @@ final class ChatSession {
         return Place(room: c.room, name: "your conversation with " + plainLabel(peer))
     }
 
-    /// The open room's id, or the open conversation's.
-    var openRoomID: RoomID { (try? openPlace().room) ?? node.roomID(room) }
+    /// The open room's id, or the open conversation's (where it is written now).
+    var openRoomID: RoomID { conversationPeer.flatMap { node.conversation(with: $0)?.room } ?? node.roomID(room) }
+
+    /// Every room id what is shown in the open place may have: a
+    /// conversation's older one (envelope version 1) too.
+    var openRoomIDs: Set<RoomID> {
+        guard let peer = conversationPeer, let c = node.conversation(with: peer) else { return [node.roomID(room)] }
+        return [c.room, c.roomVersion1]
+    }
 
     /// `nick⚠·fp✔` without colour (the prompt's width is counted without
     /// it): ⚠ when the nick looks like another's, ✔ when trusted; inert.
@@ -281,11 +288,9 @@ final class ChatSession {
             let marker = summary.name == room.value && conversationPeer == nil ? "*" : " "
             let named = mentioned(summary.name ?? "")
             let unread = summary.unread > 0 ? " (\(summary.unread) unread\(named ? ", names you" : ""))" : (named ? " (names you)" : "")
-            var preview = ""
-            if let last = summary.last, let text = node.openedNow(last.envelope)?.opened.text.description {
-                let short = text.count > 40 ? String(text.prefix(39)) + "…" : text
-                preview = "  [\(Renderer.clock(last.envelope.timestamp))] <\(renderer.label(last.envelope.author))> \(short)"
-            }
+            let preview = summary.last.flatMap { last in
+                node.openedNow(last.envelope).map { renderer.preview(last.envelope, text: $0.opened.text.description) }
+            } ?? ""
             return "\(marker)\(index + 1). \(name)\(unread)\(preview)"
         }
     }

@@ -35,12 +35,7 @@ extension NetworkNode {
         return ["-- direct conversations (/query WHO opens one):"] + rows.compactMap { row in
             guard let peer = row.peer else { return nil }
             let unread = row.unread > 0 ? " (\(row.unread) unread)" : ""
-            var preview = ""
-            if let last = row.last {
-                let text = last.opened.text.description
-                let short = text.count > 40 ? String(text.prefix(39)) + "…" : text
-                preview = "  [\(Renderer.clock(last.envelope.timestamp))] <\(renderer.label(last.envelope.author))> \(short)"
-            }
+            let preview = row.last.map { renderer.preview($0.envelope, text: $0.opened.text.description) } ?? ""
             return "\(peer.key == open ? "*" : " ")  @\(renderer.label(peer))\(unread)\(preview)"
         }
     }

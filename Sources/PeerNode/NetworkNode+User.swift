@@ -35,8 +35,7 @@ extension NetworkNode {
 
     /// What was just shown in the open room or conversation was read there.
     private func markOpenPlaceRead(_ fresh: [StoredEnvelope]) {
-        var open: Set<RoomID> = [session.openRoomID]
-        if let peer = session.conversationPeer, let c = node.conversation(with: peer) { open.insert(c.roomVersion1) }
+        let open = session.openRoomIDs
         guard fresh.contains(where: { open.contains($0.envelope.room) }) else { return }
         do { for room in open { try node.store.markRead(room) } } catch {
             log.warning("moving the read mark failed: \(error)")
@@ -348,7 +347,7 @@ extension NetworkNode {
     @discardableResult
     func postDirect(_ text: String, to peer: PublicKey, kind: Kind = .text) throws -> Envelope {
         // `node.postingGate` refuses it while our history may be elsewhere.
-        let e = try node.postDirect(Array(text.utf8), kind: kind, to: peer)
+        let e = try node.postDirect(text, to: peer, kind: kind)
         // The prompt's mark follows it in a `/query`, as a post's in a room.
         receipts.posted(e.sequence, in: e.room)
         sendOwn(e)

@@ -286,10 +286,10 @@ final class Node {
         return try postDirect(receipt.encoded, kind: .receipt, to: peer)
     }
 
-    /// Signs and stores a direct message to `peer`.
+    /// Signs and stores a direct message to `peer` (a text, or an action: `/me`).
     @discardableResult
-    func postDirect(_ text: String, to peer: PublicKey) throws -> Envelope {
-        try postDirect(Array(text.utf8), kind: .text, to: peer)
+    func postDirect(_ text: String, to peer: PublicKey, kind: Kind = .text) throws -> Envelope {
+        try postDirect(Array(text.utf8), kind: kind, to: peer)
     }
 
     /// Finds who `/msg` means: a 64-hex id, `nick·fp`, or a nick that only one known author uses.

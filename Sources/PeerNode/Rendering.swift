@@ -87,6 +87,13 @@ struct Renderer {
     }
 
     /// A direct message between its author and `to` (`quote`: a reply's).
+    /// `/rooms`' preview of a room's or conversation's last message:
+    /// `  [12:00] <bob·x4fe> its text, cut at 40 characters…`.
+    func preview(_ envelope: Envelope, text: String) -> String {
+        let short = text.count > 40 ? String(text.prefix(39)) + "…" : text
+        return "  [\(Self.clock(envelope.timestamp))] <\(label(envelope.author))> \(short)"
+    }
+
     /// An action (`/me`) reads `* alice·x4fe waves` after the arrow.
     func directLine(_ envelope: Envelope, to: PublicKey, text: PeerText, quote: Quote? = nil, action: Bool = false) -> String {
         "[\(Self.clock(envelope.timestamp))] *\(label(envelope.author)) → \(label(to))* " + (quote.map { quoted($0) + " " } ?? "")
