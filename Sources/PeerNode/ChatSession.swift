@@ -106,6 +106,7 @@ final class ChatSession {
         let all = zip(entries, opened).compactMap { e, o -> String? in
             // An erased message shows as its tombstone's line.
             if e.envelope.isPruned || o.map({ !Self.isLine($0.kind) }) == true || node.isRevoked(e.envelope) { return nil }
+            if o?.kind == .membership, !node.membershipHolds(e.envelope) { return nil }
             guard let o, o.isMessage, let (shown, edited) = node.openedNow(e.envelope) else { return renderer.line(e.envelope, room: room.value, opened: o) }
             return "(\(numbers[e.delivery] ?? 0)) " + renderer.line(e.envelope, room: room.value, opened: shown, quote: node.quote(of: e.envelope, o))
                 + (edited ? " (edited)" : "") + Renderer.reactionsSuffix(node.reactions(to: e.envelope))

@@ -51,6 +51,12 @@ extension NetworkNode {
         } catch {
             log.warning("applying a membership change in \(name.value) failed: \(error)")
         }
+        // A change that does not hold (a member "removing" the owner) is not
+        // shown: its line would say something that did not happen.
+        guard node.membershipHolds(e) else {
+            node.refusedMembership &+= 1
+            return []
+        }
         return [.membershipChanged(room: name, by: node.people[e.author], action: event.actionName, target: node.people[event.target], epoch: event.epoch)]
     }
 

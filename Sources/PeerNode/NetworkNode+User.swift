@@ -396,6 +396,7 @@ extension NetworkNode {
         if node.refusedRevoked > 0 { all["revoked_refused"] = node.refusedRevoked }
         if node.refusedRoomPosts > 0 { all["room_post_refused"] = node.refusedRoomPosts }
         if node.refusedRekeys > 0 { all["rekey_refused"] = node.refusedRekeys }
+        if node.refusedMembership > 0 { all["membership_refused"] = node.refusedMembership }
         return .stats(links: linkedPeers.count, counters: all.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) },
                       stages: core.stages.summaries)
     }

@@ -80,6 +80,14 @@ extension Node {
         return state
     }
 
+    /// Whether a membership event of a room holds under the room's state as
+    /// last computed (one whose room has no state, or that it has not
+    /// opened, does not).
+    func membershipHolds(_ e: Envelope) -> Bool {
+        guard let state = memberships[e.room], openedMembershipEvents[e.id] != nil else { return false }
+        return !state.refused.contains(e.id)
+    }
+
     private func keepRoomKey(_ room: RoomID, event: MessageID, epoch: UInt32, key: SymmetricKey) throws {
         try store.saveRoomKey(Store.RoomKeyRow(room: room, event: event, epoch: epoch, key: key.exportedBytes))
         roomEpochKeys[room, default: [:]][event] = (epoch, key)

@@ -52,6 +52,9 @@ final class Node {
     var refusedRoomPosts = 0
     /// Conversation-key announcements refused (`rekey_refused`).
     var refusedRekeys = 0
+    /// Delivered membership events that did not hold (§14's rules), not
+    /// shown (`membership_refused`).
+    var refusedMembership = 0
 
     init(options: Options, environment: [String: String]) throws {
         guard let path = resolveDataDirectory(options, environment: environment) else {

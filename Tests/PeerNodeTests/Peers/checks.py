@@ -26,3 +26,19 @@ def give_up_after(seconds):
 
 def finish():
     sys.exit(1 if failures else 0)
+
+
+def run_checks(main, seconds):
+    """Runs the coroutine function `main` for at most `seconds`, prints "ALL OK"
+    or what failed, and exits 1 on any failure."""
+    import asyncio
+
+    async def bounded():
+        try:
+            await asyncio.wait_for(main(), seconds)
+        except (asyncio.TimeoutError, TimeoutError):
+            print("FAIL the whole run took more than %d s" % seconds, flush=True)
+            failures.append("time")
+    asyncio.run(bounded())
+    print("ALL OK" if not failures else f"{len(failures)} FAILED: {', '.join(failures)}", flush=True)
+    finish()

@@ -120,7 +120,7 @@ os.write(c, b"lo\r")
 read_until("alice", a, b"<carol", start=mark)
 
 mark = len(screens.text["alice"])
-os.write(a, f"/history 3\r".encode())
+os.write(a, "/history 3\r".encode())
 read_until("alice", a, b"the corner place (edited)", start=mark)
 mark = len(screens.text["alice"])
 os.write(a, b"/delete\r")

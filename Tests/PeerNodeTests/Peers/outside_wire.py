@@ -106,13 +106,14 @@ def open_body(body, author, room=GENERAL_ID, key=GENERAL_KEY):
     return plain[0], end[:-1][1:]
 
 
-def make_envelope(who, kind, content, erase=(), timestamp=None):
-    """A version-3 envelope of `who`'s next sequence; returns (bytes, id)."""
+def make_envelope(who, kind, content, erase=(), timestamp=None, room=GENERAL_ID, key=GENERAL_KEY, dependencies=()):
+    """A version-3 envelope of `who`'s next sequence in `room`, its body
+    sealed with `key`; `dependencies` are (author, sequence) pairs. Returns (bytes, id)."""
     who.sequence += 1
-    body = seal_body(kind, content, who.public)
+    body = seal_body(kind, content, who.public, room, key)
     head = bytes([3]) + who.public + struct.pack(">Q", who.sequence) + who.last_id
-    head += struct.pack(">H", 0)  # no dependencies
-    head += struct.pack(">Q", timestamp if timestamp is not None else int(time.time() * 1000)) + GENERAL_ID
+    head += struct.pack(">H", len(dependencies)) + b"".join(a + struct.pack(">Q", s) for a, s in sorted(dependencies))
+    head += struct.pack(">Q", timestamp if timestamp is not None else int(time.time() * 1000)) + room
     head += bytes([len(erase)]) + b"".join(struct.pack(">Q", s) for s in erase)
     head += struct.pack(">I", len(body)) + blake2b256(body)
     message_id = blake2b256(head)
@@ -128,6 +129,7 @@ def read_envelope(data):
         raise ValueError(f"version {data[0]}")
     author, (sequence,), previous = data[1:33], struct.unpack(">Q", data[33:41]), data[41:73]
     (n,) = struct.unpack(">H", data[73:75])
+    dependencies = [(data[75 + 40 * i:107 + 40 * i], struct.unpack(">Q", data[107 + 40 * i:115 + 40 * i])[0]) for i in range(n)]
     at = 75 + 40 * n
     (timestamp,) = struct.unpack(">Q", data[at:at + 8])
     room = data[at + 8:at + 40]
@@ -147,7 +149,7 @@ def read_envelope(data):
         if body_length - 40 not in BUCKETS:
             raise ValueError("body not padded")
     return {"author": author, "sequence": sequence, "previous": previous, "timestamp": timestamp, "room": room,
-            "erased": erased, "form": form, "body": rest, "id": blake2b256(data[:head_end])}
+            "dependencies": dependencies, "erased": erased, "form": form, "body": rest, "id": blake2b256(data[:head_end])}
 
 
 # ---- §11 gossip messages -------------------------------------------------
