@@ -112,9 +112,9 @@ struct JSONPresenter: JSONLinePresenter {
             return [JSONEvents.line(["type": .string("device_code"), "code": .string(code), "port": .number(UInt64(port))])]
         case let .deviceLinked(name, device):
             return [JSONEvents.line(["type": .string("device_linked"), "name": .text(PeerText(name)), "device": .string(device.hex)])]
-        case let .followed(change, about, device):
+        case let .followed(change, about, device, _):
             return [JSONEvents.line(["type": .string("followed"), "change": .string(change), "about": .text(PeerText(about)),
-                                     "device": .string(device.key.hex)])]
+                                     "device": .string(device.hex)])]
         case let .roomRoles(room, members, banned):
             return members.map { JSONEvents.line(["type": .string("room_member"), "room": .string(room.value), "id": .string($0.person.key.hex),
                                                    "nick": .text($0.person.nick ?? PeerText("")), "role": .string($0.role)]) }

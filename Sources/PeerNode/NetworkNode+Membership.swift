@@ -102,7 +102,10 @@ extension NetworkNode {
             }
             roomOrderStale = true
             let (name, about) = change.described
-            return [.followed(change: name, about: about, device: node.people[e.author])]
+            // The device that made the change, by its own key and name (its
+            // account is ours, the same for every device).
+            let deviceName = try? node.devices(of: node.account).first { $0.device == e.author }?.name
+            return [.followed(change: name, about: about, device: e.author, name: deviceName)]
         } catch {
             log.warning("following another device of ours failed: \(error)")
             return []

@@ -55,7 +55,7 @@ enum NodeEvent {
     case membershipChanged(room: RoomName, by: Person, action: String, target: Person, epoch: UInt32)
     /// Another device of ours made a change this one followed (`FollowChange`):
     /// its name (`change`), the room or identity it was about, by `device`.
-    case followed(change: String, about: String, device: Person)
+    case followed(change: String, about: String, device: PublicKey, name: String?)
     /// `/device add`: the code offered and what to type on the new machine; then the device linked.
     case deviceCode(code: String, port: UInt16, instructions: [String])
     case deviceLinked(name: String, device: PublicKey)

@@ -66,8 +66,8 @@ struct TerminalPresenter: LinePresenter {
             return instructions.map { "-- " + $0 }
         case let .deviceLinked(name, device):
             return ["-- linked \(PeerText(name)) (\(device.shortFingerprint)) to your account: it shows as you once its claim comes"]
-        case let .followed(change, about, device):
-            return ["-- following your device \(plain.label(device)): \(change.replacingOccurrences(of: "_", with: " ")) \(TerminalText.sanitize(about))"]
+        case let .followed(change, about, device, name):
+            return ["-- following your device \(name.map { "\(PeerText($0)) " } ?? "")(\(device.shortFingerprint)): \(change.replacingOccurrences(of: "_", with: " ")) \(TerminalText.sanitize(about))"]
         case let .roomRoles(room, members, banned):
             return ["-- \(TerminalText.sanitize(room.value)): \(members.count) member\(members.count == 1 ? "" : "s")"]
                 + members.map { "  \(plain.label($0.person)) \($0.role)" } + banned.map { "  \(plain.label($0)) banned" }

@@ -34,6 +34,13 @@ def x25519_base(secret):
     return out.raw
 
 
+def seal_to(public, message):
+    """crypto_box_seal to an X25519 public key."""
+    out = ctypes.create_string_buffer(len(message) + 48)
+    sodium.crypto_box_seal(out, message, ctypes.c_ulonglong(len(message)), public)
+    return out.raw
+
+
 def seal_open(sealed, public, secret):
     """crypto_box_seal_open; None when it does not open."""
     out = ctypes.create_string_buffer(max(1, len(sealed) - 48))
@@ -99,6 +106,12 @@ def read_membership(content):
         return None
     return {"action": ACTIONS[action], "target": target, "role": role, "epoch": epoch, "parent": parent,
             "keys": keys, "limits": limits}
+
+
+def invite_v2(room, first, keys, name):
+    """A "PNI2" invite's content: `keys` are (membership event id, epoch, room key)."""
+    return b"PNI2" + room + first + struct.pack(">H", len(keys)) + b"".join(
+        i + struct.pack(">I", e) + k for i, e, k in keys) + name.encode()
 
 
 def read_invite_v2(content):

@@ -30,50 +30,16 @@ from checks import check, run_checks
 from outside_hostile import counter
 from outside_keys import (ACCOUNTS_ID, ACCOUNTS_KEY, box_keypair, certificate, conversation, conversation_with,
                           membership_event, read_invite_v2, read_membership, rekey, seal_open)
-from outside_link import Link, Node
-from outside_wire import (GENERAL_ID, Identity, ed_to_x25519_public, entries, envelopes_message, make_envelope,
-                          open_body, overlay, read_batch, read_envelope)
+from outside_device import as_device
+from outside_invitee import declined, invited
+from outside_link import Node
+from outside_sealed import linked, membership_of, opened_in
+from outside_wire import GENERAL_ID, Identity, ed_to_x25519_public, envelopes_message, make_envelope
 
 
-class Seen:
-    """Every envelope the node pushes on a link, kept, so a check can look
-    for one that came while it waited for another."""
-
-    def __init__(self, link):
-        self.link, self.envelopes = link, []
-
-    async def find(self, match, timeout=20):
-        """The first envelope (kept or still to come) for which `match` returns something; that something, or None."""
-        def look(envelopes):
-            return next((found for e in envelopes if (found := match(e))), None)
-        if (found := look(self.envelopes)):
-            return found
-
-        def take(message):
-            if message[0] != 3:
-                return None
-            new = [read_envelope(e) for _, e in read_batch(message)]
-            self.envelopes += new
-            return look(new)
-        return await self.link.until(take, timeout)
-
-
-def opened_in(author, room, key, want):
-    """A match for Seen.find: an envelope of `author` in `room` whose body opens with `key` and that `want(kind, content, envelope)` takes."""
-    def match(e):
-        if e["author"] != author or e["room"] != room or e["form"] != 0:
-            return None
-        body = open_body(e["body"], author, room, key)
-        return body and want(body[0], body[1], e)
-    return match
-
-
-async def linked(node, who, nick):
-    link = await Link(who, nick=nick).open(node.port)
-    await link.send(overlay(8, struct.pack(">H", 0)))  # keep: pushes come to us
-    await link.send(b"\x01" + entries([]))
-    await link.barrier()
-    return link, Seen(link)
+# The private rooms alice holds, as the scenarios learn them: name → (room id, first key);
+# "#plans epoch 1" → (membership event id, key). A device linked later must get them all.
+held = {}
 
 
 async def direct(node):
@@ -109,6 +75,7 @@ async def invite(node, me, link, seen):
         check(f"an invite naming {name} room id is refused at once", refused is not None and refused.get("room") == "#trap"
               and refused.get("by") == me.public.hex(), refused)
     hideout, hideout_key = os.urandom(32), os.urandom(32)
+    held["#hideout"] = (hideout, hideout_key)
     mark = len(node.events)
     offer, _ = make_envelope(me, 7, b"PNIV" + hideout + hideout_key + b"#hideout", room=room, key=key)
     await link.send(envelopes_message([offer]))
@@ -152,6 +119,8 @@ async def members(node, me, link, seen):
     if 1 not in by_epoch:
         return
     event_id, epoch1 = by_epoch[1]
+    held["#plans"] = (plans, first)
+    held["#plans epoch 1"] = (event_id, epoch1)
 
     def invite_event(kind, content, e):
         return (e, read_membership(content)) if kind == 14 and e["id"] == event_id else None
@@ -180,11 +149,7 @@ async def members(node, me, link, seen):
 
     node.send("/join #plans")
     node.send(f"/kick {me.public.hex()}")
-
-    def kick_event(kind, content, e):
-        m = read_membership(content) if kind == 14 else None
-        return (e, m) if m and m["action"] == "kick" else None
-    found = await seen.find(opened_in(node.id, plans, epoch1, kick_event))
+    found = await seen.find(opened_in(node.id, plans, epoch1, membership_of("kick")))
     kick = found and found[1]
     check("the kick: sealed with the epoch-1 key, epoch 2, parent the invite, keys for alice alone, a limit on our device at "
           "the highest sequence alice held of ours",
@@ -258,6 +223,9 @@ async def main():
         await invite(node, me, link, seen)
         await members(node, me, link, seen)
         await devices(node)
+        owner, link, seen = await invited(node)
+        await declined(node, owner, link, seen)
+        await as_device(node, held)
     finally:
         status = await node.stop()
     check("the node stops cleanly (status 0)", status == 0, status)

@@ -1,0 +1,20 @@
+import Crypto
+@testable import PeerNode
+import Testing
+
+/// A change another device of ours made, as the terminal and `--json` say
+/// it: by that device (its name and key), never by the account, which every
+/// device shares.
+@Suite("A followed change names the device that made it")
+struct FollowedLineTests {
+    @Test("the terminal line names the device and its short fingerprint, its name sanitized; --json's device is the device's key")
+    func namesTheDevice() throws {
+        let device = try SigningKey.generate().publicKey
+        let event = NodeEvent.followed(change: "joined", about: "#lunch", device: device, name: "laptop\u{1b}[2J")
+        #expect(TerminalPresenter.lines(event) == ["-- following your device laptop^[[2J (\(device.shortFingerprint)): joined #lunch"])
+        let json = JSONPresenter.lines(event)
+        #expect(json.count == 1 && json[0].contains("\"device\":\"\(device.hex)\""), "\(json)")
+        let unnamed = NodeEvent.followed(change: "trusted", about: "x", device: device, name: nil)
+        #expect(TerminalPresenter.lines(unnamed) == ["-- following your device (\(device.shortFingerprint)): trusted x"])
+    }
+}
