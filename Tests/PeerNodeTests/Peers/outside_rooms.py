@@ -33,6 +33,7 @@ from outside_keys import (ACCOUNTS_ID, ACCOUNTS_KEY, box_keypair, certificate, c
 from outside_device import as_device
 from outside_invitee import declined, invited
 from outside_link import Node
+from outside_refusals import refusals
 from outside_sealed import linked, membership_of, opened_in
 from outside_wire import GENERAL_ID, Identity, ed_to_x25519_public, envelopes_message, make_envelope
 
@@ -226,6 +227,7 @@ async def main():
         owner, link, seen = await invited(node)
         await declined(node, owner, link, seen)
         await as_device(node, held)
+        await refusals(node)
     finally:
         status = await node.stop()
     check("the node stops cleanly (status 0)", status == 0, status)
