@@ -52,9 +52,13 @@ extension NetworkNode {
             node.refusedRevoked &+= 1
             return []
         }
+        let nickBefore = node.people.nick(e.author)
         node.observe(e, opened)
         // A blocked identity's messages are kept (and relayed) but not shown.
         if blocked.contains(e.author) { return [] }
+        if opened.kind == .nick, !Self.showsNick(by: e.author, account: node.people.account(e.author), before: nickBefore, after: node.people.nick(e.author)) {
+            return []
+        }
         switch opened.kind {
         case .device:
             guard let row = node.acceptDeviceClaim(e, opened) else { return [] }
@@ -117,6 +121,13 @@ extension NetworkNode {
             activity.arrived(in: roomName.value, mention: shown.mention)
         }
         return [.message(shown)] + (opened.isMessage ? repliesFilled(by: e) : [])
+    }
+
+    /// Whether a delivered nick change gets its line ("bob is now known as
+    /// robert"): not when a device signed its account's nick unchanged, as
+    /// every new device does once (the account said it already).
+    static func showsNick(by author: PublicKey, account: PublicKey, before: PeerText?, after: PeerText?) -> Bool {
+        author == account || before == nil || before != after
     }
 
     /// A delivered envelope's number in its room (`/history`'s): counted

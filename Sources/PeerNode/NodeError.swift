@@ -97,7 +97,7 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
         case let .alreadyPrivate(name): "\(name.value) is already one of your private rooms"
         case let .publicRoomNamed(name): "\(name.value) is a public room you are in; choose another name for a private room"
         case let .notYourPrivateRoom(name):
-            "\(name.value) is not a private room of yours (public rooms need no invite; /private \(name.value) makes one)"
+            "\(name.value) is not a private room of yours: /invite, /members, /kick, /ban, /op and /leave act on those (/private NAME makes one)"
         case .noInviteWaiting: "no invite is waiting"
         case let .invitesWaiting(count): "\(count) invites are waiting: name one (/invites lists them)"
         case let .noInviteTo(name): "no invite to \(TerminalText.sanitize(name)) is waiting (/invites lists them)"

@@ -1,4 +1,5 @@
 import Crypto
+import NetworkText
 @testable import PeerNode
 import Testing
 
@@ -16,5 +17,18 @@ struct FollowedLineTests {
         #expect(json.count == 1 && json[0].contains("\"device\":\"\(device.hex)\""), "\(json)")
         let unnamed = NodeEvent.followed(change: "trusted", about: "x", device: device, name: nil)
         #expect(TerminalPresenter.lines(unnamed) == ["-- following your device (\(device.shortFingerprint)): trusted x"])
+    }
+}
+
+@Suite("A device's nick line")
+struct DeviceNickLineTests {
+    @Test("a new device signing its account's nick unchanged gets no line; a change, a first nick, or the account's own line does")
+    func deviceNick() throws {
+        let (account, device) = (try SigningKey.generate().publicKey, try SigningKey.generate().publicKey)
+        let alice = PeerText("alice")
+        #expect(!NetworkNode.showsNick(by: device, account: account, before: alice, after: alice))
+        #expect(NetworkNode.showsNick(by: device, account: account, before: alice, after: PeerText("ally")))
+        #expect(NetworkNode.showsNick(by: device, account: account, before: nil, after: alice))
+        #expect(NetworkNode.showsNick(by: account, account: account, before: alice, after: alice))
     }
 }
