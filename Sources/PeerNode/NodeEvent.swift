@@ -16,7 +16,9 @@ enum NodeEvent {
     /// What a person should read first (the greeting and the room's last lines).
     case greeting([String])
     /// The first link to a peer is up (its nick from its messages, else from its handshake).
-    case peerUp(Person, address: String)
+    /// A link is up to the node `node`: `Person` is whom it signs for (its
+    /// account, when `node` is a device: then `device` is the device's name).
+    case peerUp(Person, address: String, node: PublicKey, device: String?)
     /// No link to the peer is left (`reason`: what its last link said when it closed).
     case peerDown(PublicKey, reason: PeerText?)
     case message(ShownMessage)

@@ -72,8 +72,8 @@ struct RelayLogPresenter: Presenter {
     func present(_ events: [NodeEvent]) {
         for event in events {
             switch event {
-            case let .peerUp(person, address):
-                log.info("link up", ["peer": person.key.hex, "nick": person.nick?.unsanitized ?? "", "addr": address])
+            case let .peerUp(person, address, node, _):
+                log.info("link up", ["peer": node.hex, "account": person.key.hex, "nick": person.nick?.unsanitized ?? "", "addr": address])
             case let .peerDown(key, reason):
                 log.info("link down", ["peer": key.hex, "reason": reason?.description ?? ""])
             default:

@@ -23,8 +23,10 @@ struct TerminalPresenter: LinePresenter {
             return lines
         case let .webPage(url):
             return ["-- the chat page: \(url) (`peernode web-url` prints it again; keep it to yourself, it lets whoever has it chat as you)"]
-        case let .peerUp(person, address):
-            return ["-- linked to \(plain.label(person)) at \(address)"]
+        case let .peerUp(person, address, node, device):
+            // A device of someone's account: which of their machines this is.
+            let which = person.key == node ? "" : " (device \(device.map { "\(PeerText($0)) " } ?? "")\(node.shortFingerprint))"
+            return ["-- linked to \(plain.label(person))\(which) at \(address)"]
         case let .peerDown(key, reason):
             return ["-- link to \(key.shortFingerprint) closed" + (reason.map { ": \($0)" } ?? "")]
         case let .message(m), let .replyQuoted(m):

@@ -32,3 +32,19 @@ struct DeviceNickLineTests {
         #expect(NetworkNode.showsNick(by: account, account: account, before: alice, after: alice))
     }
 }
+
+@Suite("A link to someone's device")
+struct DeviceLinkUpTests {
+    @Test("peer_up's id is the linked node (as peer_down's), with its account beside it; the terminal names the device")
+    func linkUp() throws {
+        let (account, device) = (try SigningKey.generate().publicKey, try SigningKey.generate().publicKey)
+        let alice = Person(key: account, nick: PeerText("alice"), trusted: false, lookAlike: false, forked: false)
+        let up = NodeEvent.peerUp(alice, address: "10.0.0.7:7733", node: device, device: "laptop")
+        let json = JSONPresenter.lines(up).joined()
+        #expect(json.contains("\"id\":\"\(device.hex)\"") && json.contains("\"account\":\"\(account.hex)\""), "\(json)")
+        #expect(TerminalPresenter.lines(up) == ["-- linked to alice·\(account.shortFingerprint) (device laptop \(device.shortFingerprint)) at 10.0.0.7:7733"])
+        let itself = NodeEvent.peerUp(alice, address: "10.0.0.7:7733", node: account, device: nil)
+        #expect(!JSONPresenter.lines(itself).joined().contains("account"))
+        #expect(TerminalPresenter.lines(itself) == ["-- linked to alice·\(account.shortFingerprint) at 10.0.0.7:7733"])
+    }
+}
