@@ -84,6 +84,8 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
     /// either view and peers asked; a peer without one counts as a host of
     /// its own.
     public var hosts: [Peer: String] = [:]
+    /// When a node short of links last asked urgently (`urgency`).
+    private var lastUrgentRequest = -Double.infinity
     /// Peers that refused a request: not asked again until `requestTimeout` passed.
     private var refusedAt: [Peer: Double] = [:]
     /// Shuffle entries refused because a list was too long or named us.
@@ -161,18 +163,14 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
             guard peer != me else { break }
             let ttl = min(ttl, configuration.activeWalk)
             if ttl == 0 || active.count <= 1 {
-                if !active.contains(peer) {
-                    addActive(peer, into: &out)
-                    out.append(.send(peer, .neighbor(urgent: true)))
-                }
+                integrate(peer, now: now, into: &out)
                 return
             }
             if ttl == configuration.passiveWalk { addPassive([peer]) }
             if let next = pick(from: active.filter { $0 != from && $0 != peer }) {
                 out.append(.send(next, .forwardJoin(peer, ttl: ttl - 1)))
-            } else if !active.contains(peer) {
-                addActive(peer, into: &out)
-                out.append(.send(peer, .neighbor(urgent: true)))
+            } else {
+                integrate(peer, now: now, into: &out)
             }
         case let .neighbor(urgent):
             if active.contains(from) {
@@ -241,6 +239,22 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
         out.append(.link(peer))
     }
 
+    /// The joiner a forward-join walk ended at. With room, it is linked at
+    /// once; with a full view it is asked first (urgently, so a real joiner
+    /// says yes) and a neighbour makes room only when it answers. A
+    /// neighbour can name anyone in a forward-join: a made-up peer that never
+    /// answers must not cost a real link.
+    private mutating func integrate(_ peer: Peer, now: Double, into out: inout [Effect]) {
+        guard peer != me, !active.contains(peer) else { return }
+        if active.count < configuration.activeSize {
+            addActive(peer, into: &out)
+        } else {
+            guard requested[peer] == nil else { return }
+            requested[peer] = now
+        }
+        out.append(.send(peer, .neighbor(urgent: true)))
+    }
+
     private mutating func addPassive(_ peers: [Peer], evictingFirst preferred: [Peer] = []) {
         var evictable = preferred.filter { passive.contains($0) }
         for peer in peers where peer != me && !active.contains(peer) && !passive.contains(peer) {
@@ -291,8 +305,22 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
         while active.count + requested.count < configuration.activeSize,
               let peer = pick(from: leastHeld(passive.filter { requested[$0] == nil && refusedAt[$0] == nil })) {
             requested[peer] = now
-            out.append(.send(peer, .neighbor(urgent: active.isEmpty)))
+            out.append(.send(peer, .neighbor(urgent: urgency(now: now))))
         }
+    }
+
+    /// Whether a request to link is urgent (taken even by a full peer, which
+    /// drops a neighbour for it). With no link at all, as HyParView has it;
+    /// with at most a third of the links, once per `requestTimeout` too: full
+    /// peers refuse an ordinary request, and a node they all refuse would
+    /// stay one or two links from being cut off. Once per timeout, so the
+    /// neighbour it displaces, should it be short of links too, cannot set
+    /// off a chain of displacements through the overlay at once.
+    private mutating func urgency(now: Double) -> Bool {
+        if active.isEmpty { return true }
+        guard active.count <= configuration.activeSize / 3, now - lastUrgentRequest >= configuration.requestTimeout else { return false }
+        lastUrgentRequest = now
+        return true
     }
 
     private mutating func shuffle(into out: inout [Effect]) {

@@ -16,6 +16,20 @@ struct OverlayHostileTests {
         return wire.sides[1].core.table.linkedPeers.first { $0.value == wire.key(0) }?.key
     }
 
+    /// Sides 1…6, each at its own host, join through side 0, which is then
+    /// full: their keys, side 0's neighbours.
+    static func filled(_ wire: inout Wire) -> Set<PublicKey> {
+        for side in 1...6 {
+            wire.queue.append((side, .found(wire.key(0), host: Wire.host(0), port: 7733, listening: true)))
+            wire.run()
+            wire.tick()
+        }
+        wire.tick(by: 5)
+        let honest = Set((1...6).map { wire.key($0) })
+        #expect(wire.sides[0].core.overlay.membership.active == honest)
+        return honest
+    }
+
     static func madeUp(_ n: Int) throws -> [OverlayPeer] {
         try (0..<n).map { i in OverlayPeer(identity: try SigningKey.generate().publicKey, address: [192, 0, 2, UInt8(i % 250)], port: 7733) }
     }
@@ -86,18 +100,26 @@ struct OverlayHostileTests {
         #expect(wire.sides[0].core.table.carries(wire.key(1)))
     }
 
+    @Test("a neighbour's forwardJoins naming made-up peers cannot churn a full node's links: each is asked first, and no neighbour is dropped for one that never answers")
+    func forwardJoinsCostNoNeighbour() throws {
+        var wire = try Wire(7, seed: 14)
+        let honest = Self.filled(&wire)
+        let id = try #require(wire.sides[1].core.table.linkedPeers.first { $0.value == wire.key(0) }?.key)
+        let (closed, down) = (wire.sides[0].closes.count, wire.sides[0].downs.count)
+        for round in 0..<10 {
+            for ghost in try Self.madeUp(2) { wire.input(1, .send(id, .overlay(.forwardJoin(ghost, ttl: 0)))) }
+            wire.tick()
+            #expect(wire.sides[0].core.overlay.membership.active == honest, "round \(round)")
+        }
+        // Not a single link of theirs closed, even for a moment (healing would hide it in the view).
+        #expect(wire.sides[0].closes.count == closed && wire.sides[0].downs.count == down,
+                "\(wire.sides[0].closes.count - closed) closed, \(wire.sides[0].downs.count - down) down")
+    }
+
     @Test("identities behind one address that join a full node one after another push out each other, not its neighbours: after 8 such joins and a minute of healing, the node holds one of them and 5 of its 6 neighbours")
     func joinsFromOneAddress() throws {
         var wire = try Wire(15, seed: 11)
-        // Sides 1…6, each at its own host, join through side 0, which is then full.
-        for side in 1...6 {
-            wire.queue.append((side, .found(wire.key(0), host: Wire.host(0), port: 7733, listening: true)))
-            wire.run()
-            wire.tick()
-        }
-        wire.tick(by: 5)
-        let honest = Set((1...6).map { wire.key($0) })
-        #expect(wire.sides[0].core.overlay.membership.active == honest)
+        let honest = Self.filled(&wire)
         // Sides 7…14 are one machine's identities: their links all come from 10.6.6.6.
         for side in 7...14 {
             wire.sourceHost[side] = "10.6.6.6"
