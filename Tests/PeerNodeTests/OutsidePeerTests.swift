@@ -10,7 +10,7 @@ import Testing
 struct OutsidePeerTests {
     @Test("""
         it links both ways (dialling, and dialled for --peer with keep), reads the node's discovery datagrams, has a query \
-        answered and its own announcement dialled, sees 6 kinds of bad datagram dropped by their reasons, pushes a text, an edit, a tombstone and a typing \
+        answered and its own announcement dialled, reads /device add's linking datagrams (another's not dialled), sees 6 kinds of bad datagram dropped by their reasons, pushes a text, an edit, a tombstone and a typing \
         notice that the node shows, reads the node's posts pushed and by request with every signature, id, chain link \
         and body checked, prunes an author to ids (ihave) and grafts it back to full while the node's own posts stay \
         full, sees nothing too new on a version-4 link, is refused at the handshake for another network key or a 33-byte nick \

@@ -221,6 +221,28 @@ async def dialled(node, listener):
     check("peer_up names the listener by its claimed nick", up is not None and up.get("nick") == "listener", up)
 
 
+async def linking(node, group):
+    """§15 "Finding the adder": while `/device add` waits, the node sends
+    type-3 datagrams signed by its account key naming its TCP port; a
+    type-3 datagram from anyone else is no peer to dial."""
+    mark = len(node.events)
+    node.send("/device add")
+    code = await node.wait(lambda e: e["type"] == "device_code", since=mark)
+    beacon = await group.heard(lambda d: d[0] == 3 and d[1] == node.id, timeout=5)
+    check("/device add: linking datagrams (type 3, one a second) signed by the account, naming the code's TCP port",
+          code is not None and beacon is not None and beacon[2] == code["port"], (code, beacon))
+    lure, found = Dialled(), Dialled()
+    await lure.start()
+    await found.start()
+    group.send(datagram(3, lure.who, lure.port))
+    group.send(datagram(1, found.who, found.port))
+    # One socket reads them in order: once the announced peer is dialled, the linking one was read first.
+    link = await asyncio.wait_for(found.links.get(), 15)
+    check("a linking datagram from someone else is no peer: the node dials the announcement after it, not it",
+          link.remote == node.id and lure.links.empty(), lure.links.qsize())
+    await link.close()
+
+
 async def discovery(node, group):
     announced = await group.heard(lambda d: d[0] == 1 and d[1] == node.id)
     check("the node announces itself: 152 bytes that open with the discovery key, its id and port, signed",
@@ -241,6 +263,8 @@ async def discovery(node, group):
     ask = await link.until(lambda m: m if m[:2] in (b"\x08\x01", b"\x08\x03") else None)
     check("and asked into the overlay (join or neighbor)", ask is not None, ask)
     await link.close()
+
+    await linking(node, group)
 
     before = await node.stats()
     good = datagram(1, Identity(), 9)
