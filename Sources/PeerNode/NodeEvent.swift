@@ -15,9 +15,9 @@ enum NodeEvent {
     case ready(id: PublicKey, nick: String?, listen: String)
     /// What a person should read first (the greeting and the room's last lines).
     case greeting([String])
-    /// The first link to a peer is up (its nick from its messages, else from its handshake).
-    /// A link is up to the node `node`: `Person` is whom it signs for (its
-    /// account, when `node` is a device: then `device` is the device's name).
+    /// The first link to the node `node` is up. `Person` is whom it signs
+    /// for, with the nick from its messages, else from its handshake: its
+    /// account when `node` is a device, and then `device` is the device's name.
     case peerUp(Person, address: String, node: PublicKey, device: String?)
     /// No link to the peer is left (`reason`: what its last link said when it closed).
     case peerDown(PublicKey, reason: PeerText?)
