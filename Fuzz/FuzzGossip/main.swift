@@ -82,7 +82,7 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             case let .graft(authors): replicator.graftReceived(selector, authors: authors)
             case let .typing(notice):
                 // Checked as the node checks it, the signature taken as holding (a fuzzer cannot sign).
-                if typing.examine(notice, from: selector, now: now, wall: 1_800_000_000_000) == .check { typing.accept(notice, now: now) }
+                if typing.examine(notice, from: selector, now: now, wall: 1_800_000_000_000) == .check { typing.accept(notice, from: selector, now: now) }
                 invariant(typing.typing(in: notice.room, now: now).count <= TypingBoard.maximumTracked, "more typers shown than tracked")
             case .overlay: break
             }

@@ -17,8 +17,12 @@ public struct TypingBoard: Sendable {
     /// Per typer and room, a notice sooner than this after the last one
     /// accepted is dropped (a typer's notices come every `sendInterval`).
     public static let minimumGap: UInt64 = 1_000
-    /// Typer-and-room pairs remembered at once; past it, a new pair is
-    /// dropped until one expires (so a flood of made-up typers costs nothing kept).
+    /// Typer-and-room pairs remembered at once (a pair is kept 37 s after its
+    /// last notice, for replays). When they are all held, a new pair takes
+    /// the place of one brought by the link that brought the most, if its
+    /// own link brought fewer; else it is dropped. So a flood of made-up
+    /// typers costs nothing kept, and cannot crowd out typers on other links
+    /// (one link at its 8 a second would otherwise hold all 256).
     public static let maximumTracked = 256
     /// Notices one link may bring per second; the rest are dropped.
     public static let maximumPerLinkPerSecond = 8
@@ -50,8 +54,9 @@ public struct TypingBoard: Sendable {
     }
 
     let me: PublicKey
-    /// Per pair: the signed time of the last accepted notice, and until when it shows.
-    private var pairs: [Pair: (time: UInt64, until: Double)] = [:]
+    /// Per pair: the signed time of the last accepted notice, until when it
+    /// shows, and the link whose notice first brought it.
+    private var pairs: [Pair: (time: UInt64, until: Double, link: LinkID)] = [:]
     private var lastSent: [RoomID: Double] = [:]
     /// Per link: the second counted (monotonic, whole) and notices in it.
     private var linkWindows: [LinkID: (second: Double, count: Int)] = [:]
@@ -75,17 +80,32 @@ public struct TypingBoard: Sendable {
             return notice.time >= last.time &+ Self.minimumGap ? .check : .repeated
         }
         if pairs.count >= Self.maximumTracked { expire(now: now) }
-        return pairs.count < Self.maximumTracked ? .check : .full
+        return pairs.count < Self.maximumTracked || crowdedOut(by: link) != nil ? .check : .full
+    }
+
+    /// With every place held: the pair that a notice `link` brought would
+    /// take the place of, one of those the link holding the most brought
+    /// (the one shown longest ago), when `link` brought fewer; else nil.
+    private func crowdedOut(by link: LinkID) -> Pair? {
+        var held: [LinkID: Int] = [:]
+        for value in pairs.values { held[value.link, default: 0] += 1 }
+        guard let hog = held.filter({ $0.key != link }).max(by: { ($0.value, $1.key) < ($1.value, $0.key) }),
+              held[link, default: 0] < hog.value else { return nil }
+        return pairs.filter { $0.value.link == hog.key }.min { ($0.value.until, $0.value.time) < ($1.value.until, $1.value.time) }?.key
     }
 
     /// A notice that passed `examine` and whose signature holds: it shows
     /// now. False when its typer was already shown typing there.
     @discardableResult
-    public mutating func accept(_ notice: TypingNotice, now: Double) -> Bool {
+    public mutating func accept(_ notice: TypingNotice, from link: LinkID, now: Double) -> Bool {
         let pair = Pair(typer: notice.typer, room: notice.room)
-        let wasShown = (pairs[pair]?.until ?? 0) > now
-        pairs[pair] = (notice.time, now + Self.shownFor)
-        return !wasShown
+        let known = pairs[pair]
+        if known == nil, pairs.count >= Self.maximumTracked {
+            guard let out = crowdedOut(by: link) else { return false }
+            pairs[out] = nil
+        }
+        pairs[pair] = (notice.time, now + Self.shownFor, known?.link ?? link)
+        return (known?.until ?? 0) <= now
     }
 
     /// Whether an accepted notice may be passed on now (`maximumPassedOnPerSecond`);
@@ -104,7 +124,7 @@ public struct TypingBoard: Sendable {
     /// `typer` posted in `room`: no longer shown typing there (its time is kept against replays).
     public mutating func posted(by typer: PublicKey, in room: RoomID, now: Double) {
         let pair = Pair(typer: typer, room: room)
-        if let last = pairs[pair] { pairs[pair] = (last.time, min(last.until, now)) }
+        if let last = pairs[pair] { pairs[pair] = (last.time, min(last.until, now), last.link) }
     }
 
     /// Who shows as typing in `room` now, in key order.

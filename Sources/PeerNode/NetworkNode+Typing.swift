@@ -32,7 +32,7 @@ extension NetworkNode {
         case .stale, .repeated, .full, .flood: return count(.typingDropped)
         }
         guard notice.isSigned else { return count(.typingDropped) }
-        let fresh = typingBoard.accept(notice, now: now)
+        let fresh = typingBoard.accept(notice, from: link, now: now)
         if notice.forwards < TypingNotice.maximumForwards {
             if typingBoard.mayPassOn(now: now) { feed(.typing(notice.forwarded, except: link)) } else { count(.typingNotPassedOn) }
         }

@@ -31,7 +31,7 @@ struct TypingBoardTests {
         #expect(throws: EnvelopeError.self) { try GossipMessage.decode(encoded + [0]) }
     }
 
-    @Test("checks before the signature: our own, stale or future, repeated within the gap, 8 per link per second, 256 pairs held")
+    @Test("checks before the signature: our own, stale or future, repeated within the gap, 8 per link per second, 256 pairs held: a new one takes the place of one brought by the link that brought the most, if its own brought fewer")
     func examine() throws {
         var board = TypingBoard(me: me.publicKey)
         #expect(board.examine(.sign(room: room, by: me, time: wall), from: 1, now: 10, wall: wall) == .own)
@@ -39,7 +39,7 @@ struct TypingBoardTests {
         #expect(board.examine(.sign(room: room, by: bob, time: wall + TypingBoard.maximumSkew + 1), from: 1, now: 10, wall: wall) == .stale)
         let first = TypingNotice.sign(room: room, by: bob, time: wall - TypingBoard.maximumSkew)
         #expect(board.examine(first, from: 2, now: 10, wall: wall) == .check)
-        let shown = board.accept(first, now: 10)
+        let shown = board.accept(first, from: 2, now: 10)
         #expect(shown)
         #expect(board.typing(in: room, now: 10) == [bob.publicKey])
         // The same notice again (a replay), or one sooner than the gap: dropped.
@@ -48,24 +48,61 @@ struct TypingBoardTests {
         #expect(board.examine(soon, from: 2, now: 10, wall: wall) == .repeated)
         let later = TypingNotice.sign(room: room, by: bob, time: first.time + TypingBoard.minimumGap)
         #expect(board.examine(later, from: 2, now: 10, wall: wall) == .check)
-        let again = board.accept(later, now: 10)
+        let again = board.accept(later, from: 2, now: 10)
         #expect(!again, "shown already: no new event")
         // Link 3: 8 notices in one second are looked at, the 9th is not.
         for _ in 0..<TypingBoard.maximumPerLinkPerSecond { #expect(board.examine(first, from: 3, now: 20.5, wall: wall) != .flood) }
         #expect(board.examine(first, from: 3, now: 20.9, wall: wall) == .flood)
         #expect(board.examine(first, from: 3, now: 21.0, wall: wall) != .flood, "a new second")
-        // 256 typer-and-room pairs held, none expired: a new pair is dropped.
+        // 256 typer-and-room pairs held, none expired, all brought by link 1:
+        // a new pair from link 1 is dropped; one from another link takes the
+        // place of one of link 1's (the one shown longest ago).
         var full = TypingBoard(me: me.publicKey)
+        var typers: [SigningKey] = []
         for i in 0..<TypingBoard.maximumTracked {
             let typer = try SigningKey.generate()
-            let n = TypingNotice.sign(room: room, by: typer, time: wall)
-            #expect(full.examine(n, from: i, now: 30, wall: wall) == .check)
-            full.accept(n, now: 30)
+            typers.append(typer)
+            let n = TypingNotice.sign(room: room, by: typer, time: wall + UInt64(i))
+            // Link 1 at its 8 a second: 32 s to fill every place.
+            let at = 30 + Double(i / TypingBoard.maximumPerLinkPerSecond)
+            #expect(full.examine(n, from: 1, now: at, wall: wall) == .check)
+            full.accept(n, from: 1, now: at)
         }
         let extra = TypingNotice.sign(room: room, by: bob, time: wall)
-        #expect(full.examine(extra, from: 999, now: 30, wall: wall) == .full)
-        // Once they stop showing and their notices are past the skew, room again.
-        #expect(full.examine(extra, from: 999, now: 30 + TypingBoard.shownFor + Double(TypingBoard.maximumSkew) / 1000 + 1, wall: wall) == .check)
+        #expect(full.examine(extra, from: 1, now: 62, wall: wall) == .full)
+        #expect(full.examine(extra, from: 999, now: 62, wall: wall) == .check)
+        let admitted = full.accept(extra, from: 999, now: 62)
+        #expect(admitted)
+        #expect(full.typing(in: room, now: 62).contains(bob.publicKey))
+        // Link 1's first pair (shown longest ago) made room: its notice is new again (not a repeat), and link 1 cannot take a place back.
+        #expect(full.examine(TypingNotice.sign(room: room, by: typers[0], time: wall), from: 1, now: 62, wall: wall) == .full)
+        #expect(full.examine(TypingNotice.sign(room: room, by: typers[1], time: wall + 1), from: 1, now: 62, wall: wall) == .repeated)
+        // Link 999 holds one, link 1 the rest: link 999's next pair still takes one of link 1's.
+        let carol = TypingNotice.sign(room: room, by: try SigningKey.generate(), time: wall)
+        #expect(full.examine(carol, from: 999, now: 62, wall: wall) == .check)
+        // Once they stop showing and their notices are past the skew, room again for anyone.
+        let late = 62 + TypingBoard.shownFor + Double(TypingBoard.maximumSkew) / 1000 + 1
+        #expect(full.examine(TypingNotice.sign(room: room, by: try SigningKey.generate(), time: wall), from: 1, now: late, wall: wall) == .check)
+    }
+
+    @Test("one link's made-up typers at its full rate for a minute (it alone would fill the 256 places in 32 s): a typer on another link, a new one each second, is shown every time")
+    func oneLinkCannotCrowdOut() throws {
+        var board = TypingBoard(me: me.publicKey)
+        var missed = 0
+        for second in 0..<60 {
+            let now = Double(second)
+            let clock = wall + UInt64(second) * 1_000
+            for _ in 0..<TypingBoard.maximumPerLinkPerSecond {
+                let fake = TypingNotice.sign(room: room, by: try SigningKey.generate(), time: clock)
+                if board.examine(fake, from: 66, now: now, wall: clock) == .check { board.accept(fake, from: 66, now: now) }
+            }
+            // An honest typer on link 7 each second, each a new pair.
+            let honest = try SigningKey.generate()
+            let notice = TypingNotice.sign(room: room, by: honest, time: clock)
+            if board.examine(notice, from: 7, now: now, wall: clock) == .check { board.accept(notice, from: 7, now: now) }
+            if !board.typing(in: room, now: now).contains(honest.publicKey) { missed += 1 }
+        }
+        #expect(missed == 0, "\(missed) honest typers not shown")
     }
 
     @Test("a typer shows for shownFor seconds, not once it posted; ours go out at most every sendInterval per room, at once after a post")
@@ -73,10 +110,10 @@ struct TypingBoardTests {
         var board = TypingBoard(me: me.publicKey)
         let n = TypingNotice.sign(room: room, by: bob, time: wall)
         #expect(board.examine(n, from: 1, now: 0, wall: wall) == .check)
-        board.accept(n, now: 0)
+        board.accept(n, from: 1, now: 0)
         #expect(board.typing(in: room, now: TypingBoard.shownFor - 0.1) == [bob.publicKey])
         #expect(board.typing(in: room, now: TypingBoard.shownFor) == [])
-        board.accept(TypingNotice.sign(room: room, by: bob, time: wall + 2_000), now: 1)
+        board.accept(TypingNotice.sign(room: room, by: bob, time: wall + 2_000), from: 1, now: 1)
         board.posted(by: bob.publicKey, in: room, now: 2)
         #expect(board.typing(in: room, now: 2) == [])
         let stopped = board.expire(now: 2)
