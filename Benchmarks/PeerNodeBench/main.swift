@@ -30,6 +30,19 @@ func rate(seconds: Double = 1.5, _ body: () throws -> Int) rethrows -> Double {
     return Double(operations) / elapsed
 }
 
+/// Runs one of the tool commands (a lean peer, a store maker) and exits:
+/// 0 when it finished, 1 with the reason on stderr when it failed (a node
+/// gone, a directory that cannot be written), never a runtime trap.
+func tool(_ body: () throws -> Void) -> Never {
+    do {
+        try body()
+    } catch {
+        FileHandle.standardError.write(Data("peernode-bench \(CommandLine.arguments.dropFirst().first ?? ""): \(error)\n".utf8))
+        exit(1)
+    }
+    exit(0)
+}
+
 func report(_ name: String, _ perSecond: Double, ceiling: (String, Double)? = nil) {
     var line = name.padding(toLength: 50, withPad: " ", startingAt: 0)
         + String(format: "%12.0f /s", perSecond)
@@ -68,21 +81,22 @@ func makeEnvelopes(_ count: Int) throws -> [Envelope] {
 // envelopes of #general on the default network by WRITERS authors (20 by
 // default), for the catch-up and many-authors benchmarks.
 if [4, 5].contains(CommandLine.arguments.count), CommandLine.arguments[1] == "make-store", let count = Int(CommandLine.arguments[3]) {
-    let writerCount = CommandLine.arguments.count == 5 ? max(1, Int(CommandLine.arguments[4]) ?? 20) : 20
-    let directory = try DataDirectory(path: CommandLine.arguments[2])
-    let store = try Store(directory: directory)
-    try store.registerRoom(RoomID.publicRoom(.general, network: NetworkKey.derived(fromName: NetworkKey.defaultName)), name: RoomName.general.value)
-    var batch: [Envelope] = []
-    try signCatchUpHistory(count: count, writers: try (0..<writerCount).map { _ in try SigningKey.generate() }) { _, e in
-        batch.append(e)
-        if batch.count == 1000 {
-            _ = try store.insert(batch, receivedAt: 1)
-            batch = []
+    tool {
+        let writerCount = CommandLine.arguments.count == 5 ? max(1, Int(CommandLine.arguments[4]) ?? 20) : 20
+        let directory = try DataDirectory(path: CommandLine.arguments[2])
+        let store = try Store(directory: directory)
+        try store.registerRoom(RoomID.publicRoom(.general, network: NetworkKey.derived(fromName: NetworkKey.defaultName)), name: RoomName.general.value)
+        var batch: [Envelope] = []
+        try signCatchUpHistory(count: count, writers: try (0..<writerCount).map { _ in try SigningKey.generate() }) { _, e in
+            batch.append(e)
+            if batch.count == 1000 {
+                _ = try store.insert(batch, receivedAt: 1)
+                batch = []
+            }
         }
+        _ = try store.insert(batch, receivedAt: 1)
+        print("wrote \(count) envelopes to \(CommandLine.arguments[2])")
     }
-    _ = try store.insert(batch, receivedAt: 1)
-    print("wrote \(count) envelopes to \(CommandLine.arguments[2])")
-    exit(0)
 }
 
 // The relay fan-out benchmark's lean peers (FanOut.swift, MQTT.swift).
@@ -94,36 +108,33 @@ if arguments.count >= 2, arguments[1] == "overlay" {
     exit(0)
 }
 if arguments.count == 4, arguments[1] == "peer-clocks", let authors = Int(arguments[3]) {
-    try runPeerClockSaveBenchmark(directory: arguments[2], authors: authors)
-    exit(0)
+    tool { try runPeerClockSaveBenchmark(directory: arguments[2], authors: authors) }
 }
 if arguments.count == 4, arguments[1] == "post-deps", let authors = Int(arguments[3]) {
-    try runPostDependenciesBenchmark(directory: arguments[2], authors: authors)
-    exit(0)
+    tool { try runPostDependenciesBenchmark(directory: arguments[2], authors: authors) }
 }
 if arguments.count == 4, arguments[1] == "push", let authors = Int(arguments[2]), let links = Int(arguments[3]) {
-    try runPushBenchmark(authors: authors, links: links)
-    exit(0)
+    tool { try runPushBenchmark(authors: authors, links: links) }
 }
 if arguments.count == 4, arguments[1] == "catch-up-send", let count = Int(arguments[3]) {
-    try runCatchUpSender(target: arguments[2], count: count)
-    exit(0)
+    tool { try runCatchUpSender(target: arguments[2], count: count) }
 }
 if arguments.count >= 2, ["fanout-receive", "fanout-send", "mqtt-receive", "mqtt-send"].contains(arguments[1]) {
-    switch (arguments[1], arguments.count) {
-    case ("fanout-receive", 6):
-        try runFanOutReceiver(target: arguments[2], links: Int(arguments[3]) ?? 50, expected: Int(arguments[4]) ?? 0, seconds: Double(arguments[5]) ?? 30)
-    case ("fanout-send", 4), ("fanout-send", 5):
-        try runFanOutSender(target: arguments[2], count: Int(arguments[3]) ?? 0, rate: arguments.count == 5 ? Double(arguments[4]) : nil)
-    case ("mqtt-receive", 6):
-        try runMQTTReceiver(target: arguments[2], subscribers: Int(arguments[3]) ?? 50, expected: Int(arguments[4]) ?? 0, seconds: Double(arguments[5]) ?? 30)
-    case ("mqtt-send", 4), ("mqtt-send", 5):
-        try runMQTTSender(target: arguments[2], count: Int(arguments[3]) ?? 0, rate: arguments.count == 5 ? Double(arguments[4]) : nil)
-    default:
-        FileHandle.standardError.write(Data("usage: see Benchmarks/PeerNodeBench/FanOut.swift and MQTT.swift\n".utf8))
-        exit(2)
+    tool {
+        switch (arguments[1], arguments.count) {
+        case ("fanout-receive", 6):
+            try runFanOutReceiver(target: arguments[2], links: Int(arguments[3]) ?? 50, expected: Int(arguments[4]) ?? 0, seconds: Double(arguments[5]) ?? 30)
+        case ("fanout-send", 4), ("fanout-send", 5):
+            try runFanOutSender(target: arguments[2], count: Int(arguments[3]) ?? 0, rate: arguments.count == 5 ? Double(arguments[4]) : nil)
+        case ("mqtt-receive", 6):
+            try runMQTTReceiver(target: arguments[2], subscribers: Int(arguments[3]) ?? 50, expected: Int(arguments[4]) ?? 0, seconds: Double(arguments[5]) ?? 30)
+        case ("mqtt-send", 4), ("mqtt-send", 5):
+            try runMQTTSender(target: arguments[2], count: Int(arguments[3]) ?? 0, rate: arguments.count == 5 ? Double(arguments[4]) : nil)
+        default:
+            FileHandle.standardError.write(Data("usage: see Benchmarks/PeerNodeBench/FanOut.swift and MQTT.swift\n".utf8))
+            exit(2)
+        }
     }
-    exit(0)
 }
 
 // `peernode-bench verify-ceiling`: only the raw single-core verify rate, for
