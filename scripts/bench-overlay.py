@@ -115,6 +115,13 @@ def settle(nodes, seconds=90):
         time.sleep(3)
 
 
+def changed(a, b):
+    """How many links (pairs of nodes) are in one graph and not the other."""
+    def pairs(g):
+        return {frozenset((x, y)) for x, ys in g.items() for y in ys}
+    return len(pairs(a) ^ pairs(b))
+
+
 def totals(nodes, keys):
     out = {k: 0 for k in keys}
     for n in nodes:
@@ -152,7 +159,7 @@ def report_over(nodes, graph, when):
             print(f"  {len(graph[n.id])} links{when} at {n.id[:8]}: {', '.join(n.views)}")
 
 
-KEYS = ["envelopes_sent", "envelopes_duplicate", "ihave_sent", "bytes_out"]
+KEYS = ["envelopes_sent", "envelopes_duplicate", "ihave_sent", "bytes_out", "prune_sent", "graft_sent"]
 failures = []
 for size in SIZES:
     root = tempfile.mkdtemp(prefix="peernode-bench-overlay-")
@@ -174,12 +181,14 @@ for size in SIZES:
         time.sleep(3)
         for n in nodes:
             n.read()
+        at_start = {n.id: set(n.linked(nodes)) for n in nodes}
         before = totals(nodes, KEYS)
         missing, took = post_all(nodes, nodes[0], "hello", MESSAGES, 60)
         time.sleep(2)
         for n in nodes:
             n.read()
         after = totals(nodes, KEYS)
+        at_end = {n.id: set(n.linked(nodes)) for n in nodes}
         per = {k: (after[k] - before[k]) / MESSAGES for k in KEYS}
         rss = sorted(rss_kib(n.proc.pid) for n in nodes)
         bound = "full mesh" if MAX_LINKS == 0 else f"--max-links {BOUND}"
@@ -187,7 +196,9 @@ for size in SIZES:
               f"{neighbours_text(nodes)}; "
               f"one overlay: {'yes' if connected(graph, graph.keys()) else 'NO'}")
         print(f"  per message: {per['envelopes_sent']:.1f} full envelopes sent (all nodes; a spanning tree: {size - 1}), "
-              f"{per['envelopes_duplicate']:.1f} duplicates, {per['ihave_sent']:.1f} id messages, {per['bytes_out'] / 1024:.1f} KiB on the wire")
+              f"{per['envelopes_duplicate']:.1f} duplicates, {per['ihave_sent']:.1f} id messages, {per['bytes_out'] / 1024:.1f} KiB on the wire, "
+              f"{per['prune_sent']:.1f} prunes and {per['graft_sent']:.1f} grafts; "
+              f"links that changed: {changed(graph, at_start)} from settling to the round, {changed(at_start, at_end)} during it")
         print(f"  delivered to all: {'yes' if missing == 0 else f'NO, {missing} missing'} ({MESSAGES} messages in {took:.2f} s); "
               f"memory per node: median {rss[len(rss) // 2] / 1024:.1f} MiB, max {rss[-1] / 1024:.1f} MiB")
         if missing:
