@@ -159,7 +159,7 @@ def report_over(nodes, graph, when):
             print(f"  {len(graph[n.id])} links{when} at {n.id[:8]}: {', '.join(n.views)}")
 
 
-KEYS = ["envelopes_sent", "envelopes_duplicate", "ihave_sent", "bytes_out", "prune_sent", "graft_sent"]
+KEYS = ["envelopes_sent", "envelopes_duplicate", "ihave_sent", "bytes_out", "prune_sent", "graft_sent", "envelopes_requested"]
 failures = []
 for size in SIZES:
     root = tempfile.mkdtemp(prefix="peernode-bench-overlay-")
@@ -197,7 +197,8 @@ for size in SIZES:
               f"one overlay: {'yes' if connected(graph, graph.keys()) else 'NO'}")
         print(f"  per message: {per['envelopes_sent']:.1f} full envelopes sent (all nodes; a spanning tree: {size - 1}), "
               f"{per['envelopes_duplicate']:.1f} duplicates, {per['ihave_sent']:.1f} id messages, {per['bytes_out'] / 1024:.1f} KiB on the wire, "
-              f"{per['prune_sent']:.1f} prunes and {per['graft_sent']:.1f} grafts; "
+              f"{per['prune_sent']:.1f} prunes, {per['graft_sent']:.1f} grafts, "
+              f"{per['envelopes_requested']:.1f} envelopes asked for; "
               f"links that changed: {changed(graph, at_start)} from settling to the round, {changed(at_start, at_end)} during it")
         print(f"  delivered to all: {'yes' if missing == 0 else f'NO, {missing} missing'} ({MESSAGES} messages in {took:.2f} s); "
               f"memory per node: median {rss[len(rss) // 2] / 1024:.1f} MiB, max {rss[-1] / 1024:.1f} MiB")

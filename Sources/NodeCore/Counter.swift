@@ -76,6 +76,9 @@ public enum Counter: String, CaseIterable, Sendable, Comparable {
     case pruneReceived = "prune_received"
     case graftSent = "graft_sent"
     case graftReceived = "graft_received"
+    /// Envelopes asked for in `request` messages (the receiver's catch-up,
+    /// and what a link's clock showed before the tree brought it).
+    case envelopesRequested = "envelopes_requested"
     // Typing notices (docs/PROTOCOL.md §10, "Typing").
     case typingSent = "typing_sent"
     case typingReceived = "typing_received"

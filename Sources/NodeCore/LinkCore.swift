@@ -351,7 +351,8 @@ public struct LinkCore {
         case let .prune(authors): count(.pruneSent, by: authors.count)
         case let .graft(authors): count(.graftSent, by: authors.count)
         case .typing: count(.typingSent)
-        case .request, .stored, .overlay: break
+        case let .request(ranges): count(.envelopesRequested, by: ranges.reduce(0) { $0 + Int(clamping: $1.count) })
+        case .stored, .overlay: break
         }
         for chunk in GossipChunker.chunks(encoded) {
             guard links[id] != nil else { return }
