@@ -104,8 +104,7 @@ extension NetworkNode {
             let (name, about) = change.described
             // The device that made the change, by its own key and name (its
             // account is ours, the same for every device).
-            let deviceName = try? node.devices(of: node.account).first { $0.device == e.author }?.name
-            return [.followed(change: name, about: about, device: e.author, name: deviceName)]
+            return [.followed(change: name, about: about, device: e.author, name: node.deviceName(e.author))]
         } catch {
             log.warning("following another device of ours failed: \(error)")
             return []

@@ -52,7 +52,7 @@ extension NetworkNode {
             node.refusedRevoked &+= 1
             return []
         }
-        let nickBefore = node.people.nick(e.author)
+        let nickBefore = opened.kind == .nick ? node.people.nick(e.author) : nil
         node.observe(e, opened)
         // A blocked identity's messages are kept (and relayed) but not shown.
         if blocked.contains(e.author) { return [] }

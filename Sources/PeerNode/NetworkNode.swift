@@ -350,8 +350,7 @@ final class NetworkNode: @unchecked Sendable {
         if announce {
             // The nick from its messages if we have them, else the one it claimed in the handshake.
             let person = node.people[remote].claiming(nick.map(PeerText.init))
-            let device = person.key == remote ? nil : (try? node.devices(of: person.key))?.first { $0.device == remote }?.name
-            emit(.peerUp(person, address: link.connection.remoteAddress, node: remote, device: device))
+            emit(.peerUp(person, address: link.connection.remoteAddress, node: remote, device: node.deviceName(remote)))
         }
         // What we remember of this peer makes the clock exchange cost what changed.
         feed(.replicate(id, memory: peerClocks(of: remote)))

@@ -53,6 +53,14 @@ extension Node {
         return [root] + (try store.devices(of: account))
     }
 
+    /// The name a claimed device goes by (its certificate's), nil for an
+    /// account key or a key that claimed nothing.
+    func deviceName(_ device: PublicKey) -> String? {
+        let account = people.account(device)
+        guard account != device else { return nil }
+        return (try? store.devices(of: account))?.first { $0.device == device }?.name
+    }
+
     /// What this account hands a device it links: a certificate for
     /// `device` signed now, our nick, rooms, trust marks and blocks.
     func grant(for device: PublicKey, name: String) throws -> DeviceGrant {
