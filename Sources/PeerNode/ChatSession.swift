@@ -102,7 +102,7 @@ final class ChatSession {
         let id = node.roomID(room)
         let (entries, opened) = try scan(id, lines: count)
         let renderer = Renderer(people: node.people)
-        let numbers = try node.store.numbers(of: entries, in: id)
+        let numbers = try node.store.numbers(of: entries)
         let all = zip(entries, opened).compactMap { e, o -> String? in
             // An erased message shows as its tombstone's line.
             if e.envelope.isPruned || o.map({ !Self.isLine($0.kind) }) == true || node.isRevoked(e.envelope) { return nil }
@@ -125,7 +125,7 @@ final class ChatSession {
         var lines: [(order: (Int64, MessageID), text: String)] = []
         for id in [c.room, c.roomVersion1] {
             let (entries, opened) = try scan(id, lines: count)
-            let numbers = id == c.room ? try node.store.numbers(of: entries, in: id) : [:]
+            let numbers = id == c.room ? try node.store.numbers(of: entries) : [:]
             for (e, o) in zip(entries, opened) where !node.isRevoked(e.envelope) {
                 let order = (e.causalTime, e.envelope.id)
                 // An erased message shows as its tombstone's line.

@@ -24,8 +24,6 @@ extension NetworkNode {
         let before = activity
         for stored in fresh {
             lastShown = stored.delivery
-            // Every envelope delivered in a room takes the next number there, shown or not.
-            if let last = roomNumbers[stored.envelope.room] { roomNumbers[stored.envelope.room] = (stored.delivery, last.number + 1) }
             events += applyDelivered(stored)
         }
         emit(events)
@@ -114,7 +112,7 @@ extension NetworkNode {
         let fromUs = node.people.account(e.author) == node.account
         receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: opened.isMessage && !fromUs, current: roomName == session.room)
         var shown = quoted(ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, me: node.me, book: node.people))
-        if opened.isMessage { shown.number = number(of: stored) }
+        if opened.isMessage { shown.number = readLogged("a message's number") { try node.store.number(of: stored) } ?? nil }
         // A message in any room may move it up `/rooms`, whose numbers the act list shows.
         roomOrderStale = roomOrderStale || opened.isMessage
         if roomName != session.room, opened.isMessage, !fromUs {
@@ -128,16 +126,6 @@ extension NetworkNode {
     /// every new device does once (the account said it already).
     static func showsNick(by author: PublicKey, account: PublicKey, before: PeerText?, after: PeerText?) -> Bool {
         author == account || before == nil || before != after
-    }
-
-    /// A delivered envelope's number in its room (`/history`'s): counted
-    /// once from the store, then on as deliveries come.
-    private func number(of stored: StoredEnvelope) -> Int? {
-        let room = stored.envelope.room
-        if let last = roomNumbers[room], last.delivery == stored.delivery { return last.number }
-        guard let n = (try? node.store.numbers(of: [stored], in: room))?[stored.delivery] else { return nil }
-        roomNumbers[room] = (stored.delivery, n)
-        return n
     }
 
     /// `e` as shown where it was posted: a room this node shows, or a conversation of ours.
@@ -290,8 +278,6 @@ extension NetworkNode {
     /// (a nick, a leave) is in them, so it is not shown again.
     func chatLines(_ lines: [String]) -> [NodeEvent] {
         lastShown = max(lastShown, node.store.lastDeliveryNumber)
-        // What the command posted was not counted as it was delivered.
-        roomNumbers = [:]
         // The open room (perhaps a new one) is seen; the act list's numbers may have moved.
         activity.seen(session.room.value)
         roomOrderStale = true

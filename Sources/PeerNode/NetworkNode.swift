@@ -78,9 +78,6 @@ final class NetworkNode: @unchecked Sendable {
     /// Replies shown before the message they answer, by that message
     /// (`NetworkNode+Replies.swift`); at most `maximumWaitingReplies`.
     var waitingReplies: [MessageRef: [ShownMessage]] = [:]
-    /// Per room: the delivery number of its last envelope shown and that
-    /// envelope's number in the room (`/history`'s, and the JSON's `n`).
-    var roomNumbers: [RoomID: (delivery: Int64, number: Int)] = [:]
     /// Room names in `/rooms` order (the act list's numbers), read again
     /// from the store when `roomOrderStale` and the act list is not empty.
     var roomOrder: [String] = []

@@ -213,6 +213,21 @@ enum Schema {
             PRIMARY KEY(room, event)
         ) WITHOUT ROWID;
         """,
+        // 17: a message's number in its room (`/history`'s "(N)", for /edit N
+        // and the rest), kept in its row: the next number of the room is given
+        // as a text, action or reply is delivered, so receipts, edits and
+        // reactions no longer take numbers, and an erasure changes none.
+        // Rows delivered before keep the number they had (their place among
+        // everything delivered in the room); other kinds lose theirs.
+        """
+        ALTER TABLE envelopes ADD COLUMN number INTEGER;
+        UPDATE envelopes SET number = r.n FROM (
+            SELECT rowid AS id, row_number() OVER (PARTITION BY room ORDER BY delivery) AS n
+            FROM envelopes WHERE delivery IS NOT NULL
+        ) AS r WHERE envelopes.rowid = r.id;
+        UPDATE envelopes SET number = NULL WHERE kind NOT IN (\(Store.numberedKindList));
+        CREATE INDEX envelopes_by_room_number ON envelopes(room, number) WHERE number IS NOT NULL;
+        """,
     ]
 
     /// The first schema that wrote with `secure_delete` on: an older file

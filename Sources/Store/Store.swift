@@ -51,6 +51,9 @@ public final class Store {
     private var undo: [PublicKey: AuthorState?]?
     var roomRows: [RoomID: Int64] = [:]
     var lastDelivery: Int64 = 0
+    /// The highest message number given in each room (by row), read from
+    /// the rows the first time a room numbers a message (`StoreNumbers.swift`).
+    var lastNumbers: [Int64: Int] = [:]
     /// The newest deliveries as written, for `delivered(after:limit:)`.
     var recentDeliveries = RecentDeliveries()
     /// The clocks last written for each of a few peers (`savePeerClocks`), so
@@ -282,17 +285,21 @@ public final class Store {
         }
         let insert = try db.statement(
             """
-            INSERT INTO envelopes(author, sequence, id, room, kind, timestamp, received_at, bytes, causal_time, delivery)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+            INSERT INTO envelopes(author, sequence, id, room, kind, timestamp, received_at, bytes, causal_time, delivery, number)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
             """
         )
-        .bind(1, st.rowid).bind(2, sequence).bind(3, e.id.bytes).bind(4, try roomRow(e.room))
-        .bind(5, kindColumn(e)).bind(6, Int64(clamping: e.timestamp))
+        let room = try roomRow(e.room)
+        let kind = kindColumn(e)
+        insert.bind(1, st.rowid).bind(2, sequence).bind(3, e.id.bytes).bind(4, room)
+        .bind(5, kind).bind(6, Int64(clamping: e.timestamp))
         .bind(7, Int64(clamping: receivedAt)).bind(8, e.encoded)
         if let causal {
             lastDelivery += 1
+            let number = try Self.isNumbered(kind) ? nextNumber(room: room) : nil
             insert.bind(9, causal).bind(10, lastDelivery)
-            recentDeliveries.append(StoredEnvelope(envelope: e, causalTime: causal, delivery: lastDelivery))
+            if let number { insert.bind(11, Int64(number)) }
+            recentDeliveries.append(StoredEnvelope(envelope: e, causalTime: causal, delivery: lastDelivery, number: number))
             st.delivered = e.sequence
             st.lastCausalTime = causal
         }
@@ -330,6 +337,8 @@ public final class Store {
         } catch {
             (roomRows, lastDelivery, dirtyAuthors) = saved
             recentDeliveries.removeAll()
+            // Read again from the rows, which the rollback put back.
+            lastNumbers.removeAll()
             for (key, before) in undo ?? [:] {
                 authors[key] = before
                 updateUndelivered(key)
@@ -371,9 +380,8 @@ public final class Store {
                     guard let e = try inMemory[key]?[sequence] ?? loadEnvelope(st.rowid, sequence) else { break }
                     guard let causal = try causalTime(of: e, after: st) else { break }
                     lastDelivery += 1
-                    try db.statement("UPDATE envelopes SET causal_time = ?1, delivery = ?2 WHERE author = ?3 AND sequence = ?4")
-                        .bind(1, causal).bind(2, lastDelivery).bind(3, st.rowid).bind(4, Int64(clamping: sequence)).run()
-                    recentDeliveries.append(StoredEnvelope(envelope: e, causalTime: causal, delivery: lastDelivery))
+                    let number = try writeDelivery(author: st.rowid, sequence: sequence, causal: causal)
+                    recentDeliveries.append(StoredEnvelope(envelope: e, causalTime: causal, delivery: lastDelivery, number: number))
                     st.delivered = sequence
                     st.lastCausalTime = causal
                     setAuthor(key, st)

@@ -1,40 +1,8 @@
 import Crypto
 import Gossip
 
-/// Numbers for `/history` and the edits a message has had.
+/// The edits a message has had, and finding delivered envelopes.
 extension Store {
-    /// Messages' numbers in their room on this node: each one's place among
-    /// the room's envelopes in delivery order (1 = the first this node
-    /// delivered). Numbers never change: later deliveries get higher ones.
-    /// One count and one scan from the earliest of `stored` (all in `room`),
-    /// by delivery number.
-    public func numbers(of stored: [StoredEnvelope], in room: RoomID) throws -> [Int64: Int] {
-        guard let row = roomRows[room], let first = stored.map(\.delivery).min() else { return [:] }
-        var number = Int(try db.statement("SELECT count(*) FROM envelopes WHERE room = ?1 AND delivery IS NOT NULL AND delivery < ?2")
-            .bind(1, row).bind(2, first).single { $0.int64(0) } ?? 0)
-        let wanted = Set(stored.map(\.delivery))
-        var out: [Int64: Int] = [:]
-        let s = try db.statement("SELECT delivery FROM envelopes WHERE room = ?1 AND delivery IS NOT NULL AND delivery >= ?2 ORDER BY delivery")
-            .bind(1, row).bind(2, first)
-        defer { s.reset() }
-        while out.count < wanted.count, try s.step() {
-            number += 1
-            let delivery = s.int64(0)
-            if wanted.contains(delivery) { out[delivery] = number }
-        }
-        return out
-    }
-
-    /// The envelope numbered `number` in `room` (see `numbers(of:in:)`).
-    public func envelope(numbered number: Int, in room: RoomID) throws -> StoredEnvelope? {
-        guard number >= 1, let row = roomRows[room] else { return nil }
-        return try db.statement(
-            """
-            SELECT bytes, causal_time, delivery FROM envelopes WHERE room = ?1 AND delivery IS NOT NULL
-            ORDER BY delivery LIMIT 1 OFFSET ?2
-            """).bind(1, row).bind(2, number - 1).single { try stored($0) }
-    }
-
     /// Records that `author`'s envelope `edit` edits its message `original`.
     public func recordEdit(by author: PublicKey, original: UInt64, edit: UInt64) throws {
         let row = try authorRow(author).rowid

@@ -10,6 +10,14 @@ public struct StoredEnvelope: Sendable, Equatable {
     public let causalTime: Int64
     /// This node's delivery number (for unread counts).
     public let delivery: Int64
+    /// Its number in its room, when the store had it at hand (an envelope
+    /// it has just delivered); nil says nothing: `Store.number(of:)` reads
+    /// it from the row. So it is not part of equality.
+    public var number: Int? = nil
+
+    public static func == (a: StoredEnvelope, b: StoredEnvelope) -> Bool {
+        a.envelope == b.envelope && a.causalTime == b.causalTime && a.delivery == b.delivery
+    }
 }
 
 /// A fork: the author signed two different envelopes for one sequence, or one

@@ -5,7 +5,8 @@ import Gossip
 /// last line, nicks at start-up) filter on the `kind` column, so a row holds
 /// the kind the node read when it stored the envelope, or `sealedKind`
 /// until it can: when it joins the room or accepts an invite, `fileSealed`
-/// reads that room's sealed rows again.
+/// reads that room's sealed rows again (and numbers the messages among
+/// them: `StoreNumbers.swift`).
 extension Store {
     /// The `kind` column for `e`: in clear (version 1), opened by `kindOf`, or sealed.
     func kindColumn(_ e: Envelope) -> Int64 {
@@ -30,6 +31,7 @@ extension Store {
             for (rowid, kind) in found {
                 try db.statement("UPDATE envelopes SET kind = ?1 WHERE rowid = ?2").bind(1, kind).bind(2, rowid).run()
             }
+            if !found.isEmpty { try numberFiled(room: row) }
             return found.count
         }
     }

@@ -30,6 +30,8 @@ struct MessageActionsTests {
         // Bob changes his reply; carol asks for its versions by the number her node gave it.
         b.send("/edit sure, at one")
         if let replyAtC = await c.wait({ $0["type"] == "message" && $0["kind"] == "reply" }), let n = replyAtC["n"] {
+            // Numbers count messages only: the receipts delivered between the two took none.
+            #expect(Int(n) == Int(nC).map { $0 + 1 }, "lunch was \(nC), the reply \(n)")
             #expect(await c.wait { $0["type"] == "edit" && $0["original"] == replyAtC["id"] } != nil)
             c.send("/versions \(n)")
             let first = await c.wait { $0["type"] == "version" && $0["version"] == "0" }

@@ -52,6 +52,10 @@ struct OldDatabaseTests {
         let store = try Store(directory: try DataDirectory(path: dir.path))
         #expect(try store.db.integer("PRAGMA user_version") == Int64(Store.schemaVersion))
         #expect(try store.db.text("PRAGMA integrity_check") == "ok")
+        // Schema 17 numbered the old messages by their old places (message 2 above) and nothing else
+        // (an erased message keeps its number, under the sealed kind).
+        #expect(try store.db.integer("SELECT count(*) FROM envelopes WHERE number IS NOT NULL AND kind NOT IN (\(Store.numberedKindList), \(Store.sealedKind))") == 0)
+        #expect(try store.db.integer("SELECT count(*) FROM envelopes WHERE number IS NULL AND delivery IS NOT NULL AND kind IN (\(Store.numberedKindList))") == 0)
         let s = try store.db.statement("SELECT bytes FROM envelopes")
         var versions: [UInt8: Int] = [:]
         while try s.step() { versions[try Envelope.decode(s.blob(0)).version, default: 0] += 1 }  // each signature checked

@@ -1,0 +1,78 @@
+import Gossip
+
+/// Messages' numbers in their rooms: `/history`'s "(N)", which `/edit N`,
+/// `/delete N`, `/reply N` and `/react N` name. As a text, an action or a
+/// reply is delivered it takes its room's next number, kept in its row
+/// (schema 17). So numbers run 1, 2, 3 as people read them (receipts,
+/// edits, reactions and nicks take none), and a number never changes: an
+/// erased message keeps its row's, and a message this node could not read
+/// when it was delivered takes its room's next number once it can
+/// (`fileSealed`). Rows delivered before schema 17 kept the numbers they
+/// had then (their place among everything delivered in the room).
+extension Store {
+    /// The kinds that take a number.
+    public static let numberedKinds: [Kind] = [.text, .action, .reply]
+
+    /// `numberedKinds` as an SQL list.
+    static var numberedKindList: String { numberedKinds.map { String($0.rawValue) }.joined(separator: ", ") }
+
+    /// Whether a row of kind `kindColumn` (see `kindColumn(_:)`) takes a number.
+    static func isNumbered(_ kindColumn: Int64) -> Bool { numberedKinds.contains { Int64($0.rawValue) == kindColumn } }
+
+    /// Takes the next number of the room whose row is `room`.
+    func nextNumber(room: Int64) throws -> Int {
+        let last = try lastNumbers[room] ?? Int(db.statement("SELECT coalesce(max(number), 0) FROM envelopes WHERE room = ?1")
+            .bind(1, room).single { $0.int64(0) } ?? 0)
+        lastNumbers[room] = last + 1
+        return last + 1
+    }
+
+    /// Writes the delivery of `author`'s (a row) envelope `sequence` as
+    /// delivery `lastDelivery` at `causal`, numbered if its kind is. Returns its number.
+    func writeDelivery(author: Int64, sequence: UInt64, causal: Int64) throws -> Int? {
+        let row = try db.statement(
+            "UPDATE envelopes SET causal_time = ?1, delivery = ?2 WHERE author = ?3 AND sequence = ?4 RETURNING rowid, room, kind"
+        ).bind(1, causal).bind(2, lastDelivery).bind(3, author).bind(4, Int64(clamping: sequence)).single { ($0.int64(0), $0.int64(1), $0.int64(2)) }
+        guard let (rowid, room, kind) = row, Self.isNumbered(kind) else { return nil }
+        let number = try nextNumber(room: room)
+        try db.statement("UPDATE envelopes SET number = ?1 WHERE rowid = ?2").bind(1, number).bind(2, rowid).run()
+        return number
+    }
+
+    /// Numbers, in delivery order, the delivered messages of `room` (a row)
+    /// that have none: those filed under their kinds only now.
+    func numberFiled(room: Int64) throws {
+        let s = try db.statement(
+            "SELECT rowid FROM envelopes WHERE room = ?1 AND delivery IS NOT NULL AND number IS NULL AND kind IN (\(Self.numberedKindList)) ORDER BY delivery"
+        ).bind(1, room)
+        var rows: [Int64] = []
+        while try s.step() { rows.append(s.int64(0)) }
+        for rowid in rows {
+            try db.statement("UPDATE envelopes SET number = ?1 WHERE rowid = ?2").bind(1, try nextNumber(room: room)).bind(2, rowid).run()
+        }
+    }
+
+    /// The number of the delivered envelope `stored` in its room, if it has one.
+    public func number(of stored: StoredEnvelope) throws -> Int? {
+        if let number = stored.number { return number }
+        guard let room = roomRows[stored.envelope.room] else { return nil }
+        return try db.statement("SELECT number FROM envelopes WHERE room = ?1 AND delivery = ?2")
+            .bind(1, room).bind(2, stored.delivery).single { $0.isNull(0) ? nil : Int($0.int64(0)) } ?? nil
+    }
+
+    /// The numbers of `stored` (delivered envelopes), by delivery; those without one are left out.
+    public func numbers(of stored: [StoredEnvelope]) throws -> [Int64: Int] {
+        var out: [Int64: Int] = [:]
+        for s in stored { out[s.delivery] = try number(of: s) }
+        return out
+    }
+
+    /// The envelope numbered `number` in `room`.
+    public func envelope(numbered number: Int, in room: RoomID) throws -> StoredEnvelope? {
+        guard number >= 1, let row = roomRows[room] else { return nil }
+        var found = try db.statement("SELECT bytes, causal_time, delivery FROM envelopes WHERE room = ?1 AND number = ?2")
+            .bind(1, row).bind(2, number).single { try stored($0) }
+        found?.number = number
+        return found
+    }
+}
