@@ -149,8 +149,32 @@ struct JSONPresenter: JSONLinePresenter {
             return rows.map(conversation)
         case let .found(messages):
             return messages.compactMap { message($0, type: "found") }
+        case let .answer(answer):
+            return lines(answer)
         case .greeting, .noInvites, .invited, .blockChanged, .readReceipts, .chatLines:
             return []
+        }
+    }
+
+    /// A listing command's answer: its head (`history`, `search`,
+    /// `mentions`, `rooms`) with the count, then its rows.
+    static func lines(_ answer: ScriptAnswer) -> [String] {
+        func head(_ type: String, _ count: Int, _ more: [(String, JSONEvents.Value)] = []) -> String {
+            JSONEvents.line(pairs: [("type", .string(type))] + more + [("count", .number(UInt64(count)))])
+        }
+        switch answer {
+        case let .history(room, with, messages):
+            let place: [(String, JSONEvents.Value)] = with.map { [("with", .string($0.hex))] } ?? [("room", .string(room?.value ?? ""))]
+            let rows = messages.compactMap { message($0, type: "history_message") }
+            return [head("history", rows.count, place)] + rows
+        case let .search(text, messages):
+            let rows = messages.compactMap { message($0, type: "found") }
+            return [head("search", rows.count, [("text", .string(text))])] + rows
+        case let .mentions(messages):
+            let rows = messages.compactMap { message($0, type: "found") }
+            return [head("mentions", rows.count)] + rows
+        case let .rooms(list):
+            return [head("rooms", list.count)] + list.map(conversation)
         }
     }
 

@@ -102,6 +102,10 @@ extension NetworkNode {
         if opened.isMessage { typingBoard.posted(by: e.author, in: e.room, now: monotonic()) }
         if let peer = opened.peer {
             guard opened.isMessage else { return [] }
+            // Kept, so /rooms lists the conversation after a restart even if we never wrote in it.
+            if node.rememberedConversations.insert(e.room).inserted {
+                do { try node.store.rememberConversation(e.room, with: peer) } catch { log.warning("cannot record a conversation: \(error)") }
+            }
             // A direct message is shown wherever the person is: it counts as read there.
             receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: true, current: true)
             let shown = ShownMessage(envelope: e, opened: opened, room: nil, to: node.people.account(e.author) == node.account ? peer : node.account, me: node.me, book: node.people)
@@ -240,16 +244,20 @@ extension NetworkNode {
         case let .join(name):
             return (try chatLines(session.join(name)), true)
         case let .history(count):
+            if answersScripts { return ([.answer(try historyAnswer(count))], true) }
             return (try chatLines(session.history(count)), true)
         case let .search(query):
+            if answersScripts { return ([.answer(.search(query, try found(query)))], true) }
             return (try chatLines(session.search(query)), true)
         case .mentions:
+            if answersScripts { return ([.answer(.mentions(try foundMentions()))], true) }
             return (try chatLines(session.mentions()), true)
         case let .helpOn(text):
             return ([.chatLines(["  " + text])], true)
         case .help:
             return ([.chatLines(ChatInput.helpText.split(separator: "\n").map(String.init))], true)
         case .rooms:
+            if answersScripts { return ([.answer(.rooms(try conversations()))], true) }
             return (try chatLines(session.roomList(mentioned: activity.mentioned(in:)) + conversationLines()), true)
         case let .switchRoom(which):
             return (try chatLines(session.switchTo(which)), true)

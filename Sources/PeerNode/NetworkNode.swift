@@ -61,6 +61,9 @@ final class NetworkNode: @unchecked Sendable {
     /// conversation: its read mark follows (its unread count in `/rooms`
     /// and on the page stays 0). Scripts and the page say what they read.
     var readsOpenPlace = false
+    /// `--json`: `/history`, `/search`, `/mentions` and `/rooms` answer
+    /// as events (`ScriptAnswer`) instead of chat lines.
+    var answersScripts = false
     var server: WebSocketServer?
     var discovery: DiscoveryService?
     private(set) var listenAddress = ""

@@ -190,6 +190,8 @@ final class Node {
 
     /// Conversation room (either version) → the other party, for every peer mapped so far.
     var dmPeers: [RoomID: PublicKey] = [:]
+    /// Conversation rooms recorded in the store this run (`rememberConversation`).
+    var rememberedConversations: Set<RoomID> = []
     /// Each peer's conversation with us (`Node+Direct.swift`).
     var conversations: [PublicKey: Conversation] = [:]
     /// How many known authors were mapped by a hash (version-1 rooms) and by

@@ -81,6 +81,23 @@ enum NodeEvent {
     case conversations([ConversationRow])
     /// The API's `search`: the matches, newest first.
     case found([ShownMessage])
+    /// A listing command's answer to a script (`--json`): `/history`,
+    /// `/search`, `/mentions` and `/rooms`, which a person reads as
+    /// `chatLines`. Not sent to the page, whose API asks for these itself.
+    case answer(ScriptAnswer)
+}
+
+/// What `/history`, `/search`, `/mentions` and `/rooms` answer in `--json`:
+/// a head line with the count, then one line per row.
+enum ScriptAnswer {
+    /// The open room's (`room`) or direct conversation's (`with`) last messages, oldest first.
+    case history(room: RoomName?, with: PublicKey?, [ShownMessage])
+    /// `/search TEXT`'s matches, newest first.
+    case search(String, [ShownMessage])
+    /// `/mentions`: messages naming us, newest first.
+    case mentions([ShownMessage])
+    /// `/rooms`: the rooms and direct conversations, most recent first.
+    case rooms([ConversationRow])
 }
 
 /// One device of an account, as `/devices` lists it.
@@ -247,6 +264,10 @@ struct PresenterGroup: Presenter {
                 continue
             }
             guard json.wantsLines else { continue }
+            guard json.takesAnswers || !events.contains(where: \.isAnswer) else {
+                json.present(events)
+                continue
+            }
             let formatted = lines ?? events.flatMap(JSONPresenter.lines)
             lines = formatted
             json.present(lines: formatted)
@@ -261,14 +282,23 @@ struct PresenterGroup: Presenter {
 protocol JSONLinePresenter: Presenter {
     /// False while nobody would read them (the API with no client).
     var wantsLines: Bool { get }
+    /// Whether it shows `.answer` (the `--json` lines do; the page's API
+    /// answers its own commands).
+    var takesAnswers: Bool { get }
     func present(lines: [String])
 }
 
 extension JSONLinePresenter {
+    var takesAnswers: Bool { true }
+
     func present(_ events: [NodeEvent]) {
         guard wantsLines else { return }
-        present(lines: events.flatMap(JSONPresenter.lines))
+        present(lines: (takesAnswers ? events : events.filter { !$0.isAnswer }).flatMap(JSONPresenter.lines))
     }
+}
+
+extension NodeEvent {
+    var isAnswer: Bool { if case .answer = self { true } else { false } }
 }
 
 /// A presenter that turns each event into lines on an `Output`.

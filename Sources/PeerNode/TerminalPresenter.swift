@@ -16,8 +16,8 @@ struct TerminalPresenter: LinePresenter {
         case .ready, .receipt:
             // The greeting says who we are; receipts show as the prompt's mark.
             return []
-        case .conversations, .found:
-            // Answers to the page's API only (the terminal has /rooms and /search).
+        case .conversations, .found, .answer:
+            // Answers to the page's API and to scripts only (the terminal has /rooms and /search as lines).
             return []
         case let .greeting(lines), let .chatLines(lines):
             return lines

@@ -90,6 +90,7 @@ func run(_ command: Command) throws {
                                       pendingNick: startupNick, sendsReadReceipts: readReceipts)
         network.applyLimits(options)
         network.readsOpenPlace = terminal != nil
+        network.answersScripts = options.json
         let done = DispatchSemaphore(value: 0)
         let input = StandardInput(network: network, terminal: terminal) { done.signal() }
         // Whoever reads stdout has gone: stop as at the end of standard input.

@@ -228,6 +228,12 @@ enum Schema {
         UPDATE envelopes SET number = NULL WHERE kind NOT IN (\(Store.numberedKindList));
         CREATE INDEX envelopes_by_room_number ON envelopes(room, number) WHERE number IS NOT NULL;
         """,
+        // 18: a direct conversation's other party, kept once one of its
+        // messages was shown (`Store.rememberConversation`): `/rooms` lists
+        // it after a restart even when our account never wrote there.
+        """
+        ALTER TABLE rooms ADD COLUMN peer BLOB;
+        """,
     ]
 
     /// The first schema that wrote with `secure_delete` on: an older file

@@ -110,6 +110,21 @@ extension Store {
         return out
     }
 
+    /// Records that `room` (held here) is a direct conversation with
+    /// `peer`; the first record stays.
+    public func rememberConversation(_ room: RoomID, with peer: PublicKey) throws {
+        guard let row = roomRows[room] else { return }
+        try db.statement("UPDATE rooms SET peer = ?2 WHERE rowid = ?1 AND peer IS NULL").bind(1, row).bind(2, peer.bytes).run()
+    }
+
+    /// The other parties of the direct conversations `rememberConversation` recorded.
+    public func rememberedConversationPeers() throws -> [PublicKey] {
+        let s = try db.statement("SELECT DISTINCT peer FROM rooms WHERE peer IS NOT NULL")
+        var out: [PublicKey] = []
+        while try s.step() { if let key = try? PublicKey(bytes: s.blob(0)) { out.append(key) } }
+        return out
+    }
+
     /// Whether this store holds any envelope of `room` (no query).
     public func holds(room: RoomID) -> Bool { roomRows[room] != nil }
 

@@ -53,10 +53,11 @@ extension NetworkNode {
     /// exchange per author (one is 0.24 ms; a LAN of 10,000 authors made the
     /// first `/rooms` hold the loop 2.4 s): the authors of the unnamed rooms
     /// our account wrote in (a message, or the delivered receipt every shown
-    /// message is owed), and the parties of the conversations mapped since
-    /// the start (any direct message opened). A conversation whose only
-    /// messages came in an earlier run, and got no receipt, is missed until
-    /// its next message.
+    /// message is owed), the parties of the conversations mapped since
+    /// the start (any direct message opened), and those of every
+    /// conversation a message was shown in (`Store.rememberConversation`),
+    /// which covers one whose only messages came in an earlier run and got
+    /// no receipt.
     func conversationPartners() throws -> [PublicKey] {
         var partners: Set<PublicKey> = []
         let ours = try node.devices(of: node.account).map(\.device)
@@ -70,6 +71,8 @@ extension NetworkNode {
             for author in try node.store.authors(in: room, receipts: true) { partners.insert(node.people.account(author)) }
         }
         for (room, peer) in node.dmPeers where node.store.holds(room: room) { partners.insert(node.people.account(peer)) }
+        // Conversations shown in an earlier run, where we may never have written.
+        for peer in try node.store.rememberedConversationPeers() { partners.insert(node.people.account(peer)) }
         partners.remove(node.account)
         return partners.sorted()
     }
@@ -118,20 +121,55 @@ extension NetworkNode {
         let events = entries.compactMap { entry -> NodeEvent? in
             guard let shown = shownMessage(entry.envelope, messagesOnly: false), shown.opened.kind != .receipt else { return nil }
             node.observe(shown.envelope, shown.opened)
-            return .message(asItIsNow(shown))
+            var now = asItIsNow(shown)
+            if now.opened.isMessage { now.number = try? node.store.number(of: entry) }
+            return .message(now)
         }
         return (events, entries.count == limit ? entries.first.map(HistoryCursor.init(before:)) : nil)
+    }
+
+    /// `/history N` for a script (`--json`): the open room's or direct
+    /// conversation's last N messages (nick lines and joins are not
+    /// messages), as they read now, with their numbers. They count as
+    /// read, as the lines a person is shown do.
+    func historyAnswer(_ count: Int) throws -> ScriptAnswer {
+        let peer = session.conversationPeer
+        let conversation: APIConversation
+        if let peer {
+            guard let c = node.conversation(with: peer) else { throw NodeError.notSealable(peer) }
+            conversation = APIConversation(room: nil, peer: peer, ids: [c.room, c.roomVersion1])
+        } else {
+            conversation = APIConversation(room: session.room, peer: nil, ids: [node.roomID(session.room)])
+        }
+        // Receipts, edits and reactions are in a page too: read more until N messages are in it.
+        var limit = count
+        var messages: [ShownMessage] = []
+        while true {
+            let (events, before) = try historyPage(of: conversation, limit: limit, before: nil)
+            messages = events.compactMap { if case let .message(m) = $0, m.opened.isMessage { m } else { nil } }
+            guard messages.count < count, before != nil, limit < ChatSession.historyScanLimit else { break }
+            limit = min(limit * 4, ChatSession.historyScanLimit)
+        }
+        try markRead(conversation)
+        return .history(room: peer == nil ? session.room : nil, with: peer.map { node.people.account($0) }, Array(messages.suffix(count)))
     }
 
     /// The API's `search`: what `/search` finds (rooms and conversations
     /// this node can read), newest first, as messages.
     func found(_ query: String) throws -> [ShownMessage] {
-        try node.search(query, limit: ChatSession.searchLimit).compactMap { shownMessage($0.envelope).map(asItIsNow) }
+        try node.search(query, limit: ChatSession.searchLimit).compactMap(foundMessage)
     }
 
     /// The API's `mentions`: what `/mentions` lists, newest first, as messages.
     func foundMentions() throws -> [ShownMessage] {
-        try node.mentions(limit: ChatSession.searchLimit).compactMap { shownMessage($0.envelope).map(asItIsNow) }
+        try node.mentions(limit: ChatSession.searchLimit).compactMap(foundMessage)
+    }
+
+    /// A match of a search, as it reads now, with its number.
+    private func foundMessage(_ entry: StoredEnvelope) -> ShownMessage? {
+        guard var shown = shownMessage(entry.envelope).map(asItIsNow) else { return nil }
+        shown.number = try? node.store.number(of: entry)
+        return shown
     }
 
     /// A message read back from the store as it reads now: its latest

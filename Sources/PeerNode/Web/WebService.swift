@@ -85,6 +85,8 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
     // MARK: the presenter
 
     var wantsLines: Bool { !clients.isEmpty }
+    /// The page asks for history, rooms and searches itself (its `ref` ties the answer to the asking).
+    var takesAnswers: Bool { false }
 
     func present(lines: [String]) {
         for c in clients.values {
