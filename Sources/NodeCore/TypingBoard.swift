@@ -31,6 +31,10 @@ public struct TypingBoard: Sendable {
     /// `sendInterval`, so about 100 people typing at once). Past it a notice
     /// is still shown here but goes no further: a member's made-up typers
     /// cannot make a node with many links (a relay) send each to every link.
+    /// The budget is shared fairly: each link that brought a notice in the
+    /// last `sendInterval` may pass on its equal part of it (at once, then
+    /// a second), so four links at their 8 a second cannot use it all and
+    /// leave nothing for a fifth that brings one honest typer.
     public static let maximumPassedOnPerSecond = 32
 
     public enum Verdict: Equatable, Sendable {
@@ -62,11 +66,16 @@ public struct TypingBoard: Sendable {
     private var linkWindows: [LinkID: (second: Double, count: Int)] = [:]
     /// Notices that may still be passed on, and when that was worked out.
     private var passOnBudget: (tokens: Double, at: Double)?
+    /// Per link: its part of `passOnBudget` left, and when that was worked out.
+    private var linkPassOn: [LinkID: (tokens: Double, at: Double)] = [:]
+    /// Per link: when it last brought a notice (it shares the pass-on budget for `sendInterval`).
+    private var lastBrought: [LinkID: Double] = [:]
 
     public init(me: PublicKey) { self.me = me }
 
     /// The cheap checks on a notice that `link` brought.
     public mutating func examine(_ notice: TypingNotice, from link: LinkID, now: Double, wall: UInt64) -> Verdict {
+        lastBrought[link] = now
         let second = now.rounded(.down)
         var window = linkWindows[link].flatMap { $0.second == second ? $0 : nil } ?? (second: second, count: 0)
         guard window.count < Self.maximumPerLinkPerSecond else { return .flood }
@@ -108,16 +117,22 @@ public struct TypingBoard: Sendable {
         return (known?.until ?? 0) <= now
     }
 
-    /// Whether an accepted notice may be passed on now (`maximumPassedOnPerSecond`);
-    /// if so, it is counted.
-    public mutating func mayPassOn(now: Double) -> Bool {
+    /// Whether an accepted notice that `link` brought may be passed on now
+    /// (`maximumPassedOnPerSecond`, the link's part of it); if so, it is counted.
+    public mutating func mayPassOn(from link: LinkID, now: Double) -> Bool {
         let limit = Double(Self.maximumPassedOnPerSecond)
+        let sharing = max(1, lastBrought.count { $0.key != link && now - $0.value < Self.sendInterval } + 1)
+        let share = limit / Double(sharing)
+        var part = linkPassOn[link] ?? (share, now)
+        part.tokens = min(share, part.tokens + max(0, now - part.at) * share)
+        part.at = now
         var budget = passOnBudget ?? (limit, now)
         budget.tokens = min(limit, budget.tokens + max(0, now - budget.at) * limit)
         budget.at = now
-        defer { passOnBudget = budget }
-        guard budget.tokens >= 1 else { return false }
+        defer { passOnBudget = budget; linkPassOn[link] = part }
+        guard budget.tokens >= 1, part.tokens >= 1 else { return false }
         budget.tokens -= 1
+        part.tokens -= 1
         return true
     }
 
@@ -141,6 +156,8 @@ public struct TypingBoard: Sendable {
         let keep = Double(Self.maximumSkew) / 1000
         pairs = pairs.filter { $0.value.until > now - keep }
         linkWindows = linkWindows.filter { $0.value.second >= now.rounded(.down) }
+        lastBrought = lastBrought.filter { now - $0.value < Self.sendInterval }
+        linkPassOn = linkPassOn.filter { lastBrought[$0.key] != nil }
         return pairs.count { $0.value.until > now } != before
     }
 
@@ -155,5 +172,9 @@ public struct TypingBoard: Sendable {
     public mutating func sent(messageIn room: RoomID) { lastSent[room] = nil }
 
     /// The link closed.
-    public mutating func linkClosed(_ link: LinkID) { linkWindows[link] = nil }
+    public mutating func linkClosed(_ link: LinkID) {
+        linkWindows[link] = nil
+        lastBrought[link] = nil
+        linkPassOn[link] = nil
+    }
 }

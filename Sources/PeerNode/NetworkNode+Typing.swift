@@ -34,7 +34,7 @@ extension NetworkNode {
         guard notice.isSigned else { return count(.typingDropped) }
         let fresh = typingBoard.accept(notice, from: link, now: now)
         if notice.forwards < TypingNotice.maximumForwards {
-            if typingBoard.mayPassOn(now: now) { feed(.typing(notice.forwarded, except: link)) } else { count(.typingNotPassedOn) }
+            if typingBoard.mayPassOn(from: link, now: now) { feed(.typing(notice.forwarded, except: link)) } else { count(.typingNotPassedOn) }
         }
         guard !relay, fresh, !blocked.contains(notice.typer) else { return }
         if let name = node.roomName(notice.room) {

@@ -128,17 +128,48 @@ struct TypingBoardTests {
     @Test("notices passed on, node-wide: maximumPassedOnPerSecond at once, one more refused, then that many a second again")
     func passedOn() {
         var board = TypingBoard(me: me.publicKey)
+        let link: LinkID = 1
         let limit = TypingBoard.maximumPassedOnPerSecond
-        let burst = (0..<limit).map { _ in board.mayPassOn(now: 10) }
+        let burst = (0..<limit).map { _ in board.mayPassOn(from: link, now: 10) }
         #expect(burst.allSatisfy { $0 })
-        let over = board.mayPassOn(now: 10), half = board.mayPassOn(now: 10 + 0.5 / Double(limit))
+        let over = board.mayPassOn(from: link, now: 10), half = board.mayPassOn(from: link, now: 10 + 0.5 / Double(limit))
         #expect(!over, "one past the limit at once")
         #expect(!half, "half a token later")
-        let token = board.mayPassOn(now: 10 + 1 / Double(limit))
+        let token = board.mayPassOn(from: link, now: 10 + 1 / Double(limit))
         #expect(token, "a token's time later")
-        let later = (0..<limit).map { _ in board.mayPassOn(now: 12) }
+        let later = (0..<limit).map { _ in board.mayPassOn(from: link, now: 12) }
         #expect(later.allSatisfy { $0 })
-        let overAgain = board.mayPassOn(now: 12)
+        let overAgain = board.mayPassOn(from: link, now: 12)
         #expect(!overAgain)
+    }
+
+    @Test("five links at their full rate of made-up typers (together more than the whole pass-on budget) do not stop a sixth link's honest typer going on, and the budget holds")
+    func passOnIsShared() throws {
+        var board = TypingBoard(me: me.publicKey)
+        let seconds = 60
+        var honestHeld = 0, hostilePassed = 0, honestPassed = 0
+        for tick in 0..<(seconds * TypingBoard.maximumPerLinkPerSecond) {
+            // Eight ticks a second; each hostile link brings one notice a tick, before the honest one.
+            let now = Double(tick) / Double(TypingBoard.maximumPerLinkPerSecond)
+            if tick % TypingBoard.maximumPerLinkPerSecond == 0 { board.expire(now: now) }
+            let clock = wall + UInt64(now * 1_000)
+            for hostile: LinkID in 60..<65 {
+                let fake = TypingNotice.sign(room: room, by: try SigningKey.generate(), time: clock)
+                guard board.examine(fake, from: hostile, now: now, wall: clock) == .check else { continue }
+                board.accept(fake, from: hostile, now: now)
+                if board.mayPassOn(from: hostile, now: now) { hostilePassed += 1 }
+            }
+            // An honest typer on link 7 every sendInterval, as its node sends.
+            guard tick % Int(TypingBoard.sendInterval * Double(TypingBoard.maximumPerLinkPerSecond)) == 0 else { continue }
+            let notice = TypingNotice.sign(room: room, by: bob, time: clock)
+            guard board.examine(notice, from: 7, now: now, wall: clock) == .check else { continue }
+            board.accept(notice, from: 7, now: now)
+            if board.mayPassOn(from: 7, now: now) { honestPassed += 1 } else { honestHeld += 1 }
+        }
+        #expect(honestHeld == 0 && honestPassed == seconds / Int(TypingBoard.sendInterval), "\(honestHeld) honest notices not passed on")
+        // A bucket: what it holds at the start, then its rate.
+        let budget = TypingBoard.maximumPassedOnPerSecond * (seconds + 1)
+        #expect(hostilePassed + honestPassed <= budget && hostilePassed >= TypingBoard.maximumPassedOnPerSecond,
+                "\(hostilePassed) made-up notices passed on")
     }
 }
