@@ -60,9 +60,11 @@ extension LinkCore {
         }
         if waiting.isEmpty, overlay.membership.requested[remote] != nil {
             // Asked on another connection to it, which lost the tie-break to this
-            // one: the answer may have gone down with it. Asked again (the peer
-            // answers a second ask alike).
-            send(.overlay(.neighbor(urgent: overlay.membership.active.isEmpty, port: overlay.configuration.port)), on: id, now: now, into: &out)
+            // one: the answer may have gone down with it. Asked again, as urgently
+            // as the first time (the peer answers a second ask alike).
+            let m = overlay.membership
+            let urgent = m.urgentlyRequested.contains(remote) || m.active.isEmpty
+            send(.overlay(.neighbor(urgent: urgent, port: overlay.configuration.port)), on: id, now: now, into: &out)
         }
         guard !overlay.wants(remote) else { return }
         if table.links[id]?.dialer != nil, !table.isUserLink(id) {

@@ -84,6 +84,9 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
     /// either view and peers asked; a peer without one counts as a host of
     /// its own.
     public var hosts: [Peer: String] = [:]
+    /// The peers of `requested` asked urgently: a request asked again (on a
+    /// new connection, after a tie-break) is asked as it was first.
+    public private(set) var urgentlyRequested: Set<Peer> = []
     /// When a node short of links last asked urgently (`urgency`).
     private var lastUrgentRequest = -Double.infinity
     /// Peers that refused a request: not asked again until `requestTimeout` passed.
@@ -141,6 +144,7 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
                 passive.remove(peer)
             }
             refusedAt = refusedAt.filter { now - $0.value < configuration.requestTimeout }
+            urgentlyRequested = urgentlyRequested.filter { requested[$0] != nil }
             hosts = hosts.filter { active.contains($0.key) || requested[$0.key] != nil || passive.contains($0.key) }
             fill(now: now, into: &out)
             if let due = nextShuffle, now < due { break }
@@ -251,6 +255,7 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
         } else {
             guard requested[peer] == nil else { return }
             requested[peer] = now
+            urgentlyRequested.insert(peer)
         }
         out.append(.send(peer, .neighbor(urgent: true)))
     }
@@ -305,7 +310,9 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
         while active.count + requested.count < configuration.activeSize,
               let peer = pick(from: leastHeld(passive.filter { requested[$0] == nil && refusedAt[$0] == nil })) {
             requested[peer] = now
-            out.append(.send(peer, .neighbor(urgent: urgency(now: now))))
+            let urgent = urgency(now: now)
+            if urgent { urgentlyRequested.insert(peer) } else { urgentlyRequested.remove(peer) }
+            out.append(.send(peer, .neighbor(urgent: urgent)))
         }
     }
 

@@ -191,12 +191,16 @@ struct MembershipTests {
         for peer in 1...6 { _ = node.handle(.received(.neighbor(urgent: false), from: peer), now: 0) }
         #expect(node.handle(.received(.forwardJoin(77, ttl: 0), from: 1), now: 0) == [.send(77, .neighbor(urgent: true))])
         #expect(node.active == Set(1...6) && node.requested[77] != nil)
+        // Remembered as urgent, so a second ask (after a tie-break) is urgent too.
+        #expect(node.urgentlyRequested == [77])
         _ = node.handle(.unreachable(77), now: 1)
         for fake in 100..<140 {
             _ = node.handle(.received(.forwardJoin(fake, ttl: 0), from: 2), now: 2)
             _ = node.handle(.unreachable(fake), now: 2)
         }
         #expect(node.active == Set(1...6) && node.requested.isEmpty)
+        _ = node.handle(.tick, now: 2)
+        #expect(node.urgentlyRequested.isEmpty, "forgotten with the requests")
         _ = node.handle(.received(.forwardJoin(88, ttl: 0), from: 1), now: 3)
         let answered = node.handle(.received(.neighborReply(accepted: true), from: 88), now: 3)
         #expect(node.active.contains(88) && node.active.count == 6, "\(node.active)")
