@@ -151,7 +151,10 @@ struct JSONPresenter: JSONLinePresenter {
             return messages.compactMap { message($0, type: "found") }
         case let .answer(answer):
             return lines(answer)
-        case .greeting, .noInvites, .invited, .blockChanged, .readReceipts, .chatLines:
+        case let .chatLines(lines):
+            // What a command says that has no event of its own (/join, /nick, /help…): the terminal's lines.
+            return lines.map { JSONEvents.line(["type": .string("notice"), "text": .string($0)]) }
+        case .greeting, .noInvites, .invited, .blockChanged, .readReceipts:
             return []
         }
     }

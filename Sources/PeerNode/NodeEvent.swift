@@ -73,7 +73,9 @@ enum NodeEvent {
     case sync(SyncReport)
     /// A command failed; the reason is for the person who typed it.
     case failed(String)
-    /// Lines of the plain chat (history, search, help, rooms) that have no event of their own yet.
+    /// What a command says that has no event of its own (`/join`, `/nick`,
+    /// `/help`…; `/history` and the other listings at the terminal): lines
+    /// there, `notice` lines in `--json`.
     case chatLines([String])
     /// `--web`: the page's address, with its token, to open in a browser.
     case webPage(url: String)
@@ -282,8 +284,9 @@ struct PresenterGroup: Presenter {
 protocol JSONLinePresenter: Presenter {
     /// False while nobody would read them (the API with no client).
     var wantsLines: Bool { get }
-    /// Whether it shows `.answer` (the `--json` lines do; the page's API
-    /// answers its own commands).
+    /// Whether it shows `.answer` and `.chatLines`, what commands typed at
+    /// the terminal or in `--json` answer (the `--json` lines do; the page's
+    /// API answers its own commands).
     var takesAnswers: Bool { get }
     func present(lines: [String])
 }
@@ -298,7 +301,13 @@ extension JSONLinePresenter {
 }
 
 extension NodeEvent {
-    var isAnswer: Bool { if case .answer = self { true } else { false } }
+    /// What a command answers (`JSONLinePresenter.takesAnswers`).
+    var isAnswer: Bool {
+        switch self {
+        case .answer, .chatLines: true
+        default: false
+        }
+    }
 }
 
 /// A presenter that turns each event into lines on an `Output`.

@@ -54,6 +54,9 @@ struct ScriptAnswerTests {
         a.send("/rooms")
         #expect(await a.wait { $0["type"] == "rooms" && $0["count"] == "1" } != nil, "\(a.recent(4))")
         #expect(await a.wait { $0["type"] == "conversation" && $0["room"] == "#general" && $0["last_text"] == "waves" } != nil, "\(a.recent(4))")
+        // A command with no event of its own says what the terminal says, as a notice.
+        a.send("/join #lunch")
+        #expect(await a.wait { $0["type"] == "notice" && ($0["text"] ?? "").contains("#lunch") } != nil, "\(a.recent(4))")
         _ = await a.quit()
     }
 }
