@@ -35,16 +35,20 @@ struct Wire {
     var keepsEffects = true
     /// Sides that are gone (killed): dials to them fail, nothing reaches them.
     var down: Set<Int> = []
-    /// The host a side's connections come from, where not its own
-    /// (`Wire.host`): several identities behind one address.
+    /// The host a side's connections come from and where it listens, where
+    /// not its own (`Wire.host`): several identities behind one address,
+    /// each on a port of its own (`behindOneAddress`).
     var sourceHost: [Int: String] = [:]
     /// Hosts whose dials never answer (a black hole): the dial stays on its way.
     var unanswered: Set<String> = []
 
-    init(_ count: Int, networks: [NetworkKey]? = nil, seed: UInt64 = 7, overlay: Overlay.Configuration = Overlay.Configuration()) throws {
+    /// `keySeed`: the sides' keys come from it (the same run every time), not at random.
+    init(_ count: Int, networks: [NetworkKey]? = nil, seed: UInt64 = 7, keySeed: UInt8? = nil,
+         overlay: Overlay.Configuration = Overlay.Configuration()) throws {
         let shared = NetworkKey.generate()
         sides = try (0..<count).map { i in
-            let identity = try SigningKey.generate()
+            let identity = try keySeed.map { try SigningKey(seed: [$0, UInt8(i & 255), UInt8(i >> 8 & 255)] + [UInt8](repeating: 7, count: 29)) }
+                ?? SigningKey.generate()
             var core = LinkCore(me: identity.publicKey, clock: VectorClock(), overlay: overlay, random: SeededRandom(seed: seed + UInt64(i)))
             core.listens(on: 7733)
             return Side(core: core, identity: identity, network: networks?[i] ?? shared)
@@ -53,6 +57,18 @@ struct Wire {
 
     /// Where side N listens: an IPv4 address, as the overlay names peers.
     static func host(_ side: Int) -> String { "10.\(side >> 16 & 255).\(side >> 8 & 255).\(side & 255)" }
+
+    /// Puts `side` behind `host`: its links come from there, and it listens
+    /// there on a port of its own (7733 + side), as one machine's identities do.
+    mutating func behindOneAddress(_ side: Int, host: String) {
+        sourceHost[side] = host
+        sides[side].core.listens(on: UInt16(7733 + side))
+    }
+
+    /// The side listening at `host`:`port`.
+    func side(at host: String, port: UInt16) -> Int? {
+        sourceHost.first { $0.value == host && sides[$0.key].core.overlay.configuration.port == port }?.key ?? Wire.side(at: host)
+    }
 
     static func side(at host: String) -> Int? {
         let parts = host.split(separator: ".").compactMap { Int($0) }
@@ -122,9 +138,9 @@ struct Wire {
                 queue.append((side, .closed(id, reason: PeerText(""))))
                 queue.append((there.side, .closed(there.id, reason: PeerText(reason))))
             }
-        case let .dial(d, host, _):
+        case let .dial(d, host, port):
             if unanswered.contains(host) { return }
-            guard let target = Wire.side(at: host), target < sides.count, down.contains(target) == false else {
+            guard let target = self.side(at: host, port: port), target < sides.count, down.contains(target) == false else {
                 queue.append((side, .dialFailed(d)))
                 return
             }
