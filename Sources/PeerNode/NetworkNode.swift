@@ -64,6 +64,8 @@ final class NetworkNode: @unchecked Sendable {
     /// `--json`: `/history`, `/search`, `/mentions` and `/rooms` answer
     /// as events (`ScriptAnswer`) instead of chat lines.
     var answersScripts = false
+    /// Which links a person is told of (`LinkLines`; scripts and a relay's log are told of all).
+    var linkLines = LinkLines()
     var server: WebSocketServer?
     var discovery: DiscoveryService?
     private(set) var listenAddress = ""
@@ -319,7 +321,8 @@ final class NetworkNode: @unchecked Sendable {
                 linkUp(id, remote: remote, announce: announce, nick: nick)
             case let .peerDown(remote, reason):
                 discovery?.setLinked(remote, false)
-                emit(.peerDown(remote, reason: reason))
+                let event = NodeEvent.peerDown(remote, reason: reason)
+                emit(answersScripts || relay ? [event] : linkLines.down(event, remote: remote, reason: reason))
             case let .catchUp(id, author, from, through):
                 queueCatchUp(id, author: author, from: from, through: through)
             case let .verifyAndStore(id, batch):
@@ -350,7 +353,8 @@ final class NetworkNode: @unchecked Sendable {
         if announce {
             // The nick from its messages if we have them, else the one it claimed in the handshake.
             let person = node.people[remote].claiming(nick.map(PeerText.init))
-            emit(.peerUp(person, address: link.connection.remoteAddress, node: remote, device: node.deviceName(remote)))
+            let event = NodeEvent.peerUp(person, address: link.connection.remoteAddress, node: remote, device: node.deviceName(remote))
+            emit(answersScripts || relay ? [event] : linkLines.up(event, remote: remote, settled: linkSettled(remote)))
         }
         // What we remember of this peer makes the clock exchange cost what changed.
         feed(.replicate(id, memory: peerClocks(of: remote)))

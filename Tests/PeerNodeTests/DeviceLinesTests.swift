@@ -1,5 +1,6 @@
 import Crypto
 import NetworkText
+import NodeCore
 @testable import PeerNode
 import Testing
 
@@ -46,5 +47,36 @@ struct DeviceLinkUpTests {
         let itself = NodeEvent.peerUp(alice, address: "10.0.0.7:7733", node: account, device: nil)
         #expect(!JSONPresenter.lines(itself).joined().contains("account"))
         #expect(TerminalPresenter.lines(itself) == ["-- linked to alice·\(account.shortFingerprint) at 10.0.0.7:7733"])
+    }
+}
+
+/// Which links a person is told of (`LinkLines`).
+@Suite("Link lines at the terminal")
+struct LinkLinesTests {
+    static func up(_ key: PublicKey) -> NodeEvent {
+        .peerUp(Person(key: key, nick: PeerText("bob"), trusted: false, lookAlike: false, forked: false), address: "10.0.0.7:7733", node: key, device: nil)
+    }
+
+    @Test("a neighbour's link is told of at once; one being asked is told of once it settles; one refused as not a neighbour is never told of; one closed for another reason is told of with its reason")
+    func lines() throws {
+        let (a, b, c, d) = (try SigningKey.generate().publicKey, try SigningKey.generate().publicKey,
+                            try SigningKey.generate().publicKey, try SigningKey.generate().publicKey)
+        var lines = LinkLines()
+        #expect(lines.up(Self.up(a), remote: a, settled: true).count == 1)
+        #expect(lines.up(Self.up(b), remote: b, settled: false).isEmpty)
+        #expect(lines.up(Self.up(c), remote: c, settled: false).isEmpty)
+        #expect(lines.up(Self.up(d), remote: d, settled: false).isEmpty)
+        #expect(lines.unsettled == [b, c, d].sorted())
+        // b becomes a neighbour: its line now, and its close later is told of.
+        #expect(lines.settled(b).count == 1 && lines.settled(b).isEmpty)
+        let notNeighbour = PeerText(LinkCore.notNeighbourReason)
+        #expect(lines.down(.peerDown(b, reason: notNeighbour), remote: b, reason: notNeighbour).count == 1)
+        // c was asked and refused: nothing, either way.
+        #expect(lines.down(.peerDown(c, reason: notNeighbour), remote: c, reason: notNeighbour).isEmpty)
+        // d closed with a reason of its own before it settled: both lines, the reason shown (through the one sanitizing path).
+        let bye = PeerText("bye\u{1B}[2J")
+        let told = lines.down(.peerDown(d, reason: bye), remote: d, reason: bye)
+        #expect(told.count == 2 && told.flatMap(TerminalPresenter.lines).last?.contains("closed: bye") == true, "\(told.flatMap(TerminalPresenter.lines))")
+        #expect(lines.unsettled.isEmpty)
     }
 }

@@ -1,0 +1,41 @@
+import Crypto
+import NetworkText
+import NodeCore
+
+/// Which links a person is told of ("-- linked to bob", "-- link to bob
+/// closed"). On a LAN larger than the overlay's bound, a node short of
+/// neighbours asks peers from its reserve, and full peers say no: each ask
+/// is a link that opens and closes "not a neighbour" a moment later. In a
+/// twelve-node LAN that was a pair of lines every second or two at the
+/// terminal. So a link that is not (yet) a neighbour or a kept link is
+/// told of only once it becomes one, or when it closes for another reason
+/// (its close reason is worth reading); one refused as not a neighbour is
+/// not told of at all. Scripts (`--json`) still get every link.
+struct LinkLines {
+    /// The `peerUp` of each peer whose only link is not settled yet.
+    private(set) var waiting: [PublicKey: NodeEvent] = [:]
+
+    /// A peer's first link is up: its line now if `settled` (a neighbour, a
+    /// kept link, a link of an older version), else when it settles.
+    mutating func up(_ event: NodeEvent, remote: PublicKey, settled: Bool) -> [NodeEvent] {
+        if settled { return [event] }
+        waiting[remote] = event
+        return []
+    }
+
+    /// The peers whose line waits (to check whether they have settled).
+    var unsettled: [PublicKey] { waiting.keys.sorted() }
+
+    /// `remote`'s link became a neighbour or a kept link: its line now.
+    mutating func settled(_ remote: PublicKey) -> [NodeEvent] {
+        waiting.removeValue(forKey: remote).map { [$0] } ?? []
+    }
+
+    /// No link carries `remote` any more.
+    mutating func down(_ event: NodeEvent, remote: PublicKey, reason: PeerText?) -> [NodeEvent] {
+        guard let up = waiting.removeValue(forKey: remote) else { return [event] }
+        // Asked and refused, or it asked and we had no place: nothing to tell.
+        if reason?.unsanitized == LinkCore.notNeighbourReason { return [] }
+        return [up, event]
+    }
+}
