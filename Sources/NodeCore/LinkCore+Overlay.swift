@@ -62,8 +62,7 @@ extension LinkCore {
             // Asked on another connection to it, which lost the tie-break to this
             // one: the answer may have gone down with it. Asked again, as urgently
             // as the first time (the peer answers a second ask alike).
-            let m = overlay.membership
-            let urgent = m.urgentlyRequested.contains(remote) || m.active.isEmpty
+            let urgent = overlay.membership.requested[remote]?.urgent == true || overlay.membership.active.isEmpty
             send(.overlay(.neighbor(urgent: urgent, port: overlay.configuration.port)), on: id, now: now, into: &out)
         }
         guard !overlay.wants(remote) else { return }

@@ -76,17 +76,23 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
     public let configuration: Configuration
     public private(set) var active: Set<Peer> = []
     public private(set) var passive: Set<Peer> = []
-    /// Neighbour requests in flight, and when each was sent.
-    public private(set) var requested: [Peer: Double] = [:]
+    /// A neighbour request in flight: when it was sent, and whether urgently
+    /// (a request asked again, on a new connection after a tie-break, is
+    /// asked as it was first).
+    public struct Request: Sendable, Equatable {
+        public let sent: Double
+        public let urgent: Bool
+    }
+    /// Neighbour requests in flight.
+    public private(set) var requested: [Peer: Request] = [:]
     /// Where each peer is: the host its link comes from, or the address it
     /// was named with (set by the caller before a message about it; the
     /// node uses the IPv4 host, the simulator none). Kept for peers in
     /// either view and peers asked; a peer without one counts as a host of
     /// its own.
     public var hosts: [Peer: String] = [:]
-    /// The peers of `requested` asked urgently: a request asked again (on a
-    /// new connection, after a tie-break) is asked as it was first.
-    public private(set) var urgentlyRequested: Set<Peer> = []
+    /// The peers of `requested` asked urgently.
+    public var urgentlyRequested: Set<Peer> { Set(requested.filter(\.value.urgent).keys) }
     /// When a node short of links last asked urgently (`urgency`).
     private var lastUrgentRequest = -Double.infinity
     /// Peers that refused a request: not asked again until `requestTimeout` passed.
@@ -139,12 +145,11 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
             if active.remove(peer) != nil { out.append(.unlink(peer)) }
             fill(now: now, into: &out)
         case .tick:
-            for (peer, sent) in requested where now - sent >= configuration.requestTimeout {
+            for (peer, request) in requested where now - request.sent >= configuration.requestTimeout {
                 requested[peer] = nil
                 passive.remove(peer)
             }
             refusedAt = refusedAt.filter { now - $0.value < configuration.requestTimeout }
-            urgentlyRequested = urgentlyRequested.filter { requested[$0] != nil }
             hosts = hosts.filter { active.contains($0.key) || requested[$0.key] != nil || passive.contains($0.key) }
             fill(now: now, into: &out)
             if let due = nextShuffle, now < due { break }
@@ -254,8 +259,7 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
             addActive(peer, into: &out)
         } else {
             guard requested[peer] == nil else { return }
-            requested[peer] = now
-            urgentlyRequested.insert(peer)
+            requested[peer] = Request(sent: now, urgent: true)
         }
         out.append(.send(peer, .neighbor(urgent: true)))
     }
@@ -309,10 +313,9 @@ public struct Membership<Peer: Hashable & Comparable & Sendable> {
     private mutating func fill(now: Double, into out: inout [Effect]) {
         while active.count + requested.count < configuration.activeSize,
               let peer = pick(from: leastHeld(passive.filter { requested[$0] == nil && refusedAt[$0] == nil })) {
-            requested[peer] = now
-            let urgent = urgency(now: now)
-            if urgent { urgentlyRequested.insert(peer) } else { urgentlyRequested.remove(peer) }
-            out.append(.send(peer, .neighbor(urgent: urgent)))
+            let request = Request(sent: now, urgent: urgency(now: now))
+            requested[peer] = request
+            out.append(.send(peer, .neighbor(urgent: request.urgent)))
         }
     }
 

@@ -66,7 +66,7 @@ public struct Overlay {
     /// Links up that no membership message has claimed yet, since when.
     var unclaimed: [LinkID: Double] = [:]
     /// Membership messages each link may still send, and when that was worked out.
-    var budget: [LinkID: (tokens: Double, at: Double)] = [:]
+    var budget: [LinkID: TokenBucket] = [:]
     /// When each peer's last join was taken.
     var joinedAt: [PublicKey: Double] = [:]
     var lastRediscover = 0.0
@@ -122,16 +122,9 @@ public struct Overlay {
 
     /// Spends one message of `link`'s budget (false: over it, drop the message).
     mutating func spend(_ link: LinkID, now: Double) -> Bool {
-        var b = budget[link] ?? (Self.messageBurst, now)
-        b.tokens = min(Self.messageBurst, b.tokens + max(0, now - b.at) * Self.messageRate)
-        b.at = now
-        guard b.tokens >= 1 else {
-            budget[link] = b
-            return false
-        }
-        b.tokens -= 1
-        budget[link] = b
-        return true
+        var b = budget[link] ?? TokenBucket(capacity: Self.messageBurst, now: now)
+        defer { budget[link] = b }
+        return b.take(now: now, rate: Self.messageRate, capacity: Self.messageBurst)
     }
 
     /// Queues a message for `peer`'s next link (false: its outbox is full).

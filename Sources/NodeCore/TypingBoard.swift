@@ -64,10 +64,10 @@ public struct TypingBoard: Sendable {
     private var lastSent: [RoomID: Double] = [:]
     /// Per link: the second counted (monotonic, whole) and notices in it.
     private var linkWindows: [LinkID: (second: Double, count: Int)] = [:]
-    /// Notices that may still be passed on, and when that was worked out.
-    private var passOnBudget: (tokens: Double, at: Double)?
-    /// Per link: its part of `passOnBudget` left, and when that was worked out.
-    private var linkPassOn: [LinkID: (tokens: Double, at: Double)] = [:]
+    /// Notices that may still be passed on.
+    private var passOnBudget: TokenBucket?
+    /// Per link: its part of `passOnBudget` left.
+    private var linkPassOn: [LinkID: TokenBucket] = [:]
     /// Per link: when it last brought a notice (it shares the pass-on budget for `sendInterval`).
     private var lastBrought: [LinkID: Double] = [:]
 
@@ -123,16 +123,14 @@ public struct TypingBoard: Sendable {
         let limit = Double(Self.maximumPassedOnPerSecond)
         let sharing = max(1, lastBrought.count { $0.key != link && now - $0.value < Self.sendInterval } + 1)
         let share = limit / Double(sharing)
-        var part = linkPassOn[link] ?? (share, now)
-        part.tokens = min(share, part.tokens + max(0, now - part.at) * share)
-        part.at = now
-        var budget = passOnBudget ?? (limit, now)
-        budget.tokens = min(limit, budget.tokens + max(0, now - budget.at) * limit)
-        budget.at = now
+        var part = linkPassOn[link] ?? TokenBucket(capacity: share, now: now)
+        part.refill(now: now, rate: share, capacity: share)
+        var budget = passOnBudget ?? TokenBucket(capacity: limit, now: now)
+        budget.refill(now: now, rate: limit, capacity: limit)
         defer { passOnBudget = budget; linkPassOn[link] = part }
-        guard budget.tokens >= 1, part.tokens >= 1 else { return false }
-        budget.tokens -= 1
-        part.tokens -= 1
+        guard budget.hasToken, part.hasToken else { return false }
+        budget.take()
+        part.take()
         return true
     }
 

@@ -62,22 +62,28 @@ extension NetworkNode {
         })
     }
 
-    /// Why the link `id` to `remote` is up (`PeerRow.view`).
-    func linkView(_ id: LinkID, remote: PublicKey) -> String {
-        let overlay = core.overlay
-        return core.version(of: id)?.speaksOverlay != true ? "older version"
-            : overlay.pinned.contains(remote) ? "kept"
-            : overlay.membership.active.contains(remote) || !overlay.configuration.bounded ? "neighbour"
-            : overlay.membership.requested[remote] != nil ? "asked" : "unclaimed"
+    /// Why a link is up (`PeerRow.view`, `/peers`' last column).
+    enum LinkView: String {
+        case olderVersion = "older version", kept, neighbour, asked, unclaimed
+
+        /// Whether a person is told of it (`LinkLines`): not while it is
+        /// being asked or not yet claimed.
+        var isSettled: Bool { self != .asked && self != .unclaimed }
     }
 
-    /// Whether a person is told of the link to `remote` (`LinkLines`): it
-    /// is a neighbour, a kept link or one of an older version, not one
-    /// being asked or not yet claimed.
+    /// Why the link `id` to `remote` is up.
+    func linkView(_ id: LinkID, remote: PublicKey) -> LinkView {
+        let overlay = core.overlay
+        return core.version(of: id)?.speaksOverlay != true ? .olderVersion
+            : overlay.pinned.contains(remote) ? .kept
+            : overlay.membership.active.contains(remote) || !overlay.configuration.bounded ? .neighbour
+            : overlay.membership.requested[remote] != nil ? .asked : .unclaimed
+    }
+
+    /// Whether the link carrying `remote` is settled (`LinkView.isSettled`).
     func linkSettled(_ remote: PublicKey) -> Bool {
         guard let id = table.links.first(where: { $0.value.remote == remote })?.key else { return false }
-        let view = linkView(id, remote: remote)
-        return view != "asked" && view != "unclaimed"
+        return linkView(id, remote: remote).isSettled
     }
 
     /// `/peers`: linked peers first, then known ones not linked.
@@ -91,7 +97,7 @@ extension NetworkNode {
             var row = PeerRow(id: remote, address: links[id]?.connection.remoteAddress ?? "?", state: "linked", linkedFor: now - (link.since ?? now),
                               roundTrip: links[id]?.roundTrip, sending: replicator.clock.count(beyond: known),
                               receiving: known.count(beyond: replicator.clock))
-            row.view = linkView(id, remote: remote)
+            row.view = linkView(id, remote: remote).rawValue
             row.lazyAuthors = replicator.lazyAuthors(of: id) ?? 0
             rows.append(row)
         }

@@ -46,16 +46,11 @@ struct RecentDeliveriesTests {
     func erasureEmptiesIt() throws {
         let f = try StoreFixture()
         let store = try #require(f.store)
-        let author = try SigningKey.generate()
+        let author = try ChainAuthor()
         let key = SymmetricKey.generate()
         let room = RoomID.random()
-        func body(_ text: String, _ kind: Kind = .text) throws -> [UInt8] {
-            try SealedBody.seal(kind: kind, content: Array(text.utf8), key: key, author: author.publicKey, room: room)
-        }
-        let original = try Envelope.sign(by: author, sequence: 1, previous: .zero, dependencies: [], timestamp: 1, room: room,
-                                         body: try body("a distinctive secret"))
-        let tombstone = try Envelope.sign(by: author, sequence: 2, previous: original.id, dependencies: [], timestamp: 2, room: room,
-                                          erases: [1], body: try body("", .tombstone))
+        let original = try author.nextSealed("a distinctive secret", key: key, room: room)
+        let tombstone = try author.nextSealed("", kind: .tombstone, key: key, room: room, erases: [1])
         // Both in one write, before anyone read the first.
         _ = try store.insert([original, tombstone], receivedAt: 1)
         let delivered = try store.delivered(after: 0)

@@ -87,18 +87,11 @@ struct StoreNumbersTests {
     func erasedAndSealed() throws {
         let f = try StoreFixture()
         let store = try #require(f.store)
-        let author = try SigningKey.generate()
+        let author = try ChainAuthor()
         let key = SymmetricKey.generate()
         let room = RoomID.random()
-        var sequence: UInt64 = 0
-        var previous = MessageID.zero
         func sign(_ text: String, _ kind: Kind = .text, erases: [UInt64] = []) throws -> Envelope {
-            sequence += 1
-            let body = try SealedBody.seal(kind: kind, content: Array(text.utf8), key: key, author: author.publicKey, room: room)
-            let e = try Envelope.sign(by: author, sequence: sequence, previous: previous, dependencies: [], timestamp: sequence,
-                                      room: room, erases: erases, body: body)
-            previous = e.id
-            return e
+            try author.nextSealed(text, kind: kind, key: key, room: room, erases: erases)
         }
         // Not readable yet: stored, delivered, sealed, unnumbered.
         let early = try sign("before the key")

@@ -52,6 +52,18 @@ final class ChainAuthor {
         return e
     }
 
+    /// The next envelope in this author's chain with its body sealed under
+    /// `key` (version 3: its kind inside, erasable), signed at its sequence.
+    @discardableResult
+    func nextSealed(_ text: String, kind: Kind = .text, key bodyKey: SymmetricKey, room: RoomID, erases: [UInt64] = []) throws -> Envelope {
+        let sequence = UInt64(chain.count + 1)
+        let body = try SealedBody.seal(kind: kind, content: Array(text.utf8), key: bodyKey, author: key.publicKey, room: room)
+        let e = try Envelope.sign(by: key, sequence: sequence, previous: chain.last?.id ?? .zero, dependencies: [], timestamp: sequence,
+                                  room: room, erases: erases, body: body)
+        chain.append(e)
+        return e
+    }
+
     /// Another envelope for sequence `sequence`, with other bytes: a fork.
     func fork(of sequence: Int) throws -> Envelope {
         let original = chain[sequence - 1]
