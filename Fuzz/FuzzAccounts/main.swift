@@ -13,9 +13,16 @@ import NodeCore
 /// Four accounts and sixteen message ids the events are made of.
 let keys = (1...4).compactMap { try? PublicKey(bytes: [UInt8](repeating: UInt8($0), count: 32)) }
 let ids = (1...16).compactMap { try? MessageID(bytes: [UInt8](repeating: UInt8($0), count: 32)) }
+/// The room founded by the first account (salt: 32 zero bytes, a create whose
+/// parent is zero); a second room, whose id commits to nobody, is read with
+/// the create of id 1 pinned.
+let room = keys.first.map { RoomID.privateRoom(founder: $0, salt: MessageID.zero.bytes) } ?? RoomID.random()
+let legacyRoom = RoomID.random()
 
 /// Events from the input, 8 bytes each: action, author, target, role, epoch,
-/// parent, sequence, and whether the removal names the target's limit.
+/// parent, sequence, and whether the removal names the target's limit (and,
+/// in the same byte, whether the event comes from a second device of its
+/// author, which no removal names).
 func events(_ bytes: [UInt8]) -> [RoomMembership.Event] {
     var out: [RoomMembership.Event] = []
     var i = 0
@@ -30,7 +37,8 @@ func events(_ bytes: [UInt8]) -> [RoomMembership.Event] {
         }
         let limits = b[7] & 2 == 0 ? [] : [MembershipEvent.DeviceLimit(device: target, last: UInt64(b[6] / 2))]
         let event = MembershipEvent(action: action, target: target, role: role, epoch: UInt32(b[4] % 8), parent: parent, keys: sealed, limits: limits)
-        out.append(RoomMembership.Event(id: ids[out.count], author: author, sequence: UInt64(b[6]), timestamp: UInt64(b[6]) * 1_000, event: event))
+        let device = b[7] & 4 == 0 ? author : keys[(Int(b[1]) + 1) % keys.count]
+        out.append(RoomMembership.Event(id: ids[out.count], author: author, device: device, sequence: UInt64(b[6]), timestamp: UInt64(b[6]) * 1_000, event: event))
     }
     return out
 }
@@ -56,9 +64,20 @@ public func fuzzAccounts(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     _ = DeviceRevocation.decode(bytes)
     let list = events(bytes)
-    let state = RoomMembership(list)
-    invariant(RoomMembership(list.reversed()) == state, "the membership depends on the order of its events")
+    let state = RoomMembership(list, room: room)
+    invariant(RoomMembership(list.reversed(), room: room) == state, "the membership depends on the order of its events")
     if let owner = state.owner { invariant(state.roles[owner] == .owner, "the owner has another role") }
+    // Authority nobody can grind: only the account the room id commits to founds it.
+    invariant(state.owner == nil || state.owner == keys[0], "an account the room id does not commit to became its owner")
+    invariant(!state.roles.contains { $0.value == .owner && $0.key != keys[0] }, "someone other than the founder holds the owner's role")
+    for e in list where e.event.action == .create && !(e.author == keys[0] && e.event.target == keys[0] && e.event.parent == .zero && e.event.epoch == 0) {
+        invariant(state.refused.contains(e.id), "a create the room id does not commit to held")
+    }
+    let legacy = RoomMembership(list, room: legacyRoom, pinned: ids[0])
+    invariant(RoomMembership(list.reversed(), room: legacyRoom, pinned: ids[0]) == legacy, "a pinned room's membership depends on the order of its events")
+    if let founding = list.first, founding.event.action != .create || founding.event.epoch != 0 {
+        invariant(legacy.head == nil && legacy.roles.isEmpty, "a room whose pinned create is missing has members")
+    }
     invariant(state.sealedTo.isEmpty || state.head != nil, "a key is sealed to someone in a room with no epoch")
     _ = state.rotationDue(now: 1_000_000)
     for key in keys { _ = state.mayHaveWritten(key, device: key, sequence: 200, sealedAt: 3) }

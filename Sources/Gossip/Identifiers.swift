@@ -57,8 +57,18 @@ public struct RoomID: Hashable, Sendable, CustomStringConvertible {
         return RoomID(unchecked: network.derive(label: "peernode/1 dm-room", low.bytes + high.bytes))
     }
 
-    /// A random id for a private room.
+    /// A random id (a private room made before ids committed to their
+    /// founder, and the tests' stand-ins).
     public static func random() -> RoomID { RoomID(unchecked: secureRandomBytes(byteCount)) }
+
+    /// A private room's id, which commits to its founder:
+    /// BLAKE2b-256("peernode/3 private-room" ‖ 0x00 ‖ founder account 32 ‖ salt 32),
+    /// the salt random and carried in the room's `create` event (its parent
+    /// field), so only the founder's account can sign a create that matches
+    /// (docs/PROTOCOL.md §14, "Who founded the room").
+    public static func privateRoom(founder: PublicKey, salt: [UInt8]) -> RoomID {
+        RoomID(unchecked: BLAKE2b.derive(label: "peernode/3 private-room", founder.bytes + salt))
+    }
 
     public var hex: String { Hex.encode(bytes) }
     public var description: String { hex }

@@ -27,11 +27,21 @@ public struct RoomMembership: Equatable, Sendable {
         }
     }
 
-    /// Where a removal cut a device off: what it signs past `last` with a
-    /// key of `epoch` (the removal's) or before does not stand.
+    /// Where a removal cut an account off: what any of its devices signs
+    /// with a key of `epoch` (the removal's) or before does not stand past
+    /// that device's `limits` entry, and a device the removal does not name
+    /// (claimed after it, or unknown to its author) is cut from its first
+    /// sequence on.
     struct Cut: Equatable, Sendable {
+        /// The removal that made it (which it does not cut: a leave is
+        /// signed after the last sequence it names, when it names none).
+        let removal: MessageID
         let epoch: UInt32
-        let last: UInt64
+        let limits: [PublicKey: UInt64]
+
+        func cuts(_ id: MessageID?, device: PublicKey, sequence: UInt64, sealedAt sealed: UInt32) -> Bool {
+            id != removal && sealed <= epoch && sequence > (limits[device] ?? 0)
+        }
     }
 
     public private(set) var owner: PublicKey?
@@ -54,27 +64,34 @@ public struct RoomMembership: Equatable, Sendable {
     private var leftIn: [UInt32: Set<PublicKey>] = [:]
     /// Everyone who was ever a member (the first key, epoch 0, is theirs).
     private var everMember: Set<PublicKey> = []
-    /// The devices removals cut off, from the removals that held.
+    /// The accounts removals cut off, from the removals that held.
     private var cuts: [PublicKey: [Cut]] = [:]
+    /// The room this state is of, and the create this node pinned as its
+    /// founding one when the room's id commits to none (`founds`).
+    private let room: RoomID
+    private let pinned: MessageID?
 
     public static func == (a: Self, b: Self) -> Bool {
-        a.owner == b.owner && a.roles == b.roles && a.banned == b.banned && a.head?.epoch == b.head?.epoch
+        a.room == b.room && a.pinned == b.pinned && a.owner == b.owner && a.roles == b.roles && a.banned == b.banned && a.head?.epoch == b.head?.epoch
             && a.head?.event == b.head?.event && a.headTimestamp == b.headTimestamp && a.refused == b.refused && a.sealedTo == b.sealedTo && a.sealedEpochs == b.sealedEpochs
             && a.membersAtEnd == b.membersAtEnd && a.leftIn == b.leftIn && a.everMember == b.everMember && a.cuts == b.cuts
     }
 
-    /// The state after `events` (any order: they are sorted here). A
-    /// removed member's events past its cut do not hold; since whether a
-    /// removal holds may depend on them, the rules run again without them,
-    /// a fixed number of times (the result depends only on the set).
-    public init(_ events: [Event]) {
+    /// The state of `room` after `events` (any order: they are sorted
+    /// here). `pinned` is the create this node took as the room's founding
+    /// one, for a room whose id commits to no create (made before ids did);
+    /// see `founds`. A removed member's events past its cut do not hold;
+    /// since whether a removal holds may depend on them, the rules run
+    /// again without them, a fixed number of times (the result depends
+    /// only on the set).
+    public init(_ events: [Event], room: RoomID, pinned: MessageID? = nil) {
         var kept = events
-        var state = RoomMembership(applying: kept)
+        var state = RoomMembership(applying: kept, room: room, pinned: pinned)
         for _ in 0..<Self.cutRounds {
             let standing = kept.filter { state.stands($0) }
             if standing.count == kept.count { break }
             kept = standing
-            state = RoomMembership(applying: kept)
+            state = RoomMembership(applying: kept, room: room, pinned: pinned)
         }
         let cutOff = Set(events.map(\.id)).subtracting(kept.map(\.id))
         state.refused = (state.refused + cutOff).sorted()
@@ -85,16 +102,37 @@ public struct RoomMembership: Equatable, Sendable {
     /// held cut off; three settle any history a removed member can forge).
     static let cutRounds = 3
 
-    /// Whether an event stands under the cuts: a device cut off past a
-    /// sequence makes no change on its removal's epoch or before (a race
-    /// with its own removal included).
+    /// Whether an event stands under the cuts: a device of a removed
+    /// account makes no change on its removal's epoch or before past its
+    /// limit (a race with its own removal included).
     private func stands(_ e: Event) -> Bool {
-        !(cuts[e.device] ?? []).contains { e.event.epoch <= $0.epoch && e.sequence > $0.last }
+        !isCut(e.id, e.author, device: e.device, sequence: e.sequence, sealedAt: e.event.epoch)
     }
 
-    private init(applying events: [Event]) {
-        // The first create (smallest id) founds the room; other creates do not hold.
-        let creates = events.filter { $0.event.action == .create && $0.event.epoch == 0 }.sorted { $0.id < $1.id }
+    private func isCut(_ id: MessageID?, _ account: PublicKey, device: PublicKey, sequence: UInt64, sealedAt epoch: UInt32) -> Bool {
+        (cuts[account] ?? []).contains { $0.cuts(id, device: device, sequence: sequence, sealedAt: epoch) }
+    }
+
+    /// Whether `e` founds `room`: a create (epoch 0) whose author's account
+    /// is its target and to which the room id commits,
+    /// `room = RoomID.privateRoom(founder: target, salt: parent)` (the salt
+    /// rides in the create's parent field), so no other account can make
+    /// one; or, in a room whose id commits to none (made before ids did),
+    /// the create this node pinned on first sight or from its invite.
+    public static func founds(_ e: Event, room: RoomID, pinned: MessageID?) -> Bool {
+        guard e.event.action == .create, e.event.epoch == 0 else { return false }
+        if e.id == pinned { return true }
+        return e.event.target == e.author && RoomID.privateRoom(founder: e.author, salt: e.event.parent.bytes) == room
+    }
+
+    private init(applying events: [Event], room: RoomID, pinned: MessageID?) {
+        self.room = room
+        self.pinned = pinned
+        // Only the founder's create holds (if it made two, the smaller id
+        // is epoch 0 and the chain may start from either); every other
+        // create, whatever its id, changes nothing.
+        let creates = events.filter { Self.founds($0, room: room, pinned: pinned) }.sorted { $0.id < $1.id }
+        let roots = Set(creates.map(\.id))
         guard let create = creates.first else {
             refused = events.map(\.id)
             return
@@ -104,7 +142,7 @@ public struct RoomMembership: Equatable, Sendable {
         head = (0, create.id)
         headTimestamp = create.timestamp
         sealedTo = [create.author]
-        refused = creates.dropFirst().map(\.id)
+        refused = events.filter { $0.event.action == .create && !roots.contains($0.id) }.map(\.id)
         membersAtEnd[0] = [create.author]
         everMember = [create.author]
         var keyed: [MessageID: Event] = [:]
@@ -124,22 +162,38 @@ public struct RoomMembership: Equatable, Sendable {
             everMember.formUnion(roles.keys)
             if e.event.action == .leave { leftIn[e.event.epoch, default: []].insert(e.author) }
             if [.kick, .ban, .leave].contains(e.event.action) {
-                for limit in e.event.limits { cuts[limit.device, default: []].append(Cut(epoch: e.event.epoch, last: limit.last)) }
+                // Only the target account's devices are cut: a limit naming
+                // anyone else's device is never looked up.
+                let limits = Dictionary(e.event.limits.map { ($0.device, $0.last) }, uniquingKeysWith: min)
+                cuts[e.event.target, default: []].append(Cut(removal: e.id, epoch: e.event.epoch, limits: limits))
             }
             if e.event.action != .leave {
                 keyed[e.id] = e
                 children[e.event.parent, default: []].append(e)
             }
         }
-        // The key chain: from the create, at each epoch the child with the smallest id.
-        var current = create.id
-        while let next = children[current]?.filter({ $0.event.epoch == (head?.epoch ?? 0) + 1 }).min(by: { $0.id < $1.id }) {
+        // The key chain: from the founding create(s), at each epoch the child with the smallest id.
+        var current = roots
+        while let next = nextEpoch(after: current, children) {
             head = (next.event.epoch, next.id)
             headTimestamp = next.timestamp
-            sealedTo = Set(next.event.keys.map(\.account))
+            sealedTo = Set(next.event.keys.map { $0.account })
             sealedEpochs = Dictionary(next.event.keys.map { ($0.account, $0.conversationEpoch) }, uniquingKeysWith: max)
-            current = next.id
+            current = [next.id]
         }
+    }
+
+    /// The event that starts the epoch after the head: of the children of
+    /// `parents` at that epoch, the one with the smallest id.
+    private func nextEpoch(after parents: Set<MessageID>, _ children: [MessageID: [Event]]) -> Event? {
+        let wanted: UInt32 = (head?.epoch ?? 0) + 1
+        var best: Event?
+        for parent in parents {
+            for child in children[parent] ?? [] where child.event.epoch == wanted {
+                if best.map({ child.id < $0.id }) ?? true { best = child }
+            }
+        }
+        return best
     }
 
     /// Applies one event if its author may make it; false if not.
@@ -179,11 +233,12 @@ public struct RoomMembership: Equatable, Sendable {
     /// Whether `account` may have written what was sealed with a key of
     /// `epoch`, signed by `device` at `sequence`: the account was a member
     /// when that epoch's changes were done (or left during it), and no
-    /// removal cut the device off before that sequence. Epoch 0 is the
+    /// removal of the account cut the device off before that sequence (a
+    /// device the removal did not name is cut from the start). Epoch 0 is the
     /// room's first key, which rooms from before membership events shared
     /// with everyone: anyone who was ever a member.
     public func mayHaveWritten(_ account: PublicKey, device: PublicKey? = nil, sequence: UInt64 = 0, sealedAt epoch: UInt32) -> Bool {
-        if (cuts[device ?? account] ?? []).contains(where: { epoch <= $0.epoch && sequence > $0.last }) { return false }
+        if isCut(nil, account, device: device ?? account, sequence: sequence, sealedAt: epoch) { return false }
         guard epoch > 0 else { return everMember.contains(account) }
         if leftIn[epoch]?.contains(account) == true { return true }
         // An epoch with no events of its own (a gap) keeps the last state before it.

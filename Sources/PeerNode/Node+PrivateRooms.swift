@@ -86,7 +86,8 @@ enum InviteRefusal: Equatable, CustomStringConvertible {
 }
 
 extension Node {
-    /// Creates a private room (random id and key) and joins it.
+    /// Creates a private room and joins it: a random key, and an id that
+    /// commits to our account and a random salt, which our create carries.
     func createPrivateRoom(_ name: RoomName) throws {
         guard !privateRooms.values.contains(where: { $0.name == name }) else {
             throw NodeError.alreadyPrivate(name)
@@ -94,13 +95,14 @@ extension Node {
         guard name != .general, !knownRooms.contains(name.value) else {
             throw NodeError.publicRoomNamed(name)
         }
-        let id = RoomID.random()
+        let salt = secureRandomBytes(MessageID.byteCount)
+        let id = RoomID.privateRoom(founder: account, salt: salt)
         let key = SymmetricKey.generate()
         try store.addPrivateRoom(id, name: name.value, key: key.exportedBytes)
         privateRooms[id] = (name, key)
         _ = try join(name)
         // Its first event: we are its owner.
-        try changeMembership(id, .create, target: account)
+        try foundPrivateRoom(id, salt: try MessageID(bytes: salt))
         try follow(.madePrivate(id, key: key.exportedBytes, name: name))
     }
 
@@ -176,6 +178,9 @@ extension Node {
         let name = freeRoomName(like: asked)
         try store.addPrivateRoom(pending.room, name: name.value, key: Array(pending.key.prefix(32)))
         for k in Invite.epochKeys(Array(pending.key.dropFirst(32))) {
+            // The invite names the room's create (epoch 0): in a room whose
+            // id commits to no founder, that one is pinned as founding.
+            if k.epoch == 0 { try store.pinFoundingCreate(pending.room, event: k.event) }
             try store.saveRoomKey(Store.RoomKeyRow(room: pending.room, event: k.event, epoch: k.epoch, key: k.key))
             if let epochKey = try? SymmetricKey(bytes: k.key) { roomEpochKeys[pending.room, default: [:]][k.event] = (k.epoch, epochKey) }
         }

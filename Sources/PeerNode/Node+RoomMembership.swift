@@ -58,10 +58,6 @@ extension Node {
                     event = decoded
                 }
                 events.append(RoomMembership.Event(id: e.id, author: people.account(e.author), device: e.author, sequence: e.sequence, timestamp: e.timestamp, event: event))
-                if event.action == .create, roomEpochKeys[room]?[e.id] == nil {
-                    // The create is sealed with the room's first key: that is epoch 0.
-                    try keepRoomKey(room, event: e.id, epoch: 0, key: own.key)
-                }
                 guard roomEpochKeys[room]?[e.id] == nil, let mine = event.keys.first(where: { $0.account == account }),
                       let pair = ownBoxKeys[mine.conversationEpoch], let bytes = try? pair.openSealed(mine.sealed),
                       let key = try? SymmetricKey(bytes: bytes) else { continue }
@@ -74,10 +70,28 @@ extension Node {
             memberships[room] = nil
             return nil
         }
-        let state = RoomMembership(events)
+        let pinned = try foundingPin(room, events)
+        for e in events where RoomMembership.founds(e, room: room, pinned: pinned) && roomEpochKeys[room]?[e.id] == nil {
+            // The founding create is sealed with the room's first key: that is epoch 0 (a forged create's is nothing).
+            try keepRoomKey(room, event: e.id, epoch: 0, key: own.key)
+        }
+        let state = RoomMembership(events, room: room, pinned: pinned)
         memberships[room] = state
         roomPostingKeys[room] = state.head.flatMap { roomEpochKeys[room]?[$0.event]?.key }
         return state
+    }
+
+    /// The create this node pinned as `room`'s founding one, for a room whose
+    /// id commits to no founder (made before ids did): pinned when we made
+    /// it, from the invite that let us in, or else on first sight (the
+    /// smallest id among the creates held then). Nil for a room whose id
+    /// commits to a create we hold: that one founds it, whoever pinned what.
+    private func foundingPin(_ room: RoomID, _ events: [RoomMembership.Event]) throws -> MessageID? {
+        if events.contains(where: { RoomMembership.founds($0, room: room, pinned: nil) }) { return nil }
+        if let pinned = try store.foundingCreate(of: room) { return pinned }
+        guard let first = events.filter({ $0.event.action == .create && $0.event.epoch == 0 }).min(by: { $0.id < $1.id }) else { return nil }
+        try store.pinFoundingCreate(room, event: first.id)
+        return first.id
     }
 
     /// Whether a membership event of a room holds under the room's state as
@@ -106,8 +120,12 @@ extension Node {
     func changeMembership(_ room: RoomID, _ action: MembershipEvent.Action, target: PublicKey, role: MembershipEvent.Role = .member) throws -> Envelope {
         var state = try recomputeMembership(room)
         if state == nil {
-            // A new room, or one from before membership events: whoever changes it first founds it.
-            let create = try postMembership(room, MembershipEvent(action: .create, target: account, role: .owner, epoch: 0, parent: .zero, keys: []), newKey: nil)
+            // A room from before membership events: whoever changes it first
+            // founds it, pinned here (its id commits to nobody). One whose
+            // invite carried later keys has membership events that have not
+            // arrived yet: founding it again would split it.
+            guard (roomEpochKeys[room] ?? [:]).isEmpty else { throw NodeError.membershipNotArrived(privateRooms[room]?.name ?? .general) }
+            let create = try postMembership(room, MembershipEvent(action: .create, target: account, role: .owner, epoch: 0, parent: .zero, keys: []), newKey: nil, pin: true)
             state = try recomputeMembership(room)
             // Whoever wrote in it before was in it: each is invited (a new key each time).
             let earlier = Set(try store.authors(in: room).map { people.account($0) }).subtracting([account])
@@ -173,11 +191,18 @@ extension Node {
         }
     }
 
+    /// Founds a room made here: its create carries the salt its id commits
+    /// to with our account (`RoomID.privateRoom(founder:salt:)`).
+    func foundPrivateRoom(_ room: RoomID, salt: MessageID) throws {
+        try postMembership(room, MembershipEvent(action: .create, target: account, role: .owner, epoch: 0, parent: salt, keys: []), newKey: nil)
+    }
+
     @discardableResult
-    private func postMembership(_ room: RoomID, _ event: MembershipEvent, newKey: SymmetricKey?) throws -> Envelope {
+    private func postMembership(_ room: RoomID, _ event: MembershipEvent, newKey: SymmetricKey?, pin: Bool = false) throws -> Envelope {
         let key = roomPostingKeys[room] ?? privateRooms[room]?.key
         guard let key else { throw NodeError.notYourPrivateRoom(privateRooms[room]?.name ?? .general) }
         let e = try appendOwn(room: room, kind: .membership, content: event.encoded, key: key)
+        if pin { try store.pinFoundingCreate(room, event: e.id) }
         if let newKey { try keepRoomKey(room, event: e.id, epoch: event.epoch, key: newKey) }
         try recomputeMembership(room)
         return e

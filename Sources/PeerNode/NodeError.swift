@@ -68,6 +68,9 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
     case notInRoom(PublicKey)
     /// A concurrent change left the room's key with someone removed.
     case waitingForNewKey(RoomName)
+    /// The room has membership events (its invite said so), but its
+    /// founding one has not reached this node yet.
+    case membershipNotArrived(RoomName)
 
     var description: String {
         switch self {
@@ -113,6 +116,7 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
         case let .roleTooLow(needs): "only \(needs) can do that in this room (/members shows the roles)"
         case let .banned(key): "\(key.shortFingerprint) is banned from this room"
         case let .notInRoom(key): "\(key.shortFingerprint) is not a member of this room (/members lists them)"
+        case let .membershipNotArrived(room): "\(room.value)'s membership has not reached this node yet (its founding event is missing); try again once it has caught up (/sync)"
         case let .waitingForNewKey(room): "\(room.value) is waiting for a new key (a concurrent change left the last one with someone removed); try again in a moment"
         case .cannotRevokeAccountKey: "the account key is the account: it cannot be revoked by its devices"
         case let .alreadyInAccount(account):

@@ -234,6 +234,13 @@ enum Schema {
         """
         ALTER TABLE rooms ADD COLUMN peer BLOB;
         """,
+        // 19: for a private room whose id commits to no founder (made before
+        // ids did), the create this node took as its founding one, pinned
+        // on first sight or from the invite (docs/PROTOCOL.md §14, "Who
+        // founded the room"); a later create, whatever its id, changes nothing.
+        """
+        CREATE TABLE room_founding(room BLOB PRIMARY KEY, event BLOB NOT NULL) WITHOUT ROWID;
+        """,
     ]
 
     /// The first schema that wrote with `secure_delete` on: an older file

@@ -21,6 +21,19 @@ extension Store {
         return out
     }
 
+    /// The create pinned as `room`'s founding one, if any (a room whose id
+    /// commits to no founder).
+    public func foundingCreate(of room: RoomID) throws -> MessageID? {
+        let s = try db.statement("SELECT event FROM room_founding WHERE room = ?1").bind(1, room.bytes)
+        guard try s.step() else { return nil }
+        return try MessageID(bytes: s.blob(0))
+    }
+
+    /// Pins `event` as `room`'s founding create; the first pin stays.
+    public func pinFoundingCreate(_ room: RoomID, event: MessageID) throws {
+        try db.statement("INSERT OR IGNORE INTO room_founding(room, event) VALUES (?1, ?2)").bind(1, room.bytes).bind(2, event.bytes).run()
+    }
+
     /// The envelopes of a room that may be membership events: those filed
     /// under that kind, and those this node could not open when they came
     /// (a key learned later may open them), in delivery order.

@@ -8,7 +8,7 @@ import os
 from checks import check
 from outside_keys import conversation_with, invite_v2, membership_event, seal_to
 from outside_sealed import linked, membership_of, opened_in
-from outside_wire import Identity, ed_to_x25519_public, envelopes_message, make_envelope
+from outside_wire import Identity, blake2b256, ed_to_x25519_public, envelopes_message, make_envelope
 
 
 def sealed_keys(accounts, key):
@@ -21,8 +21,10 @@ async def offer_room(node, owner, link, name):
     """Posts a create, an invite event for the node (its key sealed to the
     node and to us, in descending order: the document sets no order), a post
     at epoch 1, and the PNI2 invite. Returns (room, first key, invite event id, epoch-1 key)."""
-    room, first, key1 = os.urandom(32), os.urandom(32), os.urandom(32)
-    create, create_id = make_envelope(owner, 14, membership_event(0, owner.public, 2, 0, bytes(32)), room=room, key=first)
+    # §14: the room id commits to its founder and a salt the create carries as its parent.
+    salt, first, key1 = os.urandom(32), os.urandom(32), os.urandom(32)
+    room = blake2b256(b"peernode/3 private-room\x00" + owner.public + salt)
+    create, create_id = make_envelope(owner, 14, membership_event(0, owner.public, 2, 0, salt), room=room, key=first)
     accounts = sorted([owner.public, node.id], reverse=True)
     event, event_id = make_envelope(owner, 14, membership_event(1, node.id, 0, 1, create_id, sealed_keys(accounts, key1)),
                                     room=room, key=first)

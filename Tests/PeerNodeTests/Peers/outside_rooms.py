@@ -31,6 +31,7 @@ from outside_hostile import counter
 from outside_keys import (ACCOUNTS_ID, ACCOUNTS_KEY, box_keypair, certificate, conversation, conversation_with,
                           membership_event, read_invite_v2, read_membership, rekey, seal_open)
 from outside_device import as_device
+from outside_founding import commits, forged_create, later_device
 from outside_invitee import declined, invited
 from outside_link import Node
 from outside_refusals import refusals
@@ -114,6 +115,8 @@ async def members(node, me, link, seen):
     created = create and create[1]
     check("the room's create: a membership event (kind 14) sealed with the first key, action create, epoch 0, no keys",
           created is not None and created["action"] == "create" and created["epoch"] == 0 and created["keys"] == [], created)
+    check("the room id commits to alice's account and the salt her create carries in its parent field",
+          created is not None and commits(plans, node.id, created["parent"]), created and created["parent"].hex())
     by_epoch = {epoch: (event_id, k) for event_id, epoch, k in keys}
     check("the PNI2 carries every key alice holds: epoch 0 (the create's id, the first key) and epoch 1",
           len(keys) == 2 and by_epoch.get(0) == (create[0]["id"], first) and 1 in by_epoch, keys)
@@ -148,6 +151,8 @@ async def members(node, me, link, seen):
     check("a kick of the owner signed by a member does not hold: not shown, counted (membership_refused)",
           kicked_owner == [] and counter(stats, "membership_refused") == refused + 1, (kicked_owner, counter(stats, "membership_refused")))
 
+    await forged_create(node, me, link, plans, epoch1, create[0]["id"], "a current member")
+
     node.send("/join #plans")
     node.send(f"/kick {me.public.hex()}")
     found = await seen.find(opened_in(node.id, plans, epoch1, membership_of("kick")))
@@ -162,6 +167,8 @@ async def members(node, me, link, seen):
     stats = await node.counters_reach({"room_post_refused": before + 1})
     check("our post after the kick's limit is refused (room_post_refused), not shown",
           counter(stats, "room_post_refused") > before and not any(e.get("id") == late_id.hex() for e in node.events), before)
+    await forged_create(node, me, link, plans, first, create[0]["id"], "a kicked member")
+    await later_device(node, me, link, plans, epoch1, first)
 
 
 async def devices(node):
