@@ -116,6 +116,8 @@ public final class Store {
         checkpointer?.stop()
         checkpointer = nil
         db.resetStatements()
+        // Best effort as the rest: an erasure still owed is purged at the next open.
+        if erasedSincePurge > 0 { _ = try? purgeErased() }
         try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     }
 
@@ -166,6 +168,9 @@ public final class Store {
         while try sent.step() { sentClock[try PublicKey(bytes: sent.blob(0))] = UInt64(clamping: sent.int64(1)) }
         trimUnsentAuthors()
         try loadErasingAuthors()
+        // Erasures a process did not live to purge (killed between a delete
+        // and its purge) leave the files now, before anything else runs.
+        if erasedSincePurge > 0 { _ = try purgeErased() }
     }
 
     // MARK: inserting

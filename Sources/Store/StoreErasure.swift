@@ -57,15 +57,28 @@ extension Store {
         if indexed, let text = indexedText?(held) { try removeFromIndex(row: row, text: text) }
         // Nothing readable is left: the row no longer counts as a message (unread counts, previews).
         try db.statement("UPDATE envelopes SET bytes = ?2, kind = ?3 WHERE rowid = ?1").bind(1, row).bind(2, pruned.encoded).bind(3, Self.sealedKind).run()
-        erasedSincePurge += 1
+        try owePurge()
         // The copy in memory may hold it as it was.
         recentDeliveries.removeAll()
     }
 
-    /// Authors with erasures recorded, read at start.
+    /// The settings row that counts what was erased and not yet purged from
+    /// the files: written in the erasure's own transaction, so a node killed
+    /// before the purge (kill -9, a power cut) still owes it at the next start.
+    static let purgeOwedSetting = "erasure_purge_owed"
+
+    /// Counts one more erasure owed a purge, durably (in the caller's transaction).
+    func owePurge() throws {
+        try db.statement("INSERT INTO settings(key, value) VALUES (?1, 1) ON CONFLICT(key) DO UPDATE SET value = value + 1")
+            .bind(1, Self.purgeOwedSetting).run()
+        erasedSincePurge += 1
+    }
+
+    /// Authors with erasures recorded, and the purges owed, read at start.
     func loadErasingAuthors() throws {
         let s = try db.statement("SELECT DISTINCT a.key FROM erasures e JOIN authors a ON a.rowid = e.author")
         while try s.step() { erasingAuthors.insert(try PublicKey(bytes: s.blob(0))) }
+        erasedSincePurge = Int(clamping: try db.statement("SELECT value FROM settings WHERE key = ?1").bind(1, Self.purgeOwedSetting).single { $0.int64(0) } ?? 0)
     }
 
     /// Whether bodies were erased since the last `purgeErased`.
@@ -76,7 +89,9 @@ extension Store {
     /// deleted text's terms in older segments until they merge), then
     /// copies the WAL into the database and truncates it. Returns false
     /// when the WAL could not be truncated yet (a reader was in it); the
-    /// erasures then stay pending for the next call.
+    /// erasures then stay pending for the next call. What is owed is kept
+    /// in the database (`purgeOwedSetting`) until a purge succeeds, so one
+    /// the process did not live to make is made at the next open.
     @discardableResult
     public func purgeErased() throws -> Bool {
         guard erasedSincePurge > 0 else { return true }
@@ -84,6 +99,8 @@ extension Store {
         db.resetStatements()
         let busy = try db.statement("PRAGMA wal_checkpoint(TRUNCATE)").single { $0.int64(0) } ?? 1
         guard busy == 0 else { return false }
+        // Into the fresh WAL: a counter, no text.
+        try db.statement("DELETE FROM settings WHERE key = ?1").bind(1, Self.purgeOwedSetting).run()
         erasedSincePurge = 0
         return true
     }

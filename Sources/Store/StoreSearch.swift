@@ -69,7 +69,7 @@ extension Store {
 
     func removeFromIndex(row: Int64, text: String) throws {
         try db.statement("INSERT INTO message_text(message_text, rowid, text) VALUES ('delete', ?1, ?2)").bind(1, row).bind(2, text).run()
-        erasedSincePurge += 1
+        try owePurge()
     }
 
     /// Adds texts to the index by envelope row (what `unindexed` found), in one transaction.

@@ -101,4 +101,27 @@ struct MessageLifeRulesTests {
         _ = try node.join(name)
         #expect(try node.search(word, limit: 5).count == 1)
     }
+
+    @Test("an erasure owed a purge outlives the process: a node that dies after a delete and before its purge still holds the word in its search index, and the next open purges it from every file")
+    func purgeOwedAcrossRestart() throws {
+        let dir = TemporaryDirectory()
+        let word = "zqxcrashword5c1e"
+        do {
+            let node = try node(dir)
+            _ = try node.join(name)
+            let bobs = try chain(bob, on: node, [(.text, text("said \(word)"), []), (.tombstone, [], [1])])
+            _ = try node.store.insert([bobs[0]], receivedAt: 1)
+            try node.indexNewMessages()
+            #expect(try node.search(word, limit: 5).count == 1)
+            _ = try node.store.insert([bobs[1]], receivedAt: 2)
+            #expect(node.store.hasUnpurgedErasures)
+            // No purge and no clean exit: as a process killed here leaves its files.
+        }
+        #expect(!MessageLifeTests.files(in: dir.path, containing: word).isEmpty,
+                "the unmerged index still holds the word before the next open (else this test shows nothing)")
+        let again = try node(dir)
+        #expect(!again.store.hasUnpurgedErasures, "purged at open")
+        #expect(MessageLifeTests.files(in: dir.path, containing: word).isEmpty)
+        #expect(try again.search(word, limit: 5).isEmpty)
+    }
 }

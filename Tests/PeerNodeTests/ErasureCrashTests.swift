@@ -1,0 +1,123 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+/// Delete for everyone through a crash (issue 43): the purge an erasure
+/// owes is kept in the database with the erasure, so a process killed
+/// (SIGKILL) at any moment after applying a delete purges at its next start.
+@Suite("Erasure through kill -9", .serialized)
+struct ErasureCrashTests {
+    /// A port on loopback nothing listens on now (bound, read, closed), so
+    /// a relay restarted after a kill is found where the nodes dial it.
+    static func freePort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw POSIXError(.EADDRINUSE) }
+        return UInt16(bigEndian: address.sin_port)
+    }
+
+    enum Victim: String { case author, receiver, relay }
+
+    @Test("""
+        kill -9 of the author, a receiver or the relay at 0, 0.5, 1, 1.5 and 2 s after a delete, then a restart: at once, \
+        and after all quit, no file of any data directory (database, WAL, search index) holds a word of the deleted \
+        message or of its edit; the words were in the receiver's files before
+        """)
+    func killedAfterDelete() async throws {
+        let dirs = (0..<3).map { _ in TemporaryDirectory() }
+        let port = try Self.freePort()
+        let relayArguments = ["relay", "--data-dir", dirs[0].path, "--listen", "127.0.0.1:\(port)", "--metrics-listen", "127.0.0.1:0",
+                              "--no-discovery", "--log-format", "json"]
+        var relay = try RelayProcess(commandLine: relayArguments)
+        #expect(await relay.ready() != nil)
+        func node(_ i: Int, _ nick: String) throws -> NodeProcess {
+            try NodeProcess(dir: dirs[i].path, ["--nick", nick, "--max-links", "0", "--peer", "ws://127.0.0.1:\(port)"])
+        }
+        var (a, b) = (try node(1, "alice"), try node(2, "bob"))
+        for n in [a, b] { #expect(await started(n)) }
+        var words: [String] = []
+        let rounds: [(Victim, Double)] = [(.author, 0), (.receiver, 0), (.relay, 0.5), (.author, 0.5), (.receiver, 1),
+                                          (.author, 1.5), (.receiver, 1.5), (.relay, 2), (.author, 2), (.receiver, 2)]
+        for (round, (victim, delay)) in rounds.enumerated() {
+            let tag = String(UInt32.random(in: 0..<UInt32.max), radix: 36)
+            let secret = "zqx\(round)secret\(tag)", edited = "zqx\(round)edited\(tag)"
+            words += [secret, edited]
+            // Bob has the message and its edit.
+            a.send("round \(round): \(secret)")
+            guard let shown = await b.wait(timeout: 60, { $0["type"] == "message" && $0["text"] == "round \(round): \(secret)" }),
+                  let id = shown["id"],
+                  let own = await a.wait(timeout: 30, { $0["type"] == "message" && $0["id"] == id }), let number = own["n"] else {
+                Issue.record("round \(round): bob never got the message; alice: \(a.recent(8)) bob: \(b.recent(8))")
+                return
+            }
+            a.send("/edit round \(round): \(edited)")
+            #expect(await b.wait(timeout: 60) { $0["type"] == "edit" && $0["text"] == "round \(round): \(edited)" } != nil)
+            // The words are in the files of the node to be killed (a relay holds only sealed bodies, which name no word).
+            let victimDir = dirs[victim == .author ? 1 : victim == .receiver ? 2 : 0].path
+            if victim != .relay {
+                let indexed = await eventuallyValue(30) { () -> Bool? in
+                    !MessageLifeTests.files(in: victimDir, containing: edited).isEmpty ? true : nil
+                }
+                #expect(indexed == true, "round \(round): the words never reached the \(victim.rawValue)'s files: the round would show nothing")
+            }
+            // A delete just before (its purge runs at once, and the next may not for `erasurePurgeInterval`),
+            // so the one that matters is killed while its purge is still owed.
+            a.send("round \(round): a line to take back")
+            guard let throwaway = await b.wait(timeout: 60, { $0["type"] == "message" && $0["text"] == "round \(round): a line to take back" }) else {
+                Issue.record("round \(round): the second line never reached bob")
+                return
+            }
+            a.send("/delete")
+            #expect(await b.wait(timeout: 60) { $0["type"] == "delete" && $0["id"] == throwaway["id"] } != nil)
+            try await Task.sleep(for: .milliseconds(700))
+            a.send("/delete \(number)")
+            // The author applies its delete at once; the receiver (and so the relay, which passed it on) when bob shows it.
+            let shower = victim == .author ? a : b
+            #expect(await shower.wait(timeout: 60) { $0["type"] == "delete" && $0["id"] == id } != nil, "round \(round): the delete was never shown")
+            if delay > 0 { try await Task.sleep(for: .milliseconds(Int(delay * 1_000))) }
+            switch victim {
+            case .author:
+                await a.kill()
+                a = try node(1, "alice")
+                #expect(await started(a))
+            case .receiver:
+                await b.kill()
+                b = try node(2, "bob")
+                #expect(await started(b))
+            case .relay:
+                relay.child.signal(SIGKILL)
+                _ = await relay.child.exited()
+                relay = try RelayProcess(commandLine: relayArguments)
+                #expect(await relay.ready() != nil)
+            }
+            // Purged at the start, before anything else ran.
+            let left = [secret, edited].flatMap { MessageLifeTests.files(in: victimDir, containing: $0) }
+            #expect(left.isEmpty, "round \(round), \(victim.rawValue) killed \(delay) s after the delete: still in \(left)")
+
+            // Both nodes are linked to the relay again before the next round.
+            for n in [a, b] {
+                let up = await eventuallyValue(60) { () -> Bool? in n.events.value.contains { $0["type"] == "peer_up" } ? true : nil }
+                #expect(up == true)
+            }
+            if victim == .relay {
+                for n in [a, b] { _ = n.events.withLock { $0.removeAll() } }
+                for n in [a, b] {
+                    #expect(await n.wait(timeout: 90) { $0["type"] == "peer_up" } != nil, "not linked to the restarted relay: \(n.recent(6))")
+                }
+            }
+        }
+        for n in [a, b] { #expect(await n.quit() == 0) }
+        _ = await relay.terminate()
+        for dir in dirs {
+            let left = words.filter { !MessageLifeTests.files(in: dir.path, containing: $0).isEmpty }
+            #expect(left.isEmpty, "after every process quit, \(dir.path) still holds \(left)")
+        }
+    }
+}
