@@ -7,22 +7,6 @@ import Testing
 /// (SIGKILL) at any moment after applying a delete purges at its next start.
 @Suite("Erasure through kill -9", .serialized)
 struct ErasureCrashTests {
-    /// A port on loopback nothing listens on now (bound, read, closed), so
-    /// a relay restarted after a kill is found where the nodes dial it.
-    static func freePort() throws -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw POSIXError(.EADDRINUSE) }
-        return UInt16(bigEndian: address.sin_port)
-    }
-
     enum Victim: String { case author, receiver, relay }
 
     @Test("""
@@ -32,7 +16,8 @@ struct ErasureCrashTests {
         """)
     func killedAfterDelete() async throws {
         let dirs = (0..<3).map { _ in TemporaryDirectory() }
-        let port = try Self.freePort()
+        // A fixed port, so a relay restarted after its kill is found where the nodes dial it.
+        let port = try freeLoopbackPort()
         let relayArguments = ["relay", "--data-dir", dirs[0].path, "--listen", "127.0.0.1:\(port)", "--metrics-listen", "127.0.0.1:0",
                               "--no-discovery", "--log-format", "json"]
         var relay = try RelayProcess(commandLine: relayArguments)
