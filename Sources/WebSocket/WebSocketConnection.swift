@@ -48,6 +48,9 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
     public let remoteAddress: String
     /// Set by the server that accepted it: called once, when the socket closes.
     var onSocketClosed: (() -> Void)?
+    /// Set by the server that accepted it: called once, when the request
+    /// head has been read whole (or refused), so it is no longer half-open.
+    var onHeadRead: (() -> Void)?
     /// The request path (server side) or the path asked for (client side).
     public private(set) var path: String
     /// The subprotocol both sides agreed on, if any.
@@ -291,7 +294,12 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
     private func process(_ bytes: UnsafeRawBufferPointer) -> Int {
         switch phase {
         case .serverHandshake:
-            return serverHandshake(bytes)
+            let used = serverHandshake(bytes)
+            if case .serverHandshake = phase {} else {
+                onHeadRead?()
+                onHeadRead = nil
+            }
+            return used
         case .clientHandshake:
             return clientResponse(bytes)
         case .open:
@@ -441,6 +449,13 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
         notice.body()
     }
 
+    /// Closes a server connection that has not sent its request head whole
+    /// (the listener makes room for a newer one); nothing is reported.
+    func evict() {
+        guard case .serverHandshake = phase else { return }
+        closeSocket(report: nil)
+    }
+
     private func closeSocket(report info: CloseInfo?) {
         if case .closed = phase { return }
         lowWater = nil
@@ -449,6 +464,7 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
         phase = .closed
         loop.deregister(fd, token: token)
         Glibc.close(fd)
+        onHeadRead = nil
         onSocketClosed?()
         onSocketClosed = nil
         readBuffer = []

@@ -21,6 +21,13 @@ public final class WebSocketServer: @unchecked Sendable {
         /// at accept (so one host opening connections and sending nothing
         /// cannot use up the descriptors everyone else needs).
         public var maximumConnectionsPerAddress: Int
+        /// Connections from one IP address that have not yet sent a whole
+        /// request head ("half-open"): one more closes the oldest of them,
+        /// and so does a new connection when the address is at
+        /// `maximumConnectionsPerAddress` with some of its own half-open.
+        /// So a local process that opens connections and sends nothing
+        /// cannot keep out a browser, whose request comes at once.
+        public var maximumHalfOpenPerAddress: Int
         /// Told (on the loop) of each connection refused by that limit, with the address.
         public var onRefused: (@Sendable (String) -> Void)?
         /// Decides, on the loop, whether an upgrade that the protocol allows
@@ -32,6 +39,11 @@ public final class WebSocketServer: @unchecked Sendable {
         /// needs (one link per pair, a few HTTP scrapes), far below the
         /// 1,024 descriptors a process gets by default.
         public static let defaultMaximumConnectionsPerAddress = 64
+        /// Default for `maximumHalfOpenPerAddress`: as many as may be open,
+        /// so a burst of links from one address (clients behind one NAT
+        /// coming back to a relay) is not cut; the page's server asks for
+        /// fewer (`WebService.maximumHalfOpen`).
+        public static let defaultMaximumHalfOpenPerAddress = defaultMaximumConnectionsPerAddress
         /// After accept fails for want of descriptors (EMFILE, ENFILE), the
         /// listener rests this long instead of being woken again at once.
         public static let acceptPause = 0.1
@@ -39,9 +51,11 @@ public final class WebSocketServer: @unchecked Sendable {
         public init(
             paths: Set<String>? = nil, subprotocols: [String] = [], requireSubprotocol: Bool = false,
             limits: WebSocketLimits = WebSocketLimits(), timeouts: WebSocketTimeouts = WebSocketTimeouts(), backlog: Int32 = 1024,
-            maximumConnectionsPerAddress: Int = Configuration.defaultMaximumConnectionsPerAddress
+            maximumConnectionsPerAddress: Int = Configuration.defaultMaximumConnectionsPerAddress,
+            maximumHalfOpenPerAddress: Int = Configuration.defaultMaximumHalfOpenPerAddress
         ) {
             self.maximumConnectionsPerAddress = maximumConnectionsPerAddress
+            self.maximumHalfOpenPerAddress = maximumHalfOpenPerAddress
             self.paths = paths
             self.subprotocols = subprotocols
             self.requireSubprotocol = requireSubprotocol
@@ -106,6 +120,8 @@ public final class WebSocketServer: @unchecked Sendable {
         private var closed = false
         /// Open connections by IP address (the text before the port).
         private var perAddress: [String: Int] = [:]
+        /// By IP address, the connections still reading their request head, oldest first.
+        private var halfOpen: [String: [WebSocketConnection]] = [:]
         private var pausedUntil: Double?
 
         init(fd: Int32, loop: EventLoop, configuration: Configuration, callbacks: WebSocketCallbacks,
@@ -142,6 +158,12 @@ public final class WebSocketServer: @unchecked Sendable {
                 guard case let .done(client) = accepted else { return }
                 let remote = SocketAddress.peerName(client)
                 let host = Self.host(of: remote)
+                let waiting = halfOpen[host]?.count ?? 0
+                if waiting > 0, waiting >= configuration.maximumHalfOpenPerAddress
+                    || perAddress[host, default: 0] >= configuration.maximumConnectionsPerAddress {
+                    // The oldest that has still said nothing whole makes room (its close releases it).
+                    halfOpen[host]?.first?.evict()
+                }
                 guard perAddress[host, default: 0] < configuration.maximumConnectionsPerAddress else {
                     close(client)
                     configuration.onRefused?(remote)
@@ -151,7 +173,13 @@ public final class WebSocketServer: @unchecked Sendable {
                 Syscall.setOption(client, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
                 let connection = WebSocketConnection(
                     accepted: client, remote: remote, loop: loop, configuration: configuration, callbacks: callbacks, httpHandler: httpHandler)
-                connection.onSocketClosed = { [weak self] in self?.release(host) }
+                let id = ObjectIdentifier(connection)
+                halfOpen[host, default: []].append(connection)
+                connection.onHeadRead = { [weak self] in self?.headRead(id, host) }
+                connection.onSocketClosed = { [weak self] in
+                    self?.headRead(id, host)
+                    self?.release(host)
+                }
                 connection.register(writable: false)
             }
         }
@@ -161,6 +189,13 @@ public final class WebSocketServer: @unchecked Sendable {
                 pausedUntil = nil
                 loop.modify(fd, token: token, events: peernode_EPOLLIN)
             }
+        }
+
+        /// The connection has its request head (or is gone): no longer half-open.
+        private func headRead(_ id: ObjectIdentifier, _ host: String) {
+            guard var waiting = halfOpen[host] else { return }
+            waiting.removeAll { ObjectIdentifier($0) == id }
+            halfOpen[host] = waiting.isEmpty ? nil : waiting
         }
 
         private func release(_ host: String) {

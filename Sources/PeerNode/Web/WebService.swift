@@ -25,6 +25,14 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
     static let tokenCheckInterval = 1.0
     /// The longest `ref` a command may carry (echoed in its answer).
     static let maximumRefLength = 64
+    /// Seconds a connection has to send its whole request head: a browser
+    /// sends it at once, so one that has not is closed (with the
+    /// half-open cap per address, `WebSocketServer.Configuration.maximumHalfOpenPerAddress`,
+    /// a local process cannot keep the owner's page from loading).
+    static let headerDeadline = 3.0
+    /// Connections from one address still sending their request head: one
+    /// more closes the oldest of them. A browser opens a handful at once.
+    static let maximumHalfOpen = 16
 
     var showsReceipts: Bool { true }
 
@@ -47,6 +55,8 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
         token = try WebToken.ensure(directory: directory)
         var configuration = WebSocketServer.Configuration(paths: [WebAccess.apiPath])
         configuration.limits = WebSocketLimits(maximumMessageSize: Self.maximumCommandBytes, maximumSendQueue: Self.maximumUnsentBytes)
+        configuration.timeouts.handshake = Self.headerDeadline
+        configuration.maximumHalfOpenPerAddress = Self.maximumHalfOpen
         configuration.admit = { [unowned self] request in
             access.refusal(for: request, token: WebToken.load(directory: directory), needsToken: true)?.response
         }
