@@ -26,8 +26,10 @@ public final class WebSocketServer: @unchecked Sendable {
         /// and so does a new connection when the address is at
         /// `maximumConnectionsPerAddress` with some of its own half-open.
         /// So a local process that opens connections and sends nothing
-        /// cannot keep out a browser, whose request comes at once.
-        public var maximumHalfOpenPerAddress: Int
+        /// cannot keep out a browser, whose request comes at once. Nil (the
+        /// default, the links' server): no such cap, and a connection past
+        /// `maximumConnectionsPerAddress` is refused and counted.
+        public var maximumHalfOpenPerAddress: Int?
         /// Told (on the loop) of each connection refused by that limit, with the address.
         public var onRefused: (@Sendable (String) -> Void)?
         /// Decides, on the loop, whether an upgrade that the protocol allows
@@ -39,11 +41,6 @@ public final class WebSocketServer: @unchecked Sendable {
         /// needs (one link per pair, a few HTTP scrapes), far below the
         /// 1,024 descriptors a process gets by default.
         public static let defaultMaximumConnectionsPerAddress = 64
-        /// Default for `maximumHalfOpenPerAddress`: as many as may be open,
-        /// so a burst of links from one address (clients behind one NAT
-        /// coming back to a relay) is not cut; the page's server asks for
-        /// fewer (`WebService.maximumHalfOpen`).
-        public static let defaultMaximumHalfOpenPerAddress = defaultMaximumConnectionsPerAddress
         /// After accept fails for want of descriptors (EMFILE, ENFILE), the
         /// listener rests this long instead of being woken again at once.
         public static let acceptPause = 0.1
@@ -52,7 +49,7 @@ public final class WebSocketServer: @unchecked Sendable {
             paths: Set<String>? = nil, subprotocols: [String] = [], requireSubprotocol: Bool = false,
             limits: WebSocketLimits = WebSocketLimits(), timeouts: WebSocketTimeouts = WebSocketTimeouts(), backlog: Int32 = 1024,
             maximumConnectionsPerAddress: Int = Configuration.defaultMaximumConnectionsPerAddress,
-            maximumHalfOpenPerAddress: Int = Configuration.defaultMaximumHalfOpenPerAddress
+            maximumHalfOpenPerAddress: Int? = nil
         ) {
             self.maximumConnectionsPerAddress = maximumConnectionsPerAddress
             self.maximumHalfOpenPerAddress = maximumHalfOpenPerAddress
@@ -159,8 +156,8 @@ public final class WebSocketServer: @unchecked Sendable {
                 let remote = SocketAddress.peerName(client)
                 let host = Self.host(of: remote)
                 let waiting = halfOpen[host]?.count ?? 0
-                if waiting > 0, waiting >= configuration.maximumHalfOpenPerAddress
-                    || perAddress[host, default: 0] >= configuration.maximumConnectionsPerAddress {
+                if let cap = configuration.maximumHalfOpenPerAddress, waiting > 0,
+                   waiting >= cap || perAddress[host, default: 0] >= configuration.maximumConnectionsPerAddress {
                     // The oldest that has still said nothing whole makes room (its close releases it).
                     halfOpen[host]?.first?.evict()
                 }
@@ -174,8 +171,10 @@ public final class WebSocketServer: @unchecked Sendable {
                 let connection = WebSocketConnection(
                     accepted: client, remote: remote, loop: loop, configuration: configuration, callbacks: callbacks, httpHandler: httpHandler)
                 let id = ObjectIdentifier(connection)
-                halfOpen[host, default: []].append(connection)
-                connection.onHeadRead = { [weak self] in self?.headRead(id, host) }
+                if configuration.maximumHalfOpenPerAddress != nil {
+                    halfOpen[host, default: []].append(connection)
+                    connection.onHeadRead = { [weak self] in self?.headRead(id, host) }
+                }
                 connection.onSocketClosed = { [weak self] in
                     self?.headRead(id, host)
                     self?.release(host)

@@ -22,9 +22,9 @@ struct ManyConnectionsTests {
         }
         try #require(limit.rlim_cur >= needed, "RLIMIT_NOFILE hard limit \(limit.rlim_max) is below \(needed)")
 
-        // All from 127.0.0.1, all at once: lift the per-address limits for this test of scale.
+        // All from 127.0.0.1: lift the per-address limit for this test of scale.
         let server = try EchoServer(configuration: .init(paths: ["/peernode/1"], subprotocols: ["peernode.1"],
-                                                         maximumConnectionsPerAddress: Self.connections, maximumHalfOpenPerAddress: Self.connections))
+                                                         maximumConnectionsPerAddress: Self.connections))
         let clientLoop = try EventLoop()
         clientLoop.start()
         let echoed = Locked<Set<Int>>([])
