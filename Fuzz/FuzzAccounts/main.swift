@@ -62,7 +62,10 @@ public func fuzzAccounts(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if let c = try? DeviceCertificate.decode(bytes) {
         invariant((try? DeviceCertificate.decode(c.encoded)) == c, "a certificate does not survive its own encoding")
     }
-    _ = DeviceRevocation.decode(bytes)
+    if let r = DeviceRevocation.decode(bytes) {
+        invariant(r.encoded == bytes, "a revocation re-encodes to other bytes")
+        invariant(r.lastID == nil || r.last > 0, "a revocation names an envelope at sequence 0")
+    }
     let list = events(bytes)
     let state = RoomMembership(list, room: room)
     invariant(RoomMembership(list.reversed(), room: room) == state, "the membership depends on the order of its events")

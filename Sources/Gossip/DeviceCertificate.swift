@@ -92,25 +92,39 @@ public struct DeviceCertificate: Equatable, Sendable {
 /// `device` 32 ‖ `last` 8, the last of the device's sequences still
 /// accepted. docs/PROTOCOL.md §15, "Revoking a device".
 public struct DeviceRevocation: Equatable, Sendable {
+    /// The form of before (device ‖ last), still read and still sent beside
+    /// the longer one, for nodes that read only it.
     public static let size = 40
+    /// device ‖ last ‖ the id of the device's envelope at `last` (the last
+    /// one accepted), so a fork at or below the limit is refused too.
+    public static let sizeNamingLast = 72
     public let device: PublicKey
     public let last: UInt64
+    /// The id of the device's envelope at `last`; nil in the 40-byte form.
+    public let lastID: MessageID?
 
-    public init(device: PublicKey, last: UInt64) {
+    public init(device: PublicKey, last: UInt64, lastID: MessageID? = nil) {
         self.device = device
         self.last = last
+        self.lastID = lastID
     }
 
     public var encoded: [UInt8] {
-        var w = ByteWriter(capacity: Self.size)
+        var w = ByteWriter(capacity: Self.sizeNamingLast)
         w.raw(device.bytes)
         w.u64(last)
+        if let lastID { w.raw(lastID.bytes) }
         return w.bytes
     }
 
+    /// Nil for anything but exactly 40 or 72 bytes (and, in the longer form,
+    /// a named envelope when `last` is 0, which names none).
     public static func decode(_ bytes: [UInt8]) -> DeviceRevocation? {
-        guard bytes.count == size, let device = try? PublicKey(bytes: bytes[0..<32]) else { return nil }
-        return DeviceRevocation(device: device, last: bytes[32...].reduce(0) { $0 << 8 | UInt64($1) })
+        guard bytes.count == size || bytes.count == sizeNamingLast, let device = try? PublicKey(bytes: bytes[0..<32]) else { return nil }
+        let last = bytes[32..<40].reduce(0) { $0 << 8 | UInt64($1) }
+        guard bytes.count == sizeNamingLast else { return DeviceRevocation(device: device, last: last) }
+        guard last > 0, let id = try? MessageID(bytes: bytes[40..<72]) else { return nil }
+        return DeviceRevocation(device: device, last: last, lastID: id)
     }
 }
 

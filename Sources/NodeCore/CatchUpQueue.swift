@@ -21,6 +21,8 @@ public struct CatchUpQueue: Sendable {
         /// batch message last time (large bodies make it fewer), at most
         /// `Replicator.batchSize`.
         public var perRead = Replicator.batchSize
+        /// Queued ahead of the others (`add(…, first:)`).
+        public var first = false
     }
 
     /// What the shell should do next.
@@ -45,11 +47,21 @@ public struct CatchUpQueue: Sendable {
     /// queued for that author into one range covering both: a gap request
     /// for a range on its way adds nothing, and a peer that asks for many
     /// scattered ranges while not reading cannot grow the queue.
-    public mutating func add(author: PublicKey, from: UInt64, through: UInt64) {
+    /// `first`: the author's range goes before every range not so marked
+    /// (after those that were): a revoker's chain, so a node catching up
+    /// holds the revocation before the revoked device's posts past its
+    /// limit arrive, and does not show them first.
+    public mutating func add(author: PublicKey, from: UInt64, through: UInt64, first: Bool = false) {
         guard from <= through else { return }
         if let i = ranges.firstIndex(where: { $0.author == author }) {
             ranges[i].next = min(ranges[i].next, from)
             ranges[i].through = max(ranges[i].through, through)
+        } else if first {
+            // Not before the range being sent (its read may be on its way).
+            let at = ranges.isEmpty ? 0 : (ranges.dropFirst().firstIndex { !$0.first } ?? ranges.count)
+            var range = Range(author: author, next: from, through: through)
+            range.first = true
+            ranges.insert(range, at: at)
         } else {
             ranges.append(Range(author: author, next: from, through: through))
         }

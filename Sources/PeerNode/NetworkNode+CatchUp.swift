@@ -8,7 +8,8 @@ extension NetworkNode {
     /// Queues `from...through` of `author` for the link and starts sending.
     func queueCatchUp(_ id: LinkID, author: PublicKey, from: UInt64, through: UInt64) {
         guard links[id] != nil else { return }
-        links[id]?.catchUp.add(author: author, from: from, through: through)
+        // A revoker's chain first: the revocation is held before the revoked device's posts come.
+        links[id]?.catchUp.add(author: author, from: from, through: through, first: node.revocationRows.contains { $0.by == author })
         pumpCatchUp(id)
     }
 

@@ -22,9 +22,10 @@ extension NetworkNode {
         }
         var events: [NodeEvent] = []
         let before = activity
+        let early = accountsFirst(fresh)
         for stored in fresh {
             lastShown = stored.delivery
-            events += applyDelivered(stored)
+            events += applyDelivered(stored, early: early)
         }
         emit(events)
         if readsOpenPlace { markOpenPlaceRead(fresh) }
@@ -40,16 +41,51 @@ extension NetworkNode {
         }
     }
 
-    /// One delivered envelope: the model changes it makes, and what to show of it.
-    private func applyDelivered(_ stored: StoredEnvelope) -> [NodeEvent] {
+    /// What a batch says about accounts, taken before anything of it is
+    /// shown: a catch-up brings a device's claim, its revocation and its
+    /// posts together, in no order between the device's and the account's
+    /// envelopes, and a revoked device's posts past its limit must not be
+    /// shown first. Claims and revocations are taken in the batch's own
+    /// order, so the outcome is the one the batch gives in place.
+    private func accountsFirst(_ batch: [StoredEnvelope]) -> EarlyAccounts {
+        var early = EarlyAccounts()
+        for stored in batch where stored.envelope.room == node.accountsRoom {
+            let e = stored.envelope
+            guard let opened = node.open(e) else { continue }
+            early.tried.insert(e.id)
+            switch opened.kind {
+            case .device:
+                if let row = node.acceptDeviceClaim(e, opened) { early.claims[e.id] = row }
+            case .revoke:
+                if let row = node.acceptRevocation(e, opened) { early.revocations[e.id] = row }
+            default:
+                break
+            }
+        }
+        return early
+    }
+
+    /// Claims and revocations of a batch already taken (`accountsFirst`), by envelope.
+    struct EarlyAccounts {
+        var claims: [MessageID: Store.DeviceRow] = [:]
+        var revocations: [MessageID: Store.RevocationRow] = [:]
+        /// Every one tried (refused ones too: a refusal is counted once).
+        var tried: Set<MessageID> = []
+    }
+
+    /// One delivered envelope: the model changes it makes, and what to show
+    /// of it; `early` are the batch's revocations already kept.
+    private func applyDelivered(_ stored: StoredEnvelope, early: EarlyAccounts = EarlyAccounts()) -> [NodeEvent] {
         let e = stored.envelope
-        // What this node cannot open (others' conversations, rooms it is not in) is not shown.
-        guard let opened = node.open(e) else { return [] }
-        // A revoked device's envelopes after its limit: kept and relayed, never shown or applied.
+        // A revoked device's envelopes past its limit (or forks below it): kept and relayed, never shown or applied.
         if node.isRevoked(e) {
             node.refusedRevoked &+= 1
+            // This machine is the revoked one: each post says so, not a word swallowed.
+            if e.author == node.me, let refusal = node.ownRevocation { return [.failed(refusal)] }
             return []
         }
+        // What this node cannot open (others' conversations, rooms it is not in) is not shown.
+        guard let opened = node.open(e) else { return [] }
         let nickBefore = opened.kind == .nick ? node.people.nick(e.author) : nil
         node.observe(e, opened)
         // A blocked identity's messages are kept (and relayed) but not shown.
@@ -59,12 +95,12 @@ extension NetworkNode {
         }
         switch opened.kind {
         case .device:
-            guard let row = node.acceptDeviceClaim(e, opened) else { return [] }
+            guard let row = early.claims[e.id] ?? (early.tried.contains(e.id) ? nil : node.acceptDeviceClaim(e, opened)) else { return [] }
             return [.deviceAdded(node.people[row.account], device: row.device, name: PeerText(row.name))]
         case .membership:
             return membershipDelivered(e, opened)
         case .revoke:
-            guard let row = node.acceptRevocation(e, opened) else { return [] }
+            guard let row = early.revocations[e.id] ?? (early.tried.contains(e.id) ? nil : node.acceptRevocation(e, opened)) else { return [] }
             conversationKeysChanged()
             return [.deviceRevoked(node.people[row.device], device: row.device, by: row.by, last: row.last)]
         case .rekey:

@@ -83,15 +83,28 @@ extension Node {
         for author in Set(authors.map { people.account($0) }) { mapConversations(with: author) }
     }
 
-    /// The envelope's kind and content, if this node can open it: in a room
-    /// it has the key of, or in a conversation of its own.
+    /// The envelope's kind and content, if this node can open it (in a room
+    /// it has the key of, or in a conversation of its own) and it stands:
+    /// the one validity every reader asks (the live screen, `/history`,
+    /// `/search`, the page, the API, `--json`). What a revoked device signed
+    /// and may not have (`isRevoked`) and a room post its author could not
+    /// have written (`mayHaveWritten`) open nowhere.
     func open(_ envelope: Envelope) -> OpenedEnvelope? {
+        if isRevoked(envelope) { return nil }
+        return openBody(envelope, judged: true)
+    }
+
+    /// The kind and content whether or not the envelope stands: for taking
+    /// out of the search index what was put in when it did.
+    func openIgnoringStanding(_ envelope: Envelope) -> OpenedEnvelope? { openBody(envelope, judged: false) }
+
+    private func openBody(_ envelope: Envelope, judged: Bool) -> OpenedEnvelope? {
         if privateRooms[envelope.room] != nil {
             // A private room: each of its keys, the current one first.
             for (epoch, key) in openingKeys(envelope.room) {
                 guard let body = try? BodyCipher.openAny(envelope, key: key) else { continue }
                 // Membership events are judged by the room's rules; posts by who held the key then.
-                guard body.kind == .membership || mayHaveWritten(envelope, sealedAt: epoch) else { return nil }
+                guard !judged || body.kind == .membership || mayHaveWritten(envelope, sealedAt: epoch) else { return nil }
                 return OpenedEnvelope(kind: body.kind, content: body.content, peer: nil)
             }
             return nil

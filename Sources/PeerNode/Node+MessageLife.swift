@@ -119,7 +119,9 @@ extension Node {
     /// The message an index match stands for: an edit's match is its
     /// original (shown as it reads now); anything else is itself.
     func matchedMessage(_ stored: StoredEnvelope) -> StoredEnvelope? {
-        guard let o = open(stored.envelope), o.kind == .edit else { return stored }
+        // What does not stand (a revoked device's, a post its author could not have written) is found by nobody.
+        guard let o = open(stored.envelope) else { return nil }
+        guard o.kind == .edit else { return stored }
         guard let edit = try? MessageEdit.decode(o.content), let original = try? store.delivered(id: edit.original.id),
               original.envelope.author == stored.envelope.author else { return nil }
         return original
@@ -127,8 +129,8 @@ extension Node {
 
     /// The text `/search` indexes for an envelope (messages and edits), and
     /// what an erasure takes out of the index again: one function for both.
-    func indexedText(of e: Envelope) -> String? {
-        guard let opened = open(e) else { return nil }
+    func indexedText(of e: Envelope, standing: Bool = true) -> String? {
+        guard let opened = standing ? open(e) : openIgnoringStanding(e) else { return nil }
         if opened.isMessage { return opened.text.unsanitized }
         if opened.kind == .edit, let edit = try? MessageEdit.decode(opened.content) { return String(decoding: edit.text, as: UTF8.self) }
         return nil

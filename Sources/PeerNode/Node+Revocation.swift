@@ -14,29 +14,83 @@ extension Node {
     /// Revocations read at start, and each limit they give.
     func loadRevocations() throws {
         revocationRows = Set(try store.revocations())
-        revokedAfter = Self.limits(revocationRows, account: { self.people.account($0) })
+        revocationsChanged()
     }
 
-    /// Each revoked device's last accepted sequence, from every revocation
-    /// held: the same on every node that holds the same revocations,
-    /// whatever order they came in.
-    static func limits(_ rows: Set<Store.RevocationRow>, account: (PublicKey) -> PublicKey) -> [PublicKey: UInt64] {
+    private func revocationsChanged() {
+        let counted = Self.counted(revocationRows, account: { self.people.account($0) })
+        revokedAfter = Self.limits(counted)
+        revokedHeads = Self.namedHeads(counted)
+        provenFloor = [:]
+    }
+
+    /// The revocations that count, from every one held: the account key's,
+    /// and another device's unless the account key revoked its author
+    /// before it was signed. The same on every node that holds the same
+    /// revocations, whatever order they came in.
+    static func counted(_ rows: Set<Store.RevocationRow>, account: (PublicKey) -> PublicKey) -> [Store.RevocationRow] {
         var byAccountKey: [PublicKey: UInt64] = [:]
         for r in rows where r.by == account(r.by) {
             byAccountKey[r.device] = min(byAccountKey[r.device] ?? .max, r.last)
         }
-        var out = byAccountKey
-        for r in rows where r.by != account(r.by) {
+        return rows.filter { r in
             // Signed after the account key had revoked its author: does not count.
-            if let limit = byAccountKey[r.by], r.bySequence > limit { continue }
-            out[r.device] = min(out[r.device] ?? .max, r.last)
+            r.by == account(r.by) || byAccountKey[r.by].map { r.bySequence <= $0 } ?? true
+        }
+    }
+
+    /// Each revoked device's last accepted sequence: the lowest the counted revocations give.
+    static func limits(_ counted: [Store.RevocationRow]) -> [PublicKey: UInt64] {
+        var out: [PublicKey: UInt64] = [:]
+        for r in counted { out[r.device] = min(out[r.device] ?? .max, r.last) }
+        return out
+    }
+
+    /// Each revoked device's named last envelope: of the counted
+    /// revocations that name one, the lowest (ties: the smaller id).
+    static func namedHeads(_ counted: [Store.RevocationRow]) -> [PublicKey: (sequence: UInt64, id: MessageID)] {
+        var out: [PublicKey: (sequence: UInt64, id: MessageID)] = [:]
+        for r in counted {
+            guard let id = r.lastID else { continue }
+            if let known = out[r.device], (known.sequence, known.id) <= (r.last, id) { continue }
+            out[r.device] = (r.last, id)
         }
         return out
     }
 
-    /// Whether `e` was signed by a revoked device after its limit.
+    /// Whether `e` was signed by a revoked device and is not accepted: past
+    /// its limit, or at or below it but not on the chain that ends at the
+    /// envelope its revocation names (a fork the device's key signed, seen
+    /// here where the original never was). Below the limit, only what this
+    /// node can prove stands: every held envelope from `e` up to the named
+    /// one links to the next.
     func isRevoked(_ e: Envelope) -> Bool {
-        revokedAfter[e.author].map { e.sequence > $0 } ?? false
+        guard let limit = revokedAfter[e.author] else { return false }
+        if e.sequence > limit { return true }
+        guard let named = revokedHeads[e.author] else { return false }
+        if e.sequence == named.sequence { return e.id != named.id }
+        if e.sequence > named.sequence { return false }
+        return !onNamedChain(e, named: named)
+    }
+
+    /// Walks down from the named envelope over the held chain (once: how
+    /// far it got is kept), and says whether `e` is the held envelope on it.
+    private func onNamedChain(_ e: Envelope, named: (sequence: UInt64, id: MessageID)) -> Bool {
+        var floor = provenFloor[e.author]
+        if floor == nil {
+            // The named envelope is not held yet: nothing below it is proven (asked again later).
+            guard (try? store.envelope(by: e.author, sequence: named.sequence))?.id == named.id else { return false }
+            floor = named.sequence
+        }
+        guard var proven = floor else { return false }
+        while proven > e.sequence, proven > 1,
+              let above = try? store.envelope(by: e.author, sequence: proven), let below = try? store.envelope(by: e.author, sequence: proven - 1),
+              above.previous == below.id {
+            proven -= 1
+        }
+        provenFloor[e.author] = proven
+        guard e.sequence >= proven else { return false }
+        return (try? store.envelope(by: e.author, sequence: e.sequence))?.id == e.id
     }
 
     /// A delivered revocation: nil (and counted `revoke_refused`) unless
@@ -52,11 +106,23 @@ extension Node {
             refusedRevocations &+= 1
             return nil
         }
-        let row = Store.RevocationRow(device: revocation.device, by: e.author, bySequence: e.sequence, last: revocation.last)
+        let row = Store.RevocationRow(device: revocation.device, by: e.author, bySequence: e.sequence, last: revocation.last, lastID: revocation.lastID)
         guard revocationRows.insert(row).inserted else { return nil }
         do { try store.addRevocation(row) } catch { return nil }
-        revokedAfter = Self.limits(revocationRows, account: { self.people.account($0) })
+        revocationsChanged()
         return row
+    }
+
+    /// When this machine's own key is revoked: what it tells the user at
+    /// each post, with who revoked it and when ("this machine was revoked
+    /// from carol's account at 13:26; nothing it posts is accepted").
+    var ownRevocation: String? {
+        guard revokedAfter[me] != nil else { return nil }
+        let rows = revocationRows.filter { $0.device == me }
+        let at = rows.compactMap { try? store.envelope(by: $0.by, sequence: $0.bySequence)?.timestamp }.min()
+        // The nick as every network text is shown: sanitized (PeerText's description).
+        let owner = people.nick(account).map { "\($0)·" + account.shortFingerprint } ?? account.shortFingerprint
+        return "this machine was revoked from \(owner)'s account\(at.map { " at " + Renderer.clock($0) } ?? ""); nothing it posts is accepted"
     }
 
     /// Finds one of our account's devices by its id, short fingerprint or name.
@@ -70,14 +136,23 @@ extension Node {
     }
 
     /// Signs a revocation of one of our account's devices (not the account
-    /// key): what it signed after the last envelope of it held here is refused.
+    /// key): what it signed after the last envelope of it held here is
+    /// refused, and so is anything else it signed at or below it. Two
+    /// envelopes: the 40-byte form for nodes that read only that, then the
+    /// one naming the last envelope (none when nothing of it is held).
     @discardableResult
     func revoke(_ who: String) throws -> (Envelope, Store.DeviceRow) {
         let device = try ownDevice(who)
         guard device.device != account else { throw NodeError.cannotRevokeAccountKey }
-        let last = try store.head(of: device.device)?.sequence ?? 0
-        let e = try appendOwn(room: accountsRoom, kind: .revoke, content: DeviceRevocation(device: device.device, last: last).encoded, key: accountsKey)
+        let head = try store.head(of: device.device)
+        var e = try appendOwn(room: accountsRoom, kind: .revoke, content: DeviceRevocation(device: device.device, last: head?.sequence ?? 0).encoded,
+                              key: accountsKey)
         if let opened = open(e) { _ = acceptRevocation(e, opened) }
+        if let head {
+            e = try appendOwn(room: accountsRoom, kind: .revoke, content: DeviceRevocation(device: device.device, last: head.sequence, lastID: head.id).encoded,
+                              key: accountsKey)
+            if let opened = open(e) { _ = acceptRevocation(e, opened) }
+        }
         return (e, device)
     }
 }

@@ -44,6 +44,12 @@ final class Node {
     /// Revocations held (`Node+Revocation.swift`), and the limit each revoked device has.
     var revocationRows: Set<Store.RevocationRow> = []
     var revokedAfter: [PublicKey: UInt64] = [:]
+    /// For a revoked device, the envelope its revocations name as the last
+    /// accepted (`Node.namedHeads`), and how far down from it the chain held
+    /// here is proven (`provenFloor`: every held envelope from there to the
+    /// named one links to the next).
+    var revokedHeads: [PublicKey: (sequence: UInt64, id: MessageID)] = [:]
+    var provenFloor: [PublicKey: UInt64] = [:]
     /// Revocations refused (`revoke_refused`), and envelopes of revoked devices not shown (`revoked_refused`).
     var refusedRevocations = 0
     var refusedRevoked = 0
@@ -87,7 +93,8 @@ final class Node {
         }
         // Rows hold each envelope's kind where this node can open it.
         store.kindOf = { [weak self] in self?.open($0)?.kind }
-        store.indexedText = { [weak self] in self?.indexedText(of: $0) }
+        // What was indexed when it stood comes out whatever its standing now.
+        store.indexedText = { [weak self] in self?.indexedText(of: $0, standing: false) }
         try loadAccounts()
         try loadRevocations()
         try reloadConversationKeys()

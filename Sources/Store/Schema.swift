@@ -241,6 +241,12 @@ enum Schema {
         """
         CREATE TABLE room_founding(room BLOB PRIMARY KEY, event BLOB NOT NULL) WITHOUT ROWID;
         """,
+        // 20: a revocation names the revoked device's last accepted
+        // envelope (docs/PROTOCOL.md §15, "Revoking a device"), so a fork
+        // at or below the limit is refused; NULL for the 40-byte form.
+        """
+        ALTER TABLE revocations ADD COLUMN last_id BLOB;
+        """,
     ]
 
     /// The first schema that wrote with `secure_delete` on: an older file

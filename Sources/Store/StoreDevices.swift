@@ -51,26 +51,31 @@ extension Store {
         public let by: PublicKey
         public let bySequence: UInt64
         public let last: UInt64
+        /// The id of the device's envelope at `last`, when the revocation names it.
+        public let lastID: MessageID?
 
-        public init(device: PublicKey, by: PublicKey, bySequence: UInt64, last: UInt64) {
+        public init(device: PublicKey, by: PublicKey, bySequence: UInt64, last: UInt64, lastID: MessageID? = nil) {
             self.device = device
             self.by = by
             self.bySequence = bySequence
             self.last = last
+            self.lastID = lastID
         }
     }
 
     public func addRevocation(_ row: RevocationRow) throws {
-        try db.statement("INSERT OR IGNORE INTO revocations(device, by, by_sequence, last) VALUES (?1, ?2, ?3, ?4)")
-            .bind(1, row.device.bytes).bind(2, row.by.bytes).bind(3, Int64(clamping: row.bySequence)).bind(4, Int64(clamping: row.last)).run()
+        let s = try db.statement("INSERT OR IGNORE INTO revocations(device, by, by_sequence, last, last_id) VALUES (?1, ?2, ?3, ?4, ?5)")
+            .bind(1, row.device.bytes).bind(2, row.by.bytes).bind(3, Int64(clamping: row.bySequence)).bind(4, Int64(clamping: row.last))
+        if let id = row.lastID { try s.bind(5, id.bytes).run() } else { try s.bindNull(5).run() }
     }
 
     public func revocations() throws -> [RevocationRow] {
-        let s = try db.statement("SELECT device, by, by_sequence, last FROM revocations")
+        let s = try db.statement("SELECT device, by, by_sequence, last, last_id FROM revocations")
         var out: [RevocationRow] = []
         while try s.step() {
             guard let device = try? PublicKey(bytes: s.blob(0)), let by = try? PublicKey(bytes: s.blob(1)) else { continue }
-            out.append(RevocationRow(device: device, by: by, bySequence: UInt64(max(0, s.int64(2))), last: UInt64(max(0, s.int64(3)))))
+            let lastID = s.isNull(4) ? nil : try MessageID(bytes: s.blob(4))
+            out.append(RevocationRow(device: device, by: by, bySequence: UInt64(max(0, s.int64(2))), last: UInt64(max(0, s.int64(3))), lastID: lastID))
         }
         return out
     }

@@ -48,4 +48,21 @@ struct CatchUpQueueTests {
         q.add(author: a, from: 1, through: 3)
         #expect(q.next(unsent: 0) == .read(author: a, from: 1, count: 3), "never past through")
     }
+
+    @Test("a revoker's range goes first: ahead of the others but not of the one being sent, in the order they came among themselves")
+    func revokersFirst() throws {
+        let (a, b, r1, r2) = (try SigningKey.generate().publicKey, try SigningKey.generate().publicKey,
+                              try SigningKey.generate().publicKey, try SigningKey.generate().publicKey)
+        var q = CatchUpQueue()
+        q.add(author: a, from: 1, through: 5)
+        q.add(author: b, from: 1, through: 5)
+        q.add(author: r1, from: 1, through: 2, first: true)
+        q.add(author: r2, from: 1, through: 2, first: true)
+        #expect(q.ranges.map(\.author) == [a, r1, r2, b], "the range on its way stays first")
+        var empty = CatchUpQueue()
+        empty.add(author: r1, from: 1, through: 2, first: true)
+        empty.add(author: a, from: 1, through: 2)
+        empty.add(author: r2, from: 1, through: 2, first: true)
+        #expect(empty.ranges.map(\.author) == [r1, r2, a])
+    }
 }

@@ -217,9 +217,20 @@ struct DeviceAccountTests {
         // The desktop revokes the laptop: bob and the desktop refuse what it signs next.
         desktop.send("/revoke laptop")
         #expect(await bob.wait { $0["type"] == "device_revoked" && $0["device"] == laptop.id && $0["account"] == alice } != nil, "\(bob.recent(5))")
+        let laptopID = laptop.id
+        #expect(await laptop.wait { $0["type"] == "device_revoked" && $0["device"] == laptopID } != nil, "\(laptop.recent(5))")
         laptop.send("posted after the revocation")
         #expect(await counterAtLeast(bob, "revoked_refused", 1), "\(bob.recent(5))")
         #expect(!bob.events.value.contains { $0["text"] == "posted after the revocation" })
+        // The laptop says so at the post, not a word swallowed; nobody finds the post.
+        let told = await laptop.wait { $0["type"] == "error" && ($0["error"] ?? "").hasPrefix("this machine was revoked from alice") }
+        let said = told?["error"] ?? ""
+        #expect(said.hasSuffix("; nothing it posts is accepted"), "\(laptop.recent(5))")
+        for n in [bob, desktop] {
+            n.send("/search revocation")
+            let answer = await n.wait { $0["type"] == "search" && $0["text"] == "revocation" }
+            #expect(answer?["count"] == "0", "\(n.recent(4))")
+        }
         bob.send("/whois alice")
         #expect(await bob.wait { $0["type"] == "device_listed" && $0["device"] == laptop.id && $0["state"] == "revoked" } != nil, "\(bob.recent(4))")
         for n in [desktop, laptop, bob] { _ = await n.quit() }

@@ -124,11 +124,68 @@ struct DeviceClaimRulesTests {
         #expect(node.revokedAfter == [laptop.publicKey: 2])
         // The same rows in any order give the same limits.
         let rows = Array(node.revocationRows)
-        #expect(Node.limits(Set(rows.reversed()), account: { node.people.account($0) }) == node.revokedAfter)
+        #expect(Node.limits(Node.counted(Set(rows.reversed()), account: { node.people.account($0) })) == node.revokedAfter)
         // Kept in the store, read back at start the same.
         #expect(Set(try node.store.revocations()) == node.revocationRows)
         try node.loadRevocations()
         #expect(node.revokedAfter == [laptop.publicKey: 2])
+    }
+
+    @Test("a revocation naming the last envelope: the chain ending there stands, a fork at the limit or below it does not (on a node that never held the original), a chain with a gap stands only down to the gap until it fills; 40 and 72 bytes decode, 39, 41, 71, 73 and a named envelope at 0 do not")
+    func revocationNamesLast() throws {
+        let dir = TemporaryDirectory()
+        let node = try life.node(dir)
+        _ = try node.join(life.name)
+        let room = RoomID.publicRoom(life.name, network: node.network), key = node.network.publicRoomKey(roomName: life.name.value)
+        let certificate = try DeviceCertificate.issue(by: alice, for: laptop.publicKey, name: "laptop", at: 5, epoch: 1, conversationKey: box.publicKey)
+        // The laptop's genuine chain: its claim, then four posts (this node will not hold all of it).
+        var genuine = [try envelope(laptop, sequence: 1, content: certificate.encoded, on: node)]
+        for n in 2...5 {
+            genuine.append(try envelope(laptop, sequence: UInt64(n), previous: genuine[n - 2].id, kind: .text, content: Array("post \(n)".utf8),
+                                        on: node, room: room, key: key))
+        }
+        // A fork of post 3 and one of post 5 (the limit), signed with the laptop's key after the theft.
+        let fork3 = try envelope(laptop, sequence: 3, previous: genuine[1].id, kind: .text, content: Array("forged 3".utf8), on: node, room: room, key: key)
+        let fork4 = try envelope(laptop, sequence: 4, previous: fork3.id, kind: .text, content: Array("forged 4".utf8), on: node, room: room, key: key)
+        let fork5 = try envelope(laptop, sequence: 5, previous: fork4.id, kind: .text, content: Array("forged 5".utf8), on: node, room: room, key: key)
+        // This node holds the claim, the genuine 2 and the forged 3–5 (it never saw the originals).
+        _ = try node.store.insert([genuine[0], genuine[1], fork3, fork4, fork5], receivedAt: 1)
+        #expect(claim(genuine[0], on: node))
+        let revocation = try envelope(alice, sequence: 1, kind: .revoke,
+                                      content: DeviceRevocation(device: laptop.publicKey, last: 5, lastID: genuine[4].id).encoded, on: node)
+        _ = try node.store.insert([revocation], receivedAt: 2)
+        #expect(node.acceptRevocation(revocation, try #require(node.open(revocation))) != nil)
+        #expect(node.revokedHeads[laptop.publicKey]?.id == genuine[4].id)
+        for forged in [fork3, fork4, fork5] {
+            #expect(node.isRevoked(forged), "a fork at or below the limit, \(forged.sequence)")
+            #expect(node.open(forged) == nil)
+        }
+        #expect(node.isRevoked(genuine[1]), "below a chain that does not reach the named envelope: nothing is proven")
+
+        // Another node holds the genuine chain but for post 3: down to the gap it stands, below it not until the gap fills.
+        let otherDir = TemporaryDirectory()
+        let other = try life.node(otherDir)
+        _ = try other.join(life.name)
+        _ = try other.store.insert([genuine[0], genuine[1], genuine[3], genuine[4]], receivedAt: 1)
+        #expect(claim(genuine[0], on: other))
+        _ = try other.store.insert([revocation], receivedAt: 2)
+        #expect(other.acceptRevocation(revocation, try #require(other.open(revocation))) != nil)
+        #expect(!other.isRevoked(genuine[4]) && !other.isRevoked(genuine[3]))
+        #expect(other.isRevoked(genuine[1]), "below the gap at 3: not proven yet")
+        #expect(other.isRevoked(fork5), "a fork at the limit, whatever else is held")
+        _ = try other.store.insert([genuine[2]], receivedAt: 3)
+        #expect(!other.isRevoked(genuine[2]) && !other.isRevoked(genuine[1]) && !other.isRevoked(genuine[0]), "the gap filled: all proven")
+        #expect(try other.store.insert([fork3], receivedAt: 4) != [.inserted], "a fork of a held envelope is not stored as it")
+        #expect(other.isRevoked(fork3))
+
+        // The bytes: 40 (no named envelope) and 72; nothing else; a named envelope at 0 names nothing.
+        let short = DeviceRevocation(device: laptop.publicKey, last: 5), long = DeviceRevocation(device: laptop.publicKey, last: 5, lastID: genuine[4].id)
+        #expect(short.encoded.count == DeviceRevocation.size && DeviceRevocation.decode(short.encoded) == short)
+        #expect(long.encoded.count == DeviceRevocation.sizeNamingLast && DeviceRevocation.decode(long.encoded) == long)
+        for bad in [Array(short.encoded.dropLast()), short.encoded + [0], Array(long.encoded.dropLast()), long.encoded + [0],
+                    DeviceRevocation(device: laptop.publicKey, last: 0, lastID: genuine[4].id).encoded] {
+            #expect(DeviceRevocation.decode(bad) == nil, "\(bad.count) bytes")
+        }
     }
 
     @Test("a new conversation key: only the account key announces it, in the accounts room, past its newest epoch; a device of the account takes the secret sealed to it; 64 devices decode, 65 do not")

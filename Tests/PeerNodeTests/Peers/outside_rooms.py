@@ -32,6 +32,7 @@ from outside_keys import (ACCOUNTS_ID, ACCOUNTS_KEY, box_keypair, certificate, c
                           membership_event, read_invite_v2, read_membership, rekey, seal_open)
 from outside_device import as_device
 from outside_founding import commits, forged_create, later_device
+from outside_revoked import past_limit_everywhere, revoked_fork
 from outside_invitee import declined, invited
 from outside_link import Node
 from outside_refusals import refusals
@@ -200,7 +201,9 @@ async def devices(node):
     check("its causal past holds the claim: its dependencies, or an earlier envelope of alice's, name the device",
           covered, found and found["dependencies"])
 
-    revocation, _ = make_envelope(account, 13, device.public + struct.pack(">Q", device.sequence), room=ACCOUNTS_ID, key=ACCOUNTS_KEY)
+    # §15: its dependencies name the device at the limit, so every node holds the claim (and all up to the limit) first.
+    revocation, _ = make_envelope(account, 13, device.public + struct.pack(">Q", device.sequence), room=ACCOUNTS_ID, key=ACCOUNTS_KEY,
+                                  dependencies=[(device.public, device.sequence)])
     await link.send(envelopes_message([revocation]))
     revoked = await node.wait(lambda e: e["type"] == "device_revoked", since=mark)
     check("the account's revocation (kind 13) is kept and announced with its limit",
@@ -212,6 +215,7 @@ async def devices(node):
     stats = await node.counters_reach({"revoked_refused": before + 1})
     check("the revoked device's next post is refused (revoked_refused), not shown",
           counter(stats, "revoked_refused") > before and not any(e.get("id") == stolen_id.hex() for e in node.events), before)
+    await past_limit_everywhere(node, stolen_id.hex())
 
     public2, secret2 = box_keypair()
     announcement, _ = make_envelope(account, 15, rekey(2, public2), room=ACCOUNTS_ID, key=ACCOUNTS_KEY)
@@ -231,6 +235,7 @@ async def main():
         await invite(node, me, link, seen)
         await members(node, me, link, seen)
         await devices(node)
+        await revoked_fork(node)
         owner, link, seen = await invited(node)
         await declined(node, owner, link, seen)
         await as_device(node, held)
