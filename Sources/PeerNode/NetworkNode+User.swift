@@ -435,6 +435,7 @@ extension NetworkNode {
         if node.refusedDeviceClaims > 0 { all["device_refused"] = node.refusedDeviceClaims }
         if node.refusedRevocations > 0 { all["revoke_refused"] = node.refusedRevocations }
         if node.refusedRevoked > 0 { all["revoked_refused"] = node.refusedRevoked }
+        if node.refusedFilingFailures > 0 { all["revoked_filing_failed"] = node.refusedFilingFailures }
         if node.refusedRoomPosts > 0 { all["room_post_refused"] = node.refusedRoomPosts }
         if node.refusedRekeys > 0 { all["rekey_refused"] = node.refusedRekeys }
         if node.refusedMembership > 0 { all["membership_refused"] = node.refusedMembership }

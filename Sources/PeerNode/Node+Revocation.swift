@@ -110,6 +110,11 @@ extension Node {
         guard revocationRows.insert(row).inserted else { return nil }
         do { try store.addRevocation(row) } catch { return nil }
         revocationsChanged()
+        // What it signed past the limit and was filed before counts as nobody's unread message.
+        // A failure here costs only that count: `open` refuses the words whatever their filing.
+        if let limit = revokedAfter[row.device] {
+            do { try store.fileAsRefused(by: row.device, after: limit) } catch { refusedFilingFailures &+= 1 }
+        }
         return row
     }
 

@@ -53,6 +53,8 @@ final class Node {
     /// Revocations refused (`revoke_refused`), and envelopes of revoked devices not shown (`revoked_refused`).
     var refusedRevocations = 0
     var refusedRevoked = 0
+    /// Refilings of a revoked device's envelopes that the store failed (`revoked_filing_failed`).
+    var refusedFilingFailures = 0
     /// Posts in a private room sealed with the key of an epoch their author's
     /// account was not a member in, each time one was opened (`room_post_refused`).
     var refusedRoomPosts = 0

@@ -1,3 +1,4 @@
+import Crypto
 import Gossip
 
 /// Version-2 envelopes carry their kind inside the encrypted body. The
@@ -34,6 +35,19 @@ extension Store {
             if !found.isEmpty { try numberFiled(room: row) }
             return found.count
         }
+    }
+
+    /// Files `author`'s envelopes past `sequence` as sealed: a revoked
+    /// device's, whose words are accepted nowhere, so they count in no
+    /// unread number and give no room its preview. Their message numbers
+    /// stay (numbers never change). Returns how many were filed so.
+    @discardableResult
+    public func fileAsRefused(by author: PublicKey, after sequence: UInt64) throws -> Int {
+        guard let row = authors[author]?.rowid else { return 0 }
+        let s = try db.statement("UPDATE envelopes SET kind = \(Self.sealedKind) WHERE author = ?1 AND sequence > ?2 AND kind != \(Self.sealedKind)")
+            .bind(1, row).bind(2, Int64(clamping: sequence))
+        try s.run()
+        return db.changes
     }
 
     /// How many envelopes are stored with a sealed kind (for `/stats` and tests).

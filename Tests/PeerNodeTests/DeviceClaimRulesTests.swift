@@ -148,14 +148,17 @@ struct DeviceClaimRulesTests {
         let fork3 = try envelope(laptop, sequence: 3, previous: genuine[1].id, kind: .text, content: Array("forged 3".utf8), on: node, room: room, key: key)
         let fork4 = try envelope(laptop, sequence: 4, previous: fork3.id, kind: .text, content: Array("forged 4".utf8), on: node, room: room, key: key)
         let fork5 = try envelope(laptop, sequence: 5, previous: fork4.id, kind: .text, content: Array("forged 5".utf8), on: node, room: room, key: key)
-        // This node holds the claim, the genuine 2 and the forged 3–5 (it never saw the originals).
-        _ = try node.store.insert([genuine[0], genuine[1], fork3, fork4, fork5], receivedAt: 1)
+        // This node holds the claim, the genuine 2 and the forged 3–5 (it never saw the originals), and a post past the limit.
+        let past = try envelope(laptop, sequence: 6, previous: fork5.id, kind: .text, content: Array("past the limit".utf8), on: node, room: room, key: key)
+        _ = try node.store.insert([genuine[0], genuine[1], fork3, fork4, fork5, past], receivedAt: 1)
         #expect(claim(genuine[0], on: node))
+        #expect(try node.store.unreadCount(of: room, me: node.me) == 5)
         let revocation = try envelope(alice, sequence: 1, kind: .revoke,
                                       content: DeviceRevocation(device: laptop.publicKey, last: 5, lastID: genuine[4].id).encoded, on: node)
         _ = try node.store.insert([revocation], receivedAt: 2)
         #expect(node.acceptRevocation(revocation, try #require(node.open(revocation))) != nil)
         #expect(node.revokedHeads[laptop.publicKey]?.id == genuine[4].id)
+        #expect(try node.store.unreadCount(of: room, me: node.me) == 4, "the post past the limit, filed before, no longer counts as unread")
         for forged in [fork3, fork4, fork5] {
             #expect(node.isRevoked(forged), "a fork at or below the limit, \(forged.sequence)")
             #expect(node.open(forged) == nil)
