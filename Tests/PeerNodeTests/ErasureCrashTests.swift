@@ -92,7 +92,7 @@ struct ErasureCrashTests {
                 #expect(up == true)
             }
             if victim == .relay {
-                for n in [a, b] { _ = n.events.withLock { $0.removeAll() } }
+                for n in [a, b] { n.events.withLock { $0.removeAll() } }
                 for n in [a, b] {
                     #expect(await n.wait(timeout: 90) { $0["type"] == "peer_up" } != nil, "not linked to the restarted relay: \(n.recent(6))")
                 }
