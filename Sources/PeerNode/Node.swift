@@ -95,6 +95,8 @@ final class Node {
         }
         // Rows hold each envelope's kind where this node can open it.
         store.kindOf = { [weak self] in self?.open($0)?.kind }
+        // A revoked device erases nothing past its limit: a thief with its key cannot take back its owner's words.
+        store.honoursErasures = { [weak self] in !(self?.isRevoked($0) ?? false) }
         // What was indexed when it stood comes out whatever its standing now.
         store.indexedText = { [weak self] in self?.indexedText(of: $0, standing: false) }
         try loadAccounts()

@@ -82,6 +82,10 @@ public final class Store {
     /// (the node sets it; a relay holds few keys). Called as envelopes are
     /// inserted and by `fileSealed(in:)`; nil: `sealedKind`.
     public var kindOf: ((Envelope) -> Kind?)?
+    /// Whether an envelope's erase list is honoured (the node sets it): not
+    /// a revoked device's past its limit, whose key may be a thief's. Nil
+    /// (a relay's, which knows no revocations): every erase list is.
+    public var honoursErasures: ((Envelope) -> Bool)?
     /// The text the node indexed for an envelope (`index`), so that an erased
     /// one can be taken out of the contentless index (which needs it). Nil
     /// on a relay, which indexes nothing.
@@ -322,7 +326,7 @@ public final class Store {
         }
         setAuthor(e.author, st)
         dirtyAuthors.insert(e.author)
-        if !e.erases.isEmpty { try applyErasures(of: e, author: st.rowid) }
+        if !e.erases.isEmpty, honoursErasures?(e) ?? true { try applyErasures(of: e, author: st.rowid) }
         return e.isPruned && !arrived.isPruned ? .insertedErased : .inserted
     }
 

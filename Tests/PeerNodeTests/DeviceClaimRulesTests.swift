@@ -131,7 +131,7 @@ struct DeviceClaimRulesTests {
         #expect(node.revokedAfter == [laptop.publicKey: 2])
     }
 
-    @Test("a revocation naming the last envelope: the chain ending there stands, a fork at the limit or below it does not (on a node that never held the original), a chain with a gap stands only down to the gap until it fills; 40 and 72 bytes decode, 39, 41, 71, 73 and a named envelope at 0 do not")
+    @Test("a revocation naming the last envelope: the chain ending there stands, a fork at the limit or below it does not (on a node that never held the original), a chain with a gap stands only down to the gap until it fills; a tombstone past the limit erases nothing; 40 and 72 bytes decode, 39, 41, 71, 73 and a named envelope at 0 do not")
     func revocationNamesLast() throws {
         let dir = TemporaryDirectory()
         let node = try life.node(dir)
@@ -180,6 +180,12 @@ struct DeviceClaimRulesTests {
         #expect(!other.isRevoked(genuine[2]) && !other.isRevoked(genuine[1]) && !other.isRevoked(genuine[0]), "the gap filled: all proven")
         #expect(try other.store.insert([fork3], receivedAt: 4) != [.inserted], "a fork of a held envelope is not stored as it")
         #expect(other.isRevoked(fork3))
+        // The thief's tombstone past the limit takes back nothing of the owner's words.
+        let tombstone = try Envelope.sign(by: laptop, sequence: 6, previous: genuine[4].id, dependencies: [], timestamp: 9_000, room: room,
+                                          erases: [2, 3], body: try SealedBody.seal(kind: .tombstone, content: [], key: key, author: laptop.publicKey, room: room))
+        _ = try other.store.insert([tombstone], receivedAt: 5)
+        #expect(try other.store.envelope(by: laptop.publicKey, sequence: 2)?.isPruned == false)
+        #expect(try other.store.erasedBy(laptop.publicKey, 2) == nil && !other.store.hasUnpurgedErasures)
 
         // The bytes: 40 (no named envelope) and 72; nothing else; a named envelope at 0 names nothing.
         let short = DeviceRevocation(device: laptop.publicKey, last: 5), long = DeviceRevocation(device: laptop.publicKey, last: 5, lastID: genuine[4].id)
