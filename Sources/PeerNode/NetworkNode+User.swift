@@ -363,7 +363,7 @@ extension NetworkNode {
     func flushOwn() {
         // Our own chain has no gaps: its contiguous end (kept in memory) is its head.
         while node.store.contiguous(of: node.me) > sentOwnUpTo {
-            let mine = (try? node.store.envelopes(from: node.me, startingAt: sentOwnUpTo + 1, limit: 64)) ?? []
+            let mine = node.read("our own envelopes to send") { try node.store.envelopes(from: node.me, startingAt: sentOwnUpTo + 1, limit: 64) } ?? []
             guard !mine.isEmpty else { return }
             for e in mine { sendOwn(e) }
         }
@@ -436,6 +436,7 @@ extension NetworkNode {
         if node.refusedRevocations > 0 { all["revoke_refused"] = node.refusedRevocations }
         if node.refusedRevoked > 0 { all["revoked_refused"] = node.refusedRevoked }
         if node.refusedFilingFailures > 0 { all["revoked_filing_failed"] = node.refusedFilingFailures }
+        if node.storeReadFailures > 0 { all["store_read_failed"] = node.storeReadFailures }
         if node.refusedRoomPosts > 0 { all["room_post_refused"] = node.refusedRoomPosts }
         if node.refusedRekeys > 0 { all["rekey_refused"] = node.refusedRekeys }
         if node.refusedMembership > 0 { all["membership_refused"] = node.refusedMembership }

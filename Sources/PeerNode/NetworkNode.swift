@@ -455,6 +455,12 @@ final class NetworkNode: @unchecked Sendable {
     func emit(_ events: NodeEvent...) { emit(events) }
 
     func emit(_ events: [NodeEvent]) {
+        // A store failure that a path which cannot throw met is said with the next output (`Node.read`).
+        var events = events
+        if let failure = node.takeStoreFailure() {
+            log.warning(failure)
+            events.insert(.failed(failure), at: 0)
+        }
         guard !events.isEmpty else { return }
         presenter.present(events)
     }

@@ -168,7 +168,9 @@ extension Node {
     /// `/accept`: joins the private room, under its name or, when the user
     /// already has a room of that name (public or private), `name-2`, `name-3`….
     func accept(_ pending: Store.PendingInvite) throws -> RoomName {
-        defer { try? store.removePendingInvite(pending.room) }
+        defer {
+            do { try store.removePendingInvite(pending.room) } catch { storeFailed("forgetting an answered invite", error) }
+        }
         if let known = privateRooms[pending.room] { return known.name }
         let asked = try RoomName(pending.name)
         if let refusal = forgedPrivateRoom(pending.room, name: asked, peer: pending.inviter) {

@@ -59,10 +59,16 @@ extension Node {
             refusedReactions &+= 1
             return nil
         }
-        switch try? store.recordReaction(target: reaction.target, reactor: e.author, reaction: reaction.reaction, sequence: e.sequence) {
+        let recorded: Store.ReactionOutcome
+        do { recorded = try store.recordReaction(target: reaction.target, reactor: e.author, reaction: reaction.reaction, sequence: e.sequence) } catch {
+            // A write that failed: not applied, and said (the reaction is not lost: it is stored, and applied again at the next join).
+            storeFailed("recording a reaction", error)
+            return nil
+        }
+        switch recorded {
         case let .applied(on): return (target, reaction.reaction, on)
         case .alreadyApplied: return nil
-        case .tooMany, nil:
+        case .tooMany:
             refusedReactions &+= 1
             return nil
         }
@@ -73,7 +79,8 @@ extension Node {
     /// page at a time. Ones applied already change nothing.
     func applyJoinedRoomActions(_ room: RoomID) {
         var after: Int64 = 0
-        while let page = try? store.delivered(in: room, kinds: [.edit, .reaction], after: after, limit: Self.indexPage), let last = page.last {
+        while let page = read("a room's edits and reactions", { try store.delivered(in: room, kinds: [.edit, .reaction], after: after, limit: Self.indexPage) }),
+              let last = page.last {
             after = last.delivery
             for stored in page {
                 guard let opened = open(stored.envelope) else { continue }
@@ -84,15 +91,15 @@ extension Node {
 
     /// The message `ref` names, if it is here, in `e`'s room, not deleted, and a message.
     func referenced(_ ref: MessageRef, from e: Envelope) -> Envelope? {
-        guard let target = try? store.envelope(by: ref.author, sequence: ref.sequence), target.id == ref.id,
-              target.room == e.room, !target.isPruned, (try? store.erasedBy(ref.author, ref.sequence)) == nil,
+        guard let target = read("a message referred to", { try store.envelope(by: ref.author, sequence: ref.sequence) }), target.id == ref.id,
+              target.room == e.room, !target.isPruned, read("an erasure", { try store.erasedBy(ref.author, ref.sequence) }) == nil,
               open(target)?.isMessage == true else { return nil }
         return target
     }
 
     /// The reactions standing on `e`, most given first.
     func reactions(to e: Envelope) -> [(reaction: String, by: [PublicKey])] {
-        (try? store.reactions(to: e.author, sequence: e.sequence)) ?? []
+        read("a message's reactions") { try store.reactions(to: e.author, sequence: e.sequence) } ?? []
     }
 
     /// What a reply shows of the message it answers (nil: `e` is no reply).
@@ -101,8 +108,8 @@ extension Node {
         let ref = reply.target
         if let target = referenced(ref, from: e), let o = open(target) { return Quote(target: ref, state: .here(currentText(of: target, opened: o).text)) }
         // Held here and in the room, but erased: deleted; anything else is not here (yet).
-        guard let held = try? store.envelope(by: ref.author, sequence: ref.sequence), held.id == ref.id, held.room == e.room,
-              held.isPruned || (try? store.erasedBy(ref.author, ref.sequence)) != nil else { return Quote(target: ref, state: .missing) }
+        guard let held = read("a message replied to", { try store.envelope(by: ref.author, sequence: ref.sequence) }), held.id == ref.id, held.room == e.room,
+              held.isPruned || read("an erasure", { try store.erasedBy(ref.author, ref.sequence) }) != nil else { return Quote(target: ref, state: .missing) }
         return Quote(target: ref, state: .deleted)
     }
 }

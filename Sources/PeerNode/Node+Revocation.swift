@@ -79,18 +79,19 @@ extension Node {
         var floor = provenFloor[e.author]
         if floor == nil {
             // The named envelope is not held yet: nothing below it is proven (asked again later).
-            guard (try? store.envelope(by: e.author, sequence: named.sequence))?.id == named.id else { return false }
+            guard read("a revoked device's named envelope", { try store.envelope(by: e.author, sequence: named.sequence) })?.id == named.id else { return false }
             floor = named.sequence
         }
         guard var proven = floor else { return false }
         while proven > e.sequence, proven > 1,
-              let above = try? store.envelope(by: e.author, sequence: proven), let below = try? store.envelope(by: e.author, sequence: proven - 1),
+              let above = read("a revoked device's chain", { try store.envelope(by: e.author, sequence: proven) }),
+              let below = read("a revoked device's chain", { try store.envelope(by: e.author, sequence: proven - 1) }),
               above.previous == below.id {
             proven -= 1
         }
         provenFloor[e.author] = proven
         guard e.sequence >= proven else { return false }
-        return (try? store.envelope(by: e.author, sequence: e.sequence))?.id == e.id
+        return read("a revoked device's envelope", { try store.envelope(by: e.author, sequence: e.sequence) })?.id == e.id
     }
 
     /// A delivered revocation: nil (and counted `revoke_refused`) unless
@@ -124,7 +125,7 @@ extension Node {
     var ownRevocation: String? {
         guard revokedAfter[me] != nil else { return nil }
         let rows = revocationRows.filter { $0.device == me }
-        let at = rows.compactMap { try? store.envelope(by: $0.by, sequence: $0.bySequence)?.timestamp }.min()
+        let at = rows.compactMap { row in read("a revocation") { try store.envelope(by: row.by, sequence: row.bySequence) }?.timestamp }.min()
         // The nick as every network text is shown: sanitized (PeerText's description).
         let owner = people.nick(account).map { "\($0)·" + account.shortFingerprint } ?? account.shortFingerprint
         return "this machine was revoked from \(owner)'s account\(at.map { " at " + Renderer.clock($0) } ?? ""); nothing it posts is accepted"

@@ -55,6 +55,10 @@ final class Node {
     var refusedRevoked = 0
     /// Refilings of a revoked device's envelopes that the store failed (`revoked_filing_failed`).
     var refusedFilingFailures = 0
+    /// Store reads that failed where the caller cannot throw (`store_read_failed`),
+    /// and the newest one's words until the node says them (`takeStoreFailure`).
+    var storeReadFailures = 0
+    var unsaidStoreFailure: String?
     /// Posts in a private room sealed with the key of an epoch their author's
     /// account was not a member in, each time one was opened (`room_post_refused`).
     var refusedRoomPosts = 0
@@ -140,8 +144,8 @@ final class Node {
         // fails answers "not known": the safe side (a post waits for a peer).
         if ownHistoryUnsure { return false }
         if !ownHistoryKnown {
-            ownHistoryKnown = identityIsNew || ((try? store.head(of: me)) ?? nil) != nil
-                || (try? store.setting(Self.ownHistorySetting)) == me.hex
+            ownHistoryKnown = identityIsNew || read("our own chain's head") { try store.head(of: me) } != nil
+                || read("whether our history is known") { try store.setting(Self.ownHistorySetting) } == me.hex
         }
         return ownHistoryKnown
     }

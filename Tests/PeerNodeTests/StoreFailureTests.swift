@@ -1,0 +1,61 @@
+import Crypto
+import Foundation
+import Gossip
+@testable import PeerNode
+@testable import Store
+import TestSupport
+import Testing
+
+/// Failures are heard (issue 40, first part): a store read or write that
+/// fails where the caller cannot throw is counted and said, never taken
+/// for "not found" in silence.
+@Suite("Store failures reach the user", .serialized)
+struct StoreFailureTests {
+    let life = MessageLifeRulesTests()
+    let bob = try! SigningKey.generate()  // test input
+
+    @Test("a failing read of edits and a failing write of a reaction: each counted (store_read_failed) and kept to be said once, with what was being done; the message shows as first written")
+    func inProcess() throws {
+        let dir = TemporaryDirectory()
+        let node = try life.node(dir)
+        _ = try node.join(life.name)
+        let steps: [(Kind, [UInt8], [UInt64])] = [(.text, Array("first words".utf8), [])]
+        let original = try life.chain(bob, on: node, steps)[0]
+        _ = try node.store.insert([original], receivedAt: 1)
+        let opened = try #require(node.open(original))
+        #expect(node.storeReadFailures == 0 && node.takeStoreFailure() == nil)
+
+        // The edits table gone under the node: the read throws.
+        try node.store.db.execute("DROP TABLE edits")
+        node.store.db.resetStatements()
+        let shown = node.currentText(of: original, opened: opened)
+        #expect(shown.text.unsanitized == "first words" && !shown.edited)
+        #expect(node.storeReadFailures == 1)
+        let said = node.takeStoreFailure() ?? ""
+        #expect(said.hasPrefix("the database failed reading a message's edits: "), "\(said)")
+        #expect(node.takeStoreFailure() == nil, "said once")
+
+        // A reaction whose write fails is not applied, and that is said.
+        try node.store.db.execute("DROP TABLE reactions")
+        node.store.db.resetStatements()
+        let reaction = try life.chain(bob, on: node, after: [original],
+                                      [(.reaction, try Reaction(target: MessageRef(original), reaction: "👍").encoded, [])])[0]
+        #expect(node.acceptReaction(reaction, try #require(node.open(reaction))) == nil)
+        #expect(node.storeReadFailures >= 2)
+        #expect((node.takeStoreFailure() ?? "").contains("recording a reaction"))
+    }
+
+    @Test("a running node whose reactions table is dropped under it: /history says the database failed, as an error event, and /stats counts it")
+    func runningNode() async throws {
+        let (dirs, a, b) = try await aliceAndBob()
+        a.send("a line to list")
+        #expect(await b.wait { $0["type"] == "message" && $0["text"] == "a line to list" } != nil)
+        let dropped = try await runToEnd("/usr/bin/sqlite3", [dirs[1].path + "/peernode.db", "DROP TABLE reactions;"], combined: true)
+        #expect(dropped.status == 0, "\(dropped.stdout)")
+        b.send("/history 5")
+        let error = await b.wait { $0["type"] == "error" && ($0["error"] ?? "").hasPrefix("the database failed reading") }
+        #expect(error != nil, "\(b.recent(6))")
+        #expect(await counterAtLeast(b, "store_read_failed", 1), "\(b.recent(4))")
+        for n in [a, b] { _ = await n.quit() }
+    }
+}
