@@ -446,7 +446,8 @@ final class NetworkNode: @unchecked Sendable {
     /// `what`, and nil returned.
     func readLogged<T>(_ what: String, _ body: () throws -> T) -> T? {
         do { return try body() } catch {
-            log.warning("cannot read \(what): \(error)")
+            // Counted and said with the next output (`emit`), which logs it too.
+            node.storeFailed("reading \(what)", error)
             return nil
         }
     }

@@ -17,7 +17,7 @@ extension Node {
     /// A store read or write failed where nothing can throw: counted, and said once.
     func storeFailed(_ doing: String, _ error: any Error) {
         storeReadFailures &+= 1
-        unsaidStoreFailure = "the database failed \(doing): \(error); what is shown may be incomplete"
+        unsaidStoreFailure = "the database failed (\(doing)): \(error); what is shown may be incomplete"
     }
 
     /// The store failure not yet told, once.

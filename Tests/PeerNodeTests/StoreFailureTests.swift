@@ -32,7 +32,7 @@ struct StoreFailureTests {
         #expect(shown.text.unsanitized == "first words" && !shown.edited)
         #expect(node.storeReadFailures == 1)
         let said = node.takeStoreFailure() ?? ""
-        #expect(said.hasPrefix("the database failed reading a message's edits: "), "\(said)")
+        #expect(said.hasPrefix("the database failed (reading a message's edits): "), "\(said)")
         #expect(node.takeStoreFailure() == nil, "said once")
 
         // A reaction whose write fails is not applied, and that is said.
@@ -53,7 +53,7 @@ struct StoreFailureTests {
         let dropped = try await runToEnd("/usr/bin/sqlite3", [dirs[1].path + "/peernode.db", "DROP TABLE reactions;"], combined: true)
         #expect(dropped.status == 0, "\(dropped.stdout)")
         b.send("/history 5")
-        let error = await b.wait { $0["type"] == "error" && ($0["error"] ?? "").hasPrefix("the database failed reading") }
+        let error = await b.wait { $0["type"] == "error" && ($0["error"] ?? "").hasPrefix("the database failed (reading") }
         #expect(error != nil, "\(b.recent(6))")
         #expect(await counterAtLeast(b, "store_read_failed", 1), "\(b.recent(4))")
         for n in [a, b] { _ = await n.quit() }
