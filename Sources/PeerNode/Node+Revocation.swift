@@ -3,6 +3,15 @@ import Foundation
 import Gossip
 import Store
 
+/// A revoked device's named chain as far as it was followed: the id at each
+/// sequence from `floor` up to the named envelope, and the id the envelope
+/// at `floor` names as its previous (the next link down).
+struct NamedChain {
+    var ids: [UInt64: MessageID]
+    var floor: UInt64
+    var below: MessageID
+}
+
 /// Revoking a device (docs/PROTOCOL.md §15, "Revoking a device"): any
 /// device of an account says that another's envelopes after a sequence
 /// are refused. The account key's word always counts; another device's
@@ -21,7 +30,7 @@ extension Node {
         let counted = Self.counted(revocationRows, account: { self.people.account($0) })
         revokedAfter = Self.limits(counted)
         revokedHeads = Self.namedHeads(counted)
-        provenFloor = [:]
+        namedChains = [:]
     }
 
     /// The revocations that count, from every one held: the account key's,
@@ -73,25 +82,28 @@ extension Node {
         return !onNamedChain(e, named: named)
     }
 
-    /// Walks down from the named envelope over the held chain (once: how
-    /// far it got is kept), and says whether `e` is the held envelope on it.
+    /// Follows the named chain down from the named envelope (once: how far
+    /// it got is kept), each link the envelope whose id the one above names
+    /// as `previous`, held or kept as a fork (a genuine envelope refused
+    /// here because a fork of the thief's was held first is kept so), and
+    /// says whether `e` is on it.
     private func onNamedChain(_ e: Envelope, named: (sequence: UInt64, id: MessageID)) -> Bool {
-        var floor = provenFloor[e.author]
-        if floor == nil {
-            // The named envelope is not held yet: nothing below it is proven (asked again later).
-            guard read("a revoked device's named envelope", { try store.envelope(by: e.author, sequence: named.sequence) })?.id == named.id else { return false }
-            floor = named.sequence
+        var chain = namedChains[e.author] ?? NamedChain(ids: [:], floor: named.sequence + 1, below: named.id)
+        while chain.floor > e.sequence, chain.floor > 1 {
+            let sequence = chain.floor - 1
+            guard let link = chainEnvelope(e.author, sequence, chain.below) else { break }
+            chain.ids[sequence] = link.id
+            chain.floor = sequence
+            chain.below = link.previous
         }
-        guard var proven = floor else { return false }
-        while proven > e.sequence, proven > 1,
-              let above = read("a revoked device's chain", { try store.envelope(by: e.author, sequence: proven) }),
-              let below = read("a revoked device's chain", { try store.envelope(by: e.author, sequence: proven - 1) }),
-              above.previous == below.id {
-            proven -= 1
-        }
-        provenFloor[e.author] = proven
-        guard e.sequence >= proven else { return false }
-        return read("a revoked device's envelope", { try store.envelope(by: e.author, sequence: e.sequence) })?.id == e.id
+        namedChains[e.author] = chain
+        return chain.ids[e.sequence] == e.id
+    }
+
+    /// `author`'s envelope at `sequence` with id `id`: the held one, or a fork kept.
+    private func chainEnvelope(_ author: PublicKey, _ sequence: UInt64, _ id: MessageID) -> Envelope? {
+        if let held = read("a revoked device's chain", { try store.envelope(by: author, sequence: sequence) }), held.id == id { return held }
+        return read("a revoked device's forks", { try store.fork(by: author, sequence: sequence, id: id) })
     }
 
     /// A delivered revocation: nil (and counted `revoke_refused`) unless

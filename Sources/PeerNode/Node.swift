@@ -45,11 +45,10 @@ final class Node {
     var revocationRows: Set<Store.RevocationRow> = []
     var revokedAfter: [PublicKey: UInt64] = [:]
     /// For a revoked device, the envelope its revocations name as the last
-    /// accepted (`Node.namedHeads`), and how far down from it the chain held
-    /// here is proven (`provenFloor`: every held envelope from there to the
-    /// named one links to the next).
+    /// accepted (`Node.namedHeads`), and its chain as far down from there as
+    /// this node can follow it (`namedChains`).
     var revokedHeads: [PublicKey: (sequence: UInt64, id: MessageID)] = [:]
-    var provenFloor: [PublicKey: UInt64] = [:]
+    var namedChains: [PublicKey: NamedChain] = [:]
     /// Revocations refused (`revoke_refused`), and envelopes of revoked devices not shown (`revoked_refused`).
     var refusedRevocations = 0
     var refusedRevoked = 0

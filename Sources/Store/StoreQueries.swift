@@ -105,6 +105,15 @@ extension Store {
 
     // MARK: forks
 
+    /// The fork of `author` at `sequence` with id `id`, if one was kept.
+    public func fork(by author: PublicKey, sequence: UInt64, id: MessageID) throws -> Envelope? {
+        guard let row = authors[author]?.rowid else { return nil }
+        let s = try db.statement("SELECT bytes FROM forks WHERE author = ?1 AND sequence = ?2 AND fork_id = ?3")
+            .bind(1, row).bind(2, Int64(clamping: sequence)).bind(3, id.bytes)
+        guard try s.step() else { return nil }
+        return try Envelope.decode(s.blob(0), verification: .trustedStorage)
+    }
+
     public func forks() throws -> [ForkRecord] {
         let s = try db.statement(
             """

@@ -131,7 +131,7 @@ struct DeviceClaimRulesTests {
         #expect(node.revokedAfter == [laptop.publicKey: 2])
     }
 
-    @Test("a revocation naming the last envelope: the chain ending there stands, a fork at the limit or below it does not (on a node that never held the original), a chain with a gap stands only down to the gap until it fills; a tombstone past the limit erases nothing; 40 and 72 bytes decode, 39, 41, 71, 73 and a named envelope at 0 do not")
+    @Test("a revocation naming the last envelope: the chain ending there stands, a fork at the limit or below it does not (on a node that never held the original), a chain with a gap stands only down to the gap until it fills, and runs through genuine envelopes kept as forks where the thief's came first; a tombstone past the limit erases nothing; 40 and 72 bytes decode, 39, 41, 71, 73 and a named envelope at 0 do not")
     func revocationNamesLast() throws {
         let dir = TemporaryDirectory()
         let node = try life.node(dir)
@@ -180,6 +180,20 @@ struct DeviceClaimRulesTests {
         #expect(!other.isRevoked(genuine[2]) && !other.isRevoked(genuine[1]) && !other.isRevoked(genuine[0]), "the gap filled: all proven")
         #expect(try other.store.insert([fork3], receivedAt: 4) != [.inserted], "a fork of a held envelope is not stored as it")
         #expect(other.isRevoked(fork3))
+        // A third node held the thief's fork of 3 first, then got the genuine chain: the genuine 3 and 4 were
+        // refused there (a fork, a broken link) and kept as forks; the named chain follows them, so only the fork is refused.
+        let thirdDir = TemporaryDirectory()
+        let third = try life.node(thirdDir)
+        _ = try third.join(life.name)
+        _ = try third.store.insert([genuine[0], genuine[1], fork3], receivedAt: 1)
+        #expect(claim(genuine[0], on: third))
+        _ = try third.store.insert([genuine[2], genuine[3], genuine[4]], receivedAt: 2)
+        _ = try third.store.insert([revocation], receivedAt: 3)
+        #expect(third.acceptRevocation(revocation, try #require(third.open(revocation))) != nil)
+        #expect(third.isRevoked(fork3), "the fork held first")
+        #expect(!third.isRevoked(genuine[4]) && !third.isRevoked(genuine[1]) && !third.isRevoked(genuine[0]),
+                "the genuine envelopes held, above and below it, stand: the chain runs through the kept forks")
+
         // The thief's tombstone past the limit takes back nothing of the owner's words.
         let tombstone = try Envelope.sign(by: laptop, sequence: 6, previous: genuine[4].id, dependencies: [], timestamp: 9_000, room: room,
                                           erases: [2, 3], body: try SealedBody.seal(kind: .tombstone, content: [], key: key, author: laptop.publicKey, room: room))
