@@ -184,8 +184,30 @@ extension NetworkNode {
             storedThisTurn = true
             if !forwardedAhead { core.stages.record(.forward, delivering - forwarding) }
         }
+        if !relay { takeRevocationsStored(inserted.values.flatMap { $0.map(\.envelope) }) }
         showDeliveries()
         if !inserted.isEmpty, !relay { core.stages.record(.deliver, monotonicNow() - delivering) }
+    }
+
+    /// Revocations are taken when stored, not only when delivered: one
+    /// depends on the revoked device's chain up to its limit, and a chain
+    /// that a fork broke here (the genuine envelope after the thief's fork
+    /// refused as not linking) never fills, so the revocation would never
+    /// be delivered. Limits do not depend on order, so taking one early
+    /// changes nothing but when. Only those whose device's claim is known
+    /// (the others are taken at delivery, or refused there).
+    private func takeRevocationsStored(_ stored: [Envelope]) {
+        var events: [NodeEvent] = []
+        for e in stored where e.room == node.accountsRoom {
+            guard let opened = node.open(e), opened.kind == .revoke, let revocation = DeviceRevocation.decode(opened.content),
+                  node.people.account(revocation.device) != revocation.device,
+                  node.people.account(revocation.device) == node.people.account(e.author),
+                  let row = node.acceptRevocation(e, opened) else { continue }
+            events.append(.deviceRevoked(node.people[row.device], device: row.device, by: row.by, last: row.last))
+        }
+        guard !events.isEmpty else { return }
+        conversationKeysChanged()
+        emit(events)
     }
 
     /// Forwards, before they are stored, the verified envelopes that continue

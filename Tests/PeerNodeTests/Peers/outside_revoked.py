@@ -75,6 +75,41 @@ async def revoked_fork(node):
     await link.close()
 
 
+async def broken_chain(node):
+    """The thief's fork at 2 reached the node first (and was shown: nothing
+    was revoked yet); the genuine 3 then does not link and is kept as a
+    fork, so the device's chain has a gap here for good. The revocation
+    naming the genuine 3 depends on it, so it is never delivered; it is
+    taken when stored, and the fork leaves every answer."""
+    account, device = Identity(), Identity()
+    link, _ = await linked(node, account, b"owner")
+    public, _ = box_keypair()
+    claim, _ = make_envelope(device, 12, certificate(account, device, 1, public, b"tablet"), room=ACCOUNTS_ID, key=ACCOUNTS_KEY)
+    after_claim = (device.sequence, device.last_id)
+    fork, fork_id = make_envelope(device, 1, b"forged zqxbrokenword")
+    device.sequence, device.last_id = after_claim
+    make_envelope(device, 1, b"genuine two")
+    genuine3, genuine3_id = make_envelope(device, 1, b"genuine three")
+    mark = len(node.events)
+    await link.send(envelopes_message([claim, fork]))
+    shown = await node.wait(lambda e: e["type"] == "message" and e.get("id") == fork_id.hex(), since=mark)
+    check("before any revocation, the thief's fork at 2 is shown (nothing says otherwise yet)", shown is not None, "not shown")
+    before = counter(await node.stats(), "forks_detected")
+    await link.send(envelopes_message([genuine3]))
+    await link.barrier()
+    revocation, _ = make_envelope(account, 13, device.public + struct.pack(">Q", 3) + genuine3_id, room=ACCOUNTS_ID, key=ACCOUNTS_KEY,
+                                  dependencies=[(device.public, 3)])
+    await link.send(envelopes_message([revocation]))
+    revoked = await node.wait(lambda e: e["type"] == "device_revoked" and e.get("device") == device.public.hex(), since=mark)
+    check("a revocation whose dependencies can never be delivered here (the genuine 3 does not link to the fork) is taken "
+          "when stored", revoked is not None and revoked.get("last") == 3, (revoked, counter(await node.stats(), "forks_detected") - before))
+    rows = await found(node, "zqxbrokenword")
+    check("/search no longer finds the fork", rows == [], rows)
+    rows = await listed(node, {fork_id.hex()})
+    check("/history no longer lists it", rows == [], rows)
+    await link.close()
+
+
 async def past_limit_everywhere(node, stolen_id):
     """The revoked device's post past its limit is in no answer of the node,
     nor of a fresh node that links to it afterwards and catches up."""

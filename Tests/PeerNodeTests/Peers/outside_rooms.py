@@ -32,7 +32,7 @@ from outside_keys import (ACCOUNTS_ID, ACCOUNTS_KEY, box_keypair, certificate, c
                           membership_event, read_invite_v2, read_membership, rekey, seal_open)
 from outside_device import as_device
 from outside_founding import commits, forged_create, later_device
-from outside_revoked import past_limit_everywhere, revoked_fork
+from outside_revoked import broken_chain, past_limit_everywhere, revoked_fork
 from outside_invitee import declined, invited
 from outside_link import Node
 from outside_refusals import refusals
@@ -236,6 +236,7 @@ async def main():
         await members(node, me, link, seen)
         await devices(node)
         await revoked_fork(node)
+        await broken_chain(node)
         owner, link, seen = await invited(node)
         await declined(node, owner, link, seen)
         await as_device(node, held)
