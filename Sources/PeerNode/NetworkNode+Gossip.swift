@@ -198,14 +198,18 @@ extension NetworkNode {
     /// (the others are taken at delivery, or refused there).
     private func takeRevocationsStored(_ stored: [Envelope]) {
         var events: [NodeEvent] = []
+        var kept = false
         for e in stored where e.room == node.accountsRoom {
             guard let opened = node.open(e), opened.kind == .revoke, let revocation = DeviceRevocation.decode(opened.content),
                   node.people.account(revocation.device) != revocation.device,
                   node.people.account(revocation.device) == node.people.account(e.author),
                   let row = node.acceptRevocation(e, opened) else { continue }
-            events.append(.deviceRevoked(node.people[row.device], device: row.device, by: row.by, last: row.last))
+            kept = true
+            if node.revocationIsNews(row.device) {
+                events.append(.deviceRevoked(node.people[row.device], device: row.device, by: row.by, last: node.revokedAfter[row.device] ?? row.last))
+            }
         }
-        guard !events.isEmpty else { return }
+        guard kept else { return }
         conversationKeysChanged()
         emit(events)
     }

@@ -102,7 +102,8 @@ extension NetworkNode {
         case .revoke:
             guard let row = early.revocations[e.id] ?? (early.tried.contains(e.id) ? nil : node.acceptRevocation(e, opened)) else { return [] }
             conversationKeysChanged()
-            return [.deviceRevoked(node.people[row.device], device: row.device, by: row.by, last: row.last)]
+            guard node.revocationIsNews(row.device) else { return [] }
+            return [.deviceRevoked(node.people[row.device], device: row.device, by: row.by, last: node.revokedAfter[row.device] ?? row.last)]
         case .rekey:
             if node.acceptConversationKey(e, opened) { conversationKeysChanged() }
             return []
@@ -251,6 +252,7 @@ extension NetworkNode {
             let (e, row) = try node.revoke(who)
             sendOwn(e)
             conversationKeysChanged()
+            _ = node.revocationIsNews(row.device)
             return ([.deviceRevoked(node.people[row.device], device: row.device, by: node.me, last: node.revokedAfter[row.device] ?? 0)], true)
         case let .set(key, value):
             try node.store.setSetting(key, value)

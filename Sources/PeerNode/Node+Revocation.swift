@@ -131,6 +131,15 @@ extension Node {
         return row
     }
 
+    /// Whether a kept revocation is news to show: the device's limit is not
+    /// the one last shown (the two forms of one revocation, 40 and 72 bytes,
+    /// are shown once).
+    func revocationIsNews(_ device: PublicKey) -> Bool {
+        let limit = revokedAfter[device]
+        defer { shownRevocationLimits[device] = limit }
+        return shownRevocationLimits[device] != limit
+    }
+
     /// When this machine's own key is revoked: what it tells the user at
     /// each post, with who revoked it and when ("this machine was revoked
     /// from carol's account at 13:26; nothing it posts is accepted").

@@ -49,6 +49,8 @@ final class Node {
     /// this node can follow it (`namedChains`).
     var revokedHeads: [PublicKey: (sequence: UInt64, id: MessageID)] = [:]
     var namedChains: [PublicKey: NamedChain] = [:]
+    /// The limit last shown for each revoked device (`revocationIsNews`).
+    var shownRevocationLimits: [PublicKey: UInt64] = [:]
     /// Revocations refused (`revoke_refused`), and envelopes of revoked devices not shown (`revoked_refused`).
     var refusedRevocations = 0
     var refusedRevoked = 0
