@@ -144,6 +144,7 @@ extension NetworkNode {
         if kept.count < all.count { count(.invalidEnvelope, by: all.count - kept.count) }
         let forwardedAhead = forwardAhead(kept.map { all[$0] })
         var inserted: [LinkID: [CarriedEnvelope]] = [:]
+        var brokenAuthors: Set<PublicKey> = []
         var clock: [Dependency] = []
         let storing = monotonicNow()
         do {
@@ -160,6 +161,7 @@ extension NetworkNode {
                 case let .fork(kept), let .brokenChain(kept):
                     count(.fork)
                     forkFound(all[k].envelope, kept: kept)
+                    brokenAuthors.insert(all[k].envelope.author)
                 case .duplicate: break
                 }
             }
@@ -184,7 +186,11 @@ extension NetworkNode {
             storedThisTurn = true
             if !forwardedAhead { core.stages.record(.forward, delivering - forwarding) }
         }
-        if !relay { takeRevocationsStored(inserted.values.flatMap { $0.map(\.envelope) }) }
+        if !relay {
+            takeRevocationsStored(inserted.values.flatMap { $0.map(\.envelope) })
+            // A revoked device's genuine envelope refused as not linking (a fork of the thief's held below it) may be proven now.
+            for author in brokenAuthors where node.revokedHeads[author] != nil { node.promoteNamedChain(author) }
+        }
         showDeliveries()
         if !inserted.isEmpty, !relay { core.stages.record(.deliver, monotonicNow() - delivering) }
     }

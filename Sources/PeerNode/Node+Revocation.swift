@@ -100,6 +100,36 @@ extension Node {
         return chain.ids[e.sequence] == e.id
     }
 
+    /// Stores the envelopes of `device`'s named chain that this node kept only
+    /// as forks where it holds nothing (the genuine envelope after a thief's
+    /// fork, refused then as not linking): they are shown, and the chain
+    /// fills, so what depends on it (the revocation itself) is delivered.
+    /// The genuine envelope at the fork's own sequence stays a fork
+    /// (first-held); the fork there is refused.
+    func promoteNamedChain(_ device: PublicKey) {
+        guard let named = revokedHeads[device] else { return }
+        var expected = named.id, sequence = named.sequence
+        var proven: [Envelope] = []
+        while sequence >= 1 {
+            let held = read("a revoked device's chain") { try store.envelope(by: device, sequence: sequence) }
+            let link: Envelope
+            if let held, held.id == expected {
+                link = held
+            } else if let kept = read("a revoked device's forks", { try store.fork(by: device, sequence: sequence, id: expected) }) {
+                link = kept
+                if held == nil { proven.append(kept) }
+            } else {
+                break
+            }
+            expected = link.previous
+            sequence -= 1
+        }
+        guard !proven.isEmpty else { return }
+        do { _ = try store.insertProven(proven.reversed(), receivedAt: Self.now()) } catch {
+            storeFailed("storing a revoked device's genuine envelopes", error)
+        }
+    }
+
     /// `author`'s envelope at `sequence` with id `id`: the held one, or a fork kept.
     private func chainEnvelope(_ author: PublicKey, _ sequence: UInt64, _ id: MessageID) -> Envelope? {
         if let held = read("a revoked device's chain", { try store.envelope(by: author, sequence: sequence) }), held.id == id { return held }
@@ -128,6 +158,7 @@ extension Node {
         if let limit = revokedAfter[row.device] {
             do { try store.fileAsRefused(by: row.device, after: limit) } catch { refusedFilingFailures &+= 1 }
         }
+        promoteNamedChain(row.device)
         return row
     }
 

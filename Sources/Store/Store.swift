@@ -95,6 +95,8 @@ public final class Store {
     var erasingAuthors: Set<PublicKey> = []
     /// Bodies erased since the last `purgeErased`.
     var erasedSincePurge = 0
+    /// Envelopes `insertProven` is storing: proven to link, whatever is held below them.
+    var provenLinks: Set<MessageID> = []
 
     private var checkpointer: Checkpointer?
 
@@ -197,20 +199,41 @@ public final class Store {
     /// Stores verified envelopes received from the network, in one transaction
     /// (`synchronous=NORMAL`: a power cut may lose the last batches, which
     /// gossip fetches again).
-    public func insert(_ envelopes: [Envelope], receivedAt: UInt64) throws -> [InsertOutcome] {
-        try writeTransaction {
-            var outcomes: [InsertOutcome] = []
-            outcomes.reserveCapacity(envelopes.count)
-            var pending: [Envelope] = []
-            for e in envelopes {
-                let outcome = try insertOne(e, receivedAt: receivedAt)
-                outcomes.append(outcome)
-                if outcome.isNew, let st = authors[e.author], e.sequence > st.delivered { pending.append(e) }
+    /// Stores envelopes a revoked device's named chain proves (docs/PROTOCOL.md
+    /// §15, "The named envelope"): each links up to the envelope the
+    /// revocation names, so a fork held below one (signed with the device's
+    /// key after the theft) does not keep it out; the genuine envelope was
+    /// kept as a fork when it came, and is one no longer. At a sequence
+    /// where another envelope is held, nothing changes (first-held).
+    public func insertProven(_ envelopes: [Envelope], receivedAt: UInt64) throws -> [InsertOutcome] {
+        provenLinks = Set(envelopes.map(\.id))
+        defer { provenLinks = [] }
+        return try writeTransaction {
+            let outcomes = try insertAll(envelopes, receivedAt: receivedAt)
+            for (e, outcome) in zip(envelopes, outcomes) where outcome.isNew {
+                try db.statement("DELETE FROM forks WHERE fork_id = ?1").bind(1, e.id.bytes).run()
             }
-            try deliverPending(batch: pending)
-            try flushAuthors()
             return outcomes
         }
+    }
+
+    public func insert(_ envelopes: [Envelope], receivedAt: UInt64) throws -> [InsertOutcome] {
+        try writeTransaction { try insertAll(envelopes, receivedAt: receivedAt) }
+    }
+
+    /// Inserts and delivers what is ready, in the caller's transaction.
+    private func insertAll(_ envelopes: [Envelope], receivedAt: UInt64) throws -> [InsertOutcome] {
+        var outcomes: [InsertOutcome] = []
+        outcomes.reserveCapacity(envelopes.count)
+        var pending: [Envelope] = []
+        for e in envelopes {
+            let outcome = try insertOne(e, receivedAt: receivedAt)
+            outcomes.append(outcome)
+            if outcome.isNew, let st = authors[e.author], e.sequence > st.delivered { pending.append(e) }
+        }
+        try deliverPending(batch: pending)
+        try flushAuthors()
+        return outcomes
     }
 
     /// Stores this node's own new envelope. `durable`: the commit is
@@ -273,8 +296,9 @@ public final class Store {
         }
         // An envelope its author erased before it came is stored without its body.
         let e = try erasedForm(of: arrived, author: st.rowid)
-        // Must link to the envelope before it, and the one after it must link to this.
-        if e.sequence > 1, let before = try id(of: st, e.sequence - 1), before != e.previous {
+        // Must link to the envelope before it (unless a revocation's named chain proves it: `insertProven`),
+        // and the one after it must link to this.
+        if e.sequence > 1, !provenLinks.contains(e.id), let before = try id(of: st, e.sequence - 1), before != e.previous {
             try recordFork(e, author: st.rowid, kept: before, reason: "previous hash does not match sequence \(e.sequence - 1)", at: receivedAt)
             return .brokenChain(kept: before)
         }

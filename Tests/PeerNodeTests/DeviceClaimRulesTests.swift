@@ -193,6 +193,12 @@ struct DeviceClaimRulesTests {
         #expect(third.isRevoked(fork3), "the fork held first")
         #expect(!third.isRevoked(genuine[4]) && !third.isRevoked(genuine[1]) && !third.isRevoked(genuine[0]),
                 "the genuine envelopes held, above and below it, stand: the chain runs through the kept forks")
+        // The genuine 4, kept as a fork where nothing was held, is stored now, and the chain fills (what depends on it can be delivered).
+        #expect(try third.store.envelope(by: laptop.publicKey, sequence: 4)?.id == genuine[3].id)
+        #expect(third.store.contiguous(of: laptop.publicKey) == 5)
+        #expect(!third.isRevoked(genuine[3]))
+        #expect(try third.store.envelope(by: laptop.publicKey, sequence: 3)?.id == fork3.id, "at the fork's own place the first-held stays (refused)")
+        #expect(try !third.store.forks().contains { $0.sequence == 4 }, "no longer a fork")
 
         // The thief's tombstone past the limit takes back nothing of the owner's words.
         let tombstone = try Envelope.sign(by: laptop, sequence: 6, previous: genuine[4].id, dependencies: [], timestamp: 9_000, room: room,
