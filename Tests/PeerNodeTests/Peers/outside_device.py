@@ -180,9 +180,10 @@ async def as_device(node, held):
     plans = held["#plans"][0]
     epochs = {(event, epoch): key for room, event, epoch, key in grant["room_keys"] if room == plans}
     event_id, key1 = held["#plans epoch 1"]
-    check("and #plans' epoch keys: epoch 0 (the first key), 1 (from its invite event) and 2 (the kick)",
+    check("and #plans' epoch keys: epoch 0 (the first key), 1 (from its invite event), 2 (the kick), 3 (a second "
+          "invite) and 4 (the new key after that invitee's leave)",
           epochs.get((event_id, 1)) == key1 and held["#plans"][1] in [k for (_, e), k in epochs.items() if e == 0]
-          and sorted(e for _, e in epochs) == [0, 1, 2], sorted(e for _, e in epochs))
+          and sorted(e for _, e in epochs) == [0, 1, 2, 3, 4], sorted(e for _, e in epochs))
 
     link, seen = await linked(node, device, b"alice")
     mark = len(node.events)

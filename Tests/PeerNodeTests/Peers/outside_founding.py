@@ -9,7 +9,8 @@ import time
 
 from checks import check
 from outside_hostile import counter
-from outside_keys import ACCOUNTS_ID, ACCOUNTS_KEY, box_keypair, certificate, membership_event
+from outside_keys import ACCOUNTS_ID, ACCOUNTS_KEY, box_keypair, certificate, conversation_with, membership_event, read_invite_v2
+from outside_sealed import linked, opened_in
 from outside_wire import Identity, blake2b256, envelopes_message, make_envelope
 
 # A forger tries this many fresh signatures (each has a new nonce, so a new
@@ -103,3 +104,30 @@ async def later_device(node, account, link, plans, epoch1, first):
     listed = [e for e in node.events[mark:] if e.get("id") in ids]
     check("/history lists none of them", listed == [], listed)
 
+
+
+async def invitee_forger(node, plans, first, create_id):
+    """Alice invites a second identity of ours, which declines (a leave,
+    as §14 says a declined invite signs) and then signs a create of its
+    own with the first key it was given, ground below the founder's."""
+    erin = Identity()
+    link, seen = await linked(node, erin, b"erin")
+    room, key = conversation_with(erin, node.id)
+    node.send("/join #plans")
+    node.send(f"/invite {erin.public.hex()} #plans")
+
+    def pni2(kind, content, e):
+        return read_invite_v2(content) if kind == 7 else None
+    offer = await seen.find(opened_in(node.id, room, key, pni2))
+    check("an invitee gets the PNI2 with the room's keys", offer is not None and offer[0] == plans and offer[1] == first, offer)
+    if offer is None:
+        return
+    event_id, epoch, epoch_key = max(offer[2], key=lambda k: k[1])
+    leave, _ = make_envelope(erin, 14, membership_event(5, erin.public, 0, epoch, event_id, (), [(erin.public, erin.sequence + 1)]),
+                             room=plans, key=epoch_key)
+    mark = len(node.events)
+    await link.send(envelopes_message([leave]))
+    left = await node.wait(lambda e: e["type"] == "membership" and e.get("action") == "leave" and e.get("by") == erin.public.hex(), since=mark)
+    check("its leave (it declined) holds", left is not None, node.events[-3:])
+    await forged_create(node, erin, link, plans, first, create_id, "an invitee who declined")
+    await link.close()

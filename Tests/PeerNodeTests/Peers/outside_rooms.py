@@ -31,7 +31,7 @@ from outside_hostile import counter
 from outside_keys import (ACCOUNTS_ID, ACCOUNTS_KEY, box_keypair, certificate, conversation, conversation_with,
                           membership_event, read_invite_v2, read_membership, rekey, seal_open)
 from outside_device import as_device
-from outside_founding import commits, forged_create, later_device
+from outside_founding import commits, forged_create, invitee_forger, later_device
 from outside_revoked import broken_chain, past_limit_everywhere, revoked_fork
 from outside_invitee import declined, invited
 from outside_link import Node
@@ -170,6 +170,7 @@ async def members(node, me, link, seen):
           counter(stats, "room_post_refused") > before and not any(e.get("id") == late_id.hex() for e in node.events), before)
     await forged_create(node, me, link, plans, first, create[0]["id"], "a kicked member")
     await later_device(node, me, link, plans, epoch1, first)
+    await invitee_forger(node, plans, first, create[0]["id"])
 
 
 async def devices(node):
