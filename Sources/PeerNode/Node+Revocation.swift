@@ -101,15 +101,15 @@ extension Node {
     }
 
     /// Stores the envelopes of `device`'s named chain that this node kept only
-    /// as forks where it holds nothing (the genuine envelope after a thief's
-    /// fork, refused then as not linking): they are shown, and the chain
-    /// fills, so what depends on it (the revocation itself) is delivered.
-    /// The genuine envelope at the fork's own sequence stays a fork
-    /// (first-held); the fork there is refused.
+    /// as forks: where it holds nothing (the genuine envelope after a thief's
+    /// fork, refused then as not linking), and where it holds the thief's
+    /// fork itself (held first), which goes to the forks table in its place.
+    /// They are shown, and the chain fills, so what depends on it (the
+    /// revocation itself) is delivered.
     func promoteNamedChain(_ device: PublicKey) {
         guard let named = revokedHeads[device] else { return }
         var expected = named.id, sequence = named.sequence
-        var proven: [Envelope] = []
+        var proven: [Envelope] = [], replacing: [Envelope] = []
         while sequence >= 1 {
             let held = read("a revoked device's chain") { try store.envelope(by: device, sequence: sequence) }
             let link: Envelope
@@ -117,15 +117,18 @@ extension Node {
                 link = held
             } else if let kept = read("a revoked device's forks", { try store.fork(by: device, sequence: sequence, id: expected) }) {
                 link = kept
-                if held == nil { proven.append(kept) }
+                if held == nil { proven.append(kept) } else { replacing.append(kept) }
             } else {
                 break
             }
             expected = link.previous
             sequence -= 1
         }
-        guard !proven.isEmpty else { return }
-        do { _ = try store.insertProven(proven.reversed(), receivedAt: Self.now()) } catch {
+        guard !proven.isEmpty || !replacing.isEmpty else { return }
+        do {
+            for genuine in replacing { try store.replaceHeld(with: genuine) }
+            if !proven.isEmpty { _ = try store.insertProven(proven.reversed(), receivedAt: Self.now()) }
+        } catch {
             storeFailed("storing a revoked device's genuine envelopes", error)
         }
     }

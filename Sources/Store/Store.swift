@@ -199,30 +199,12 @@ public final class Store {
     /// Stores verified envelopes received from the network, in one transaction
     /// (`synchronous=NORMAL`: a power cut may lose the last batches, which
     /// gossip fetches again).
-    /// Stores envelopes a revoked device's named chain proves (docs/PROTOCOL.md
-    /// §15, "The named envelope"): each links up to the envelope the
-    /// revocation names, so a fork held below one (signed with the device's
-    /// key after the theft) does not keep it out; the genuine envelope was
-    /// kept as a fork when it came, and is one no longer. At a sequence
-    /// where another envelope is held, nothing changes (first-held).
-    public func insertProven(_ envelopes: [Envelope], receivedAt: UInt64) throws -> [InsertOutcome] {
-        provenLinks = Set(envelopes.map(\.id))
-        defer { provenLinks = [] }
-        return try writeTransaction {
-            let outcomes = try insertAll(envelopes, receivedAt: receivedAt)
-            for (e, outcome) in zip(envelopes, outcomes) where outcome.isNew {
-                try db.statement("DELETE FROM forks WHERE fork_id = ?1").bind(1, e.id.bytes).run()
-            }
-            return outcomes
-        }
-    }
-
     public func insert(_ envelopes: [Envelope], receivedAt: UInt64) throws -> [InsertOutcome] {
         try writeTransaction { try insertAll(envelopes, receivedAt: receivedAt) }
     }
 
     /// Inserts and delivers what is ready, in the caller's transaction.
-    private func insertAll(_ envelopes: [Envelope], receivedAt: UInt64) throws -> [InsertOutcome] {
+    func insertAll(_ envelopes: [Envelope], receivedAt: UInt64) throws -> [InsertOutcome] {
         var outcomes: [InsertOutcome] = []
         outcomes.reserveCapacity(envelopes.count)
         var pending: [Envelope] = []
@@ -381,7 +363,7 @@ public final class Store {
     }
 
     /// The one way an author's state changes.
-    private func setAuthor(_ key: PublicKey, _ state: AuthorState) {
+    func setAuthor(_ key: PublicKey, _ state: AuthorState) {
         if undo != nil, undo?.index(forKey: key) == nil { undo?[key] = .some(authors[key]) }
         authors[key] = state
         updateUndelivered(key)
@@ -496,7 +478,7 @@ public final class Store {
     /// an author can sign as many as it likes; one is proof enough.
     public static let maximumForksPerAuthor: Int64 = 16
 
-    private func recordFork(_ e: Envelope, author: Int64, kept: MessageID, reason: String, at time: UInt64) throws {
+    func recordFork(_ e: Envelope, author: Int64, kept: MessageID, reason: String, at time: UInt64) throws {
         let held = try db.statement("SELECT count(*) FROM forks WHERE author = ?1").bind(1, author).single { $0.int64(0) } ?? 0
         guard held < Self.maximumForksPerAuthor else { return }
         try db.statement(

@@ -188,6 +188,8 @@ struct DeviceClaimRulesTests {
         _ = try third.store.insert([genuine[0], genuine[1], fork3], receivedAt: 1)
         #expect(claim(genuine[0], on: third))
         _ = try third.store.insert([genuine[2], genuine[3], genuine[4]], receivedAt: 2)
+        _ = try third.indexNewMessages()
+        #expect(try third.search("forged", limit: 5).map(\.envelope.id) == [fork3.id], "the fork was shown and indexed before any revocation")
         _ = try third.store.insert([revocation], receivedAt: 3)
         #expect(third.acceptRevocation(revocation, try #require(third.open(revocation))) != nil)
         #expect(third.isRevoked(fork3), "the fork held first")
@@ -197,8 +199,12 @@ struct DeviceClaimRulesTests {
         #expect(try third.store.envelope(by: laptop.publicKey, sequence: 4)?.id == genuine[3].id)
         #expect(third.store.contiguous(of: laptop.publicKey) == 5)
         #expect(!third.isRevoked(genuine[3]))
-        #expect(try third.store.envelope(by: laptop.publicKey, sequence: 3)?.id == fork3.id, "at the fork's own place the first-held stays (refused)")
-        #expect(try !third.store.forks().contains { $0.sequence == 4 }, "no longer a fork")
+        #expect(try third.store.envelope(by: laptop.publicKey, sequence: 3)?.id == genuine[2].id, "the genuine 3 takes the fork's place")
+        #expect(!third.isRevoked(genuine[2]) && third.open(genuine[2]) != nil)
+        #expect(try third.store.forks().map(\.sequence) == [3], "the thief's fork is the one kept as a fork now")
+        #expect(third.isRevoked(fork3))
+        #expect(try third.search("forged", limit: 5).isEmpty && third.search("post", limit: 9).contains { $0.envelope.id == genuine[2].id },
+                "the index holds the genuine text in the fork's place")
 
         // The thief's tombstone past the limit takes back nothing of the owner's words.
         let tombstone = try Envelope.sign(by: laptop, sequence: 6, previous: genuine[4].id, dependencies: [], timestamp: 9_000, room: room,

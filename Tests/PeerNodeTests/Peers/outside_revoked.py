@@ -107,6 +107,9 @@ async def broken_chain(node):
     check("/search no longer finds the fork", rows == [], rows)
     rows = await listed(node, {fork_id.hex()})
     check("/history no longer lists it", rows == [], rows)
+    rows = await listed(node, {genuine3_id.hex()})
+    check("the genuine 3, refused as not linking when it came, is on the named chain: stored and listed now",
+          len(rows) == 1, rows)
     await link.close()
 
 
