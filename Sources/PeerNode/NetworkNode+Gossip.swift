@@ -186,11 +186,9 @@ extension NetworkNode {
             storedThisTurn = true
             if !forwardedAhead { core.stages.record(.forward, delivering - forwarding) }
         }
-        if !relay {
-            takeRevocationsStored(inserted.values.flatMap { $0.map(\.envelope) })
-            // A revoked device's genuine envelope refused as not linking (a fork of the thief's held below it) may be proven now.
-            for author in brokenAuthors where node.revokedHeads[author] != nil { node.promoteNamedChain(author) }
-        }
+        takeRevocationsStored(inserted.values.flatMap { $0.map(\.envelope) })
+        // A revoked device's genuine envelope refused as not linking (a fork of the thief's held below it) may be proven now.
+        for author in brokenAuthors where node.revokedHeads[author] != nil { node.promoteNamedChain(author) }
         showDeliveries()
         if !inserted.isEmpty, !relay { core.stages.record(.deliver, monotonicNow() - delivering) }
     }
@@ -201,11 +199,16 @@ extension NetworkNode {
     /// refused as not linking) never fills, so the revocation would never
     /// be delivered. Limits do not depend on order, so taking one early
     /// changes nothing but when. Only those whose device's claim is known
-    /// (the others are taken at delivery, or refused there).
+    /// (the others are taken at delivery, or refused there). A relay, which
+    /// delivers nothing to show, takes claims here too: it reads the
+    /// accounts room like everyone, and with the revocations it honours no
+    /// revoked device's tombstone past its limit, so a thief cannot erase
+    /// its owner's words through it.
     private func takeRevocationsStored(_ stored: [Envelope]) {
         var events: [NodeEvent] = []
         var kept = false
         for e in stored where e.room == node.accountsRoom {
+            if relay, let opened = node.open(e), opened.kind == .device { _ = node.acceptDeviceClaim(e, opened) }
             guard let opened = node.open(e), opened.kind == .revoke, let revocation = DeviceRevocation.decode(opened.content),
                   node.people.account(revocation.device) != revocation.device,
                   node.people.account(revocation.device) == node.people.account(e.author),
@@ -215,7 +218,7 @@ extension NetworkNode {
                 events.append(.deviceRevoked(node.people[row.device], device: row.device, by: row.by, last: node.revokedAfter[row.device] ?? row.last))
             }
         }
-        guard kept else { return }
+        guard kept, !relay else { return }
         conversationKeysChanged()
         emit(events)
     }

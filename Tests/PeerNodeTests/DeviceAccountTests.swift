@@ -1,5 +1,7 @@
+import Crypto
 import Foundation
 import Glibc
+@testable import Store
 import TestSupport
 import Testing
 
@@ -233,7 +235,17 @@ struct DeviceAccountTests {
         }
         bob.send("/whois alice")
         #expect(await bob.wait { $0["type"] == "device_listed" && $0["device"] == laptop.id && $0["state"] == "revoked" } != nil, "\(bob.recent(4))")
+        // The revoked laptop takes back its earlier message: its tombstone is past its limit, and erases
+        // nothing anywhere, the relay included (which takes claims and revocations as it stores them).
+        let hello = laptop.events.value.first { $0["type"] == "message" && $0["text"] == "hello from the laptop" }
+        let number = try #require(hello?["n"]), sequence = try #require(hello?["seq"].flatMap { UInt64($0) })
+        laptop.send("/delete \(number)")
+        #expect(await counterAtLeast(bob, "revoked_refused", 2), "\(bob.recent(5))")
         for n in [desktop, laptop, bob] { _ = await n.quit() }
+        _ = await relay.terminate()
+        let relayStore = try Store(directory: try DataDirectory(path: three.relayDir.path))
+        let held = try relayStore.envelope(by: try PublicKey(bytes: try Hex.decode(laptopID)), sequence: sequence)
+        #expect(held != nil && held?.isPruned == false, "the relay erased the laptop's message for its thief")
 
         // Only the account's own machine links devices.
         let third = try await PeerNodeProcess.run(["device", "add", "--data-dir", laptopDir.path, "--listen", "127.0.0.1:0", "--no-discovery"])
