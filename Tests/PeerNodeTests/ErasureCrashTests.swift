@@ -19,12 +19,20 @@ struct ErasureCrashTests {
         """)
     func killedAfterDelete() async throws {
         let dirs = (0..<3).map { _ in TemporaryDirectory() }
-        // A fixed port, so a relay restarted after its kill is found where the nodes dial it.
-        let port = try freeLoopbackPort()
-        let relayArguments = ["relay", "--data-dir", dirs[0].path, "--listen", "127.0.0.1:\(port)", "--metrics-listen", "127.0.0.1:0",
+        // A fixed port, so a relay restarted after its kill is found where the nodes dial it. A port free when
+        // picked can be taken by a test running beside this one before the relay binds it: then another.
+        var port: UInt16 = 0, relayArguments: [String] = [], relay: RelayProcess?
+        for _ in 0..<5 where relay == nil {
+            port = try freeLoopbackPort()
+            relayArguments = ["relay", "--data-dir", dirs[0].path, "--listen", "127.0.0.1:\(port)", "--metrics-listen", "127.0.0.1:0",
                               "--no-discovery", "--log-format", "json"]
-        var relay = try RelayProcess(commandLine: relayArguments)
-        #expect(await relay.ready() != nil)
+            let started = try RelayProcess(commandLine: relayArguments)
+            if await started.ready() != nil { relay = started } else { _ = await started.terminate() }
+        }
+        guard var relay else {
+            Issue.record("no relay could listen on a free port in five tries")
+            return
+        }
         func node(_ i: Int, _ nick: String) throws -> NodeProcess {
             try NodeProcess(dir: dirs[i].path, ["--nick", nick, "--max-links", "0", "--peer", "ws://127.0.0.1:\(port)"])
         }
