@@ -117,11 +117,13 @@ public struct DeviceRevocation: Equatable, Sendable {
         return w.bytes
     }
 
-    /// Nil for anything but exactly 40 or 72 bytes (and, in the longer form,
-    /// a named envelope when `last` is 0, which names none).
+    /// Nil for anything but exactly 40 or 72 bytes, a `last` past
+    /// `Envelope.maximumSequence` (like every sequence from the network),
+    /// and, in the longer form, a named envelope when `last` is 0, which names none.
     public static func decode(_ bytes: [UInt8]) -> DeviceRevocation? {
         guard bytes.count == size || bytes.count == sizeNamingLast, let device = try? PublicKey(bytes: bytes[0..<32]) else { return nil }
         let last = bytes[32..<40].reduce(0) { $0 << 8 | UInt64($1) }
+        guard last <= Envelope.maximumSequence else { return nil }
         guard bytes.count == sizeNamingLast else { return DeviceRevocation(device: device, last: last) }
         guard last > 0, let id = try? MessageID(bytes: bytes[40..<72]) else { return nil }
         return DeviceRevocation(device: device, last: last, lastID: id)

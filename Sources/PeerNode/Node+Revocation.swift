@@ -88,7 +88,7 @@ extension Node {
     /// here because a fork of the thief's was held first is kept so), and
     /// says whether `e` is on it.
     private func onNamedChain(_ e: Envelope, named: (sequence: UInt64, id: MessageID)) -> Bool {
-        var chain = namedChains[e.author] ?? NamedChain(ids: [:], floor: named.sequence + 1, below: named.id)
+        var chain = namedChains[e.author] ?? NamedChain(ids: [:], floor: named.sequence &+ 1, below: named.id)
         while chain.floor > e.sequence, chain.floor > 1 {
             let sequence = chain.floor - 1
             guard let link = chainEnvelope(e.author, sequence, chain.below) else { break }

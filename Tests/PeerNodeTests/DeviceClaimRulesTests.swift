@@ -221,6 +221,11 @@ struct DeviceClaimRulesTests {
                     DeviceRevocation(device: laptop.publicKey, last: 0, lastID: genuine[4].id).encoded] {
             #expect(DeviceRevocation.decode(bad) == nil, "\(bad.count) bytes")
         }
+        // `last` at the limit every sequence from the network has, and one past it (which would overflow the chain's walk).
+        let top = Envelope.maximumSequence
+        #expect(DeviceRevocation.decode(DeviceRevocation(device: laptop.publicKey, last: top, lastID: genuine[4].id).encoded) != nil)
+        #expect(DeviceRevocation.decode(DeviceRevocation(device: laptop.publicKey, last: top + 1, lastID: genuine[4].id).encoded) == nil)
+        #expect(DeviceRevocation.decode(DeviceRevocation(device: laptop.publicKey, last: .max).encoded) == nil)
     }
 
     @Test("a new conversation key: only the account key announces it, in the accounts room, past its newest epoch; a device of the account takes the secret sealed to it; 64 devices decode, 65 do not")
