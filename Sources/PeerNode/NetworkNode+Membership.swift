@@ -57,6 +57,9 @@ extension NetworkNode {
             node.refusedMembership &+= 1
             return []
         }
+        if [.kick, .ban, .leave].contains(event.action) {
+            do { try node.fileRefusedPosts(in: e.room, of: event.target) } catch { node.storeFailed("filing a removed member's refused posts", error) }
+        }
         return [.membershipChanged(room: name, by: node.people[e.author], action: event.actionName, target: node.people[event.target], epoch: event.epoch)]
     }
 

@@ -107,6 +107,23 @@ extension Node {
         roomEpochKeys[room, default: [:]][event] = (epoch, key)
     }
 
+    /// After a removal of `removed` in `room` holds: its devices' posts there
+    /// that no longer stand (past the cut, or from a device it did not name),
+    /// filed as messages before it came, are filed as sealed, so they count
+    /// in no unread number and give no preview (`open` refuses them anyway).
+    /// Returns how many.
+    @discardableResult
+    func fileRefusedPosts(in room: RoomID, of removed: PublicKey) throws -> Int {
+        var filed = 0
+        for device in try devices(of: removed) {
+            for e in try store.messages(by: device.device, in: room) where open(e) == nil {
+                try store.fileAsRefused(e)
+                filed += 1
+            }
+        }
+        return filed
+    }
+
     /// The private room named `name` of ours.
     func privateRoom(named name: RoomName) throws -> RoomID {
         guard let id = privateRooms.first(where: { $0.value.name == name })?.key else { throw NodeError.notYourPrivateRoom(name) }

@@ -50,6 +50,26 @@ extension Store {
         return db.changes
     }
 
+    /// `author`'s messages (texts, actions, replies) in `room`, for a check of
+    /// their standing after a removal.
+    public func messages(by author: PublicKey, in room: RoomID) throws -> [Envelope] {
+        guard let row = authors[author]?.rowid, let roomRow = roomRows[room] else { return [] }
+        let s = try db.statement(
+            "SELECT bytes FROM envelopes WHERE author = ?1 AND room = ?2 AND kind IN (\(Kind.text.rawValue), \(Kind.action.rawValue), \(Kind.reply.rawValue))"
+        ).bind(1, row).bind(2, roomRow)
+        var out: [Envelope] = []
+        while try s.step() { out.append(try Envelope.decode(s.blob(0), verification: .trustedStorage)) }
+        return out
+    }
+
+    /// Files one envelope as sealed (a post that no longer stands): it counts
+    /// in no unread number and gives no preview; its number stays.
+    public func fileAsRefused(_ e: Envelope) throws {
+        guard let row = authors[e.author]?.rowid else { return }
+        try db.statement("UPDATE envelopes SET kind = \(Self.sealedKind) WHERE author = ?1 AND sequence = ?2")
+            .bind(1, row).bind(2, Int64(clamping: e.sequence)).run()
+    }
+
     /// How many envelopes are stored with a sealed kind (for `/stats` and tests).
     public func sealedCount() throws -> Int {
         Int(try db.integer("SELECT count(*) FROM envelopes WHERE kind = \(Self.sealedKind)"))

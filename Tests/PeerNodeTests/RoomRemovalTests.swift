@@ -218,6 +218,37 @@ struct RoomRemovalTests {
         withExtendedLifetime(dir) {}
     }
 
+    @Test("a removal that names less than this node holds (made on another node): the removed member's posts past its limit, filed as messages when they came, no longer count as unread")
+    func removalRefilesPosts() throws {
+        let dir = TemporaryDirectory()
+        let node = try Self.life.node(dir)
+        let carol = try SigningKey.generate()
+        let name = try RoomName("#race")
+        try node.createPrivateRoom(name)
+        _ = try node.invite(carol.publicKey, to: name)
+        let room = try node.privateRoom(named: name)
+        let head = try #require(node.memberships[room]?.head)
+        let key = try #require(node.roomPostingKeys[room])
+        // Carol's two posts, sealed with the epoch she was invited at: both stand, both unread.
+        var posts: [Envelope] = []
+        for n in 1...2 {
+            let body = try SealedBody.seal(kind: .text, content: Array("carol \(n)".utf8), key: key, author: carol.publicKey, room: room)
+            posts.append(try Envelope.sign(by: carol, sequence: UInt64(n), previous: posts.last?.id ?? .zero, dependencies: [],
+                                           timestamp: Node.now(), room: room, erases: [], body: body))
+        }
+        _ = try node.store.insert(posts, receivedAt: 1)
+        #expect(try node.store.unreadCount(of: room, me: node.me) == 2)
+        // A kick made where only her first post was held: limit 1.
+        let kick = MembershipEvent(action: .kick, target: carol.publicKey, role: .member, epoch: head.epoch + 1, parent: head.event,
+                                   keys: [], limits: [.init(device: carol.publicKey, last: 1)])
+        _ = try node.appendOwn(room: room, kind: .membership, content: kick.encoded, key: key)
+        try node.recomputeMembership(room)
+        #expect(node.open(posts[1]) == nil && node.open(posts[0]) != nil)
+        #expect(try node.fileRefusedPosts(in: room, of: carol.publicKey) == 1)
+        #expect(try node.store.unreadCount(of: room, me: node.me) == 1)
+        withExtendedLifetime(dir) {}
+    }
+
     @Test("an invite with epochs: 900 keys and a name round-trip and fit a body; a count of 901 is not an invite; the plain layout still reads")
     func inviteLimit() throws {
         let room = try RoomID(bytes: [UInt8](repeating: 1, count: 32))
