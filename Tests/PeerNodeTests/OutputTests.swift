@@ -3,6 +3,7 @@ import Glibc
 @testable import PeerNode
 import Reactor
 import Synchronization
+import TestSupport
 import Testing
 
 /// `Output` on a real pipe whose reader has stopped: the caller never
@@ -11,9 +12,13 @@ import Testing
 @Suite("Output: a slow or gone reader of stdout")
 struct OutputTests {
     /// A pipe whose buffer is already full, so the writer's first write waits.
+    /// Close-on-exec from the start (`Child.closeOnExecPipe`): a child another test spawns
+    /// meanwhile would hold the write end open, and the reader here would
+    /// wait for an end of file that never came (this test failed so under
+    /// the full parallel suite).
     static func fullPipe() throws -> (read: Int32, write: Int32) {
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw POSIXError(.EIO) }
+        let (readEnd, writeEnd) = try Child.closeOnExecPipe()
+        let fds = [readEnd, writeEnd]
         let flags = fcntl(fds[1], F_GETFL)
         _ = fcntl(fds[1], F_SETFL, flags | O_NONBLOCK)
         let chunk = [UInt8](repeating: 0x2e, count: 4096)
@@ -49,8 +54,8 @@ struct OutputTests {
 
     @Test("with room in the pipe, lines up to directWriteLimit bytes are written by the caller (readable as it returns, no writer thread); one byte past, or a full pipe, goes through the writer, in order")
     func directWrite() throws {
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw POSIXError(.EIO) }
+        let made = try Child.closeOnExecPipe()
+        let fds = [made.read, made.write]
         let readFlags = fcntl(fds[0], F_GETFL)
         _ = fcntl(fds[0], F_SETFL, readFlags | O_NONBLOCK)
         let out = Output(descriptor: fds[1])
@@ -119,8 +124,8 @@ struct OutputTests {
     @Test("a reader that closed the pipe: reported once, later lines dropped without waiting, finish returns")
     func closed() throws {
         signal(SIGPIPE, SIG_IGN)  // as the node does: EPIPE instead of death
-        var fds: [Int32] = [0, 0]
-        #expect(pipe(&fds) == 0)
+        let made = try Child.closeOnExecPipe()
+        let fds = [made.read, made.write]
         close(fds[0])
         let out = Output(descriptor: fds[1])
         let reports = Mutex(0)

@@ -205,6 +205,11 @@ public final class Child: @unchecked Sendable {
 
     private static let ignoreBrokenPipes: Void = { _ = Glibc.signal(SIGPIPE, SIG_IGN) }()
 
+    /// A pipe both of whose ends are close-on-exec from the start, so no
+    /// child any test spawns holds one open (a reader would then never see
+    /// the end of file).
+    public static func closeOnExecPipe() throws -> (read: Int32, write: Int32) { try pipe() }
+
     private static func pipe() throws -> (read: Int32, write: Int32) {
         var fds: [Int32] = [0, 0]
         // pipe2 is not in Swift's Glibc module; the spawn lock keeps another
