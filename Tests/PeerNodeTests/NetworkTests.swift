@@ -164,7 +164,9 @@ struct NetworkTests {
         let first = try #require(a.events.value.first { $0["text"] == "first" })
         for message in [first, second] {
             for state in ["delivered", "read"] {
-                #expect(await a.wait(timeout: 10) { $0["type"] == "receipt" && $0["id"] == message["id"] && $0["state"] == state } != nil,
+                // A receipt waits for a quiet moment on the links (at most `backgroundDeferral`, 10 s): 10 s was too
+                // tight a budget under the full parallel suite, where it failed once.
+                #expect(await a.wait(timeout: 30) { $0["type"] == "receipt" && $0["id"] == message["id"] && $0["state"] == state } != nil,
                         "\(state) for \(message["text"] ?? "")")
             }
         }
