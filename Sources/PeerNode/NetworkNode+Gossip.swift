@@ -208,15 +208,11 @@ extension NetworkNode {
         var events: [NodeEvent] = []
         var kept = false
         for e in stored where e.room == node.accountsRoom {
-            if relay, let opened = node.open(e), opened.kind == .device { _ = node.acceptDeviceClaim(e, opened) }
-            guard let opened = node.open(e), opened.kind == .revoke, let revocation = DeviceRevocation.decode(opened.content),
-                  node.people.account(revocation.device) != revocation.device,
-                  node.people.account(revocation.device) == node.people.account(e.author),
-                  let row = node.acceptRevocation(e, opened) else { continue }
+            guard let opened = node.open(e) else { continue }
+            if relay, opened.kind == .device { _ = node.acceptDeviceClaim(e, opened) }
+            guard let row = node.takeRevocationEarly(e, opened) else { continue }
             kept = true
-            if node.revocationIsNews(row.device) {
-                events.append(.deviceRevoked(node.people[row.device], device: row.device, by: row.by, last: node.revokedAfter[row.device] ?? row.last))
-            }
+            if let event = revokedEvent(row) { events.append(event) }
         }
         guard kept, !relay else { return }
         conversationKeysChanged()

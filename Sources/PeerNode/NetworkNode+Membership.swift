@@ -58,7 +58,7 @@ extension NetworkNode {
             return []
         }
         if [.kick, .ban, .leave].contains(event.action) {
-            do { try node.fileRefusedPosts(in: e.room, of: event.target) } catch { node.storeFailed("filing a removed member's refused posts", error) }
+            do { try node.fileRefusedPosts(in: e.room, of: event.target) } catch { node.storeFailures.failed("filing a removed member's refused posts", error) }
         }
         return [.membershipChanged(room: name, by: node.people[e.author], action: event.actionName, target: node.people[event.target], epoch: event.epoch)]
     }

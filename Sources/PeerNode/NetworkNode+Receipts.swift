@@ -42,7 +42,7 @@ extension NetworkNode {
             log.warning("moving the read mark failed: \(error)")
             return
         }
-        if let name = node.roomName(room), node.read("a room's unread count", { try node.store.unreadCount(of: room, me: node.me) }) == 0 {
+        if let name = node.roomName(room), node.storeFailures.read("a room's unread count", { try node.store.unreadCount(of: room, me: node.me) }) == 0 {
             activity.seen(name.value)
         }
     }

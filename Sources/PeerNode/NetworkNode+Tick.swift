@@ -28,7 +28,7 @@ extension NetworkNode {
         let now = monotonic()
         checkStoreSize()
         // A store failure met in the background is said now, not at the next line shown.
-        if node.unsaidStoreFailure != nil { emit([]) }
+        if node.storeFailures.unsaid != nil { emit([]) }
         // Background work (the search index, receipts: each a write, a receipt
         // also an fsync) waits for a quiet moment on the links, so it does not
         // hold up messages passing through; it waits no longer than
@@ -39,7 +39,7 @@ extension NetworkNode {
             sendReceipts(now: now)
             // Erased bodies leave the files: the index merged, the WAL truncated.
             if node.store.hasUnpurgedErasures, now >= nextErasurePurge {
-                do { try node.store.purgeErased() } catch { node.storeFailed("purging erased messages from the files", error) }
+                do { try node.store.purgeErased() } catch { node.storeFailures.failed("purging erased messages from the files", error) }
                 let took = monotonic() - now
                 nextErasurePurge = now + max(Self.erasurePurgeInterval, took / Self.erasurePurgeShare)
             }

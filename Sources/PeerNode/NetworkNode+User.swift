@@ -52,17 +52,28 @@ extension NetworkNode {
         for stored in batch where stored.envelope.room == node.accountsRoom {
             let e = stored.envelope
             guard let opened = node.open(e) else { continue }
-            early.tried.insert(e.id)
             switch opened.kind {
             case .device:
+                early.tried.insert(e.id)
                 if let row = node.acceptDeviceClaim(e, opened) { early.claims[e.id] = row }
             case .revoke:
-                if let row = node.acceptRevocation(e, opened) { early.revocations[e.id] = row }
+                // One whose claim is not known yet is left to its place in the batch.
+                if let row = node.takeRevocationEarly(e, opened) {
+                    early.tried.insert(e.id)
+                    early.revocations[e.id] = row
+                }
             default:
                 break
             }
         }
         return early
+    }
+
+    /// The line for a kept revocation, once per change of the device's limit
+    /// (its two forms, 40 and 72 bytes, are told once).
+    func revokedEvent(_ row: Store.RevocationRow) -> NodeEvent? {
+        guard node.revocationIsNews(row.device) else { return nil }
+        return .deviceRevoked(node.people[row.device], device: row.device, by: row.by, last: node.revokedAfter[row.device] ?? row.last)
     }
 
     /// Claims and revocations of a batch already taken (`accountsFirst`), by envelope.
@@ -102,8 +113,7 @@ extension NetworkNode {
         case .revoke:
             guard let row = early.revocations[e.id] ?? (early.tried.contains(e.id) ? nil : node.acceptRevocation(e, opened)) else { return [] }
             conversationKeysChanged()
-            guard node.revocationIsNews(row.device) else { return [] }
-            return [.deviceRevoked(node.people[row.device], device: row.device, by: row.by, last: node.revokedAfter[row.device] ?? row.last)]
+            return revokedEvent(row).map { [$0] } ?? []
         case .rekey:
             if node.acceptConversationKey(e, opened) { conversationKeysChanged() }
             return []
@@ -365,7 +375,7 @@ extension NetworkNode {
     func flushOwn() {
         // Our own chain has no gaps: its contiguous end (kept in memory) is its head.
         while node.store.contiguous(of: node.me) > sentOwnUpTo {
-            let mine = node.read("our own envelopes to send") { try node.store.envelopes(from: node.me, startingAt: sentOwnUpTo + 1, limit: 64) } ?? []
+            let mine = node.storeFailures.read("our own envelopes to send") { try node.store.envelopes(from: node.me, startingAt: sentOwnUpTo + 1, limit: 64) } ?? []
             guard !mine.isEmpty else { return }
             for e in mine { sendOwn(e) }
         }
@@ -438,7 +448,7 @@ extension NetworkNode {
         if node.refusedRevocations > 0 { all["revoke_refused"] = node.refusedRevocations }
         if node.refusedRevoked > 0 { all["revoked_refused"] = node.refusedRevoked }
         if node.refusedFilingFailures > 0 { all["revoked_filing_failed"] = node.refusedFilingFailures }
-        if node.storeReadFailures > 0 { all["store_read_failed"] = node.storeReadFailures }
+        if node.storeFailures.count > 0 { all["store_read_failed"] = node.storeFailures.count }
         if node.refusedRoomPosts > 0 { all["room_post_refused"] = node.refusedRoomPosts }
         if node.refusedRekeys > 0 { all["rekey_refused"] = node.refusedRekeys }
         if node.refusedMembership > 0 { all["membership_refused"] = node.refusedMembership }

@@ -447,7 +447,7 @@ final class NetworkNode: @unchecked Sendable {
     func readLogged<T>(_ what: String, _ body: () throws -> T) -> T? {
         do { return try body() } catch {
             // Counted and said with the next output (`emit`), which logs it too.
-            node.storeFailed("reading \(what)", error)
+            node.storeFailures.failed("reading \(what)", error)
             return nil
         }
     }
@@ -456,9 +456,9 @@ final class NetworkNode: @unchecked Sendable {
     func emit(_ events: NodeEvent...) { emit(events) }
 
     func emit(_ events: [NodeEvent]) {
-        // A store failure that a path which cannot throw met is said with the next output (`Node.read`).
+        // A store failure that a path which cannot throw met is said with the next output (`StoreFailures`).
         var events = events
-        if let failure = node.takeStoreFailure() {
+        if let failure = node.storeFailures.take() {
             log.warning(failure)
             events.insert(.failed(failure), at: 0)
         }

@@ -58,7 +58,7 @@ extension Node {
     func deviceName(_ device: PublicKey) -> String? {
         let account = people.account(device)
         guard account != device else { return nil }
-        return read("an account's devices") { try store.devices(of: account) }?.first { $0.device == device }?.name
+        return storeFailures.read("an account's devices") { try store.devices(of: account) }?.first { $0.device == device }?.name
     }
 
     /// What this account hands a device it links: a certificate for

@@ -68,7 +68,7 @@ extension Node {
     /// be computed only by its two parties, and the inviter's is checked
     /// directly (`forgedPrivateRoom`).
     func learnVersion1RoomsOfKnownAuthors() {
-        guard let authors = read("the authors held", { try store.vectorClock().entries.keys }), authors.count != version1RoomsMapped else { return }
+        guard let authors = storeFailures.read("the authors held", { try store.vectorClock().entries.keys }), authors.count != version1RoomsMapped else { return }
         version1RoomsMapped = authors.count
         for author in authors where author != me { dmPeers[RoomID.directVersion1(me, author, network: network)] = author }
     }
@@ -78,7 +78,7 @@ extension Node {
     /// more authors or epochs are known): for envelopes of ours, from any of
     /// our devices, whose other party is not known from the envelope.
     private func learnConversationsOfKnownAuthors() {
-        guard let authors = read("the authors held", { try store.vectorClock().entries.keys }), authors.count != conversationsMapped else { return }
+        guard let authors = storeFailures.read("the authors held", { try store.vectorClock().entries.keys }), authors.count != conversationsMapped else { return }
         conversationsMapped = authors.count
         for author in Set(authors.map { people.account($0) }) { mapConversations(with: author) }
     }

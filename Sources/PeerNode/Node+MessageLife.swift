@@ -75,7 +75,7 @@ extension Node {
         guard opened.kind == .edit, let edit = try? MessageEdit.decode(opened.content),
               edit.original.author == e.author, edit.original.sequence < e.sequence,
               let original = referenced(edit.original, from: e),
-              let earlier = read("a message's edits", { try store.edits(by: e.author, of: original.sequence) }) else {
+              let earlier = storeFailures.read("a message's edits", { try store.edits(by: e.author, of: original.sequence) }) else {
             refusedEdits &+= 1
             return nil
         }
@@ -91,8 +91,8 @@ extension Node {
     /// accepted edit (the envelope, and the text it gave).
     func versions(of original: Envelope) -> [(envelope: Envelope, text: PeerText)] {
         guard let opened = open(original), opened.isMessage else { return [] }
-        let edits = (read("a message's edits") { try store.edits(by: original.author, of: original.sequence) } ?? []).compactMap { sequence -> (Envelope, PeerText)? in
-            guard let edit = read("an edit", { try store.envelope(by: original.author, sequence: sequence) }), let o = open(edit),
+        let edits = (storeFailures.read("a message's edits") { try store.edits(by: original.author, of: original.sequence) } ?? []).compactMap { sequence -> (Envelope, PeerText)? in
+            guard let edit = storeFailures.read("an edit", { try store.envelope(by: original.author, sequence: sequence) }), let o = open(edit),
                   let parsed = try? MessageEdit.decode(o.content) else { return nil }
             return (edit, PeerText(String(decoding: parsed.text, as: UTF8.self)))
         }
@@ -101,8 +101,8 @@ extension Node {
 
     /// The text a message shows now: its latest edit's, if it has one.
     func currentText(of original: Envelope, opened: OpenedEnvelope) -> (text: PeerText, edited: Bool) {
-        guard let last = read("a message's edits", { try store.edits(by: original.author, of: original.sequence) })?.last,
-              let edit = read("an edit", { try store.envelope(by: original.author, sequence: last) }), let o = open(edit),
+        guard let last = storeFailures.read("a message's edits", { try store.edits(by: original.author, of: original.sequence) })?.last,
+              let edit = storeFailures.read("an edit", { try store.envelope(by: original.author, sequence: last) }), let o = open(edit),
               let parsed = try? MessageEdit.decode(o.content) else { return (opened.text, false) }
         return (PeerText(String(decoding: parsed.text, as: UTF8.self)), true)
     }
@@ -122,7 +122,7 @@ extension Node {
         // What does not stand (a revoked device's, a post its author could not have written) is found by nobody.
         guard let o = open(stored.envelope) else { return nil }
         guard o.kind == .edit else { return stored }
-        guard let edit = try? MessageEdit.decode(o.content), let original = read("an edited message", { try store.delivered(id: edit.original.id) }),
+        guard let edit = try? MessageEdit.decode(o.content), let original = storeFailures.read("an edited message", { try store.delivered(id: edit.original.id) }),
               original.envelope.author == stored.envelope.author else { return nil }
         return original
     }
@@ -138,6 +138,6 @@ extension Node {
 
     /// The ids of the envelopes a tombstone erased that this node holds.
     func erasedIDs(by tombstone: Envelope) -> [MessageID] {
-        tombstone.erases.compactMap { sequence in read("an erased envelope") { try store.envelope(by: tombstone.author, sequence: sequence) }?.id }
+        tombstone.erases.compactMap { sequence in storeFailures.read("an erased envelope") { try store.envelope(by: tombstone.author, sequence: sequence) }?.id }
     }
 }

@@ -69,7 +69,7 @@ extension Node {
     /// written). This run goes on as it is: it still reads what it wrote.
     func ownSyncFailed() {
         sendsBeforeSync = false
-        do { try store.setSetting(Self.ownHistoryUnsureSetting, me.hex) } catch { storeFailed("noting that our history is unsure", error) }
+        do { try store.setSetting(Self.ownHistoryUnsureSetting, me.hex) } catch { storeFailures.failed("noting that our history is unsure", error) }
     }
 
     /// At a clean stop, after the last own envelope: everything of ours is

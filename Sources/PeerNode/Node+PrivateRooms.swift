@@ -169,7 +169,7 @@ extension Node {
     /// already has a room of that name (public or private), `name-2`, `name-3`….
     func accept(_ pending: Store.PendingInvite) throws -> RoomName {
         defer {
-            do { try store.removePendingInvite(pending.room) } catch { storeFailed("forgetting an answered invite", error) }
+            do { try store.removePendingInvite(pending.room) } catch { storeFailures.failed("forgetting an answered invite", error) }
         }
         if let known = privateRooms[pending.room] { return known.name }
         let asked = try RoomName(pending.name)

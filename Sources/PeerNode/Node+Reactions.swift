@@ -62,7 +62,7 @@ extension Node {
         let recorded: Store.ReactionOutcome
         do { recorded = try store.recordReaction(target: reaction.target, reactor: e.author, reaction: reaction.reaction, sequence: e.sequence) } catch {
             // A write that failed: not applied, and said (the reaction is not lost: it is stored, and applied again at the next join).
-            storeFailed("recording a reaction", error)
+            storeFailures.failed("recording a reaction", error)
             return nil
         }
         switch recorded {
@@ -79,7 +79,7 @@ extension Node {
     /// page at a time. Ones applied already change nothing.
     func applyJoinedRoomActions(_ room: RoomID) {
         var after: Int64 = 0
-        while let page = read("a room's edits and reactions", { try store.delivered(in: room, kinds: [.edit, .reaction], after: after, limit: Self.indexPage) }),
+        while let page = storeFailures.read("a room's edits and reactions", { try store.delivered(in: room, kinds: [.edit, .reaction], after: after, limit: Self.indexPage) }),
               let last = page.last {
             after = last.delivery
             for stored in page {
@@ -91,15 +91,15 @@ extension Node {
 
     /// The message `ref` names, if it is here, in `e`'s room, not deleted, and a message.
     func referenced(_ ref: MessageRef, from e: Envelope) -> Envelope? {
-        guard let target = read("a message referred to", { try store.envelope(by: ref.author, sequence: ref.sequence) }), target.id == ref.id,
-              target.room == e.room, !target.isPruned, read("an erasure", { try store.erasedBy(ref.author, ref.sequence) }) == nil,
+        guard let target = storeFailures.read("a message referred to", { try store.envelope(by: ref.author, sequence: ref.sequence) }), target.id == ref.id,
+              target.room == e.room, !target.isPruned, storeFailures.read("an erasure", { try store.erasedBy(ref.author, ref.sequence) }) == nil,
               open(target)?.isMessage == true else { return nil }
         return target
     }
 
     /// The reactions standing on `e`, most given first.
     func reactions(to e: Envelope) -> [(reaction: String, by: [PublicKey])] {
-        read("a message's reactions") { try store.reactions(to: e.author, sequence: e.sequence) } ?? []
+        storeFailures.read("a message's reactions") { try store.reactions(to: e.author, sequence: e.sequence) } ?? []
     }
 
     /// What a reply shows of the message it answers (nil: `e` is no reply).
@@ -108,8 +108,8 @@ extension Node {
         let ref = reply.target
         if let target = referenced(ref, from: e), let o = open(target) { return Quote(target: ref, state: .here(currentText(of: target, opened: o).text)) }
         // Held here and in the room, but erased: deleted; anything else is not here (yet).
-        guard let held = read("a message replied to", { try store.envelope(by: ref.author, sequence: ref.sequence) }), held.id == ref.id, held.room == e.room,
-              held.isPruned || read("an erasure", { try store.erasedBy(ref.author, ref.sequence) }) != nil else { return Quote(target: ref, state: .missing) }
+        guard let held = storeFailures.read("a message replied to", { try store.envelope(by: ref.author, sequence: ref.sequence) }), held.id == ref.id, held.room == e.room,
+              held.isPruned || storeFailures.read("an erasure", { try store.erasedBy(ref.author, ref.sequence) }) != nil else { return Quote(target: ref, state: .missing) }
         return Quote(target: ref, state: .deleted)
     }
 }

@@ -91,7 +91,7 @@ extension Node {
         var chain = namedChains[e.author] ?? NamedChain(ids: [:], floor: named.sequence &+ 1, below: named.id)
         while chain.floor > e.sequence, chain.floor > 1 {
             let sequence = chain.floor - 1
-            guard let link = chainEnvelope(e.author, sequence, chain.below) else { break }
+            guard let (link, _) = chainLink(e.author, sequence, chain.below) else { break }
             chain.ids[sequence] = link.id
             chain.floor = sequence
             chain.below = link.previous
@@ -110,17 +110,8 @@ extension Node {
         guard let named = revokedHeads[device] else { return }
         var expected = named.id, sequence = named.sequence
         var proven: [Envelope] = [], replacing: [Envelope] = []
-        while sequence >= 1 {
-            let held = read("a revoked device's chain") { try store.envelope(by: device, sequence: sequence) }
-            let link: Envelope
-            if let held, held.id == expected {
-                link = held
-            } else if let kept = read("a revoked device's forks", { try store.fork(by: device, sequence: sequence, id: expected) }) {
-                link = kept
-                if held == nil { proven.append(kept) } else { replacing.append(kept) }
-            } else {
-                break
-            }
+        while sequence >= 1, let (link, held) = chainLink(device, sequence, expected) {
+            if held == nil { proven.append(link) } else if held?.id != link.id { replacing.append(link) }
             expected = link.previous
             sequence -= 1
         }
@@ -129,14 +120,17 @@ extension Node {
             for genuine in replacing { try store.replaceHeld(with: genuine) }
             if !proven.isEmpty { _ = try store.insertProven(proven.reversed(), receivedAt: Self.now()) }
         } catch {
-            storeFailed("storing a revoked device's genuine envelopes", error)
+            storeFailures.failed("storing a revoked device's genuine envelopes", error)
         }
     }
 
-    /// `author`'s envelope at `sequence` with id `id`: the held one, or a fork kept.
-    private func chainEnvelope(_ author: PublicKey, _ sequence: UInt64, _ id: MessageID) -> Envelope? {
-        if let held = read("a revoked device's chain", { try store.envelope(by: author, sequence: sequence) }), held.id == id { return held }
-        return read("a revoked device's forks", { try store.fork(by: author, sequence: sequence, id: id) })
+    /// `author`'s envelope at `sequence` with id `id` (the held one, or a
+    /// fork kept), and what is held there.
+    private func chainLink(_ author: PublicKey, _ sequence: UInt64, _ id: MessageID) -> (link: Envelope, held: Envelope?)? {
+        let held = storeFailures.read("a revoked device's chain") { try store.envelope(by: author, sequence: sequence) }
+        if let held, held.id == id { return (held, held) }
+        guard let kept = storeFailures.read("a revoked device's forks", { try store.fork(by: author, sequence: sequence, id: id) }) else { return nil }
+        return (kept, held)
     }
 
     /// A delivered revocation: nil (and counted `revoke_refused`) unless
@@ -165,6 +159,16 @@ extension Node {
         return row
     }
 
+    /// A revocation taken ahead of its delivery (when stored, or first in a
+    /// batch): only once the revoked device's claim is known, so one that
+    /// waits for its claim is taken (or refused) at delivery, not refused here.
+    func takeRevocationEarly(_ e: Envelope, _ opened: OpenedEnvelope) -> Store.RevocationRow? {
+        guard e.room == accountsRoom, opened.kind == .revoke, let revocation = DeviceRevocation.decode(opened.content),
+              people.account(revocation.device) != revocation.device,
+              people.account(revocation.device) == people.account(e.author) else { return nil }
+        return acceptRevocation(e, opened)
+    }
+
     /// Whether a kept revocation is news to show: the device's limit is not
     /// the one last shown (the two forms of one revocation, 40 and 72 bytes,
     /// are shown once).
@@ -180,7 +184,7 @@ extension Node {
     var ownRevocation: String? {
         guard revokedAfter[me] != nil else { return nil }
         let rows = revocationRows.filter { $0.device == me }
-        let at = rows.compactMap { row in read("a revocation") { try store.envelope(by: row.by, sequence: row.bySequence) }?.timestamp }.min()
+        let at = rows.compactMap { row in storeFailures.read("a revocation") { try store.envelope(by: row.by, sequence: row.bySequence) }?.timestamp }.min()
         // The nick as every network text is shown: sanitized (PeerText's description).
         let owner = people.nick(account).map { "\($0)·" + account.shortFingerprint } ?? account.shortFingerprint
         return "this machine was revoked from \(owner)'s account\(at.map { " at " + Renderer.clock($0) } ?? ""); nothing it posts is accepted"

@@ -56,10 +56,8 @@ final class Node {
     var refusedRevoked = 0
     /// Refilings of a revoked device's envelopes that the store failed (`revoked_filing_failed`).
     var refusedFilingFailures = 0
-    /// Store reads that failed where the caller cannot throw (`store_read_failed`),
-    /// and the newest one's words until the node says them (`takeStoreFailure`).
-    var storeReadFailures = 0
-    var unsaidStoreFailure: String?
+    /// Store failures where the caller cannot throw, counted and said (`StoreFailures`).
+    let storeFailures = StoreFailures()
     /// Posts in a private room sealed with the key of an epoch their author's
     /// account was not a member in, each time one was opened (`room_post_refused`).
     var refusedRoomPosts = 0
@@ -145,8 +143,8 @@ final class Node {
         // fails answers "not known": the safe side (a post waits for a peer).
         if ownHistoryUnsure { return false }
         if !ownHistoryKnown {
-            ownHistoryKnown = identityIsNew || read("our own chain's head") { try store.head(of: me) } != nil
-                || read("whether our history is known") { try store.setting(Self.ownHistorySetting) } == me.hex
+            ownHistoryKnown = identityIsNew || storeFailures.read("our own chain's head") { try store.head(of: me) } != nil
+                || storeFailures.read("whether our history is known") { try store.setting(Self.ownHistorySetting) } == me.hex
         }
         return ownHistoryKnown
     }

@@ -95,8 +95,6 @@ public final class Store {
     var erasingAuthors: Set<PublicKey> = []
     /// Bodies erased since the last `purgeErased`.
     var erasedSincePurge = 0
-    /// Envelopes `insertProven` is storing: proven to link, whatever is held below them.
-    var provenLinks: Set<MessageID> = []
 
     private var checkpointer: Checkpointer?
 
@@ -204,12 +202,14 @@ public final class Store {
     }
 
     /// Inserts and delivers what is ready, in the caller's transaction.
-    func insertAll(_ envelopes: [Envelope], receivedAt: UInt64) throws -> [InsertOutcome] {
+    /// `proven`: envelopes a revocation's named chain proves (`insertProven`),
+    /// stored whatever is held below them.
+    func insertAll(_ envelopes: [Envelope], receivedAt: UInt64, proven: Bool = false) throws -> [InsertOutcome] {
         var outcomes: [InsertOutcome] = []
         outcomes.reserveCapacity(envelopes.count)
         var pending: [Envelope] = []
         for e in envelopes {
-            let outcome = try insertOne(e, receivedAt: receivedAt)
+            let outcome = try insertOne(e, receivedAt: receivedAt, proven: proven)
             outcomes.append(outcome)
             if outcome.isNew, let st = authors[e.author], e.sequence > st.delivered { pending.append(e) }
         }
@@ -260,7 +260,7 @@ public final class Store {
         unsentAuthors = unsentAuthors.filter { (authors[$0]?.delivered ?? 0) > sentClock[$0] ?? 0 }
     }
 
-    private func insertOne(_ arrived: Envelope, receivedAt: UInt64) throws -> InsertOutcome {
+    private func insertOne(_ arrived: Envelope, receivedAt: UInt64, proven: Bool = false) throws -> InsertOutcome {
         var st = try authorRow(arrived.author)
         let sequence = Int64(clamping: arrived.sequence)
 
@@ -280,7 +280,7 @@ public final class Store {
         let e = try erasedForm(of: arrived, author: st.rowid)
         // Must link to the envelope before it (unless a revocation's named chain proves it: `insertProven`),
         // and the one after it must link to this.
-        if e.sequence > 1, !provenLinks.contains(e.id), let before = try id(of: st, e.sequence - 1), before != e.previous {
+        if e.sequence > 1, !proven, let before = try id(of: st, e.sequence - 1), before != e.previous {
             try recordFork(e, author: st.rowid, kept: before, reason: "previous hash does not match sequence \(e.sequence - 1)", at: receivedAt)
             return .brokenChain(kept: before)
         }

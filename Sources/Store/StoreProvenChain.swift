@@ -14,10 +14,8 @@ extension Store {
     /// kept as a fork when it came, and is one no longer. At a sequence
     /// where another envelope is held, nothing changes (first-held).
     public func insertProven(_ envelopes: [Envelope], receivedAt: UInt64) throws -> [InsertOutcome] {
-        provenLinks = Set(envelopes.map(\.id))
-        defer { provenLinks = [] }
-        return try writeTransaction {
-            let outcomes = try insertAll(envelopes, receivedAt: receivedAt)
+        try writeTransaction {
+            let outcomes = try insertAll(envelopes, receivedAt: receivedAt, proven: true)
             for (e, outcome) in zip(envelopes, outcomes) where outcome.isNew {
                 try db.statement("DELETE FROM forks WHERE fork_id = ?1").bind(1, e.id.bytes).run()
             }

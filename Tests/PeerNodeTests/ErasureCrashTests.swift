@@ -63,21 +63,31 @@ struct ErasureCrashTests {
                 }
                 #expect(indexed == true, "round \(round): the words never reached the \(victim.rawValue)'s files: the round would show nothing")
             }
-            // A delete just before (its purge runs at once, and the next may not for `erasurePurgeInterval`),
-            // so the one that matters is killed while its purge is still owed.
-            a.send("round \(round): a line to take back")
-            guard let throwaway = await b.wait(timeout: 60, { $0["type"] == "message" && $0["text"] == "round \(round): a line to take back" }) else {
+            // A delete just before, whose purge is seen to run (its word indexed, then gone from the files): the
+            // next purge then waits `erasurePurgeInterval`, so the delete that matters is killed while its purge is owed.
+            let scrap = "zqx\(round)scrap\(tag)", watched = victim == .author ? dirs[1].path : dirs[2].path
+            a.send("round \(round): \(scrap)")
+            guard let throwaway = await b.wait(timeout: 60, { $0["type"] == "message" && $0["text"] == "round \(round): \(scrap)" }) else {
                 Issue.record("round \(round): the second line never reached bob")
                 return
             }
+            // `/search` indexes what is delivered before it answers: once it finds the word, the word is in the files.
+            let watcher = victim == .author ? a : b
+            watcher.send("/search \(scrap)")
+            #expect(await watcher.wait(timeout: 60) { $0["type"] == "search" && $0["text"] == scrap && $0["count"] == "1" } != nil,
+                    "round \(round): the line to take back was never found")
+            #expect(!MessageLifeTests.files(in: watched, containing: scrap).isEmpty, "round \(round): the line to take back is in no file")
             a.send("/delete")
             #expect(await b.wait(timeout: 60) { $0["type"] == "delete" && $0["id"] == throwaway["id"] } != nil)
-            try await Task.sleep(for: .milliseconds(700))
+            let scrapPurged = await eventuallyValue(30) { MessageLifeTests.files(in: watched, containing: scrap).isEmpty ? true : nil }
+            #expect(scrapPurged == true, "round \(round): the first delete's purge never ran")
+            words.append(scrap)
             a.send("/delete \(number)")
             // The author applies its delete at once; the receiver (and so the relay, which passed it on) when bob shows it.
             let shower = victim == .author ? a : b
             #expect(await shower.wait(timeout: 60) { $0["type"] == "delete" && $0["id"] == id } != nil, "round \(round): the delete was never shown")
             let upsBefore = [Self.ups(a), Self.ups(b)]
+            // The fault's own timing, not a wait for something: the kill lands `delay` s after the delete was applied.
             if delay > 0 { try await Task.sleep(for: .milliseconds(Int(delay * 1_000))) }
             switch victim {
             case .author:

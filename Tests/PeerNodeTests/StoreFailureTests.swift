@@ -23,17 +23,17 @@ struct StoreFailureTests {
         let original = try life.chain(bob, on: node, steps)[0]
         _ = try node.store.insert([original], receivedAt: 1)
         let opened = try #require(node.open(original))
-        #expect(node.storeReadFailures == 0 && node.takeStoreFailure() == nil)
+        #expect(node.storeFailures.count == 0 && node.storeFailures.take() == nil)
 
         // The edits table gone under the node: the read throws.
         try node.store.db.execute("DROP TABLE edits")
         node.store.db.resetStatements()
         let shown = node.currentText(of: original, opened: opened)
         #expect(shown.text.unsanitized == "first words" && !shown.edited)
-        #expect(node.storeReadFailures == 1)
-        let said = node.takeStoreFailure() ?? ""
+        #expect(node.storeFailures.count == 1)
+        let said = node.storeFailures.take() ?? ""
         #expect(said.hasPrefix("the database failed (reading a message's edits): "), "\(said)")
-        #expect(node.takeStoreFailure() == nil, "said once")
+        #expect(node.storeFailures.take() == nil, "said once")
 
         // A reaction whose write fails is not applied, and that is said.
         try node.store.db.execute("DROP TABLE reactions")
@@ -41,8 +41,8 @@ struct StoreFailureTests {
         let reaction = try life.chain(bob, on: node, after: [original],
                                       [(.reaction, try Reaction(target: MessageRef(original), reaction: "👍").encoded, [])])[0]
         #expect(node.acceptReaction(reaction, try #require(node.open(reaction))) == nil)
-        #expect(node.storeReadFailures >= 2)
-        #expect((node.takeStoreFailure() ?? "").contains("recording a reaction"))
+        #expect(node.storeFailures.count >= 2)
+        #expect((node.storeFailures.take() ?? "").contains("recording a reaction"))
     }
 
     @Test("a running node whose reactions table is dropped under it: /history says the database failed, as an error event, and /stats counts it")

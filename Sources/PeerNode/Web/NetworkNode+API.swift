@@ -122,7 +122,7 @@ extension NetworkNode {
             guard let shown = shownMessage(entry.envelope, messagesOnly: false), shown.opened.kind != .receipt else { return nil }
             node.observe(shown.envelope, shown.opened)
             var now = asItIsNow(shown)
-            if now.opened.isMessage { now.number = node.read("a message's number") { try node.store.number(of: entry) } }
+            if now.opened.isMessage { now.number = node.storeFailures.read("a message's number") { try node.store.number(of: entry) } }
             return .message(now)
         }
         return (events, entries.count == limit ? entries.first.map(HistoryCursor.init(before:)) : nil)
@@ -168,7 +168,7 @@ extension NetworkNode {
     /// A match of a search, as it reads now, with its number.
     private func foundMessage(_ entry: StoredEnvelope) -> ShownMessage? {
         guard var shown = shownMessage(entry.envelope).map(asItIsNow) else { return nil }
-        shown.number = node.read("a message's number") { try node.store.number(of: entry) }
+        shown.number = node.storeFailures.read("a message's number") { try node.store.number(of: entry) }
         return shown
     }
 

@@ -3,12 +3,12 @@ document alone: a private room's id commits to its founder, so a `create`
 that anyone else signs, ground to an id below the founder's, changes
 nothing; and a device an account claims after its kick has none of its
 room posts shown, back-dated or not."""
-import asyncio
 import os
 import time
 
 from checks import check
 from outside_hostile import counter
+from outside_revoked import listed
 from outside_keys import ACCOUNTS_ID, ACCOUNTS_KEY, box_keypair, certificate, conversation_with, membership_event, read_invite_v2
 from outside_sealed import linked, opened_in
 from outside_wire import Identity, blake2b256, envelopes_message, make_envelope
@@ -44,8 +44,9 @@ async def members_of(node, room):
     mark = len(node.events)
     node.send(f"/join {room}")
     node.send("/members")
-    await node.wait(lambda e: e["type"] == "room_member", since=mark)
-    await asyncio.sleep(0.5)
+    # The node answers in order: every member line comes before the answer to the /stats sent after.
+    node.send("/stats")
+    await node.wait(lambda e: e["type"] == "stats", since=mark)
     return {e["id"]: e["role"] for e in node.events[mark:] if e["type"] == "room_member"}
 
 
@@ -98,11 +99,8 @@ async def later_device(node, account, link, plans, epoch1, first):
     shown = [e for e in node.events[mark:] if e.get("id") in ids]
     check("its posts in #plans (the old epoch's key, the first key, back-dated an hour and a day) are refused, none shown",
           counter(stats, "room_post_refused") >= before + len(posts) and shown == [], (counter(stats, "room_post_refused") - before, shown))
-    mark = len(node.events)
-    node.send("/history 20")
-    await asyncio.sleep(1)
-    listed = [e for e in node.events[mark:] if e.get("id") in ids]
-    check("/history lists none of them", listed == [], listed)
+    rows = await listed(node, ids, room="#plans")
+    check("/history lists none of them", rows == [], rows)
 
 
 
