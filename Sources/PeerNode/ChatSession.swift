@@ -107,9 +107,9 @@ final class ChatSession {
             // An erased message shows as its tombstone's line.
             if e.envelope.isPruned || o.map({ !Self.isLine($0.kind) }) == true || node.isRevoked(e.envelope) { return nil }
             if o?.kind == .membership, !node.membershipHolds(e.envelope) { return nil }
-            guard let o, o.isMessage, let (shown, edited) = node.openedNow(e.envelope) else { return renderer.line(e.envelope, room: room.value, opened: o) }
-            return "(\(numbers[e.delivery] ?? 0)) " + renderer.line(e.envelope, room: room.value, opened: shown, quote: node.quote(of: e.envelope, o))
-                + (edited ? " (edited)" : "") + Renderer.reactionsSuffix(node.reactions(to: e.envelope))
+            guard let o, o.isMessage, let (shown, edited) = node.messageLife.openedNow(e.envelope) else { return renderer.line(e.envelope, room: room.value, opened: o) }
+            return "(\(numbers[e.delivery] ?? 0)) " + renderer.line(e.envelope, room: room.value, opened: shown, quote: node.reactions.quote(of: e.envelope, o))
+                + (edited ? " (edited)" : "") + Renderer.reactionsSuffix(node.reactions.standing(on: e.envelope))
         }
         let lines = Array(all.suffix(count))
         return ["--- \(room.value): \(lines.isEmpty ? "no messages yet" : "last \(lines.count) message\(lines.count == 1 ? "" : "s")") ---"] + lines
@@ -130,11 +130,11 @@ final class ChatSession {
                 let order = (e.causalTime, e.envelope.id)
                 // An erased message shows as its tombstone's line.
                 if o?.kind == .tombstone { lines.append((order, renderer.deletedLine(e.envelope, room: nil))) }
-                guard !e.envelope.isPruned, let o, o.isMessage, Self.isLine(o.kind), let (shown, edited) = node.openedNow(e.envelope) else { continue }
+                guard !e.envelope.isPruned, let o, o.isMessage, Self.isLine(o.kind), let (shown, edited) = node.messageLife.openedNow(e.envelope) else { continue }
                 let to = node.people.account(e.envelope.author) == node.account ? other : node.account
                 lines.append((order, (numbers[e.delivery].map { "(\($0)) " } ?? "")
-                    + renderer.directLine(e.envelope, to: to, text: shown.text, quote: node.quote(of: e.envelope, o), action: o.kind == .action)
-                    + (edited ? " (edited)" : "") + Renderer.reactionsSuffix(node.reactions(to: e.envelope))))
+                    + renderer.directLine(e.envelope, to: to, text: shown.text, quote: node.reactions.quote(of: e.envelope, o), action: o.kind == .action)
+                    + (edited ? " (edited)" : "") + Renderer.reactionsSuffix(node.reactions.standing(on: e.envelope))))
             }
         }
         let shown = lines.sorted { $0.order < $1.order }.suffix(count).map(\.text)
@@ -165,8 +165,8 @@ final class ChatSession {
     /// `/reactions [N]`: who gave which reaction to `target`.
     func reactions(to target: Envelope) throws -> [String] {
         let renderer = Renderer(people: node.people)
-        let all = node.reactions(to: target)
-        let what = node.open(target).map { "\(renderer.label(target.author)): \"\(PeerText(Quote.excerpt(node.currentText(of: target, opened: $0).text.unsanitized)))\"" }
+        let all = node.reactions.standing(on: target)
+        let what = node.open(target).map { "\(renderer.label(target.author)): \"\(PeerText(Quote.excerpt(node.messageLife.currentText(of: target, opened: $0).text.unsanitized)))\"" }
             ?? "that message"
         guard !all.isEmpty else { return ["-- no reactions to \(what)"] }
         return ["-- reactions to \(what):"] + all.map { reaction, by in
@@ -203,8 +203,8 @@ final class ChatSession {
         let renderer = Renderer(people: node.people)
         return found.reversed().map { stored -> String in
             let e = stored.envelope
-            let now = node.openedNow(e)
-            let quote = now.flatMap { node.quote(of: e, $0.opened) }
+            let now = node.messageLife.openedNow(e)
+            let quote = now.flatMap { node.reactions.quote(of: e, $0.opened) }
             let edited = now?.edited == true ? " (edited)" : ""
             if let name = node.roomName(e.room) { return renderer.line(e, room: name.value, opened: now?.opened, quote: quote) + edited }
             guard let (peer, _) = node.direct(e), let text = now?.opened.text else { return renderer.line(e, room: "?", opened: nil) }
@@ -290,7 +290,7 @@ final class ChatSession {
             let named = mentioned(summary.name ?? "")
             let unread = summary.unread > 0 ? " (\(summary.unread) unread\(named ? ", names you" : ""))" : (named ? " (names you)" : "")
             let preview = summary.last.flatMap { last in
-                node.openedNow(last.envelope).map { renderer.preview(last.envelope, text: $0.opened.text.description) }
+                node.messageLife.openedNow(last.envelope).map { renderer.preview(last.envelope, text: $0.opened.text.description) }
             } ?? ""
             return "\(marker)\(index + 1). \(name)\(unread)\(preview)"
         }

@@ -57,7 +57,7 @@ enum DeviceCommands {
         if let expected, grant.certificate.account != expected {
             throw NodeError.badCommand("the machine that answered is not the account that announced itself on the LAN")
         }
-        if node.identityIsNew { try node.markOwnHistoryKnown() }
+        if node.identityIsNew { try node.ownDurability.markKnown() }
         try node.accept(grant)
         let account = grant.certificate.account
         writeLines(["this machine (\(name), \(node.me.shortFingerprint)) is now a device of "

@@ -65,24 +65,24 @@ extension NetworkNode {
 
     /// Why a post of ours must wait now (nil: it may go).
     func ownHistoryRefusal(now: Double) -> OwnHistoryGate.Refusal? {
-        ownHistory.refusal(known: node.ownHistoryIsKnown, claims: ownClaims, ours: replicator.clock[node.me], now: now)
+        ownHistory.refusal(known: node.ownDurability.historyIsKnown, claims: ownClaims, ours: replicator.clock[node.me], now: now)
     }
 
     /// Throws while our own history may still be elsewhere (every post of ours passes here).
     func ensureOwnHistoryIsBack() throws(OwnHistoryGate.Refusal) {
         if let refusal = ownHistoryRefusal(now: monotonic()) { throw refusal }
         // Let through while not known: a linked peer has said (as the tick would record).
-        if !node.ownHistoryIsKnown { ownHistoryKnown() }
+        if !node.ownDurability.historyIsKnown { ownHistoryKnown() }
     }
 
     /// This database knows our history now: saved, so the next start does not wait.
     func ownHistoryKnown() {
-        do { try node.markOwnHistoryKnown() } catch { log.warning("saving that our history is known failed: \(error)") }
+        do { try node.ownDurability.markKnown() } catch { log.warning("saving that our history is known failed: \(error)") }
     }
 
     /// On each tick: claims that came to nothing, our history known, the waiting nick.
     func tickOwnHistory(now: Double) {
-        let effects = ownHistory.tick(known: node.ownHistoryIsKnown, claims: ownClaims, ours: replicator.clock[node.me], now: now)
+        let effects = ownHistory.tick(known: node.ownDurability.historyIsKnown, claims: ownClaims, ours: replicator.clock[node.me], now: now)
         for effect in effects {
             switch effect {
             case let .disbelieved(peer, missing):

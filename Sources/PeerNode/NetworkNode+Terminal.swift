@@ -17,9 +17,9 @@ extension NetworkNode {
     /// What Up offers first at the prompt: `/edit` and the text of our last
     /// message in the open room or conversation, as it reads now (nil: none there).
     func lastMessageToEdit() -> String? {
-        guard let place = try? session.openPlace(), let e = try? node.ownMessage(in: place.room, named: place.name, number: nil),
+        guard let place = try? session.openPlace(), let e = try? node.messageLife.ownMessage(in: place.room, named: place.name, number: nil),
               let opened = node.open(e) else { return nil }
-        return "/edit " + node.currentText(of: e, opened: opened).text.unsanitized
+        return "/edit " + node.messageLife.currentText(of: e, opened: opened).text.unsanitized
     }
 }
 

@@ -132,16 +132,16 @@ extension NetworkNode {
             guard e.author != node.me, let peer = opened.peer, let invite = Invite.decode(opened.content) else { return [] }
             return invited(by: peer, invite)
         case .edit:
-            guard let original = node.acceptEdit(e, opened), let shown = shownIn(e, opened) else { return [] }
+            guard let original = node.messageLife.acceptEdit(e, opened), let shown = shownIn(e, opened) else { return [] }
             return [.edited(shown, original: original)]
         case .tombstone:
             guard let shown = shownIn(e, opened) else { return [] }
-            return [.deleted(shown, erased: node.erasedIDs(by: e))]
+            return [.deleted(shown, erased: node.messageLife.erasedIDs(by: e))]
         case .reaction:
-            guard let (target, reaction, on) = node.acceptReaction(e, opened), var shown = shownIn(e, opened) else { return [] }
+            guard let (target, reaction, on) = node.reactions.accept(e, opened), var shown = shownIn(e, opened) else { return [] }
             shown.naming(target.author, book: node.people)
-            let text = node.open(target).map { node.currentText(of: target, opened: $0).text }
-            let count = node.reactions(to: target).first { $0.reaction == reaction }?.by.count ?? 0
+            let text = node.open(target).map { node.messageLife.currentText(of: target, opened: $0).text }
+            let count = node.reactions.standing(on: target).first { $0.reaction == reaction }?.by.count ?? 0
             return [.reacted(shown, target: target, text: text, reaction: reaction, on: on, count: count)]
         default:
             break
@@ -156,20 +156,20 @@ extension NetworkNode {
             // A direct message is shown wherever the person is: it counts as read there.
             receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: true, current: true)
             let shown = ShownMessage(envelope: e, opened: opened, room: nil, to: node.people.account(e.author) == node.account ? peer : node.account, me: node.me, book: node.people)
-            return [.message(quoted(shown))] + repliesFilled(by: e)
+            return [.message(node.reactions.quoted(shown, book: node.people))] + node.reactions.filled(by: e, book: node.people).map(NodeEvent.replyQuoted)
         }
         guard let roomName = node.roomName(e.room) else { return [] }
         // Nothing is owed for what our own account signed (another device of ours).
         let fromUs = node.people.account(e.author) == node.account
         receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: opened.isMessage && !fromUs, current: roomName == session.room)
-        var shown = quoted(ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, me: node.me, book: node.people))
+        var shown = node.reactions.quoted(ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, me: node.me, book: node.people), book: node.people)
         if opened.isMessage { shown.number = readLogged("a message's number") { try node.store.number(of: stored) } ?? nil }
         // A message in any room may move it up `/rooms`, whose numbers the act list shows.
         roomOrderStale = roomOrderStale || opened.isMessage
         if roomName != session.room, opened.isMessage, !fromUs {
             activity.arrived(in: roomName.value, mention: shown.mention)
         }
-        return [.message(shown)] + (opened.isMessage ? repliesFilled(by: e) : [])
+        return [.message(shown)] + (opened.isMessage ? node.reactions.filled(by: e, book: node.people).map(NodeEvent.replyQuoted) : [])
     }
 
     /// Whether a delivered nick change gets its line ("bob is now known as
@@ -199,6 +199,7 @@ extension NetworkNode {
             emit(events)
             return keepGoing
         } catch {
+            node.storeFailures.heard(error)
             emit(.failed("\(error)"))
             return true
         }
@@ -213,27 +214,27 @@ extension NetworkNode {
             if let peer = session.conversationPeer { try postDirect(text, to: peer, kind: .action) } else { try post(text, kind: .action) }
         case let .edit(number, text):
             let place = try session.openPlace()
-            try act { try $0.editMessage(try $0.ownMessage(in: place.room, named: place.name, number: number), text: text) }
+            try act { try $0.messageLife.edit(try $0.messageLife.ownMessage(in: place.room, named: place.name, number: number), text: text) }
         case let .delete(number):
             let place = try session.openPlace()
-            try act { try $0.deleteMessage(try $0.ownMessage(in: place.room, named: place.name, number: number)) }
+            try act { try $0.messageLife.delete(try $0.messageLife.ownMessage(in: place.room, named: place.name, number: number)) }
         case let .react(number, reaction):
             guard Reaction.isValid(reaction) else { throw NodeError.badReaction(limit: Reaction.maximumLength) }
             let place = try session.openPlace()
-            try act { try $0.react(to: try $0.message(in: place.room, named: place.name, number: number), with: reaction) }
+            try act { try $0.reactions.react(to: try $0.messageLife.message(in: place.room, named: place.name, number: number), with: reaction) }
         case let .reactions(number):
             let place = try session.openPlace()
-            let target = try node.message(in: place.room, named: place.name, number: number)
+            let target = try node.messageLife.message(in: place.room, named: place.name, number: number)
             return (try chatLines(session.reactions(to: target)), true)
         case let .versions(number):
             let place = try session.openPlace()
-            let target = try node.message(in: place.room, named: place.name, number: number)
+            let target = try node.messageLife.message(in: place.room, named: place.name, number: number)
             return ([try versions(of: target)], true)
         case .typing:
             sendTyping(in: session.openRoomID)
         case let .reply(number, text):
             let place = try session.openPlace()
-            try act(message: true) { try $0.reply(to: try $0.message(in: place.room, named: place.name, number: number), text: text) }
+            try act(message: true) { try $0.reactions.reply(to: try $0.messageLife.message(in: place.room, named: place.name, number: number), text: text) }
         case let .quit(reason):
             // Like IRC's QUIT message: the room sees why (and it stays in its history).
             var events: [NodeEvent] = []
@@ -363,7 +364,7 @@ extension NetworkNode {
             // Tried again at every turn's end; said once until it works.
             if !ownSyncFailing {
                 log.warning("writing your messages to the disk failed (trying again; from now on each is written before it is sent): \(error)")
-                node.ownSyncFailed()
+                node.ownDurability.syncFailed()
             }
             ownSyncFailing = true
         }
@@ -422,7 +423,7 @@ extension NetworkNode {
     /// `/versions` and the API's `versions`: every version of `e`, a message here.
     func versions(of e: Envelope) throws -> NodeEvent {
         guard let opened = node.open(e), let shown = shownIn(e, opened) else { throw NodeError.noMessageWithID(e.id) }
-        return .versions(shown, node.versions(of: e))
+        return .versions(shown, node.messageLife.versions(of: e))
     }
 
     /// A command from the web API (`WebService`): what a typed line does,
@@ -442,8 +443,8 @@ extension NetworkNode {
     func stats() -> NodeEvent {
         var all = counters.byName.merging(discovery?.counters ?? [:]) { a, _ in a }
         if node.refusedNicks > 0 { all["bad_nick"] = node.refusedNicks }
-        if node.refusedEdits > 0 { all["edit_refused"] = node.refusedEdits }
-        if node.refusedReactions > 0 { all["reaction_refused"] = node.refusedReactions }
+        if node.messageLife.refusedEdits > 0 { all["edit_refused"] = node.messageLife.refusedEdits }
+        if node.reactions.refused > 0 { all["reaction_refused"] = node.reactions.refused }
         if node.refusedDeviceClaims > 0 { all["device_refused"] = node.refusedDeviceClaims }
         if node.refusedRevocations > 0 { all["revoke_refused"] = node.refusedRevocations }
         if node.refusedRevoked > 0 { all["revoked_refused"] = node.refusedRevoked }

@@ -80,9 +80,6 @@ final class NetworkNode: @unchecked Sendable {
     var activity = Activity()
     /// Who is typing where, and when ours last went (`NetworkNode+Typing.swift`).
     var typingBoard: TypingBoard
-    /// Replies shown before the message they answer, by that message
-    /// (`NetworkNode+Replies.swift`); at most `maximumWaitingReplies`.
-    var waitingReplies: [MessageRef: [ShownMessage]] = [:]
     /// Room names in `/rooms` order (the act list's numbers), read again
     /// from the store when `roomOrderStale` and the act list is not empty.
     var roomOrder: [String] = []
@@ -141,7 +138,7 @@ final class NetworkNode: @unchecked Sendable {
         lastShown = node.store.lastDeliveryNumber
         receipts = ReceiptLedger(me: node.me, sendsRead: sendsReadReceipts)
         typingBoard = TypingBoard(me: node.me)
-        ownHistory = OwnHistoryGate(pendingNick: pendingNick, machineStoppedAt: node.ownHistoryUnsure ? started : nil)
+        ownHistory = OwnHistoryGate(pendingNick: pendingNick, machineStoppedAt: node.ownDurability.unsure ? started : nil)
         blocked.set(try node.store.blockedIdentities())
         core.stopwatch = { monotonicNow() }
         loop.turnEnded = { [unowned self] woke, flushed in
@@ -433,7 +430,7 @@ final class NetworkNode: @unchecked Sendable {
             if let waiting { loop.cancel(waiting) }
             waiting = nil
             savePeerClocks(now: monotonic(), force: true)
-            do { try node.recordCleanStop() } catch { log.warning("recording the clean stop failed: \(error)") }
+            do { try node.ownDurability.recordCleanStop() } catch { log.warning("recording the clean stop failed: \(error)") }
             node.store.checkpointForExit()
             done()
         }

@@ -83,6 +83,13 @@ extension Node {
         for author in Set(authors.map { people.account($0) }) { mapConversations(with: author) }
     }
 
+    /// The key our envelopes in `room` are sealed with: a room's, or a conversation's.
+    func sealingKey(for room: RoomID) -> SymmetricKey? {
+        if let key = roomKey(room) { return key }
+        guard let peer = dmPeers[room] else { return nil }
+        return conversation(with: peer)?.key.conversationKey
+    }
+
     /// The envelope's kind and content, if this node can open it (in a room
     /// it has the key of, or in a conversation of its own) and it stands:
     /// the one validity every reader asks (the live screen, `/history`,

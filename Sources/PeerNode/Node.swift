@@ -16,7 +16,7 @@ func resolveDataDirectory(_ options: Options, environment: [String: String]) -> 
 
 /// A running node: identity, network key, store, and the chat operations
 /// on top of them. One owner (the chat loop) uses it.
-final class Node {
+final class Node: EnvelopeOpening, OwnPosting {
     let directory: DataDirectory
     let identity: SigningKey
     let network: NetworkKey
@@ -58,6 +58,12 @@ final class Node {
     var refusedFilingFailures = 0
     /// Store failures where the caller cannot throw, counted and said (`StoreFailures`).
     let storeFailures = StoreFailures()
+    /// Whether our own history is safe from reusing a sequence number (`OwnDurability`).
+    let ownDurability: OwnDurability
+    /// Edits and deletes, and which message a command names (`Units/MessageLife`).
+    private(set) lazy var messageLife = MessageLife(repository: .init(store: store), envelopes: self, author: self, failures: storeFailures)
+    /// Reactions and replies (`Units/Reactions`).
+    private(set) lazy var reactions = Reactions(repository: .init(store: store), messages: messageLife, envelopes: self, author: self, failures: storeFailures)
     /// Posts in a private room sealed with the key of an epoch their author's
     /// account was not a member in, each time one was opened (`room_post_refused`).
     var refusedRoomPosts = 0
@@ -89,6 +95,7 @@ final class Node {
         accountsRoom = RoomID.accounts(network: network)
         accountsKey = network.accountsRoomKey
         store = try Store(directory: directory)
+        ownDurability = try OwnDurability(repository: .init(store: store), me: identity.publicKey, identityIsNew: identityIsNew, failures: storeFailures)
         try store.checkpointInBackground()
         for (id, name) in try store.namedRooms() {
             if let room = try? RoomName(name) { roomNames[id] = room }
@@ -101,7 +108,7 @@ final class Node {
         // A revoked device erases nothing past its limit: a thief with its key cannot take back its owner's words.
         store.honoursErasures = { [weak self] in !(self?.isRevoked($0) ?? false) }
         // What was indexed when it stood comes out whatever its standing now.
-        store.indexedText = { [weak self] in self?.indexedText(of: $0, standing: false) }
+        store.indexedText = { [weak self] in self?.messageLife.indexedText(of: $0, standing: false) }
         try loadAccounts()
         try loadRevocations()
         try reloadConversationKeys()
@@ -110,19 +117,7 @@ final class Node {
         repairs = try repairPrivateRooms()
         people.trusted = try store.trustedIdentities()
         people.forked = Set(try store.forks().map(\.author))
-        ownHistoryUnsure = try store.setting(Self.ownHistoryUnsureSetting) == me.hex
-        // A key made with this database: nothing of ours can be elsewhere.
-        if identityIsNew { try markOwnHistoryKnown() }
     }
-
-    /// Own envelopes are sent before their fsync (`Node+OwnDurability.swift`):
-    /// only in a running chat node or relay (`startRunning`); a one-shot
-    /// command (`device revoke`) stores what it signs durably.
-    var sendsBeforeSync = false
-
-    /// The machine stopped since this node last started, and no linked peer
-    /// has said what we posted since: our history is not known.
-    var ownHistoryUnsure = false
 
     var me: PublicKey { identity.publicKey }
 
@@ -130,35 +125,6 @@ final class Node {
     static func openNetworkWarning(_ name: String) -> String {
         "network \(name) is open: anyone on this LAN can join it, read its public rooms and see who is here. "
             + "For a private network: peernode network new FILE, copy FILE to each machine, start each with --network-key-file FILE"
-    }
-
-    /// Whether a post now is safe from reusing a sequence number that peers
-    /// already hold: true for an identity made with this database, when this
-    /// store has our own messages, or once a peer's clock said what we
-    /// posted. An old identity with none here (a lost or new database) may
-    /// have posted before; its first post waits until a peer says.
-    var ownHistoryIsKnown: Bool {
-        // Once true it stays true (our messages and the setting are never
-        // removed), so the store is asked only until then. A read that
-        // fails answers "not known": the safe side (a post waits for a peer).
-        if ownHistoryUnsure { return false }
-        if !ownHistoryKnown {
-            ownHistoryKnown = identityIsNew || storeFailures.read("our own chain's head") { try store.head(of: me) } != nil
-                || storeFailures.read("whether our history is known") { try store.setting(Self.ownHistorySetting) } == me.hex
-        }
-        return ownHistoryKnown
-    }
-    private var ownHistoryKnown = false
-
-    /// The setting that records "this database knows all our own messages"
-    /// (its value is our id, so a database moved under another key does not count).
-    static let ownHistorySetting = "own_history_known"
-
-    func markOwnHistoryKnown() throws {
-        if try store.setting(Self.ownHistorySetting) != me.hex { try store.setSetting(Self.ownHistorySetting, me.hex) }
-        if ownHistoryUnsure { try store.removeSetting(Self.ownHistoryUnsureSetting) }
-        ownHistoryUnsure = false
-        ownHistoryKnown = true
     }
 
     /// Called before every new envelope of ours is signed: the network node
@@ -254,6 +220,21 @@ final class Node {
         return id
     }
 
+    /// Applies the edits and reactions a room held before this node could
+    /// read it (they were delivered then, unopened), in delivery order, a
+    /// page at a time. Ones applied already change nothing.
+    private func applyJoinedRoomActions(_ room: RoomID) {
+        var after: Int64 = 0
+        while let page = storeFailures.read("a room's edits and reactions", { try store.delivered(in: room, kinds: [.edit, .reaction], after: after, limit: Self.indexPage) }),
+              let last = page.last {
+            after = last.delivery
+            for stored in page {
+                guard let opened = open(stored.envelope) else { continue }
+                if opened.kind == .edit { _ = messageLife.acceptEdit(stored.envelope, opened) } else { _ = reactions.accept(stored.envelope, opened) }
+            }
+        }
+    }
+
     /// Takes a room's texts out of the search index while its key is still
     /// known: the index must be told a text to forget it, and a message
     /// erased after we left could not be opened then. Joining again indexes
@@ -277,14 +258,14 @@ final class Node {
             let rows = try page(after)
             guard let last = rows.last else { return }
             after = last.rowid
-            try apply(rows.compactMap { row in indexedText(of: row.envelope).map { (row.rowid, $0) } })
+            try apply(rows.compactMap { row in messageLife.indexedText(of: row.envelope).map { (row.rowid, $0) } })
         }
     }
 
     // MARK: posting
 
     /// Signs and stores a new envelope of ours (fsynced before return, or
-    /// after the send where `sendsBeforeSync`: `Node+OwnDurability.swift`).
+    /// after the send where `OwnDurability.sendsBeforeSync`).
     @discardableResult
     func post(_ text: String, kind: Kind, in room: RoomName) throws -> Envelope {
         let id = try join(room)
@@ -342,7 +323,7 @@ final class Node {
             dependencies: dependencies(dependencies(try store.dependenciesForNextPost(by: me), requiring: requires.map { Dependency(author: $0.author, sequence: $0.sequence) }),
                                        requiring: alsoRequires),
             timestamp: Self.now(), room: room, erases: erases, body: body)
-        _ = try store.insertOwn(envelope, at: Self.now(), durable: !sendsBeforeSync)
+        _ = try store.insertOwn(envelope, at: Self.now(), durable: !ownDurability.sendsBeforeSync)
         return envelope
     }
 
@@ -359,10 +340,6 @@ final class Node {
 
     /// Nick messages refused by `setNick` (counted as `bad_nick`).
     private(set) var refusedNicks = 0
-    /// Edits refused by `acceptEdit` (counted as `edit_refused`).
-    var refusedEdits = 0
-    /// Reactions refused by `acceptReaction` (counted as `reaction_refused`).
-    var refusedReactions = 0
 
     /// Our current nick, if we ever set one.
     var nick: String? { people.nick(me)?.unsanitized }
@@ -411,7 +388,7 @@ final class Node {
                 count += 1
                 bytes += e.encoded.count
                 through = stored.delivery
-                if let text = indexedText(of: e) { texts.append((e.author, e.sequence, text)) }
+                if let text = messageLife.indexedText(of: e) { texts.append((e.author, e.sequence, text)) }
                 if bytes >= Self.indexBytes { break reading }
             }
         }
@@ -427,7 +404,7 @@ final class Node {
         let blocked = try store.blockedIdentities()
         // A match in an edit is its message, listed once.
         var seen = Set<MessageID>()
-        return try store.search(query, limit: limit).compactMap(matchedMessage).filter {
+        return try store.search(query, limit: limit).compactMap(messageLife.matchedMessage).filter {
             !blocked.contains($0.envelope.author) && seen.insert($0.envelope.id).inserted
         }
     }
@@ -443,7 +420,7 @@ final class Node {
     func mentions(limit: Int) throws -> [StoredEnvelope] {
         guard let nick, !nick.isEmpty else { return [] }
         return try search(nick, limit: limit * Self.mentionCandidates).filter { stored in
-            stored.envelope.author != me && openedNow(stored.envelope).map { $0.opened.isMessage && Mentions.names(nick, in: $0.opened.text.unsanitized) } == true
+            stored.envelope.author != me && messageLife.openedNow(stored.envelope).map { $0.opened.isMessage && Mentions.names(nick, in: $0.opened.text.unsanitized) } == true
         }.prefix(limit).map { $0 }
     }
 

@@ -14,10 +14,10 @@ func runRelay(_ options: Options, environment: [String: String]) throws {
     try EventLoop.blockSignals(relaySignals)
     let log = try Logger(format: options.logFormat == "json" ? .json : .plain, path: options.logFile)
     let node = try Node(options: options, environment: environment)
-    node.startRunning()
+    node.ownDurability.startRunning()
     // The relay's own history is not waited for (a relay posts nothing else); a
     // relay whose database was lost should be started once without --nick.
-    if let wanted = options.nick, node.nick != wanted, node.ownHistoryIsKnown {
+    if let wanted = options.nick, node.nick != wanted, node.ownDurability.historyIsKnown {
         try node.post(try Nick(wanted).value, kind: .nick, in: .general)
     }
     raiseDescriptorLimit(log)

@@ -44,14 +44,14 @@ func run(_ command: Command) throws {
         if isNew {
             // A key made just now has posted nothing anywhere: its database says so,
             // or the first start would wait for a peer before posting.
-            try Node(options: options, environment: environment).markOwnHistoryKnown()
+            try Node(options: options, environment: environment).ownDurability.markKnown()
         }
         writeLines([key.publicKey.hex, key.publicKey.shortFingerprint])
     case let .chat(options):
         // Before any thread starts, so that only the loop's signalfd sees them.
         try EventLoop.blockSignals([SIGWINCH] + chatStopSignals)
         let node = try Node(options: options, environment: environment)
-        node.startRunning()
+        node.ownDurability.startRunning()
         let room = try RoomName(options.room ?? RoomName.general.value)
         var startupNick: String?
         if let wanted = options.nick {
@@ -60,7 +60,7 @@ func run(_ command: Command) throws {
         } else if node.nick == nil, let user = environment["USER"], let nick = try? Nick(user) {
             startupNick = nick.value
         }
-        if let nick = startupNick, node.ownHistoryIsKnown {
+        if let nick = startupNick, node.ownDurability.historyIsKnown {
             try node.post(nick, kind: .nick, in: room)
             startupNick = nil
         }

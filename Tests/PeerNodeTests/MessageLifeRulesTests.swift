@@ -49,10 +49,10 @@ struct MessageLifeRulesTests {
         // Carol's edit of Bob's message: refused and counted.
         let forged = try chain(carol, on: node, [(.edit, MessageEdit(original: ref, text: text("carol's words")).encoded, [])])[0]
         _ = try node.store.insert(bobs + [forged], receivedAt: 1)
-        for e in bobs.dropFirst() + [forged] { _ = node.open(e).map { node.acceptEdit(e, $0) } }
-        #expect(node.refusedEdits == 2, "carol's edit, and bob's 17th")
+        for e in bobs.dropFirst() + [forged] { _ = node.open(e).map { node.messageLife.acceptEdit(e, $0) } }
+        #expect(node.messageLife.refusedEdits == 2, "carol's edit, and bob's 17th")
         let opened = try #require(node.open(original))
-        #expect(node.currentText(of: original, opened: opened).text.unsanitized == "v16")
+        #expect(node.messageLife.currentText(of: original, opened: opened).text.unsanitized == "v16")
 
         // Bob deletes it (and its 16 edits: what one tombstone can name); an edit after that is refused.
         let key = node.network.publicRoomKey(roomName: name.value)
@@ -69,7 +69,7 @@ struct MessageLifeRulesTests {
                                      body: try SealedBody.seal(kind: .edit, content: MessageEdit(original: ref, text: text("back")).encoded,
                                                                key: key, author: bob.publicKey, room: room))
         _ = try node.store.insert([late], receivedAt: 3)
-        #expect(node.acceptEdit(late, try #require(node.open(late))) == nil && node.refusedEdits == 3)
+        #expect(node.messageLife.acceptEdit(late, try #require(node.open(late))) == nil && node.messageLife.refusedEdits == 3)
         // The original replayed: a duplicate, still erased.
         #expect(try node.store.insert([original], receivedAt: 4) == [.duplicate])
         #expect(try node.store.envelope(by: bob.publicKey, sequence: 1)?.isPruned == true)

@@ -20,17 +20,17 @@ struct OwnDurabilityTests {
     /// A node as a chat node or relay starts it.
     static func running(_ dir: TemporaryDirectory) throws -> Node {
         let node = try Node(options: options(dir), environment: [:])
-        node.startRunning()
+        node.ownDurability.startRunning()
         return node
     }
 
     @Test("this Linux gives a boot id; an unreadable or empty file gives none")
     func bootID() throws {
-        #expect(Node.currentBootID() != nil, "\(Node.bootIDFile) is readable here")
-        #expect(Node.currentBootID(file: "/nonexistent/boot_id") == nil)
+        #expect(OwnDurability.currentBootID() != nil, "\(OwnDurability.bootIDFile) is readable here")
+        #expect(OwnDurability.currentBootID(file: "/nonexistent/boot_id") == nil)
         let dir = TemporaryDirectory()
         #expect(FileManager.default.createFile(atPath: dir.file("empty"), contents: Data("\n".utf8)))
-        #expect(Node.currentBootID(file: dir.file("empty")) == nil)
+        #expect(OwnDurability.currentBootID(file: dir.file("empty")) == nil)
     }
 
     @Test("a start under the same boot leaves no doubt; under another, our history is unsure until marked known; without a boot id, own posts are fsynced before they are sent")
@@ -38,44 +38,44 @@ struct OwnDurabilityTests {
         let dir = TemporaryDirectory()
         do {
             let node = try Self.running(dir)
-            #expect(node.sendsBeforeSync)
-            #expect(!node.ownHistoryUnsure, "a new identity: nothing of ours can be elsewhere")
+            #expect(node.ownDurability.sendsBeforeSync)
+            #expect(!node.ownDurability.unsure, "a new identity: nothing of ours can be elsewhere")
             _ = try node.post("one", kind: .text, in: .general)
         }
         // Each start in its own scope: a node holds its directory's lock until it goes.
         let open = { try Self.running(dir) }
         do {
             let node = try open()
-            #expect(!node.ownHistoryUnsure && node.ownHistoryIsKnown, "the same boot: the kernel kept everything")
-            try node.store.setSetting(Node.bootSetting, "an earlier boot")
+            #expect(!node.ownDurability.unsure && node.ownDurability.historyIsKnown, "the same boot: the kernel kept everything")
+            try node.store.setSetting(OwnDurability.bootSetting, "an earlier boot")
         }
         do {
             let node = try open()
-            #expect(node.ownHistoryUnsure && !node.ownHistoryIsKnown, "another boot: our last post may be only on peers")
+            #expect(node.ownDurability.unsure && !node.ownDurability.historyIsKnown, "another boot: our last post may be only on peers")
         }
         do {
             let node = try open()
-            #expect(node.ownHistoryUnsure, "the doubt outlives a restart in the same boot")
-            try node.markOwnHistoryKnown()
-            #expect(!node.ownHistoryUnsure && node.ownHistoryIsKnown)
+            #expect(node.ownDurability.unsure, "the doubt outlives a restart in the same boot")
+            try node.ownDurability.markKnown()
+            #expect(!node.ownDurability.unsure && node.ownDurability.historyIsKnown)
         }
         do {
             let node = try open()
-            #expect(!node.ownHistoryUnsure, "a peer's word is saved")
+            #expect(!node.ownDurability.unsure, "a peer's word is saved")
             // A database from before the boot record (an older version fsynced before sending): no doubt.
-            try node.store.removeSetting(Node.bootSetting)
+            try node.store.removeSetting(OwnDurability.bootSetting)
         }
         do {
             let node = try open()
-            #expect(!node.ownHistoryUnsure)
-            try node.recordCleanStop()
-            #expect(try node.store.setting(Node.bootSetting) == "")
+            #expect(!node.ownDurability.unsure)
+            try node.ownDurability.recordCleanStop()
+            #expect(try node.store.setting(OwnDurability.bootSetting) == "")
         }
         // After a clean stop, another boot brings no doubt.
         let node = try open()
-        #expect(!node.ownHistoryUnsure)
-        #expect(try node.store.setting(Node.bootSetting) == Node.currentBootID())
-        #expect(try node.recordBoot(nil) == false, "no boot id: nothing goes before its fsync")
+        #expect(!node.ownDurability.unsure)
+        #expect(try node.store.setting(OwnDurability.bootSetting) == OwnDurability.currentBootID())
+        #expect(try node.ownDurability.recordBoot(nil) == false, "no boot id: nothing goes before its fsync")
     }
 
     @Test("an own post stored without its fsync is marked until syncOwn")
@@ -96,10 +96,10 @@ struct OwnDurabilityTests {
     func oneShot() throws {
         let dir = TemporaryDirectory()
         let node = try Node(options: Self.options(dir), environment: [:])
-        #expect(!node.sendsBeforeSync)
+        #expect(!node.ownDurability.sendsBeforeSync)
         _ = try node.post("signed by a command", kind: .text, in: .general)
         #expect(!node.store.ownUnsynced)
-        #expect(try node.store.setting(Node.bootSetting) == nil)
+        #expect(try node.store.setting(OwnDurability.bootSetting) == nil)
     }
 
     @Test("an fsync that failed after a send: later posts are fsynced before they go, and the next start waits for a peer's clock")
@@ -109,13 +109,13 @@ struct OwnDurabilityTests {
         do {
             let node = try open()
             _ = try node.post("one", kind: .text, in: .general)
-            node.ownSyncFailed()
-            #expect(!node.sendsBeforeSync && !node.ownHistoryUnsure, "this run still reads what it wrote")
+            node.ownDurability.syncFailed()
+            #expect(!node.ownDurability.sendsBeforeSync && !node.ownDurability.unsure, "this run still reads what it wrote")
             _ = try node.post("two", kind: .text, in: .general)
             #expect(!node.store.ownUnsynced, "fsynced before it went")
         }
         let node = try open()
-        #expect(node.ownHistoryUnsure && !node.ownHistoryIsKnown)
+        #expect(node.ownDurability.unsure && !node.ownDurability.historyIsKnown)
     }
 
     @Test("alone after the machine stopped: posting waits patience seconds with no peer linked, at the limit and not a moment less")

@@ -29,22 +29,22 @@ struct ReactionRulesTests {
         let steps = ["👍", "👍", "👍"] + (1...8).map { "r\($0)" }
         let carols = try life.chain(life.carol, on: node, steps.map { (.reaction, try reaction($0), []) })
         _ = try node.store.insert([original] + carols, receivedAt: 1)
-        let applied = carols.map { e in node.open(e).flatMap { node.acceptReaction(e, $0) }?.on }
+        let applied = carols.map { e in node.open(e).flatMap { node.reactions.accept(e, $0) }?.on }
         #expect(applied[0...2] == [true, false, true], "given, taken back, given again")
         #expect(applied[3...9].allSatisfy { $0 == true } && applied[10] == nil, "7 more make 8; the 9th is refused")
-        #expect(node.refusedReactions == 1)
-        let standing = node.reactions(to: original)
+        #expect(node.reactions.refused == 1)
+        let standing = node.reactions.standing(on: original)
         #expect(standing.count == 8 && standing.allSatisfy { $0.by == [life.carol.publicKey] })
         // Applied again (a second delivery): nothing changes, nothing counted.
-        #expect(node.open(carols[0]).flatMap { node.acceptReaction(carols[0], $0) } == nil && node.refusedReactions == 1)
+        #expect(node.open(carols[0]).flatMap { node.reactions.accept(carols[0], $0) } == nil && node.reactions.refused == 1)
         #expect(try node.store.reactionStands(on: ref, by: life.carol.publicKey, reaction: "👍"))
         // A reaction naming a message that is not here, or the right sequence with another id: refused.
         let wrong = MessageRef(author: life.bob.publicKey, sequence: 1, id: try MessageID(bytes: [UInt8](repeating: 1, count: 32)))
         let missing = MessageRef(author: life.bob.publicKey, sequence: 9, id: original.id)
         let bobs = try life.chain(life.bob, on: node, after: [original], [(.reaction, try reaction("x", to: wrong), []), (.reaction, try reaction("x", to: missing), [])])
         _ = try node.store.insert(bobs, receivedAt: 2)
-        for e in bobs { #expect(node.open(e).flatMap { node.acceptReaction(e, $0) } == nil) }
-        #expect(node.refusedReactions == 3)
+        for e in bobs { #expect(node.open(e).flatMap { node.reactions.accept(e, $0) } == nil) }
+        #expect(node.reactions.refused == 3)
     }
 
     @Test("a reply quotes the current text of what it answers, says when that is not here yet or deleted; a reaction or reply depends on its target, within the dependency bound")
@@ -55,9 +55,9 @@ struct ReactionRulesTests {
         _ = try node.store.insert([reply], receivedAt: 1)
         let opened = try #require(node.open(reply))
         #expect(opened.isMessage && opened.text.unsanitized == "yes")
-        guard case .missing? = node.quote(of: reply, opened)?.state else { Issue.record("not marked missing"); return }
+        guard case .missing? = node.reactions.quote(of: reply, opened)?.state else { Issue.record("not marked missing"); return }
         _ = try node.store.insert([original], receivedAt: 2)
-        guard case let .here(text)? = node.quote(of: reply, opened)?.state else { Issue.record("not quoted"); return }
+        guard case let .here(text)? = node.reactions.quote(of: reply, opened)?.state else { Issue.record("not quoted"); return }
         #expect(text.unsanitized == "lunch?")
         #expect(Quote.excerpt(String(repeating: "a", count: 100)).count == Quote.maximumCharacters)
         #expect(Quote.excerpt("two\nlines") == "two lines")
@@ -69,7 +69,7 @@ struct ReactionRulesTests {
         #expect(node.dependencies([Dependency(author: life.bob.publicKey, sequence: 5)], requiring: Dependency(author: original.author, sequence: original.sequence)) == [Dependency(author: life.bob.publicKey, sequence: 5)])
         let tombstone = try life.chain(life.bob, on: node, after: [original], [(.tombstone, [], [1])])
         _ = try node.store.insert(tombstone, receivedAt: 3)
-        guard case .deleted? = node.quote(of: reply, opened)?.state else { Issue.record("not marked deleted"); return }
+        guard case .deleted? = node.reactions.quote(of: reply, opened)?.state else { Issue.record("not marked deleted"); return }
     }
 
     @Test("edits and reactions a room held before this node joined it apply when it joins")
@@ -83,9 +83,9 @@ struct ReactionRulesTests {
         _ = try node.store.insert(bobs + edit + reaction, receivedAt: 1)
         _ = try node.join(life.name)
         let opened = try #require(node.open(bobs[0]))
-        #expect(node.currentText(of: bobs[0], opened: opened) == (PeerText("v1"), true))
-        #expect(node.reactions(to: bobs[0]).map(\.by) == [[life.carol.publicKey]])
-        #expect(node.refusedEdits == 0 && node.refusedReactions == 0)
+        #expect(node.messageLife.currentText(of: bobs[0], opened: opened) == (PeerText("v1"), true))
+        #expect(node.reactions.standing(on: bobs[0]).map(\.by) == [[life.carol.publicKey]])
+        #expect(node.messageLife.refusedEdits == 0 && node.reactions.refused == 0)
     }
 
     @Test("search finds a message by its earlier or its new words, once, as it reads now; /versions lists both")
@@ -96,12 +96,12 @@ struct ReactionRulesTests {
         let bobs = try life.chain(life.bob, on: node, [(.text, life.text("zqxalpha first words"), [])])
         let edit = try life.chain(life.bob, on: node, after: bobs, [(.edit, MessageEdit(original: MessageRef(bobs[0]), text: life.text("zqxbeta second words")).encoded, [])])
         _ = try node.store.insert(bobs + edit, receivedAt: 1)
-        _ = node.acceptEdit(edit[0], try #require(node.open(edit[0])))
+        _ = node.messageLife.acceptEdit(edit[0], try #require(node.open(edit[0])))
         for word in ["zqxalpha", "zqxbeta", "words"] {
             let found = try node.search(word, limit: 10)
             #expect(found.map(\.envelope.id) == [bobs[0].id], "\(word)")
         }
-        #expect(node.openedNow(bobs[0])?.opened.text.unsanitized == "zqxbeta second words")
-        #expect(node.versions(of: bobs[0]).map(\.text.unsanitized) == ["zqxalpha first words", "zqxbeta second words"])
+        #expect(node.messageLife.openedNow(bobs[0])?.opened.text.unsanitized == "zqxbeta second words")
+        #expect(node.messageLife.versions(of: bobs[0]).map(\.text.unsanitized) == ["zqxalpha first words", "zqxbeta second words"])
     }
 }

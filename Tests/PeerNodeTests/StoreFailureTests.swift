@@ -28,7 +28,7 @@ struct StoreFailureTests {
         // The edits table gone under the node: the read throws.
         try node.store.db.execute("DROP TABLE edits")
         node.store.db.resetStatements()
-        let shown = node.currentText(of: original, opened: opened)
+        let shown = node.messageLife.currentText(of: original, opened: opened)
         #expect(shown.text.unsanitized == "first words" && !shown.edited)
         #expect(node.storeFailures.count == 1)
         let said = node.storeFailures.take() ?? ""
@@ -40,7 +40,7 @@ struct StoreFailureTests {
         node.store.db.resetStatements()
         let reaction = try life.chain(bob, on: node, after: [original],
                                       [(.reaction, try Reaction(target: MessageRef(original), reaction: "👍").encoded, [])])[0]
-        #expect(node.acceptReaction(reaction, try #require(node.open(reaction))) == nil)
+        #expect(node.reactions.accept(reaction, try #require(node.open(reaction))) == nil)
         #expect(node.storeFailures.count >= 2)
         #expect((node.storeFailures.take() ?? "").contains("recording a reaction"))
     }

@@ -175,11 +175,11 @@ extension NetworkNode {
     /// A message read back from the store as it reads now: its latest
     /// edit's text, marked edited, with the reactions standing on it.
     func asItIsNow(_ shown: ShownMessage) -> ShownMessage {
-        guard shown.opened.isMessage, let (opened, edited) = node.openedNow(shown.envelope) else { return shown }
+        guard shown.opened.isMessage, let (opened, edited) = node.messageLife.openedNow(shown.envelope) else { return shown }
         var now = edited ? ShownMessage(envelope: shown.envelope, opened: opened, room: shown.room, to: shown.to, me: node.me, book: node.people) : shown
         now.quote(shown.quote, book: node.people)
         now.edited = edited
-        now.reactions = node.reactions(to: shown.envelope).map { ($0.reaction, $0.by.count) }
+        now.reactions = node.reactions.standing(on: shown.envelope).map { ($0.reaction, $0.by.count) }
         return now
     }
 
@@ -195,7 +195,7 @@ extension NetworkNode {
             guard let peer = opened.peer else { return nil }
             shown = ShownMessage(envelope: e, opened: opened, room: nil, to: node.people.account(e.author) == node.account ? peer : node.account, me: node.me, book: node.people)
         }
-        shown.quote(node.quote(of: e, opened), book: node.people)
+        shown.quote(node.reactions.quote(of: e, opened), book: node.people)
         return shown
     }
 }

@@ -153,6 +153,7 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
         } catch let failure as WebCommand.Failure {
             return [Self.error(ref: ref, failure.message)]
         } catch {
+            network.node.storeFailures.heard(error)
             return [Self.error(ref: ref, "\(error)")]
         }
     }
@@ -199,19 +200,19 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
         case let .who(room):
             return ([try network.members(in: room)], [])
         case let .edit(id, text):
-            let e = try network.act { try $0.editMessage(try $0.ownMessage(id: id), text: text) }
+            let e = try network.act { try $0.messageLife.edit(try $0.messageLife.ownMessage(id: id), text: text) }
             return ([], [("id", .string(e.id.hex)), ("seq", .number(e.sequence))])
         case let .delete(id):
-            let e = try network.act { try $0.deleteMessage(try $0.ownMessage(id: id)) }
+            let e = try network.act { try $0.messageLife.delete(try $0.messageLife.ownMessage(id: id)) }
             return ([], [("id", .string(e.id.hex)), ("seq", .number(e.sequence))])
         case let .versions(id):
-            return ([try network.versions(of: try network.node.message(id: id))], [])
+            return ([try network.versions(of: try network.node.messageLife.message(id: id))], [])
         case let .react(id, reaction):
             guard Reaction.isValid(reaction) else { throw NodeError.badReaction(limit: Reaction.maximumLength) }
-            let e = try network.act { try $0.react(to: try $0.message(id: id), with: reaction) }
+            let e = try network.act { try $0.reactions.react(to: try $0.messageLife.message(id: id), with: reaction) }
             return ([], [("id", .string(e.id.hex)), ("seq", .number(e.sequence))])
         case let .reply(id, text):
-            let e = try network.act(message: true) { try $0.reply(to: try $0.message(id: id), text: text) }
+            let e = try network.act(message: true) { try $0.reactions.reply(to: try $0.messageLife.message(id: id), text: text) }
             return ([], [("id", .string(e.id.hex)), ("seq", .number(e.sequence))])
         case let .typing(target):
             for room in try network.resolve(target ?? .room(network.session.room)).ids.prefix(1) { network.sendTyping(in: room) }
