@@ -118,4 +118,41 @@ extension NetworkNode {
         return PeerList(linked: Set(linkedPeers.values).count, maximumLinks: overlay.configuration.maximumLinks,
                         reserve: overlay.membership.passive.count, rows: rows, people: node.people)
     }
+
+    // MARK: typing (`Typing`)
+
+    /// A key at the prompt left `draft`: a message or `/me` being written
+    /// in the open room says so (commands do not).
+    func typed(draft: String) {
+        if Typing.isTyping(draft) { sendTyping(in: session.openRoomID) }
+    }
+
+    /// Says we are typing in `room` (a room, or a conversation's), unless we said so lately.
+    func sendTyping(in room: RoomID) {
+        guard !relay, let notice = typing.ours(in: room, now: monotonic(), wall: Node.now()) else { return }
+        feed(.typing(notice, except: nil))
+    }
+
+    /// A notice a link brought: checked, passed on once, and shown if it is
+    /// about a room or conversation of ours.
+    func typingArrived(_ notice: TypingNotice, from link: LinkID) {
+        let arrival = typing.arrived(notice, from: link, now: monotonic(), wall: Node.now())
+        if arrival.dropped { count(.typingDropped) }
+        if arrival.notPassedOn { count(.typingNotPassedOn) }
+        if let next = arrival.passOn { feed(.typing(next, except: link)) }
+        guard !relay, arrival.fresh, !blocked.contains(notice.typer) else { return }
+        if let name = node.roomName(notice.room) {
+            emit(.typing(node.people[notice.typer], room: name))
+        } else if node.dmPeers[notice.room] == notice.typer {
+            emit(.typing(node.people[notice.typer], room: nil))
+        }
+        refreshPrompt()
+    }
+
+    /// "(bob·k3fq is typing…) " for the open room or conversation, "" when nobody is.
+    func typingLine() -> String {
+        let typers = typing.typers(in: session.openRoomID, now: monotonic()).filter { !blocked.contains($0) }
+        // Plain labels: the prompt's width is counted without colour codes.
+        return Typing.line(typers.map { key in (node.people.nick(key).map { "\($0)·" } ?? "") + node.people.account(key).shortFingerprint })
+    }
 }

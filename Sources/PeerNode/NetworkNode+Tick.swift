@@ -50,7 +50,7 @@ extension NetworkNode {
             lastMemoryTrim = now
             _ = malloc_trim(0)
         }
-        typingBoard.expire(now: now)
+        typing.expire(now: now)
         // Links that became neighbours since they came up are told of now.
         for remote in linkLines.unsettled where linkSettled(remote) { emit(linkLines.settled(remote)) }
         if !node.memberships.isEmpty, now - lastRoomRotationCheck >= Self.roomRotationCheckInterval {

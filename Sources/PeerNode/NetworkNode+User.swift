@@ -146,7 +146,7 @@ extension NetworkNode {
         default:
             break
         }
-        if opened.isMessage { typingBoard.posted(by: e.author, in: e.room, now: monotonic()) }
+        if opened.isMessage { typing.posted(by: e.author, in: e.room, now: monotonic()) }
         if let peer = opened.peer {
             guard opened.isMessage else { return [] }
             // Kept, so /rooms lists the conversation after a restart even if we never wrote in it.
@@ -344,10 +344,10 @@ extension NetworkNode {
 
     /// An envelope of ours just stored (a post, an edit, a tombstone, a
     /// direct message, a nick): on the links before it is on the disk
-    /// (`Node+OwnDurability.swift`), and on the disk before it is shown here.
+    /// (`OwnDurability`), and on the disk before it is shown here.
     func sendOwn(_ e: Envelope) {
         sentOwnUpTo = max(sentOwnUpTo, e.sequence)
-        postedOwn(in: e.room)
+        typing.postedOwn(in: e.room)
         feed(.posted(e))
         if !feeding { loop.flushNow() }
         syncOwn()

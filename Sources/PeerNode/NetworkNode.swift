@@ -78,8 +78,8 @@ final class NetworkNode: @unchecked Sendable {
     var syncProgress = SyncProgress()
     /// Rooms with news since the person last had them open (the act list).
     var activity = Activity()
-    /// Who is typing where, and when ours last went (`NetworkNode+Typing.swift`).
-    var typingBoard: TypingBoard
+    /// Who is typing where, and when ours last went (`Units/Typing`).
+    let typing: Typing
     /// Room names in `/rooms` order (the act list's numbers), read again
     /// from the store when `roomOrderStale` and the act list is not empty.
     var roomOrder: [String] = []
@@ -137,7 +137,7 @@ final class NetworkNode: @unchecked Sendable {
         core = LinkCore(me: node.me, clock: try node.store.vectorClock(), random: SystemRandomNumberGenerator())
         lastShown = node.store.lastDeliveryNumber
         receipts = ReceiptLedger(me: node.me, sendsRead: sendsReadReceipts)
-        typingBoard = TypingBoard(me: node.me)
+        typing = Typing(identity: node.identity)
         ownHistory = OwnHistoryGate(pendingNick: pendingNick, machineStoppedAt: node.ownDurability.unsure ? started : nil)
         blocked.set(try node.store.blockedIdentities())
         core.stopwatch = { monotonicNow() }
