@@ -17,8 +17,19 @@ extension NetworkNode {
     /// What Up offers first at the prompt: `/edit` and the text of our last
     /// message in the open room or conversation, as it reads now (nil: none there).
     func lastMessageToEdit() -> String? {
-        guard let place = try? session.openPlace(), let e = try? node.messageLife.ownMessage(in: place.room, named: place.name, number: nil),
-              let opened = node.open(e) else { return nil }
+        let e: Envelope
+        do {
+            let place = try session.openPlace()
+            e = try node.messageLife.ownMessage(in: place.room, named: place.name, number: nil)
+        } catch let failure as RepositoryError {
+            // Up offers nothing, and the person hears why.
+            node.storeFailures.failed(failure)
+            return nil
+        } catch {
+            // No open place, or no message of ours there: nothing to offer.
+            return nil
+        }
+        guard let opened = node.open(e) else { return nil }
         return "/edit " + node.messageLife.currentText(of: e, opened: opened).text.unsanitized
     }
 }

@@ -45,7 +45,7 @@ struct StoreFailureTests {
         #expect((node.storeFailures.take() ?? "").contains("recording a reaction"))
     }
 
-    @Test("a running node whose reactions table is dropped under it: /history says the database failed, as an error event, and /stats counts it")
+    @Test("a running node whose reactions table, then edits table, is dropped under it: /history says the database failed, as an error event; /edit fails with the database's words; /stats counts both")
     func runningNode() async throws {
         let (dirs, a, b) = try await aliceAndBob()
         a.send("a line to list")
@@ -56,6 +56,16 @@ struct StoreFailureTests {
         let error = await b.wait { $0["type"] == "error" && ($0["error"] ?? "").hasPrefix("the database failed (reading") }
         #expect(error != nil, "\(b.recent(6))")
         #expect(await counterAtLeast(b, "store_read_failed", 1), "\(b.recent(4))")
+
+        // A command over a failing store fails with the database's words and is counted; nothing is posted.
+        b.send("bob's line")
+        #expect(await a.wait { $0["type"] == "message" && $0["text"] == "bob's line" } != nil)
+        let droppedEdits = try await runToEnd("/usr/bin/sqlite3", [dirs[1].path + "/peernode.db", "DROP TABLE edits;"], combined: true)
+        #expect(droppedEdits.status == 0, "\(droppedEdits.stdout)")
+        b.send("/edit changed words")
+        let refused = await b.wait { $0["type"] == "error" && ($0["error"] ?? "").hasPrefix("the database failed (reading a message's edits): ") }
+        #expect(refused != nil, "\(b.recent(6))")
+        #expect(await counterAtLeast(b, "store_read_failed", 2), "\(b.recent(4))")
         for n in [a, b] { _ = await n.quit() }
     }
 }
