@@ -6,7 +6,7 @@ import TestSupport
 import Testing
 
 /// The boot record behind sending own posts before their fsync
-/// (`Node+OwnDurability.swift`); the whole story with processes is in
+/// (`Units/OwnDurability`); the whole story with processes is in
 /// `MachineStopTests` and `DurabilityAndSetupTests/ownPostSentBeforeItsSync`.
 @Suite("Own posts before their fsync: the boot record")
 struct OwnDurabilityTests {
