@@ -25,17 +25,17 @@ final class ChatSession {
 
     func openPlace() throws -> Place {
         guard let peer = conversationPeer else { return Place(room: node.roomID(room), name: room.value) }
-        guard let c = node.conversation(with: peer) else { throw NodeError.notSealable(peer) }
+        guard let c = node.conversations.conversation(with: peer) else { throw NodeError.notSealable(peer) }
         return Place(room: c.room, name: "your conversation with " + plainLabel(peer))
     }
 
     /// The open room's id, or the open conversation's (where it is written now).
-    var openRoomID: RoomID { conversationPeer.flatMap { node.conversation(with: $0)?.room } ?? node.roomID(room) }
+    var openRoomID: RoomID { conversationPeer.flatMap { node.conversations.conversation(with: $0)?.room } ?? node.roomID(room) }
 
     /// Every room id what is shown in the open place may have: a
     /// conversation's older one (envelope version 1) too.
     var openRoomIDs: Set<RoomID> {
-        guard let peer = conversationPeer, let c = node.conversation(with: peer) else { return [node.roomID(room)] }
+        guard let peer = conversationPeer, let c = node.conversations.conversation(with: peer) else { return [node.roomID(room)] }
         return [c.room, c.roomVersion1]
     }
 
@@ -67,7 +67,7 @@ final class ChatSession {
     /// What to print when the session starts.
     func greeting(history count: Int = ChatInput.defaultHistory) throws -> [String] {
         let who = node.nick.map { TerminalText.sanitize($0) + "·" } ?? ""
-        let invites = try node.pendingInvites().count
+        let invites = try node.privateRooms.pendingInvites().count
         return ["peernode: \(who)\(node.me.shortFingerprint) (id \(node.me.hex)) on \(node.networkLabel)"]
             + (node.openNetworkName.map { ["-- ⚠ " + Node.openNetworkWarning($0)] } ?? [])
             + node.repairs.map { "-- ⚠ " + $0 }
@@ -105,8 +105,8 @@ final class ChatSession {
         let numbers = try node.store.numbers(of: entries)
         let all = zip(entries, opened).compactMap { e, o -> String? in
             // An erased message shows as its tombstone's line.
-            if e.envelope.isPruned || o.map({ !Self.isLine($0.kind) }) == true || node.isRevoked(e.envelope) { return nil }
-            if o?.kind == .membership, !node.membershipHolds(e.envelope) { return nil }
+            if e.envelope.isPruned || o.map({ !Self.isLine($0.kind) }) == true || node.devices.isRevoked(e.envelope) { return nil }
+            if o?.kind == .membership, !node.privateRooms.membershipHolds(e.envelope) { return nil }
             guard let o, o.isMessage, let (shown, edited) = node.messageLife.openedNow(e.envelope) else { return renderer.line(e.envelope, room: room.value, opened: o) }
             return "(\(numbers[e.delivery] ?? 0)) " + renderer.line(e.envelope, room: room.value, opened: shown, quote: node.reactions.quote(of: e.envelope, o))
                 + (edited ? " (edited)" : "") + Renderer.reactionsSuffix(node.reactions.standing(on: e.envelope))
@@ -119,14 +119,14 @@ final class ChatSession {
     /// of its rooms (envelope versions 2 and 1) merged in delivery order,
     /// numbered as in the current one (where `/edit N`, `/reply N` look).
     func conversationHistory(with peer: PublicKey, _ count: Int) throws -> [String] {
-        guard let c = node.conversation(with: peer) else { throw NodeError.notSealable(peer) }
+        guard let c = node.conversations.conversation(with: peer) else { throw NodeError.notSealable(peer) }
         let other = node.people.account(peer)
         let renderer = Renderer(people: node.people)
         var lines: [(order: (Int64, MessageID), text: String)] = []
         for id in [c.room, c.roomVersion1] {
             let (entries, opened) = try scan(id, lines: count)
             let numbers = id == c.room ? try node.store.numbers(of: entries) : [:]
-            for (e, o) in zip(entries, opened) where !node.isRevoked(e.envelope) {
+            for (e, o) in zip(entries, opened) where !node.devices.isRevoked(e.envelope) {
                 let order = (e.causalTime, e.envelope.id)
                 // An erased message shows as its tombstone's line.
                 if o?.kind == .tombstone { lines.append((order, renderer.deletedLine(e.envelope, room: nil))) }
@@ -152,7 +152,7 @@ final class ChatSession {
         }
         let peer = try node.resolve(who)
         guard node.people.account(peer) != node.account else { throw NodeError.conversationWithYourself }
-        guard node.conversation(with: peer) != nil else { throw NodeError.notSealable(peer) }
+        guard node.conversations.conversation(with: peer) != nil else { throw NodeError.notSealable(peer) }
         conversationPeer = peer
         return try conversationHistory(with: peer, ChatInput.defaultHistory)
     }
@@ -192,7 +192,7 @@ final class ChatSession {
 
     /// `/search WORDS`: the newest matches, oldest first.
     func search(_ query: String) throws -> [String] {
-        let found = try node.search(query, limit: ChatSession.searchLimit)
+        let found = try node.searchIndex.search(query, limit: ChatSession.searchLimit)
         let lines = foundLines(found)
         let header = "-- \(found.count) \(found.count == 1 ? "message" : "messages") with \"\(TerminalText.sanitize(query))\"\(found.count == ChatSession.searchLimit ? " (the newest \(ChatSession.searchLimit))" : "")"
         return [header] + lines
@@ -250,7 +250,7 @@ final class ChatSession {
     /// `/private #room`: made, and opened.
     func createPrivate(_ name: String) throws -> [String] {
         let target = try RoomName(name)
-        try node.createPrivateRoom(target)
+        try node.privateRooms.createPrivateRoom(target)
         room = target
         conversationPeer = nil
         return ["-- created the private room \(target.value): /invite WHO \(target.value) lets someone in"]
@@ -274,7 +274,7 @@ final class ChatSession {
     /// `/mentions`: the newest messages that named our nick, oldest first.
     func mentions() throws -> [String] {
         guard let nick = node.nick else { return ["-- you have no nick yet, so no message can name you: /nick NAME"] }
-        let found = try node.mentions(limit: ChatSession.searchLimit)
+        let found = try node.searchIndex.mentions(of: node.nick ?? "", me: node.me, limit: ChatSession.searchLimit)
         let lines = foundLines(found)
         return ["-- \(found.count) \(found.count == 1 ? "message names" : "messages name") \(TerminalText.sanitize(nick))"
             + (found.count == ChatSession.searchLimit ? " (the newest \(ChatSession.searchLimit))" : "")] + lines

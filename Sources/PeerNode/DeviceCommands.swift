@@ -67,8 +67,8 @@ enum DeviceCommands {
 
     static func revoke(_ who: String, _ options: Options, environment: [String: String]) throws {
         let node = try Node(options: options, environment: environment)
-        let (_, device) = try node.revoke(who)
-        writeLines(["revoked \(PeerText(device.name)) (\(device.device.shortFingerprint)): what it signs after its message \(node.revokedAfter[device.device] ?? 0) is refused "
+        let (_, device) = try node.devices.revoke(who)
+        writeLines(["revoked \(PeerText(device.name)) (\(device.device.shortFingerprint)): what it signs after its message \(node.devices.revokedAfter[device.device] ?? 0) is refused "
                     + "once the others get this (start peernode to send it)"])
     }
 

@@ -9,7 +9,7 @@ extension NetworkNode {
     func queueCatchUp(_ id: LinkID, author: PublicKey, from: UInt64, through: UInt64) {
         guard links[id] != nil else { return }
         // A revoker's chain first: the revocation is held before the revoked device's posts come.
-        links[id]?.catchUp.add(author: author, from: from, through: through, first: node.revocationRows.contains { $0.by == author })
+        links[id]?.catchUp.add(author: author, from: from, through: through, first: node.devices.revocationRows.contains { $0.by == author })
         pumpCatchUp(id)
     }
 

@@ -188,7 +188,7 @@ extension NetworkNode {
         }
         takeRevocationsStored(inserted.values.flatMap { $0.map(\.envelope) })
         // A revoked device's genuine envelope refused as not linking (a fork of the thief's held below it) may be proven now.
-        for author in brokenAuthors where node.revokedHeads[author] != nil { node.promoteNamedChain(author) }
+        for author in brokenAuthors where node.devices.revokedHeads[author] != nil { node.devices.promoteNamedChain(author) }
         showDeliveries()
         if !inserted.isEmpty, !relay { core.stages.record(.deliver, monotonicNow() - delivering) }
     }
@@ -210,7 +210,7 @@ extension NetworkNode {
         for e in stored where e.room == node.accountsRoom {
             guard let opened = node.open(e) else { continue }
             if relay, opened.kind == .device { _ = node.acceptDeviceClaim(e, opened) }
-            guard let row = node.takeRevocationEarly(e, opened) else { continue }
+            guard let row = node.devices.takeRevocationEarly(e, opened) else { continue }
             kept = true
             if let event = revokedEvent(row) { events.append(event) }
         }

@@ -65,11 +65,11 @@ extension NetworkNode {
     func devices(of key: PublicKey) throws -> NodeEvent {
         let online = Set(linkedPeers.values)
         let account = node.people.account(key)
-        let rows = try node.devices(of: account)
+        let rows = try node.devices.devices(of: account)
         return .devices(node.people[account], try rows.map { row in
             DeviceInfo(key: row.device, name: PeerText(row.name), isAccountKey: row.device == account, isThisNode: row.device == node.me,
                        linkedNow: online.contains(row.device), lastSeen: try node.store.lastSigned(by: row.device),
-                       revokedAfter: node.revokedAfter[row.device])
+                       revokedAfter: node.devices.revokedAfter[row.device])
         })
     }
 
@@ -154,7 +154,7 @@ extension NetworkNode {
         guard !relay, arrival.fresh, !blocked.contains(notice.typer) else { return }
         if let name = node.roomName(notice.room) {
             emit(.typing(node.people[notice.typer], room: name))
-        } else if node.dmPeers[notice.room] == notice.typer {
+        } else if node.conversations.peer(in: notice.room) == notice.typer {
             emit(.typing(node.people[notice.typer], room: nil))
         }
         refreshPrompt()

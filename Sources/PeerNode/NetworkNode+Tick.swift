@@ -35,7 +35,7 @@ extension NetworkNode {
         // `backgroundDeferral`.
         if now - lastLinkTraffic >= Self.quietPeriod || now - lastBackgroundWork >= Self.backgroundDeferral {
             lastBackgroundWork = now
-            if !relay { _ = readLogged("new messages for the search index") { try node.indexNewMessages() } }
+            if !relay { _ = readLogged("new messages for the search index") { try node.searchIndex.indexNew() } }
             sendReceipts(now: now)
             // Erased bodies leave the files: the index merged, the WAL truncated.
             if node.store.hasUnpurgedErasures, now >= nextErasurePurge {
@@ -53,7 +53,7 @@ extension NetworkNode {
         typing.expire(now: now)
         // Links that became neighbours since they came up are told of now.
         for remote in linkLines.unsettled where linkSettled(remote) { emit(linkLines.settled(remote)) }
-        if !node.memberships.isEmpty, now - lastRoomRotationCheck >= Self.roomRotationCheckInterval {
+        if !node.privateRooms.memberships.isEmpty, now - lastRoomRotationCheck >= Self.roomRotationCheckInterval {
             lastRoomRotationCheck = now
             rekeyRooms(standingIn: true)
         }

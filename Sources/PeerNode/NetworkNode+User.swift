@@ -58,7 +58,7 @@ extension NetworkNode {
                 if let row = node.acceptDeviceClaim(e, opened) { early.claims[e.id] = row }
             case .revoke:
                 // One whose claim is not known yet is left to its place in the batch.
-                if let row = node.takeRevocationEarly(e, opened) {
+                if let row = node.devices.takeRevocationEarly(e, opened) {
                     early.tried.insert(e.id)
                     early.revocations[e.id] = row
                 }
@@ -72,8 +72,8 @@ extension NetworkNode {
     /// The line for a kept revocation, once per change of the device's limit
     /// (its two forms, 40 and 72 bytes, are told once).
     func revokedEvent(_ row: Store.RevocationRow) -> NodeEvent? {
-        guard node.revocationIsNews(row.device) else { return nil }
-        return .deviceRevoked(node.people[row.device], device: row.device, by: row.by, last: node.revokedAfter[row.device] ?? row.last)
+        guard node.devices.revocationIsNews(row.device) else { return nil }
+        return .deviceRevoked(node.people[row.device], device: row.device, by: row.by, last: node.devices.revokedAfter[row.device] ?? row.last)
     }
 
     /// Claims and revocations of a batch already taken (`accountsFirst`), by envelope.
@@ -89,10 +89,10 @@ extension NetworkNode {
     private func applyDelivered(_ stored: StoredEnvelope, early: EarlyAccounts = EarlyAccounts()) -> [NodeEvent] {
         let e = stored.envelope
         // A revoked device's envelopes past its limit (or forks below it): kept and relayed, never shown or applied.
-        if node.isRevoked(e) {
-            node.refusedRevoked &+= 1
+        if node.devices.isRevoked(e) {
+            node.devices.refusedRevoked &+= 1
             // This machine is the revoked one: each post says so, not a word swallowed.
-            if e.author == node.me, let refusal = node.ownRevocation { return [.failed(refusal)] }
+            if e.author == node.me, let refusal = node.devices.ownRevocation(book: node.people) { return [.failed(refusal)] }
             return []
         }
         // What this node cannot open (others' conversations, rooms it is not in) is not shown.
@@ -111,11 +111,11 @@ extension NetworkNode {
         case .membership:
             return membershipDelivered(e, opened)
         case .revoke:
-            guard let row = early.revocations[e.id] ?? (early.tried.contains(e.id) ? nil : node.acceptRevocation(e, opened)) else { return [] }
+            guard let row = early.revocations[e.id] ?? (early.tried.contains(e.id) ? nil : node.devices.acceptRevocation(e, opened)) else { return [] }
             conversationKeysChanged()
             return revokedEvent(row).map { [$0] } ?? []
         case .rekey:
-            if node.acceptConversationKey(e, opened) { conversationKeysChanged() }
+            if node.conversations.accept(e, opened, accountsRoom: node.accountsRoom) { conversationKeysChanged() }
             return []
         case .follow:
             return followed(e, opened)
@@ -150,7 +150,7 @@ extension NetworkNode {
         if let peer = opened.peer {
             guard opened.isMessage else { return [] }
             // Kept, so /rooms lists the conversation after a restart even if we never wrote in it.
-            if node.rememberedConversations.insert(e.room).inserted {
+            if node.conversations.remembered.insert(e.room).inserted {
                 do { try node.store.rememberConversation(e.room, with: peer) } catch { log.warning("cannot record a conversation: \(error)") }
             }
             // A direct message is shown wherever the person is: it counts as read there.
@@ -246,7 +246,7 @@ extension NetworkNode {
         case let .invite(who, room):
             let peer = try node.resolve(who)
             // The membership event (and the room's create, for an older room) go out with the invite (`flushOwn`).
-            _ = try node.invite(peer, to: try RoomName(room))
+            _ = try node.privateRooms.invite(peer, to: try RoomName(room))
             return ([.invited(node.people[peer], room: room)], true)
         case let .answerInvite(room, accept):
             return (try answerInvite(room, accept: accept), true)
@@ -260,11 +260,11 @@ extension NetworkNode {
         case .deviceAdd:
             return (try startDeviceAdd(), true)
         case let .revoke(who):
-            let (e, row) = try node.revoke(who)
+            let (e, row) = try node.devices.revoke(who)
             sendOwn(e)
             conversationKeysChanged()
-            _ = node.revocationIsNews(row.device)
-            return ([.deviceRevoked(node.people[row.device], device: row.device, by: node.me, last: node.revokedAfter[row.device] ?? 0)], true)
+            _ = node.devices.revocationIsNews(row.device)
+            return ([.deviceRevoked(node.people[row.device], device: row.device, by: node.me, last: node.devices.revokedAfter[row.device] ?? 0)], true)
         case let .set(key, value):
             try node.store.setSetting(key, value)
             receipts.sendsRead = value == "on"
@@ -445,14 +445,14 @@ extension NetworkNode {
         if node.refusedNicks > 0 { all["bad_nick"] = node.refusedNicks }
         if node.messageLife.refusedEdits > 0 { all["edit_refused"] = node.messageLife.refusedEdits }
         if node.reactions.refused > 0 { all["reaction_refused"] = node.reactions.refused }
-        if node.refusedDeviceClaims > 0 { all["device_refused"] = node.refusedDeviceClaims }
-        if node.refusedRevocations > 0 { all["revoke_refused"] = node.refusedRevocations }
-        if node.refusedRevoked > 0 { all["revoked_refused"] = node.refusedRevoked }
-        if node.refusedFilingFailures > 0 { all["revoked_filing_failed"] = node.refusedFilingFailures }
+        if node.devices.refusedClaims > 0 { all["device_refused"] = node.devices.refusedClaims }
+        if node.devices.refusedRevocations > 0 { all["revoke_refused"] = node.devices.refusedRevocations }
+        if node.devices.refusedRevoked > 0 { all["revoked_refused"] = node.devices.refusedRevoked }
+        if node.devices.refusedFilingFailures > 0 { all["revoked_filing_failed"] = node.devices.refusedFilingFailures }
         if node.storeFailures.count > 0 { all["store_read_failed"] = node.storeFailures.count }
-        if node.refusedRoomPosts > 0 { all["room_post_refused"] = node.refusedRoomPosts }
-        if node.refusedRekeys > 0 { all["rekey_refused"] = node.refusedRekeys }
-        if node.refusedMembership > 0 { all["membership_refused"] = node.refusedMembership }
+        if node.privateRooms.refusedRoomPosts > 0 { all["room_post_refused"] = node.privateRooms.refusedRoomPosts }
+        if node.conversations.refusedRekeys > 0 { all["rekey_refused"] = node.conversations.refusedRekeys }
+        if node.privateRooms.refusedMembership > 0 { all["membership_refused"] = node.privateRooms.refusedMembership }
         return .stats(links: linkedPeers.count, counters: all.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) },
                       stages: core.stages.summaries)
     }

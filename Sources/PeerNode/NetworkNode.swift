@@ -350,7 +350,7 @@ final class NetworkNode: @unchecked Sendable {
         if announce {
             // The nick from its messages if we have them, else the one it claimed in the handshake.
             let person = node.people[remote].claiming(nick.map(PeerText.init))
-            let event = NodeEvent.peerUp(person, address: link.connection.remoteAddress, node: remote, device: node.deviceName(remote))
+            let event = NodeEvent.peerUp(person, address: link.connection.remoteAddress, node: remote, device: node.devices.name(of: remote))
             emit(answersScripts || relay ? [event] : linkLines.up(event, remote: remote, settled: linkView(id, remote: remote).isSettled))
         }
         // What we remember of this peer makes the clock exchange cost what changed.

@@ -16,7 +16,7 @@ func resolveDataDirectory(_ options: Options, environment: [String: String]) -> 
 
 /// A running node: identity, network key, store, and the chat operations
 /// on top of them. One owner (the chat loop) uses it.
-final class Node: EnvelopeOpening, OwnPosting {
+final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory {
     let directory: DataDirectory
     let identity: SigningKey
     let network: NetworkKey
@@ -39,23 +39,6 @@ final class Node: EnvelopeOpening, OwnPosting {
     /// The network's accounts room (device claims) and its key: every node reads it.
     let accountsRoom: RoomID
     let accountsKey: SymmetricKey
-    /// Device claims refused by `acceptDeviceClaim` (counted as `device_refused`).
-    var refusedDeviceClaims = 0
-    /// Revocations held (`Node+Revocation.swift`), and the limit each revoked device has.
-    var revocationRows: Set<Store.RevocationRow> = []
-    var revokedAfter: [PublicKey: UInt64] = [:]
-    /// For a revoked device, the envelope its revocations name as the last
-    /// accepted (`Node.namedHeads`), and its chain as far down from there as
-    /// this node can follow it (`namedChains`).
-    var revokedHeads: [PublicKey: (sequence: UInt64, id: MessageID)] = [:]
-    var namedChains: [PublicKey: NamedChain] = [:]
-    /// The limit last shown for each revoked device (`revocationIsNews`).
-    var shownRevocationLimits: [PublicKey: UInt64] = [:]
-    /// Revocations refused (`revoke_refused`), and envelopes of revoked devices not shown (`revoked_refused`).
-    var refusedRevocations = 0
-    var refusedRevoked = 0
-    /// Refilings of a revoked device's envelopes that the store failed (`revoked_filing_failed`).
-    var refusedFilingFailures = 0
     /// Store failures where the caller cannot throw, counted and said (`StoreFailures`).
     let storeFailures = StoreFailures()
     /// Whether our own history is safe from reusing a sequence number (`OwnDurability`).
@@ -64,15 +47,19 @@ final class Node: EnvelopeOpening, OwnPosting {
     private(set) lazy var messageLife = MessageLife(repository: .init(store: store), envelopes: self, author: self, failures: storeFailures)
     /// Reactions and replies (`Units/Reactions`).
     private(set) lazy var reactions = Reactions(repository: .init(store: store), messages: messageLife, envelopes: self, author: self, failures: storeFailures)
-    /// Posts in a private room sealed with the key of an epoch their author's
-    /// account was not a member in, each time one was opened (`room_post_refused`).
-    var refusedRoomPosts = 0
-    /// Conversation-key announcements refused (`rekey_refused`).
-    var refusedRekeys = 0
-    /// Delivered membership events that did not hold (§14's rules), not
-    /// shown (`membership_refused`).
-    var refusedMembership = 0
-
+    /// `/search` and `/mentions` (`Units/Search`).
+    private(set) lazy var searchIndex = SearchIndex(repository: .init(store: store), messages: messageLife)
+    /// Device claims and revocations (`Units/Devices`).
+    private(set) lazy var devices = Devices(repository: .init(store: store), book: self, envelopes: self, author: self, failures: storeFailures,
+                                            accountsRoom: accountsRoom, accountsKey: accountsKey)
+    /// Direct conversations and our account's conversation keys (`Units/Conversations`).
+    private(set) lazy var conversations = Conversations(repository: .init(store: store), identity: identity, network: network, book: self,
+                                                        author: self, failures: storeFailures)
+    /// The account's own rooms, where our devices follow each other (`Units/Following`).
+    private(set) lazy var following = Following(network: network, author: self)
+    /// Private rooms, their invites, membership and keys (`Units/PrivateRooms`).
+    private(set) lazy var privateRooms = PrivateRooms(repository: .init(store: store), network: network, directory: self, book: self, envelopes: self,
+                                                      author: self, conversations: conversations, devices: devices, failures: storeFailures)
     init(options: Options, environment: [String: String]) throws {
         guard let path = resolveDataDirectory(options, environment: environment) else {
             throw NodeError.noDataDirectory
@@ -100,21 +87,20 @@ final class Node: EnvelopeOpening, OwnPosting {
         for (id, name) in try store.namedRooms() {
             if let room = try? RoomName(name) { roomNames[id] = room }
         }
-        for (id, name, key) in try store.privateRooms() {
-            if let room = try? RoomName(name), let secret = try? SymmetricKey(bytes: key) { privateRooms[id] = (room, secret) }
-        }
+        try privateRooms.load()
         // Rows hold each envelope's kind where this node can open it.
         store.kindOf = { [weak self] in self?.open($0)?.kind }
         // A revoked device erases nothing past its limit: a thief with its key cannot take back its owner's words.
-        store.honoursErasures = { [weak self] in !(self?.isRevoked($0) ?? false) }
+        store.honoursErasures = { [weak self] in !(self?.devices.isRevoked($0) ?? false) }
         // What was indexed when it stood comes out whatever its standing now.
         store.indexedText = { [weak self] in self?.messageLife.indexedText(of: $0, standing: false) }
-        try loadAccounts()
-        try loadRevocations()
-        try reloadConversationKeys()
-        try loadRoomMemberships()
+        for row in try devices.claims() { people.accounts[row.device] = row.account }
+        try devices.loadRevocations()
+        conversations.keysReloaded = { [unowned self] in following.map(conversations.linkedKeys.map(\.pair)) }
+        try conversations.reload()
+        try privateRooms.loadRoomMemberships()
         try loadNicks()
-        repairs = try repairPrivateRooms()
+        repairs = try privateRooms.repairPrivateRooms()
         people.trusted = try store.trustedIdentities()
         people.forked = Set(try store.forks().map(\.author))
     }
@@ -136,7 +122,7 @@ final class Node: EnvelopeOpening, OwnPosting {
     /// leave the search index.
     func leave(_ name: RoomName) throws {
         let id = roomID(name)
-        try unindexLeftRoom(id)
+        try searchIndex.unindexLeft(id)
         roomNames[id] = nil
         try store.forgetRoomName(id)
         if privateRooms[id] == nil { try follow(.parted(name)) }
@@ -147,13 +133,13 @@ final class Node: EnvelopeOpening, OwnPosting {
 
     /// A private room we are in wins over the public room of the same name.
     func roomID(_ name: RoomName) -> RoomID {
-        privateRooms.first { $0.value.name == name }?.key ?? RoomID.publicRoom(name, network: network)
+        privateRooms.id(named: name) ?? RoomID.publicRoom(name, network: network)
     }
 
     /// The key of a room we know: a private room's own, or the public one derived from its name.
     func roomKey(_ id: RoomID) -> SymmetricKey? {
-        if let own = privateRooms[id] { return roomPostingKeys[id] ?? own.key }
-        if let own = ownRooms[id] { return own }
+        if let own = privateRooms.postingKey(id) { return own }
+        if let own = following.rooms[id] { return own }
         if id == accountsRoom { return accountsKey }
         guard let name = roomNames[id]?.value else { return nil }
         if let key = publicRoomKeys[name] { return key }
@@ -168,41 +154,6 @@ final class Node: EnvelopeOpening, OwnPosting {
     /// per public room name this node has joined.
     private var publicRoomKeys: [String: SymmetricKey] = [:]
 
-    /// Conversation room (either version) → the other party, for every peer mapped so far.
-    var dmPeers: [RoomID: PublicKey] = [:]
-    /// Conversation rooms recorded in the store this run (`rememberConversation`).
-    var rememberedConversations: Set<RoomID> = []
-    /// Each peer's conversation with us (`Node+Direct.swift`).
-    var conversations: [PublicKey: Conversation] = [:]
-    /// How many known authors were mapped by a hash (version-1 rooms) and by
-    /// an X25519 (conversations) (`Node+Direct.swift`).
-    var version1RoomsMapped = 0
-    var conversationsMapped = 0
-
-    /// Our account's conversation keys by epoch, the public keys other
-    /// accounts announced, and the conversation rooms mapped so far
-    /// (`Node+ConversationKeys.swift`).
-    var ownBoxKeys: [UInt32: BoxKeyPair] = [:]
-    var announcedBoxKeys: [PublicKey: [UInt32: (publicKey: [UInt8], claim: Dependency)]] = [:]
-    var directRooms: [RoomID: (peer: PublicKey, key: DirectKey)] = [:]
-    var mappedPairs: Set<MappedPair> = []
-
-    /// Private rooms' membership (`Node+RoomMembership.swift`): the state
-    /// of each room that has a create event, every key held by the event
-    /// that made it, and the key posts are sealed with now.
-    var memberships: [RoomID: RoomMembership] = [:]
-    var roomEpochKeys: [RoomID: [MessageID: (epoch: UInt32, key: SymmetricKey)]] = [:]
-    var roomPostingKeys: [RoomID: SymmetricKey] = [:]
-    /// Membership events already opened and decoded, by id (`recomputeMembership`).
-    var openedMembershipEvents: [MessageID: MembershipEvent] = [:]
-    /// The account's own rooms (`Node+Following.swift`), by id, and whether
-    /// a change being made follows another device's (then it is not said again).
-    var ownRooms: [RoomID: SymmetricKey] = [:]
-    var applyingFollow = false
-
-    /// Private rooms we are in: id → name and key (the room's first key).
-    var privateRooms: [RoomID: (name: RoomName, key: SymmetricKey)] = [:]
-
     /// Makes a public room known by name (so its messages can be read) and
     /// remembers it in the store.
     func join(_ name: RoomName) throws -> RoomID {
@@ -214,7 +165,7 @@ final class Node: EnvelopeOpening, OwnPosting {
             // What was stored before we could read it is filed under its kinds now,
             // and found by /search.
             try store.fileSealed(in: id)
-            try indexJoinedRoom(id)
+            try searchIndex.indexJoined(id)
             applyJoinedRoomActions(id)
         }
         return id
@@ -225,40 +176,13 @@ final class Node: EnvelopeOpening, OwnPosting {
     /// page at a time. Ones applied already change nothing.
     private func applyJoinedRoomActions(_ room: RoomID) {
         var after: Int64 = 0
-        while let page = storeFailures.read("a room's edits and reactions", { try store.delivered(in: room, kinds: [.edit, .reaction], after: after, limit: Self.indexPage) }),
+        while let page = storeFailures.read("a room's edits and reactions", { try store.delivered(in: room, kinds: [.edit, .reaction], after: after, limit: SearchIndex.page) }),
               let last = page.last {
             after = last.delivery
             for stored in page {
                 guard let opened = open(stored.envelope) else { continue }
                 if opened.kind == .edit { _ = messageLife.acceptEdit(stored.envelope, opened) } else { _ = reactions.accept(stored.envelope, opened) }
             }
-        }
-    }
-
-    /// Takes a room's texts out of the search index while its key is still
-    /// known: the index must be told a text to forget it, and a message
-    /// erased after we left could not be opened then. Joining again indexes
-    /// the room anew (`indexJoinedRoom`).
-    private func unindexLeftRoom(_ id: RoomID) throws {
-        try eachTextPage({ try store.indexed(in: id, after: $0, limit: Self.indexPage) }, store.unindex(rows:))
-    }
-
-    /// Indexes for /search what a room held before this node could read it
-    /// (the index passed it by then), a page at a time.
-    private func indexJoinedRoom(_ id: RoomID) throws {
-        try eachTextPage({ try store.unindexed(in: id, after: $0, limit: Self.indexPage) }, store.index(rows:))
-    }
-
-    /// Hands `apply` the indexed texts (`indexedText`) of the envelopes
-    /// `page` gives out, a page at a time, by row after the last one.
-    private func eachTextPage(_ page: (Int64) throws -> [(rowid: Int64, envelope: Envelope)],
-                              _ apply: ([(rowid: Int64, text: String)]) throws -> Void) throws {
-        var after: Int64 = 0
-        while true {
-            let rows = try page(after)
-            guard let last = rows.last else { return }
-            after = last.rowid
-            try apply(rows.compactMap { row in messageLife.indexedText(of: row.envelope).map { (row.rowid, $0) } })
         }
     }
 
@@ -269,8 +193,8 @@ final class Node: EnvelopeOpening, OwnPosting {
     @discardableResult
     func post(_ text: String, kind: Kind, in room: RoomName) throws -> Envelope {
         let id = try join(room)
-        if let state = memberships[id], state.head != nil, state.roles[account] == nil { throw NodeError.notAMember }
-        guard mayPost(in: id) else { throw NodeError.waitingForNewKey(room) }
+        if let state = privateRooms.memberships[id], state.head != nil, state.roles[account] == nil { throw NodeError.notAMember }
+        guard privateRooms.mayPost(in: id) else { throw NodeError.waitingForNewKey(room) }
         guard let key = roomKey(id) else { throw NodeError.noRoomKey(room) }
         let envelope = try appendOwn(room: id, kind: kind, content: Array(text.utf8), key: key)
         if kind == .nick { setNick(PeerText(text), of: me) }
@@ -282,14 +206,14 @@ final class Node: EnvelopeOpening, OwnPosting {
     @discardableResult
     func postReceipt(_ receipt: Receipt, in room: RoomID) throws -> Envelope {
         if let key = roomKey(room) { return try appendOwn(room: room, kind: .receipt, content: receipt.encoded, key: key) }
-        guard let peer = dmPeers[room] else { throw NodeError.receiptRoomNotWritable }
-        return try postDirect(receipt.encoded, kind: .receipt, to: peer)
+        guard let peer = conversations.peer(in: room) else { throw NodeError.receiptRoomNotWritable }
+        return try conversations.post(receipt.encoded, kind: .receipt, to: peer)
     }
 
     /// Signs and stores a direct message to `peer` (a text, or an action: `/me`).
     @discardableResult
     func postDirect(_ text: String, to peer: PublicKey, kind: Kind = .text) throws -> Envelope {
-        try postDirect(Array(text.utf8), kind: kind, to: peer)
+        try conversations.post(Array(text.utf8), kind: kind, to: peer)
     }
 
     /// Finds who `/msg` means: a 64-hex id, `nick·fp`, or a nick that only one known author uses.
@@ -356,74 +280,6 @@ final class Node: EnvelopeOpening, OwnPosting {
         }
     }
 
-    /// Most messages indexed for `/search` on one tick: small, because the
-    /// tick runs on the link loop (a long history is indexed over many
-    /// seconds, or all at once when someone searches).
-    static let indexPerTick = 500
-    /// Most envelope bytes indexed in one go: the envelopes read back, their
-    /// texts and SQLite's full-text terms all sit in memory until the
-    /// transaction ends. 500 messages of 60 KB (a burst that just passed)
-    /// took the node from 42 to 133 MB at once; counted in bytes too, a
-    /// batch stays near this.
-    static let indexBytes = 256 << 10
-    /// Most messages indexed in one go when a search needs the index complete.
-    static let indexBatch = 10_000
-    /// Envelopes read back from the store at a time while indexing.
-    static let indexPage = 64
-
-    /// Adds what was delivered since the last call to the search index
-    /// (texts, actions and direct messages this node can read), up to
-    /// `limit` envelopes or `indexBytes` of them (at least one). Returns how
-    /// many envelopes it looked at: 0 once the index is complete.
-    @discardableResult
-    func indexNewMessages(limit: Int = Node.indexPerTick) throws -> Int {
-        var through = try store.indexedThrough()
-        var texts: [(author: PublicKey, sequence: UInt64, text: String)] = []
-        var count = 0, bytes = 0
-        reading: while count < limit, bytes < Self.indexBytes {
-            let page = try store.delivered(after: through, limit: min(Self.indexPage, limit - count))
-            guard !page.isEmpty else { break }
-            for stored in page {
-                let e = stored.envelope
-                count += 1
-                bytes += e.encoded.count
-                through = stored.delivery
-                if let text = messageLife.indexedText(of: e) { texts.append((e.author, e.sequence, text)) }
-                if bytes >= Self.indexBytes { break reading }
-            }
-        }
-        guard count > 0 else { return 0 }
-        try store.index(texts, through: through)
-        return count
-    }
-
-    /// `/search`: matching messages this node can read, most recent first.
-    func search(_ query: String, limit: Int) throws -> [StoredEnvelope] {
-        while try indexNewMessages(limit: Self.indexBatch) > 0 {}
-        // A blocked identity's messages stay hidden here too.
-        let blocked = try store.blockedIdentities()
-        // A match in an edit is its message, listed once.
-        var seen = Set<MessageID>()
-        return try store.search(query, limit: limit).compactMap(messageLife.matchedMessage).filter {
-            !blocked.contains($0.envelope.author) && seen.insert($0.envelope.id).inserted
-        }
-    }
-
-    /// How many index matches `/mentions` looks at for each it shows: the
-    /// index also finds our own messages and `bob x` for `bob-x`, which the
-    /// rule then leaves out.
-    static let mentionCandidates = 4
-
-    /// Messages (newest first, at most `limit`) from others that name our
-    /// nick as a word (`Mentions`): the index finds the word, the rule
-    /// keeps what names it whole.
-    func mentions(limit: Int) throws -> [StoredEnvelope] {
-        guard let nick, !nick.isEmpty else { return [] }
-        return try search(nick, limit: limit * Self.mentionCandidates).filter { stored in
-            stored.envelope.author != me && messageLife.openedNow(stored.envelope).map { $0.opened.isMessage && Mentions.names(nick, in: $0.opened.text.unsanitized) } == true
-        }.prefix(limit).map { $0 }
-    }
-
     /// `/trust` and `/untrust`: the mark is kept in the store and shown at once.
     func setTrusted(_ key: PublicKey, _ on: Bool) throws {
         try store.setTrusted(key, on, at: Node.now())
@@ -460,5 +316,144 @@ final class Node: EnvelopeOpening, OwnPosting {
         people.nicks[account] = PeerText(valid.value)
         confusables.set(account, nick: valid.value)
         people.lookAlike = confusables.suspicious
+    }
+
+    // MARK: accounts and rooms, as the units are given them
+
+    /// Our account: the one this device joined, or our own key.
+    var account: PublicKey { people.account(me) }
+    func account(of key: PublicKey) -> PublicKey { people.account(key) }
+    var deviceAccounts: [PublicKey: PublicKey] { people.accounts }
+
+    /// Gives `id` the name it is shown under, or none (kept in the store when `remember`).
+    func name(_ id: RoomID, _ name: RoomName?, remember: Bool) throws {
+        roomNames[id] = name
+        guard remember else { return }
+        if let name { try store.registerRoom(id, name: name.value) } else { try store.forgetRoomName(id) }
+    }
+
+    /// Says `change` to our other devices, if we have any (`Following`).
+    func follow(_ change: FollowChange) throws {
+        try following.say(change, newest: conversations.newestLinkedKey?.pair)
+    }
+
+    /// A delivered device claim kept: the device shows as its account from
+    /// now on, and the conversation key the claim announces is taken.
+    func acceptDeviceClaim(_ e: Envelope, _ opened: OpenedEnvelope) -> Store.DeviceRow? {
+        guard let (row, certificate) = devices.acceptClaim(e, opened) else { return nil }
+        people.accounts[row.device] = row.account
+        conversations.announce(certificate, claim: e)
+        return row
+    }
+
+    // MARK: the one validity check
+
+    /// The envelope's kind and content, if this node can open it (in a room
+    /// it has the key of, or in a conversation of its own) and it stands:
+    /// the one validity every reader asks (the live screen, `/history`,
+    /// `/search`, the page, the API, `--json`). What a revoked device signed
+    /// and may not have (`Devices.isRevoked`) and a room post its author
+    /// could not have written (`PrivateRooms.mayHaveWritten`) open nowhere.
+    func open(_ envelope: Envelope) -> OpenedEnvelope? {
+        if devices.isRevoked(envelope) { return nil }
+        return openBody(envelope, judged: true)
+    }
+
+    /// The kind and content whether or not the envelope stands: for taking
+    /// out of the search index what was put in when it did.
+    func openIgnoringStanding(_ envelope: Envelope) -> OpenedEnvelope? { openBody(envelope, judged: false) }
+
+    // A body that does not open under a key (`try?` below) is one this node cannot read: nil is the answer.
+    private func openBody(_ envelope: Envelope, judged: Bool) -> OpenedEnvelope? {
+        if privateRooms[envelope.room] != nil {
+            // A private room: each of its keys, the current one first.
+            for (epoch, key) in privateRooms.openingKeys(envelope.room) {
+                guard let body = try? BodyCipher.openAny(envelope, key: key) else { continue }
+                // Membership events are judged by the room's rules; posts by who held the key then.
+                guard !judged || body.kind == .membership || privateRooms.mayHaveWritten(envelope, sealedAt: epoch) else { return nil }
+                return OpenedEnvelope(kind: body.kind, content: body.content, peer: nil)
+            }
+            return nil
+        }
+        if let key = roomKey(envelope.room) {
+            guard let body = try? BodyCipher.openAny(envelope, key: key) else { return nil }
+            return OpenedEnvelope(kind: body.kind, content: body.content, peer: nil)
+        }
+        guard let (peer, key) = conversations.room(of: envelope) else { return nil }
+        if let kind = envelope.clearKind {
+            guard let plain = try? key.open(envelope.body) else { return nil }
+            return OpenedEnvelope(kind: kind, content: plain, peer: peer)
+        }
+        guard let body = try? SealedBody.open(envelope, key: key.conversationKey) else { return nil }
+        return OpenedEnvelope(kind: body.kind, content: body.content, peer: peer)
+    }
+
+    /// If `envelope` is a direct message this node can read: the other party and the text.
+    func direct(_ envelope: Envelope) -> (peer: PublicKey, text: PeerText)? {
+        guard let opened = open(envelope), opened.isMessage, let peer = opened.peer else { return nil }
+        return (peer, opened.text)
+    }
+
+    /// The key our envelopes in `room` are sealed with: a room's, or a conversation's.
+    func sealingKey(for room: RoomID) -> SymmetricKey? {
+        if let key = roomKey(room) { return key }
+        guard let peer = conversations.peer(in: room) else { return nil }
+        return conversations.conversation(with: peer)?.key.conversationKey
+    }
+
+    // MARK: linking a device (docs/PROTOCOL.md §15, "Linking a device")
+
+    /// What this account hands a device it links: a certificate for
+    /// `device` signed now, our nick, rooms, trust marks and blocks.
+    func grant(for device: PublicKey, name: String) throws -> DeviceGrant {
+        guard account == me else { throw NodeError.notAccountKey(account) }
+        let (epoch, box) = try conversations.newestOwnKey()
+        let certificate = try DeviceCertificate.issue(by: identity, for: device, name: name, at: Self.now(), epoch: epoch, conversationKey: box.publicKey)
+        let privates = privateRooms.rooms.map { DeviceGrant.PrivateRoom(id: $0.key, key: $0.value.key.exportedBytes, name: $0.value.name) }
+        let publics = roomNames.filter { privateRooms[$0.key] == nil }.map(\.value)
+        // Our own nick passed the rules when it was set.
+        return DeviceGrant(certificate: certificate, conversationSecret: box.exportedSecret, nick: nick.flatMap { try? Nick($0) }, privateRooms: privates,
+                           publicRooms: publics.sorted { $0.value < $1.value }, trusted: Array(people.trusted),
+                           blocked: Array(try store.blockedIdentities()),
+                           roomKeys: try store.roomKeys(),
+                           olderSecrets: conversations.linkedKeys.filter { $0.epoch != epoch }.map { ($0.epoch, $0.pair.exportedSecret) })
+    }
+
+    /// Takes what an account handed this device: its rooms, keys, marks and
+    /// blocks, then signs our claim (the first envelope we post as the
+    /// account's device) and the account's nick.
+    func accept(_ grant: DeviceGrant) throws {
+        guard grant.certificate.device == me else { throw NodeError.notAccountKey(grant.certificate.account) }
+        // What the grant gives is the account's already: nothing to tell the other devices.
+        try following.applying {
+            for room in grant.privateRooms where privateRooms[room.id] == nil {
+                guard let key = try? SymmetricKey(bytes: room.key) else { continue }
+                try privateRooms.add(room.id, name: room.name, key: key)
+                roomNames[room.id] = room.name
+            }
+            for k in grant.roomKeys where privateRooms[k.room] != nil && (try? SymmetricKey(bytes: k.key)) != nil {
+                try store.saveRoomKey(k)
+            }
+            for name in grant.publicRooms { _ = try join(name) }
+            for key in grant.trusted { try store.setTrusted(key, true, at: Self.now()) }
+            for key in grant.blocked { try store.setBlocked(key, true, at: Self.now()) }
+        }
+        people.trusted = try store.trustedIdentities()
+        let claim = try appendOwn(room: accountsRoom, kind: .device, content: grant.certificate.encoded, key: accountsKey)
+        guard let opened = open(claim), acceptDeviceClaim(claim, opened) != nil else {
+            throw NodeError.notAccountKey(grant.certificate.account)
+        }
+        // The account's conversation key, so this device opens conversations on its own.
+        let repository = conversations.repository
+        try repository.save(Store.ConversationKeyRow(account: grant.certificate.account, epoch: grant.certificate.epoch,
+                                                     publicKey: grant.certificate.conversationKey, secret: grant.conversationSecret, claim: nil))
+        for older in grant.olderSecrets where older.epoch != 0 {
+            guard let pair = try? BoxKeyPair(secretBytes: older.secret) else { continue }
+            try repository.save(Store.ConversationKeyRow(account: grant.certificate.account, epoch: older.epoch,
+                                                         publicKey: pair.publicKey, secret: older.secret, claim: nil))
+        }
+        try conversations.reload()
+        try privateRooms.loadRoomMemberships()
+        if let nick = grant.nick { try post(nick.value, kind: .nick, in: .general) }
     }
 }

@@ -63,14 +63,14 @@ struct DeviceClaimRulesTests {
         #expect(!claim(try envelope(phone, sequence: 1, content: fromDevice.encoded, on: node), on: node))
         let aliceToMallory = try DeviceCertificate.issue(by: mallory, for: alice.publicKey, name: "alice", at: 8, epoch: 1, conversationKey: box.publicKey)
         #expect(!claim(try envelope(alice, sequence: 1, content: aliceToMallory.encoded, on: node), on: node))
-        #expect(node.refusedDeviceClaims == 6)
+        #expect(node.devices.refusedClaims == 6)
 
         // A nick from the laptop is alice's nick.
         let nick = try envelope(laptop, sequence: 2, previous: first.id, kind: .nick, content: Array("alice".utf8), on: node,
                                 room: RoomID.publicRoom(life.name, network: node.network), key: node.network.publicRoomKey(roomName: life.name.value))
         if let opened = node.open(nick) { node.observe(nick, opened) }
         #expect(node.people[alice.publicKey].nick?.unsanitized == "alice" && node.people[laptop.publicKey].nick?.unsanitized == "alice")
-        #expect(try node.devices(of: laptop.publicKey).map(\.device) == [alice.publicKey, laptop.publicKey])
+        #expect(try node.devices.devices(of: laptop.publicKey).map(\.device) == [alice.publicKey, laptop.publicKey])
     }
 
     @Test("what a node learned of devices is there after a restart")
@@ -83,7 +83,7 @@ struct DeviceClaimRulesTests {
         }
         let again = try life.node(dir)
         #expect(again.people[laptop.publicKey].key == alice.publicKey)
-        #expect(try again.devices(of: alice.publicKey).map(\.name) == ["first device", "laptop"])
+        #expect(try again.devices.devices(of: alice.publicKey).map(\.name) == ["first device", "laptop"])
     }
 
     @Test("revocations: the account key's always count; another device's count unless the account key revoked it first; two devices revoking each other are both revoked; foreign, account-key and replayed ones change nothing")
@@ -104,31 +104,31 @@ struct DeviceClaimRulesTests {
         func revoke(_ by: SigningKey, _ device: PublicKey, last: UInt64) throws -> Bool {
             let e = try next(by, .revoke, DeviceRevocation(device: device.self, last: last).encoded)
             guard let opened = node.open(e) else { return false }
-            return node.acceptRevocation(e, opened) != nil
+            return node.devices.acceptRevocation(e, opened) != nil
         }
         // Mallory cannot revoke alice's laptop; the laptop cannot revoke the account key.
         #expect(try !revoke(mallory, laptop.publicKey, last: 0))
         #expect(try !revoke(laptop, alice.publicKey, last: 0))
-        #expect(node.refusedRevocations == 2 && node.revokedAfter.isEmpty)
+        #expect(node.devices.refusedRevocations == 2 && node.devices.revokedAfter.isEmpty)
 
         // The box revokes the laptop after its 4th envelope; the laptop, not knowing, revokes the box: both stand.
         #expect(try revoke(box, laptop.publicKey, last: 4))
         #expect(try revoke(laptop, box.publicKey, last: 2))
-        #expect(node.revokedAfter == [laptop.publicKey: 4, box.publicKey: 2])
+        #expect(node.devices.revokedAfter == [laptop.publicKey: 4, box.publicKey: 2])
         let someID = try #require(heads[laptop.publicKey]?.1)
         let late = try envelope(laptop, sequence: 5, previous: someID, content: [], on: node)
         let earlier = try envelope(laptop, sequence: 4, previous: someID, content: [], on: node)
-        #expect(node.isRevoked(late) && !node.isRevoked(earlier))
+        #expect(node.devices.isRevoked(late) && !node.devices.isRevoked(earlier))
         // The account key revokes the laptop after its 2nd: the laptop's revocation of the box (its 3rd) no longer counts.
         #expect(try revoke(alice, laptop.publicKey, last: 2))
-        #expect(node.revokedAfter == [laptop.publicKey: 2])
+        #expect(node.devices.revokedAfter == [laptop.publicKey: 2])
         // The same rows in any order give the same limits.
-        let rows = Array(node.revocationRows)
-        #expect(Node.limits(Node.counted(Set(rows.reversed()), account: { node.people.account($0) })) == node.revokedAfter)
+        let rows = Array(node.devices.revocationRows)
+        #expect(Devices.limits(Devices.counted(Set(rows.reversed()), account: { node.people.account($0) })) == node.devices.revokedAfter)
         // Kept in the store, read back at start the same.
-        #expect(Set(try node.store.revocations()) == node.revocationRows)
-        try node.loadRevocations()
-        #expect(node.revokedAfter == [laptop.publicKey: 2])
+        #expect(Set(try node.store.revocations()) == node.devices.revocationRows)
+        try node.devices.loadRevocations()
+        #expect(node.devices.revokedAfter == [laptop.publicKey: 2])
     }
 
     @Test("a revocation naming the last envelope: the chain ending there stands, a fork at the limit or below it does not (on a node that never held the original), a chain with a gap stands only down to the gap until it fills, and runs through genuine envelopes kept as forks where the thief's came first; a tombstone past the limit erases nothing; 40 and 72 bytes decode, 39, 41, 71, 73 and a named envelope at 0 do not")
@@ -156,14 +156,14 @@ struct DeviceClaimRulesTests {
         let revocation = try envelope(alice, sequence: 1, kind: .revoke,
                                       content: DeviceRevocation(device: laptop.publicKey, last: 5, lastID: genuine[4].id).encoded, on: node)
         _ = try node.store.insert([revocation], receivedAt: 2)
-        #expect(node.acceptRevocation(revocation, try #require(node.open(revocation))) != nil)
-        #expect(node.revokedHeads[laptop.publicKey]?.id == genuine[4].id)
+        #expect(node.devices.acceptRevocation(revocation, try #require(node.open(revocation))) != nil)
+        #expect(node.devices.revokedHeads[laptop.publicKey]?.id == genuine[4].id)
         #expect(try node.store.unreadCount(of: room, me: node.me) == 4, "the post past the limit, filed before, no longer counts as unread")
         for forged in [fork3, fork4, fork5] {
-            #expect(node.isRevoked(forged), "a fork at or below the limit, \(forged.sequence)")
+            #expect(node.devices.isRevoked(forged), "a fork at or below the limit, \(forged.sequence)")
             #expect(node.open(forged) == nil)
         }
-        #expect(node.isRevoked(genuine[1]), "below a chain that does not reach the named envelope: nothing is proven")
+        #expect(node.devices.isRevoked(genuine[1]), "below a chain that does not reach the named envelope: nothing is proven")
 
         // Another node holds the genuine chain but for post 3: down to the gap it stands, below it not until the gap fills.
         let otherDir = TemporaryDirectory()
@@ -172,14 +172,14 @@ struct DeviceClaimRulesTests {
         _ = try other.store.insert([genuine[0], genuine[1], genuine[3], genuine[4]], receivedAt: 1)
         #expect(claim(genuine[0], on: other))
         _ = try other.store.insert([revocation], receivedAt: 2)
-        #expect(other.acceptRevocation(revocation, try #require(other.open(revocation))) != nil)
-        #expect(!other.isRevoked(genuine[4]) && !other.isRevoked(genuine[3]))
-        #expect(other.isRevoked(genuine[1]), "below the gap at 3: not proven yet")
-        #expect(other.isRevoked(fork5), "a fork at the limit, whatever else is held")
+        #expect(other.devices.acceptRevocation(revocation, try #require(other.open(revocation))) != nil)
+        #expect(!other.devices.isRevoked(genuine[4]) && !other.devices.isRevoked(genuine[3]))
+        #expect(other.devices.isRevoked(genuine[1]), "below the gap at 3: not proven yet")
+        #expect(other.devices.isRevoked(fork5), "a fork at the limit, whatever else is held")
         _ = try other.store.insert([genuine[2]], receivedAt: 3)
-        #expect(!other.isRevoked(genuine[2]) && !other.isRevoked(genuine[1]) && !other.isRevoked(genuine[0]), "the gap filled: all proven")
+        #expect(!other.devices.isRevoked(genuine[2]) && !other.devices.isRevoked(genuine[1]) && !other.devices.isRevoked(genuine[0]), "the gap filled: all proven")
         #expect(try other.store.insert([fork3], receivedAt: 4) != [.inserted], "a fork of a held envelope is not stored as it")
-        #expect(other.isRevoked(fork3))
+        #expect(other.devices.isRevoked(fork3))
         // A third node held the thief's fork of 3 first, then got the genuine chain: the genuine 3 and 4 were
         // refused there (a fork, a broken link) and kept as forks; the named chain follows them, so only the fork is refused.
         let thirdDir = TemporaryDirectory()
@@ -188,22 +188,22 @@ struct DeviceClaimRulesTests {
         _ = try third.store.insert([genuine[0], genuine[1], fork3], receivedAt: 1)
         #expect(claim(genuine[0], on: third))
         _ = try third.store.insert([genuine[2], genuine[3], genuine[4]], receivedAt: 2)
-        _ = try third.indexNewMessages()
-        #expect(try third.search("forged", limit: 5).map(\.envelope.id) == [fork3.id], "the fork was shown and indexed before any revocation")
+        _ = try third.searchIndex.indexNew()
+        #expect(try third.searchIndex.search("forged", limit: 5).map(\.envelope.id) == [fork3.id], "the fork was shown and indexed before any revocation")
         _ = try third.store.insert([revocation], receivedAt: 3)
-        #expect(third.acceptRevocation(revocation, try #require(third.open(revocation))) != nil)
-        #expect(third.isRevoked(fork3), "the fork held first")
-        #expect(!third.isRevoked(genuine[4]) && !third.isRevoked(genuine[1]) && !third.isRevoked(genuine[0]),
+        #expect(third.devices.acceptRevocation(revocation, try #require(third.open(revocation))) != nil)
+        #expect(third.devices.isRevoked(fork3), "the fork held first")
+        #expect(!third.devices.isRevoked(genuine[4]) && !third.devices.isRevoked(genuine[1]) && !third.devices.isRevoked(genuine[0]),
                 "the genuine envelopes held, above and below it, stand: the chain runs through the kept forks")
         // The genuine 4, kept as a fork where nothing was held, is stored now, and the chain fills (what depends on it can be delivered).
         #expect(try third.store.envelope(by: laptop.publicKey, sequence: 4)?.id == genuine[3].id)
         #expect(third.store.contiguous(of: laptop.publicKey) == 5)
-        #expect(!third.isRevoked(genuine[3]))
+        #expect(!third.devices.isRevoked(genuine[3]))
         #expect(try third.store.envelope(by: laptop.publicKey, sequence: 3)?.id == genuine[2].id, "the genuine 3 takes the fork's place")
-        #expect(!third.isRevoked(genuine[2]) && third.open(genuine[2]) != nil)
+        #expect(!third.devices.isRevoked(genuine[2]) && third.open(genuine[2]) != nil)
         #expect(try third.store.forks().map(\.sequence) == [3], "the thief's fork is the one kept as a fork now")
-        #expect(third.isRevoked(fork3))
-        #expect(try third.search("forged", limit: 5).isEmpty && third.search("post", limit: 9).contains { $0.envelope.id == genuine[2].id },
+        #expect(third.devices.isRevoked(fork3))
+        #expect(try third.searchIndex.search("forged", limit: 5).isEmpty && third.searchIndex.search("post", limit: 9).contains { $0.envelope.id == genuine[2].id },
                 "the index holds the genuine text in the fork's place")
 
         // The thief's tombstone past the limit takes back nothing of the owner's words.
@@ -242,7 +242,7 @@ struct DeviceClaimRulesTests {
         let pair = BoxKeyPair.generate()
         let toMe = try BoxKeyPair.seal(pair.exportedSecret, to: try #require(BoxKeyPair.convertedPublic(node.me)))
         let announcement = ConversationKeyAnnouncement(epoch: 2, publicKey: pair.publicKey, devices: [.init(device: node.me, sealed: toMe)])
-        func accepted(_ e: Envelope) -> Bool { node.open(e).map { node.acceptConversationKey(e, $0) } ?? false }
+        func accepted(_ e: Envelope) -> Bool { node.open(e).map { node.conversations.accept(e, $0, accountsRoom: node.accountsRoom) } ?? false }
         // From the laptop (a device, not the account key): refused.
         #expect(!accepted(try envelope(laptop, sequence: 2, previous: laptopClaim.id, kind: .rekey, content: announcement.encoded, on: node)))
         // From alice, in a public room: refused.
@@ -251,16 +251,16 @@ struct DeviceClaimRulesTests {
         let misplaced = try envelope(alice, sequence: 1, kind: .rekey, content: announcement.encoded, on: node,
                                      room: general, key: node.network.publicRoomKey(roomName: RoomName.general.value))
         #expect(!accepted(misplaced))
-        #expect(node.refusedRekeys == 2)
+        #expect(node.conversations.refusedRekeys == 2)
         // From alice, in the accounts room: taken, and this device holds the secret.
         let first = try envelope(alice, sequence: 2, previous: misplaced.id, kind: .rekey, content: announcement.encoded, on: node)
         #expect(accepted(first))
-        #expect(node.ownBoxKeys[2]?.publicKey == pair.publicKey)
-        #expect(node.sendingEpoch(of: alice.publicKey) == 2)
+        #expect(node.conversations.ownKeys[2]?.publicKey == pair.publicKey)
+        #expect(node.conversations.sendingEpoch(of: alice.publicKey) == 2)
         // The same epoch again (another key): refused; the first stays.
         let other = ConversationKeyAnnouncement(epoch: 2, publicKey: BoxKeyPair.generate().publicKey, devices: [])
         #expect(!accepted(try envelope(alice, sequence: 3, previous: first.id, kind: .rekey, content: other.encoded, on: node)))
-        #expect(node.boxPublic(of: alice.publicKey, epoch: 2) == pair.publicKey)
+        #expect(node.conversations.boxPublic(of: alice.publicKey, epoch: 2) == pair.publicKey)
 
         // The layout's limits.
         let entry = ConversationKeyAnnouncement.Sealed(device: laptop.publicKey, sealed: [UInt8](repeating: 1, count: ConversationKeyAnnouncement.sealedSize))
@@ -281,12 +281,11 @@ struct DeviceClaimRulesTests {
         let mine = try DeviceCertificate.issue(by: alice, for: node.me, name: "this", at: 5, epoch: 1, conversationKey: box.publicKey)
         #expect(claim(try envelope(node.identity, sequence: 1, content: mine.encoded, on: node), on: node))
         try node.store.saveConversationKey(Store.ConversationKeyRow(account: alice.publicKey, epoch: 1, publicKey: box.publicKey, secret: box.exportedSecret, claim: nil))
-        try node.reloadConversationKeys()
+        try node.conversations.reload()
         // Alice's room, Bob invited, Bob gone: the key Bob held is tainted, Alice is to rekey.
         let room = RoomID.random(), first = SymmetricKey.generate(), second = SymmetricKey.generate()
         let name = try RoomName("#held")
-        try node.store.addPrivateRoom(room, name: name.value, key: first.exportedBytes)
-        node.privateRooms[room] = (name, first)
+        try node.privateRooms.add(room, name: name, key: first)
         let create = try envelope(alice, sequence: 1, kind: .membership, content: MembershipEvent(action: .create, target: alice.publicKey, role: .owner, epoch: 0, parent: .zero, keys: []).encoded,
                                   on: node, room: room, key: first)
         let sealed = [MembershipEvent.SealedKey(account: alice.publicKey, conversationEpoch: 1, sealed: try BoxKeyPair.seal(second.exportedBytes, to: box.publicKey)),
@@ -297,11 +296,11 @@ struct DeviceClaimRulesTests {
         let leave = try envelope(mallory, sequence: 1, kind: .membership, content: MembershipEvent(action: .leave, target: mallory.publicKey, role: .member, epoch: 1, parent: invite.id, keys: []).encoded,
                                   on: node, room: room, key: second)
         _ = try node.store.insert([create, invite, leave], receivedAt: 1)
-        let state = try #require(try node.recomputeMembership(room))
-        #expect(state.keyIsTainted && state.rekeyer == alice.publicKey && node.needsRekeyByUs(room), "\(state.roles) \(state.sealedTo) \(String(describing: state.head)) refused \(state.refused) keys \(node.roomEpochKeys[room]?.count ?? 0)")
-        #expect(try node.rekeyIfNeeded(room) == nil, "not the account key's machine: it waits")
-        let rotated = try #require(try node.rekeyIfNeeded(room, standIn: true))
-        #expect(node.memberships[room]?.head?.event == rotated.id && node.memberships[room]?.keyIsTainted == false)
-        #expect(!node.needsRekeyByUs(room))
+        let state = try #require(try node.privateRooms.recomputeMembership(room))
+        #expect(state.keyIsTainted && state.rekeyer == alice.publicKey && node.privateRooms.needsRekeyByUs(room), "\(state.roles) \(state.sealedTo) \(String(describing: state.head)) refused \(state.refused) keys \(node.privateRooms.roomEpochKeys[room]?.count ?? 0)")
+        #expect(try node.privateRooms.rekeyIfNeeded(room) == nil, "not the account key's machine: it waits")
+        let rotated = try #require(try node.privateRooms.rekeyIfNeeded(room, standIn: true))
+        #expect(node.privateRooms.memberships[room]?.head?.event == rotated.id && node.privateRooms.memberships[room]?.keyIsTainted == false)
+        #expect(!node.privateRooms.needsRekeyByUs(room))
     }
 }

@@ -60,7 +60,7 @@ struct EnvelopeUpgradeTests {
         #expect(history.compactMap { node.open($0.envelope) }.contains { $0.kind == .text && $0.text.unsanitized == "hello general" })
         let dm = try #require(node.direct(older[2]))
         #expect(dm.peer == bob.publicKey && dm.text.unsanitized == "hello alice")
-        #expect(Set(try node.search("hello", limit: 10).map(\.envelope.id)) == [older[1].id, older[2].id])
+        #expect(Set(try node.searchIndex.search("hello", limit: 10).map(\.envelope.id)) == [older[1].id, older[2].id])
         // A receipt for the old conversation and a reply both go to the version-2 room.
         let reply = try node.postDirect("hi bob", to: bob.publicKey)
         let conversation = RoomID.direct(try DirectKey(own: bob, peer: node.me), network: node.network)

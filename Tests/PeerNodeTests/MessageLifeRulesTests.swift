@@ -92,14 +92,14 @@ struct MessageLifeRulesTests {
         let word = "zqxleftroomword4e2d"
         let e = try chain(bob, on: node, [(.text, text("said \(word)"), [])])
         _ = try node.store.insert(e, receivedAt: 1)
-        #expect(try node.search(word, limit: 5).count == 1)
+        #expect(try node.searchIndex.search(word, limit: 5).count == 1)
         try node.leave(name)
-        #expect(try node.search(word, limit: 5).isEmpty)
+        #expect(try node.searchIndex.search(word, limit: 5).isEmpty)
         #expect(node.store.hasUnpurgedErasures)
         try node.store.purgeErased()
         #expect(MessageLifeTests.files(in: dir.path, containing: word).isEmpty)
         _ = try node.join(name)
-        #expect(try node.search(word, limit: 5).count == 1)
+        #expect(try node.searchIndex.search(word, limit: 5).count == 1)
     }
 
     @Test("an erasure owed a purge outlives the process: a node that dies after a delete and before its purge still holds the word in its search index, and the next open purges it from every file")
@@ -111,8 +111,8 @@ struct MessageLifeRulesTests {
             _ = try node.join(name)
             let bobs = try chain(bob, on: node, [(.text, text("said \(word)"), []), (.tombstone, [], [1])])
             _ = try node.store.insert([bobs[0]], receivedAt: 1)
-            try node.indexNewMessages()
-            #expect(try node.search(word, limit: 5).count == 1)
+            try node.searchIndex.indexNew()
+            #expect(try node.searchIndex.search(word, limit: 5).count == 1)
             _ = try node.store.insert([bobs[1]], receivedAt: 2)
             #expect(node.store.hasUnpurgedErasures)
             // No purge and no clean exit: as a process killed here leaves its files.
@@ -122,6 +122,6 @@ struct MessageLifeRulesTests {
         let again = try node(dir)
         #expect(!again.store.hasUnpurgedErasures, "purged at open")
         #expect(MessageLifeTests.files(in: dir.path, containing: word).isEmpty)
-        #expect(try again.search(word, limit: 5).isEmpty)
+        #expect(try again.searchIndex.search(word, limit: 5).isEmpty)
     }
 }

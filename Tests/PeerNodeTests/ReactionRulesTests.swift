@@ -98,7 +98,7 @@ struct ReactionRulesTests {
         _ = try node.store.insert(bobs + edit, receivedAt: 1)
         _ = node.messageLife.acceptEdit(edit[0], try #require(node.open(edit[0])))
         for word in ["zqxalpha", "zqxbeta", "words"] {
-            let found = try node.search(word, limit: 10)
+            let found = try node.searchIndex.search(word, limit: 10)
             #expect(found.map(\.envelope.id) == [bobs[0].id], "\(word)")
         }
         #expect(node.messageLife.openedNow(bobs[0])?.opened.text.unsanitized == "zqxbeta second words")

@@ -74,7 +74,7 @@ struct RevokedDeviceKeysTests {
         #expect(after.count == 1 && !laptopKeys.isEmpty)
         // The relay carried #plans (posts and membership events) and reads none of it.
         let relayNode = try MessageLifeRulesTests().node(three.relayDir)
-        let plans = try bobNode.privateRoom(named: try RoomName("#plans"))
+        let plans = try bobNode.privateRooms.privateRoom(named: try RoomName("#plans"))
         let carried = try bobNode.store.delivered(after: 0).map(\.envelope).filter { $0.room == plans }
         #expect(carried.contains { bobNode.open($0)?.kind == .membership } && carried.count >= 5)
         for e in carried {

@@ -67,8 +67,8 @@ struct RoomRemovalTests {
         // sequence, her own chain) and goes back online: Alice and Bob refuse it.
         do {
             let carol = try Self.life.node(dirs[2])
-            let room = try carol.privateRoom(named: try RoomName("#plans"))
-            let kept = try #require((carol.roomEpochKeys[room] ?? [:]).values.max { $0.epoch < $1.epoch })
+            let room = try carol.privateRooms.privateRoom(named: try RoomName("#plans"))
+            let kept = try #require((carol.privateRooms.roomEpochKeys[room] ?? [:]).values.max { $0.epoch < $1.epoch })
             #expect(kept.epoch == 2)
             _ = try carol.appendOwn(room: room, kind: .text, content: Array("carol writes into the past".utf8), key: kept.key)
         }
@@ -81,7 +81,7 @@ struct RoomRemovalTests {
 
         // The bytes: Alice's store of the room, opened as Alice and tried with every key of Carol's.
         let alice = try Self.life.node(dirs[0])
-        let room = try alice.privateRoom(named: try RoomName("#plans"))
+        let room = try alice.privateRooms.privateRoom(named: try RoomName("#plans"))
         let stored = try await Self.hexRows(dirs[0].path, """
             SELECT hex(e.bytes) FROM envelopes e JOIN rooms r ON e.room = r.rowid WHERE r.room_id = x'\(room.bytes.map { String(format: "%02x", $0) }.joined())';
             """).map { try Envelope.decode($0, verification: .trustedStorage) }
@@ -93,7 +93,7 @@ struct RoomRemovalTests {
         }
         let carolSecrets = try await Self.hexRows(dirs[2].path, "SELECT hex(secret) FROM conversation_keys WHERE secret IS NOT NULL;")
         let carol = try Self.life.node(dirs[2])
-        let carolPairs = try carolSecrets.map { try BoxKeyPair(secretBytes: $0) } + Array(carol.ownBoxKeys.values)
+        let carolPairs = try carolSecrets.map { try BoxKeyPair(secretBytes: $0) } + Array(carol.conversations.ownKeys.values)
         #expect(carolKeys.count >= 3 && !carolPairs.isEmpty, "Carol held \(carolKeys.count) room keys and \(carolPairs.count) box keys")
 
         func opensForCarol(_ e: Envelope) -> Bool { carolKeys.contains { (try? BodyCipher.openAny(e, key: $0)) != nil } }
@@ -203,18 +203,18 @@ struct RoomRemovalTests {
         let node = try Self.life.node(dir)
         let bob = try SigningKey.generate().publicKey
         let name = try RoomName("#weekly")
-        try node.createPrivateRoom(name)
-        _ = try node.invite(bob, to: name)
-        let room = try node.privateRoom(named: name)
-        let state = try #require(node.memberships[room])
+        try node.privateRooms.createPrivateRoom(name)
+        _ = try node.privateRooms.invite(bob, to: name)
+        let room = try node.privateRooms.privateRoom(named: name)
+        let state = try #require(node.privateRooms.memberships[room])
         let made = state.headTimestamp
-        #expect(try node.rekeyIfNeeded(room, now: made + RoomMembership.rotationInterval - 1) == nil)
-        let rotated = try #require(try node.rekeyIfNeeded(room, now: made + RoomMembership.rotationInterval))
+        #expect(try node.privateRooms.rekeyIfNeeded(room, now: made + RoomMembership.rotationInterval - 1) == nil)
+        let rotated = try #require(try node.privateRooms.rekeyIfNeeded(room, now: made + RoomMembership.rotationInterval))
         let event = try #require(node.open(rotated).flatMap { MembershipEvent.decode($0.content) })
         #expect(event.action == .rotate && event.epoch == state.head.map { $0.epoch + 1 })
         #expect(Set(event.keys.map(\.account)) == [node.account, bob])
-        #expect(node.memberships[room]?.head?.event == rotated.id)
-        #expect(try node.rekeyIfNeeded(room, now: made + RoomMembership.rotationInterval) == nil, "the new key is not due")
+        #expect(node.privateRooms.memberships[room]?.head?.event == rotated.id)
+        #expect(try node.privateRooms.rekeyIfNeeded(room, now: made + RoomMembership.rotationInterval) == nil, "the new key is not due")
         withExtendedLifetime(dir) {}
     }
 
@@ -224,11 +224,11 @@ struct RoomRemovalTests {
         let node = try Self.life.node(dir)
         let carol = try SigningKey.generate()
         let name = try RoomName("#race")
-        try node.createPrivateRoom(name)
-        _ = try node.invite(carol.publicKey, to: name)
-        let room = try node.privateRoom(named: name)
-        let head = try #require(node.memberships[room]?.head)
-        let key = try #require(node.roomPostingKeys[room])
+        try node.privateRooms.createPrivateRoom(name)
+        _ = try node.privateRooms.invite(carol.publicKey, to: name)
+        let room = try node.privateRooms.privateRoom(named: name)
+        let head = try #require(node.privateRooms.memberships[room]?.head)
+        let key = try #require(node.privateRooms.roomPostingKeys[room])
         // Carol's two posts, sealed with the epoch she was invited at: both stand, both unread.
         var posts: [Envelope] = []
         for n in 1...2 {
@@ -242,9 +242,9 @@ struct RoomRemovalTests {
         let kick = MembershipEvent(action: .kick, target: carol.publicKey, role: .member, epoch: head.epoch + 1, parent: head.event,
                                    keys: [], limits: [.init(device: carol.publicKey, last: 1)])
         _ = try node.appendOwn(room: room, kind: .membership, content: kick.encoded, key: key)
-        try node.recomputeMembership(room)
+        try node.privateRooms.recomputeMembership(room)
         #expect(node.open(posts[1]) == nil && node.open(posts[0]) != nil)
-        #expect(try node.fileRefusedPosts(in: room, of: carol.publicKey) == 1)
+        #expect(try node.privateRooms.fileRefusedPosts(in: room, of: carol.publicKey) == 1)
         #expect(try node.store.unreadCount(of: room, me: node.me) == 1)
         withExtendedLifetime(dir) {}
     }

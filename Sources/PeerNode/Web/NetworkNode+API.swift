@@ -31,7 +31,7 @@ extension NetworkNode {
                                          last: summary.last.flatMap { shownMessage($0.envelope).map(asItIsNow) })))
         }
         for author in try conversationPartners() where !blocked.contains(author) {
-            guard let c = node.conversation(with: author) else { continue }
+            guard let c = node.conversations.conversation(with: author) else { continue }
             let summaries = try [c.room, c.roomVersion1].compactMap { try node.store.roomSummary(of: $0, name: nil, me: node.me) }
             guard let last = summaries.compactMap(\.last).max(by: { ($0.causalTime, $0.envelope.id) < ($1.causalTime, $1.envelope.id) }),
                   let message = shownMessage(last.envelope).map(asItIsNow) else { continue }
@@ -60,17 +60,17 @@ extension NetworkNode {
     /// no receipt.
     func conversationPartners() throws -> [PublicKey] {
         var partners: Set<PublicKey> = []
-        let ours = try node.devices(of: node.account).map(\.device)
+        let ours = try node.devices.devices(of: node.account).map(\.device)
         for room in try node.store.unnamedRooms(writtenBy: ours.isEmpty ? [node.me] : ours)
-        where room != node.accountsRoom && node.ownRooms[room] == nil && node.privateRooms[room] == nil {
-            if let peer = node.dmPeers[room] {
+        where room != node.accountsRoom && node.following.rooms[room] == nil && node.privateRooms[room] == nil {
+            if let peer = node.conversations.peer(in: room) {
                 partners.insert(node.people.account(peer))
                 continue
             }
             // Receipts count: a conversation where only we wrote has the other party's receipts.
             for author in try node.store.authors(in: room, receipts: true) { partners.insert(node.people.account(author)) }
         }
-        for (room, peer) in node.dmPeers where node.store.holds(room: room) { partners.insert(node.people.account(peer)) }
+        for (room, peer) in node.conversations.peers where node.store.holds(room: room) { partners.insert(node.people.account(peer)) }
         // Conversations shown in an earlier run, where we may never have written.
         for peer in try node.store.rememberedConversationPeers() { partners.insert(node.people.account(peer)) }
         partners.remove(node.account)
@@ -87,7 +87,7 @@ extension NetworkNode {
             return APIConversation(room: name, peer: nil, ids: [id])
         case let .direct(who):
             let peer = try node.resolve(who)
-            guard let c = node.conversation(with: peer) else { throw NodeError.notSealable(peer) }
+            guard let c = node.conversations.conversation(with: peer) else { throw NodeError.notSealable(peer) }
             return APIConversation(room: nil, peer: peer, ids: [c.room, c.roomVersion1])
         }
     }
@@ -136,7 +136,7 @@ extension NetworkNode {
         let peer = session.conversationPeer
         let conversation: APIConversation
         if let peer {
-            guard let c = node.conversation(with: peer) else { throw NodeError.notSealable(peer) }
+            guard let c = node.conversations.conversation(with: peer) else { throw NodeError.notSealable(peer) }
             conversation = APIConversation(room: nil, peer: peer, ids: [c.room, c.roomVersion1])
         } else {
             conversation = APIConversation(room: session.room, peer: nil, ids: [node.roomID(session.room)])
@@ -157,12 +157,12 @@ extension NetworkNode {
     /// The API's `search`: what `/search` finds (rooms and conversations
     /// this node can read), newest first, as messages.
     func found(_ query: String) throws -> [ShownMessage] {
-        try node.search(query, limit: ChatSession.searchLimit).compactMap(foundMessage)
+        try node.searchIndex.search(query, limit: ChatSession.searchLimit).compactMap(foundMessage)
     }
 
     /// The API's `mentions`: what `/mentions` lists, newest first, as messages.
     func foundMentions() throws -> [ShownMessage] {
-        try node.mentions(limit: ChatSession.searchLimit).compactMap(foundMessage)
+        try node.searchIndex.mentions(of: node.nick ?? "", me: node.me, limit: ChatSession.searchLimit).compactMap(foundMessage)
     }
 
     /// A match of a search, as it reads now, with its number.

@@ -187,7 +187,7 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
             network.showDeliveries()
             return ([], [("room", .string(room.value))])
         case let .createPrivate(room):
-            try network.node.createPrivateRoom(room)
+            try network.node.privateRooms.createPrivateRoom(room)
             return ([], [("room", .string(room.value))])
         case .rooms:
             return ([.conversations(try network.conversations())], [])

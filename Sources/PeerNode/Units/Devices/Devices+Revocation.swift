@@ -19,20 +19,7 @@ struct NamedChain {
 /// devices that revoke each other are both revoked. What a revoked device
 /// signs past its limit is stored and relayed like anything, and shown,
 /// applied and counted as a message nowhere.
-extension Node {
-    /// Revocations read at start, and each limit they give.
-    func loadRevocations() throws {
-        revocationRows = Set(try store.revocations())
-        revocationsChanged()
-    }
-
-    private func revocationsChanged() {
-        let counted = Self.counted(revocationRows, account: { self.people.account($0) })
-        revokedAfter = Self.limits(counted)
-        revokedHeads = Self.namedHeads(counted)
-        namedChains = [:]
-    }
-
+extension Devices {
     /// The revocations that count, from every one held: the account key's,
     /// and another device's unless the account key revoked its author
     /// before it was signed. The same on every node that holds the same
@@ -116,20 +103,15 @@ extension Node {
             sequence -= 1
         }
         guard !proven.isEmpty || !replacing.isEmpty else { return }
-        do {
-            for genuine in replacing { try store.replaceHeld(with: genuine) }
-            if !proven.isEmpty { _ = try store.insertProven(proven.reversed(), receivedAt: Self.now()) }
-        } catch {
-            storeFailures.failed("storing a revoked device's genuine envelopes", error)
-        }
+        _ = failures.read { () throws(RepositoryError) in try repository.storeGenuine(replacing: replacing, proven: proven.reversed(), at: Node.now()) }
     }
 
     /// `author`'s envelope at `sequence` with id `id` (the held one, or a
     /// fork kept), and what is held there.
     private func chainLink(_ author: PublicKey, _ sequence: UInt64, _ id: MessageID) -> (link: Envelope, held: Envelope?)? {
-        let held = storeFailures.read("a revoked device's chain") { try store.envelope(by: author, sequence: sequence) }
+        let held = failures.read { () throws(RepositoryError) in try repository.envelope(by: author, sequence: sequence) }
         if let held, held.id == id { return (held, held) }
-        guard let kept = storeFailures.read("a revoked device's forks", { try store.fork(by: author, sequence: sequence, id: id) }) else { return nil }
+        guard let kept = failures.read({ () throws(RepositoryError) in try repository.fork(by: author, sequence: sequence, id: id) }) else { return nil }
         return (kept, held)
     }
 
@@ -141,19 +123,24 @@ extension Node {
             refusedRevocations &+= 1
             return nil
         }
-        let account = people.account(revocation.device)
-        guard account != revocation.device, people.account(e.author) == account else {
+        let account = book.account(of: revocation.device)
+        guard account != revocation.device, book.account(of: e.author) == account else {
             refusedRevocations &+= 1
             return nil
         }
         let row = Store.RevocationRow(device: revocation.device, by: e.author, bySequence: e.sequence, last: revocation.last, lastID: revocation.lastID)
-        guard revocationRows.insert(row).inserted else { return nil }
-        do { try store.addRevocation(row) } catch { return nil }
+        guard !revocationRows.contains(row) else { return nil }
+        // Not kept when it cannot be recorded (said): it is taken again when next delivered or stored.
+        guard failures.read({ () throws(RepositoryError) in try repository.add(row) }) != nil else { return nil }
+        revocationRows.insert(row)
         revocationsChanged()
         // What it signed past the limit and was filed before counts as nobody's unread message.
         // A failure here costs only that count: `open` refuses the words whatever their filing.
         if let limit = revokedAfter[row.device] {
-            do { try store.fileAsRefused(by: row.device, after: limit) } catch { refusedFilingFailures &+= 1 }
+            do { try repository.fileAsRefused(by: row.device, after: limit) } catch {
+                refusedFilingFailures &+= 1
+                failures.failed(error)
+            }
         }
         promoteNamedChain(row.device)
         return row
@@ -164,8 +151,8 @@ extension Node {
     /// waits for its claim is taken (or refused) at delivery, not refused here.
     func takeRevocationEarly(_ e: Envelope, _ opened: OpenedEnvelope) -> Store.RevocationRow? {
         guard e.room == accountsRoom, opened.kind == .revoke, let revocation = DeviceRevocation.decode(opened.content),
-              people.account(revocation.device) != revocation.device,
-              people.account(revocation.device) == people.account(e.author) else { return nil }
+              book.account(of: revocation.device) != revocation.device,
+              book.account(of: revocation.device) == book.account(of: e.author) else { return nil }
         return acceptRevocation(e, opened)
     }
 
@@ -181,23 +168,13 @@ extension Node {
     /// When this machine's own key is revoked: what it tells the user at
     /// each post, with who revoked it and when ("this machine was revoked
     /// from carol's account at 13:26; nothing it posts is accepted").
-    var ownRevocation: String? {
+    func ownRevocation(book people: People) -> String? {
         guard revokedAfter[me] != nil else { return nil }
         let rows = revocationRows.filter { $0.device == me }
-        let at = rows.compactMap { row in storeFailures.read("a revocation") { try store.envelope(by: row.by, sequence: row.bySequence) }?.timestamp }.min()
+        let at = rows.compactMap { row in failures.read { () throws(RepositoryError) in try repository.envelope(by: row.by, sequence: row.bySequence) }?.timestamp }.min()
         // The nick as every network text is shown: sanitized (PeerText's description).
         let owner = people.nick(account).map { "\($0)·" + account.shortFingerprint } ?? account.shortFingerprint
         return "this machine was revoked from \(owner)'s account\(at.map { " at " + Renderer.clock($0) } ?? ""); nothing it posts is accepted"
-    }
-
-    /// Finds one of our account's devices by its id, short fingerprint or name.
-    func ownDevice(_ who: String) throws -> Store.DeviceRow {
-        let all = try devices(of: me)
-        let found = all.filter { $0.device.hex == who || $0.device.shortFingerprint == who || $0.name == who }
-        guard found.count == 1, let device = found.first else {
-            throw found.isEmpty ? NodeError.noDevice(who) : NodeError.ambiguous(who, candidates: found.map(\.device))
-        }
-        return device
     }
 
     /// Signs a revocation of one of our account's devices (not the account
@@ -209,14 +186,14 @@ extension Node {
     func revoke(_ who: String) throws -> (Envelope, Store.DeviceRow) {
         let device = try ownDevice(who)
         guard device.device != account else { throw NodeError.cannotRevokeAccountKey }
-        let head = try store.head(of: device.device)
-        var e = try appendOwn(room: accountsRoom, kind: .revoke, content: DeviceRevocation(device: device.device, last: head?.sequence ?? 0).encoded,
+        let head = try repository.head(of: device.device)
+        var e = try author.appendOwn(room: accountsRoom, kind: .revoke, content: DeviceRevocation(device: device.device, last: head?.sequence ?? 0).encoded,
                               key: accountsKey)
-        if let opened = open(e) { _ = acceptRevocation(e, opened) }
+        if let opened = envelopes.open(e) { _ = acceptRevocation(e, opened) }
         if let head {
-            e = try appendOwn(room: accountsRoom, kind: .revoke, content: DeviceRevocation(device: device.device, last: head.sequence, lastID: head.id).encoded,
+            e = try author.appendOwn(room: accountsRoom, kind: .revoke, content: DeviceRevocation(device: device.device, last: head.sequence, lastID: head.id).encoded,
                               key: accountsKey)
-            if let opened = open(e) { _ = acceptRevocation(e, opened) }
+            if let opened = envelopes.open(e) { _ = acceptRevocation(e, opened) }
         }
         return (e, device)
     }

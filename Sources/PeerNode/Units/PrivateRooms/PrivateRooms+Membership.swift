@@ -7,18 +7,18 @@ import Store
 /// Private rooms whose membership changes (docs/PROTOCOL.md §14,
 /// "Membership and key epochs"): membership events in the room, a new key
 /// for every change sealed to each remaining member account, roles.
-extension Node {
+extension PrivateRooms {
     /// Reads the room keys held and each private room's membership, at start.
     func loadRoomMemberships() throws {
-        for row in try store.roomKeys() {
+        for row in try repository.roomKeys() {
             if let key = try? SymmetricKey(bytes: row.key) { roomEpochKeys[row.room, default: [:]][row.event] = (row.epoch, key) }
         }
-        for room in privateRooms.keys { try recomputeMembership(room) }
+        for room in rooms.keys { try recomputeMembership(room) }
     }
 
     /// The keys to try on an envelope of `room`, the current one first.
     func openingKeys(_ room: RoomID) -> [(epoch: UInt32, key: SymmetricKey)] {
-        guard let own = privateRooms[room] else { return roomKey(room).map { [(epoch: UInt32(0), key: $0)] } ?? [] }
+        guard let own = rooms[room] else { return [] }
         let epochs = (roomEpochKeys[room] ?? [:]).values.sorted { $0.epoch > $1.epoch }.map { (epoch: $0.epoch, key: $0.key) }
         let current = memberships[room]?.head.flatMap { head in roomEpochKeys[room]?[head.event] }
         return (current.map { [(epoch: $0.epoch, key: $0.key)] } ?? []) + epochs + [(epoch: UInt32(0), key: own.key)]
@@ -29,7 +29,7 @@ extension Node {
     /// `room_post_refused` if not (a removed member writing with a key it kept).
     func mayHaveWritten(_ e: Envelope, sealedAt epoch: UInt32) -> Bool {
         guard let state = memberships[e.room],
-              !state.mayHaveWritten(people.account(e.author), device: e.author, sequence: e.sequence, sealedAt: epoch) else { return true }
+              !state.mayHaveWritten(book.account(of: e.author), device: e.author, sequence: e.sequence, sealedAt: epoch) else { return true }
         refusedRoomPosts &+= 1
         return false
     }
@@ -40,31 +40,31 @@ extension Node {
     /// create event (a room made before membership events: one key, everyone who has it).
     @discardableResult
     func recomputeMembership(_ room: RoomID) throws -> RoomMembership? {
-        guard let own = privateRooms[room] else { return nil }
+        guard let own = rooms[room] else { return nil }
         if roomEpochKeys[room] == nil { roomEpochKeys[room] = [:] }
         var events: [RoomMembership.Event] = []
         var learned = true
         while learned {
             learned = false
             events = []
-            for e in try store.membershipCandidates(in: room) where !isRevoked(e) {
+            for e in try repository.membershipCandidates(in: room) where !devices.isRevoked(e) {
                 // Each event is opened once (an event's content never changes); what did not open is tried again.
                 let event: MembershipEvent
                 if let known = openedMembershipEvents[e.id] {
                     event = known
                 } else {
-                    guard let opened = open(e), opened.kind == .membership, let decoded = MembershipEvent.decode(opened.content) else { continue }
+                    guard let opened = envelopes.open(e), opened.kind == .membership, let decoded = MembershipEvent.decode(opened.content) else { continue }
                     openedMembershipEvents[e.id] = decoded
                     event = decoded
                 }
-                events.append(RoomMembership.Event(id: e.id, author: people.account(e.author), device: e.author, sequence: e.sequence, timestamp: e.timestamp, event: event))
+                events.append(RoomMembership.Event(id: e.id, author: book.account(of: e.author), device: e.author, sequence: e.sequence, timestamp: e.timestamp, event: event))
                 guard roomEpochKeys[room]?[e.id] == nil, let mine = event.keys.first(where: { $0.account == account }),
-                      let pair = ownBoxKeys[mine.conversationEpoch], let bytes = try? pair.openSealed(mine.sealed),
+                      let pair = conversations.ownKeys[mine.conversationEpoch], let bytes = try? pair.openSealed(mine.sealed),
                       let key = try? SymmetricKey(bytes: bytes) else { continue }
                 try keepRoomKey(room, event: e.id, epoch: event.epoch, key: key)
                 learned = true
             }
-            if learned { try store.fileSealed(in: room) }
+            if learned { try repository.fileSealed(in: room) }
         }
         guard events.contains(where: { $0.event.action == .create }) else {
             memberships[room] = nil
@@ -88,9 +88,9 @@ extension Node {
     /// commits to a create we hold: that one founds it, whoever pinned what.
     private func foundingPin(_ room: RoomID, _ events: [RoomMembership.Event]) throws -> MessageID? {
         if events.contains(where: { RoomMembership.founds($0, room: room, pinned: nil) }) { return nil }
-        if let pinned = try store.foundingCreate(of: room) { return pinned }
+        if let pinned = try repository.foundingCreate(of: room) { return pinned }
         guard let first = events.filter({ $0.event.action == .create && $0.event.epoch == 0 }).min(by: { $0.id < $1.id }) else { return nil }
-        try store.pinFoundingCreate(room, event: first.id)
+        try repository.pinFoundingCreate(room, event: first.id)
         return first.id
     }
 
@@ -103,7 +103,7 @@ extension Node {
     }
 
     private func keepRoomKey(_ room: RoomID, event: MessageID, epoch: UInt32, key: SymmetricKey) throws {
-        try store.saveRoomKey(Store.RoomKeyRow(room: room, event: event, epoch: epoch, key: key.exportedBytes))
+        try repository.saveRoomKey(Store.RoomKeyRow(room: room, event: event, epoch: epoch, key: key.exportedBytes))
         roomEpochKeys[room, default: [:]][event] = (epoch, key)
     }
 
@@ -115,9 +115,9 @@ extension Node {
     @discardableResult
     func fileRefusedPosts(in room: RoomID, of removed: PublicKey) throws -> Int {
         var filed = 0
-        for device in try devices(of: removed) {
-            for e in try store.messages(by: device.device, in: room) where open(e) == nil {
-                try store.fileAsRefused(e)
+        for device in try devices.devices(of: removed) {
+            for e in try repository.messages(by: device.device, in: room) where envelopes.open(e) == nil {
+                try repository.fileAsRefused(e)
                 filed += 1
             }
         }
@@ -126,7 +126,7 @@ extension Node {
 
     /// The private room named `name` of ours.
     func privateRoom(named name: RoomName) throws -> RoomID {
-        guard let id = privateRooms.first(where: { $0.value.name == name })?.key else { throw NodeError.notYourPrivateRoom(name) }
+        guard let id = rooms.first(where: { $0.value.name == name })?.key else { throw NodeError.notYourPrivateRoom(name) }
         return id
     }
 
@@ -141,18 +141,18 @@ extension Node {
             // founds it, pinned here (its id commits to nobody). One whose
             // invite carried later keys has membership events that have not
             // arrived yet: founding it again would split it.
-            guard (roomEpochKeys[room] ?? [:]).isEmpty else { throw NodeError.membershipNotArrived(privateRooms[room]?.name ?? .general) }
+            guard (roomEpochKeys[room] ?? [:]).isEmpty else { throw NodeError.membershipNotArrived(rooms[room]?.name ?? .general) }
             let create = try postMembership(room, MembershipEvent(action: .create, target: account, role: .owner, epoch: 0, parent: .zero, keys: []), newKey: nil, pin: true)
             state = try recomputeMembership(room)
             // Whoever wrote in it before was in it: each is invited (a new key each time).
-            let earlier = Set(try store.authors(in: room).map { people.account($0) }).subtracting([account])
+            let earlier = Set(try repository.authors(in: room).map { book.account(of: $0) }).subtracting([account])
             for other in earlier.sorted() where other != target || action != .invite {
                 guard (try? changeMembership(room, .invite, target: other)) != nil else { continue }
             }
             if action == .create { return create }
             state = try recomputeMembership(room)
         }
-        guard let state, let head = state.head else { throw NodeError.notYourPrivateRoom(privateRooms[room]?.name ?? .general) }
+        guard let state, let head = state.head else { throw NodeError.notYourPrivateRoom(rooms[room]?.name ?? .general) }
         try check(action, target: target, role: role, in: state)
         if action == .leave {
             let limits = try removalLimits(of: account)
@@ -166,8 +166,8 @@ extension Node {
         }
         let key = SymmetricKey.generate()
         let sealed = try members.sorted().map { member -> MembershipEvent.SealedKey in
-            let epoch = member == account ? sendingEpoch : sendingEpoch(of: member)
-            guard let publicKey = member == account ? ownBoxKeys[epoch]?.publicKey : boxPublic(of: member, epoch: epoch) else {
+            let epoch = member == account ? conversations.sendingEpoch : conversations.sendingEpoch(of: member)
+            guard let publicKey = member == account ? conversations.ownKeys[epoch]?.publicKey : conversations.boxPublic(of: member, epoch: epoch) else {
                 throw NodeError.notSealable(member)
             }
             return MembershipEvent.SealedKey(account: member, conversationEpoch: epoch, sealed: try BoxKeyPair.seal(key.exportedBytes, to: publicKey))
@@ -180,8 +180,8 @@ extension Node {
     /// For a removal of `account`: each of its devices and the last of its
     /// sequences held here (ours: the one the leave itself is signed with).
     private func removalLimits(of account: PublicKey) throws -> [MembershipEvent.DeviceLimit] {
-        try devices(of: account).prefix(MembershipEvent.maximumLimits).map { row in
-            let held = try store.head(of: row.device)?.sequence ?? 0
+        try devices.devices(of: account).prefix(MembershipEvent.maximumLimits).map { row in
+            let held = try repository.head(of: row.device)?.sequence ?? 0
             return MembershipEvent.DeviceLimit(device: row.device, last: row.device == me ? held + 1 : held)
         }
     }
@@ -216,10 +216,10 @@ extension Node {
 
     @discardableResult
     private func postMembership(_ room: RoomID, _ event: MembershipEvent, newKey: SymmetricKey?, pin: Bool = false) throws -> Envelope {
-        let key = roomPostingKeys[room] ?? privateRooms[room]?.key
-        guard let key else { throw NodeError.notYourPrivateRoom(privateRooms[room]?.name ?? .general) }
-        let e = try appendOwn(room: room, kind: .membership, content: event.encoded, key: key)
-        if pin { try store.pinFoundingCreate(room, event: e.id) }
+        let key = roomPostingKeys[room] ?? rooms[room]?.key
+        guard let key else { throw NodeError.notYourPrivateRoom(rooms[room]?.name ?? .general) }
+        let e = try author.appendOwn(room: room, kind: .membership, content: event.encoded, key: key)
+        if pin { try repository.pinFoundingCreate(room, event: e.id) }
         if let newKey { try keepRoomKey(room, event: e.id, epoch: event.epoch, key: newKey) }
         try recomputeMembership(room)
         return e
@@ -241,7 +241,7 @@ extension Node {
     /// Whether `room` needs a new key that we (some device of our account) are to make.
     func needsRekeyByUs(_ room: RoomID, now: UInt64 = Node.now()) -> Bool {
         guard let state = memberships[room], state.rekeyer == account else { return false }
-        return state.needsNewKey || sealedToStaleKey(state) || state.rotationDue(now: now)
+        return state.needsNewKey || conversations.sealedToStaleKey(state) || state.rotationDue(now: now)
     }
 
     /// Whether we may post in `room` now: not with a key that reached

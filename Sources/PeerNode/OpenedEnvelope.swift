@@ -1,0 +1,26 @@
+import NetworkText
+import Crypto
+import Gossip
+
+/// What an envelope holds, once this node opened it.
+struct OpenedEnvelope {
+    let kind: Kind
+    let content: [UInt8]
+    /// The other party, when the envelope is in a direct conversation of ours.
+    let peer: PublicKey?
+
+    /// The content as text: it came from the network, so it prints only sanitized.
+    /// For an edit or a reply, the text after the reference it starts with.
+    var text: PeerText {
+        let shown = (kind == .edit || kind == .reply) && content.count >= MessageRef.byteCount ? content.dropFirst(MessageRef.byteCount) : content[...]
+        return PeerText(String(decoding: shown, as: UTF8.self))
+    }
+    /// The same message with another text (an edit's), a reply keeping its reference.
+    func withText(_ text: String) -> OpenedEnvelope {
+        let head = kind == .reply ? Array(content.prefix(MessageRef.byteCount)) : []
+        return OpenedEnvelope(kind: kind, content: head + Array(text.utf8), peer: peer)
+    }
+
+    /// A message a person wrote: a text, `/me`, or a reply.
+    var isMessage: Bool { kind == .text || kind == .action || kind == .reply }
+}
