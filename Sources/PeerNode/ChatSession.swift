@@ -150,7 +150,7 @@ final class ChatSession {
             conversationPeer = nil
             return ["-- closed your conversation with \(plainLabel(peer))"] + (try history(ChatInput.defaultHistory))
         }
-        let peer = try node.resolve(who)
+        let peer = try node.people.resolve(who)
         guard node.people.account(peer) != node.account else { throw NodeError.conversationWithYourself }
         guard node.conversations.conversation(with: peer) != nil else { throw NodeError.notSealable(peer) }
         conversationPeer = peer
@@ -258,7 +258,7 @@ final class ChatSession {
 
     /// `/trust WHO` and `/untrust WHO`.
     func trust(_ who: String, _ on: Bool) throws -> [String] {
-        let key = try node.resolve(who)
+        let key = try node.people.resolve(who)
         try node.setTrusted(key, on)
         return ["-- \(on ? "trusted" : "no longer trusted"): \(Renderer(people: node.people).label(key)) (id \(key.hex))"]
     }

@@ -299,3 +299,12 @@ enum CommandLineSpec {
         if words.count > count { throw UsageError(message: "unexpected argument \(words[count])") }
     }
 }
+
+/// Where the data directory is: `--data-dir`, else `$XDG_DATA_HOME/peernode`,
+/// else `$HOME/.local/share/peernode` (XDG Base Directory Specification).
+func resolveDataDirectory(_ options: Options, environment: [String: String]) -> String? {
+    if let dir = options.dataDirectory { return dir }
+    if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") { return xdg + "/peernode" }
+    if let home = environment["HOME"], !home.isEmpty { return home + "/.local/share/peernode" }
+    return nil
+}

@@ -78,7 +78,7 @@ enum DeviceCommands {
     static func adderAddress(_ options: Options, network: NetworkKey) throws -> (host: String, port: UInt16, account: PublicKey?) {
         if let peer = options.peers.first {
             let address = peer.hasPrefix("ws://") ? String(peer.dropFirst(5)) : peer
-            guard let (host, port) = NetworkNode.split(hostPort: address) else {
+            guard let (host, port) = PeerAddress.split(hostPort: address) else {
                 throw NodeError.badAddress(option: "--peer", needs: "HOST:PORT", got: peer)
             }
             return (host, port, nil)

@@ -17,7 +17,7 @@ final class LinkOffer: @unchecked Sendable {
     /// with `discovery`, announces itself on the LAN.
     init(listen: String?, discovery: DiscoveryService.Configuration?, network: NetworkKey) throws {
         let wanted = listen ?? DeviceCommands.defaultListen
-        guard let (host, port) = NetworkNode.split(hostPort: wanted) else {
+        guard let (host, port) = PeerAddress.split(hostPort: wanted) else {
             throw NodeError.badAddress(option: "--listen", needs: "HOST:PORT", got: wanted)
         }
         listener = try FramedListener(host: host, port: port)

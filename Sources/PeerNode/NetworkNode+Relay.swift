@@ -16,7 +16,7 @@ extension NetworkNode {
     /// address bound. A WebSocket upgrade there is refused (no path is served).
     func startMetrics(listen wanted: String?) throws -> String? {
         let address = wanted ?? Self.defaultMetricsListen
-        guard let (host, port) = Self.split(hostPort: address) else { throw NodeError.badAddress(option: "--metrics-listen", needs: "HOST:PORT", got: address) }
+        guard let (host, port) = PeerAddress.split(hostPort: address) else { throw NodeError.badAddress(option: "--metrics-listen", needs: "HOST:PORT", got: address) }
         let server = WebSocketServer(loop: loop, configuration: WebSocketServer.Configuration(paths: []),
                                      callbacks: WebSocketCallbacks(), httpHandler: { @Sendable [self] request in self.http(request) })
         do {

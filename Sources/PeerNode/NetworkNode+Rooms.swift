@@ -17,9 +17,9 @@ extension NetworkNode {
         let room = session.room
         let id = try node.privateRooms.privateRoom(named: room)
         switch input {
-        case let .kick(who): try node.privateRooms.changeMembership(id, .kick, target: node.people.account(try node.resolve(who)))
-        case let .ban(who): try node.privateRooms.changeMembership(id, .ban, target: node.people.account(try node.resolve(who)))
-        case let .op(who, on): try node.privateRooms.changeMembership(id, .role, target: node.people.account(try node.resolve(who)), role: on ? .admin : .member)
+        case let .kick(who): try node.privateRooms.changeMembership(id, .kick, target: node.people.account(try node.people.resolve(who)))
+        case let .ban(who): try node.privateRooms.changeMembership(id, .ban, target: node.people.account(try node.people.resolve(who)))
+        case let .op(who, on): try node.privateRooms.changeMembership(id, .role, target: node.people.account(try node.people.resolve(who)), role: on ? .admin : .member)
         case .leaveRoom:
             try node.privateRooms.changeMembership(id, .leave, target: node.account)
             return try chatLines(session.part())

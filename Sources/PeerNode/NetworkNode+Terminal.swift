@@ -1,3 +1,5 @@
+import NodeCore
+import Gossip
 import ChatText
 import Crypto
 import Gossip
@@ -106,7 +108,7 @@ extension NetworkNode {
             guard let remote = link.remote, shown.insert(remote).inserted else { continue }
             let known = replicator.knownClock(of: id) ?? VectorClock()
             var row = PeerRow(id: remote, address: links[id]?.connection.remoteAddress ?? "?", state: "linked", linkedFor: now - (link.since ?? now),
-                              roundTrip: links[id]?.roundTrip, sending: replicator.clock.count(beyond: known),
+                              roundTrip: links[id]?.probe.roundTrip, sending: replicator.clock.count(beyond: known),
                               receiving: known.count(beyond: replicator.clock))
             row.view = linkView(id, remote: remote).rawValue
             row.lazyAuthors = replicator.lazyAuthors(of: id) ?? 0
@@ -165,5 +167,52 @@ extension NetworkNode {
         let typers = typing.typers(in: session.openRoomID, now: monotonic()).filter { !blocked.contains($0) }
         // Plain labels: the prompt's width is counted without colour codes.
         return Typing.line(typers.map { key in (node.people.nick(key).map { "\($0)·" } ?? "") + node.people.account(key).shortFingerprint })
+    }
+}
+
+/// History completeness: does this node hold everything its peers have
+/// announced? Linked peers' stated clocks count now; peers seen before count
+/// with the clock they stated last time (and when that was).
+extension NetworkNode {
+    typealias Gap = Backlog.Gap
+
+    /// What we lack, per author, and who declared it.
+    func gaps() -> [Gap] {
+        let now = Node.now()
+        var declarations: [Backlog.Declaration] = []
+        for (id, remote) in linkedPeers {
+            if let declared = replicator.declaredClock(of: id) { declarations.append(.init(peer: remote, clock: declared, linked: true, seenAt: now)) }
+        }
+        let online = Set(linkedPeers.values)
+        // Peers seen before: their saved clocks, or the newer ones not written yet.
+        var offline: [PublicKey: (clocks: PeerClocks, seenAt: UInt64)] = [:]
+        for saved in readLogged("the saved clocks of peers", { try node.store.allPeerClocks() }) ?? [] { offline[saved.peer] = (saved.clocks, saved.savedAt) }
+        for (peer, clocks) in unsavedPeerClocks { offline[peer] = (clocks, now) }
+        for (peer, saved) in offline.sorted(by: { $0.key < $1.key }) where !online.contains(peer) {
+            if let declared = saved.clocks.declared { declarations.append(.init(peer: peer, clock: declared, linked: false, seenAt: saved.seenAt)) }
+        }
+        return Backlog.gaps(ours: replicator.clock, declarations: declarations, excluding: blocked.snapshot)
+    }
+
+    /// `/sync`: what we lack, who declared it, and the forks recorded.
+    func syncReport() throws -> NodeEvent {
+        var sequences: [PublicKey: Set<UInt64>] = [:]
+        for f in try node.store.forks() { sequences[f.author, default: []].insert(f.sequence) }
+        return .sync(SyncReport(
+            gaps: gaps(), held: replicator.clock.total, authors: replicator.clock.entries.count, linked: Set(linkedPeers.values).count,
+            forks: sequences.keys.sorted().map { (author: $0, sequences: (sequences[$0] ?? []).sorted()) }, now: Node.now(), people: node.people))
+    }
+
+    /// Linked peers' announced messages we lack (the catch-up still to do);
+    /// cheap enough for every tick (no database).
+    var missingFromLinked: UInt64 {
+        Backlog.missing(ours: replicator.clock, declared: linkedPeers.keys.compactMap { replicator.declaredClock(of: $0) })
+    }
+
+    /// The prompt: the catch-up bar when there is one, the room, and where
+    /// our last message there has got to (… ✓ ✓✓ read).
+    func prompt() -> String {
+        let mark = receipts.state(in: session.openRoomID, linked: Set(linkedPeers.values), claims: ownClaims).map { " " + $0.rawValue } ?? ""
+        return activity.line(order: roomOrder) + syncProgress.tag(missing: missingFromLinked) + typingLine() + session.roomLabel + mark + "> "
     }
 }

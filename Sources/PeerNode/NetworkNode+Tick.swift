@@ -1,3 +1,6 @@
+import NodeCore
+import Gossip
+import Crypto
 import CMalloc
 import Foundation
 
@@ -62,10 +65,89 @@ extension NetworkNode {
         savePeerClocks(now: now)
         tickOwnHistory(now: now)
         let due = links.sorted(by: { $0.key < $1.key }).filter { id, link in
-            table.links[id]?.remote != nil && now - link.lastProbe >= Self.probeInterval(link)
+            table.links[id]?.remote != nil && link.probe.isDue(now: now)
         }.map(\.key)
         // Sent once this turn's work is done: a pong read after the tick's
         // work would time the tick, not the link.
-        if !due.isEmpty { loop.after(0) { [self] in for id in due { probeRoundTrip(on: id, now: monotonic()) } } }
+        if !due.isEmpty {
+            loop.after(0) { [self] in
+                for id in due {
+                    guard let link = links[id] else { continue }
+                    link.connection.ping(links[id]?.probe.start(now: monotonic(), first: UInt32.random(in: 0...UInt32.max)) ?? [])
+                }
+            }
+        }
+    }
+
+    /// Posts the receipts owed (`Receipts`) and sends them.
+    func sendReceipts(now: Double) {
+        // Receipts are ours too: they wait (still owed) while a post would.
+        guard ownHistoryRefusal(now: now) == nil else { return }
+        let (posted, failed) = receipts.postDue(now: now)
+        for e in posted {
+            sentOwnUpTo = max(sentOwnUpTo, e.sequence)
+            feed(.posted(e))
+        }
+        for line in failed { log.warning(line) }
+    }
+}
+
+/// The own-history gate (`OwnHistoryGate`, pure) fed with the linked
+/// peers' claims; its effects done here.
+extension NetworkNode {
+    /// Each linked peer's declared sequence for us (empty until a linked
+    /// peer has declared its clock).
+    var ownClaims: [PublicKey: UInt64] {
+        var out: [PublicKey: UInt64] = [:]
+        for (id, remote) in linkedPeers {
+            if let claimed = replicator.declaredClock(of: id)?[node.me] { out[remote] = max(out[remote] ?? 0, claimed) }
+        }
+        return out
+    }
+
+    /// Why a post of ours must wait now (nil: it may go).
+    func ownHistoryRefusal(now: Double) -> OwnHistoryGate.Refusal? {
+        ownHistory.refusal(known: node.ownDurability.historyIsKnown, claims: ownClaims, ours: replicator.clock[node.me], now: now)
+    }
+
+    /// Throws while our own history may still be elsewhere (every post of ours passes here).
+    func ensureOwnHistoryIsBack() throws(OwnHistoryGate.Refusal) {
+        if let refusal = ownHistoryRefusal(now: monotonic()) { throw refusal }
+        // Let through while not known: a linked peer has said (as the tick would record).
+        if !node.ownDurability.historyIsKnown { ownHistoryKnown() }
+    }
+
+    /// This database knows our history now: saved, so the next start does not wait.
+    func ownHistoryKnown() {
+        do { try node.ownDurability.markKnown() } catch { log.warning("saving that our history is known failed: \(error)") }
+    }
+
+    /// On each tick: claims that came to nothing, our history known, the waiting nick.
+    func tickOwnHistory(now: Double) {
+        let effects = ownHistory.tick(known: node.ownDurability.historyIsKnown, claims: ownClaims, ours: replicator.clock[node.me], now: now)
+        for effect in effects {
+            switch effect {
+            case let .disbelieved(peer, missing):
+                count(.ownHistoryClaimIgnored)
+                log.warning("\(peer.shortFingerprint) says it holds \(missing) more of your messages but sent none in \(Int(OwnHistoryGate.patience)) s; posting goes on without them")
+            case .historyKnown:
+                ownHistoryKnown()
+            case .waitedAlone:
+                log.warning("this machine stopped while peernode ran, and no linked peer has said what you posted in \(Int(OwnHistoryGate.patience)) s: posting goes on")
+                ownHistoryKnown()
+            case let .postNick(nick):
+                post(nick: nick)
+            }
+        }
+    }
+
+    /// Posts the nick that waited, unless our history brought back the same one.
+    func post(nick: String) {
+        guard node.nick != nick else { return }
+        do {
+            sendOwn(try node.post(nick, kind: .nick, in: session.room))
+        } catch {
+            log.warning("could not post the nick \(nick): \(error)")
+        }
     }
 }

@@ -123,10 +123,10 @@ extension NetworkNode {
             guard e.author != node.me, let receipt = Receipt.decode(opened.content) else { return [] }
             // Another device of ours read the room: so have we (docs/PROTOCOL.md §15).
             if node.people.account(e.author) == node.account {
-                if receipt.state == .read { readElsewhere(receipt, in: e.room) }
+                if receipt.state == .read, receipts.readElsewhere(receipt, in: e.room), let name = node.roomName(e.room) { activity.seen(name.value) }
                 return []
             }
-            return receiptArrived(receipt, from: e.author, room: e.room)
+            return receipts.arrived(receipt, from: e.author, in: e.room, shown: presenter.showsReceipts)
         case .invite:
             // An invite comes in a conversation, never in a room.
             guard e.author != node.me, let peer = opened.peer, let invite = Invite.decode(opened.content) else { return [] }
@@ -244,7 +244,7 @@ extension NetworkNode {
         case .stats:
             return ([stats()], true)
         case let .invite(who, room):
-            let peer = try node.resolve(who)
+            let peer = try node.people.resolve(who)
             // The membership event (and the room's create, for an older room) go out with the invite (`flushOwn`).
             _ = try node.privateRooms.invite(peer, to: try RoomName(room))
             return ([.invited(node.people[peer], room: room)], true)
@@ -253,12 +253,12 @@ extension NetworkNode {
         case .invites:
             return (try listInvites(), true)
         case let .devices(who):
-            return ([try devices(of: who.map(node.resolve) ?? node.me)], true)
+            return ([try devices(of: who.map(node.people.resolve) ?? node.me)], true)
         case .kick, .ban, .op, .members, .leaveRoom:
             try refuseInConversation(line)
             return (try membershipCommand(input), true)
         case .deviceAdd:
-            return (try startDeviceAdd(), true)
+            return (try deviceAdd.start(node: node, discovery: discoveryConfiguration, emit: { [self] in emit($0) }), true)
         case let .revoke(who):
             let (e, row) = try node.devices.revoke(who)
             sendOwn(e)
@@ -277,13 +277,13 @@ extension NetworkNode {
         case .sync:
             return ([try syncReport()], true)
         case let .block(who, on):
-            let key = try node.resolve(who)
+            let key = try node.people.resolve(who)
             try node.setBlocked(key, on)
             blocked.set(try node.store.blockedIdentities())
             if on { feed(.blocked(key)) }
             return ([.blockChanged(node.people[key], blocked: on)], true)
         case let .direct(who, text):
-            try postDirect(text, to: try node.resolve(who))
+            try postDirect(text, to: try node.people.resolve(who))
         case let .query(who):
             return (try chatLines(session.query(who)), true)
         case .empty:
@@ -442,17 +442,7 @@ extension NetworkNode {
     /// `/stats`: links, then every counter that moved, by name.
     func stats() -> NodeEvent {
         var all = counters.byName.merging(discovery?.counters ?? [:]) { a, _ in a }
-        if node.refusedNicks > 0 { all["bad_nick"] = node.refusedNicks }
-        if node.messageLife.refusedEdits > 0 { all["edit_refused"] = node.messageLife.refusedEdits }
-        if node.reactions.refused > 0 { all["reaction_refused"] = node.reactions.refused }
-        if node.devices.refusedClaims > 0 { all["device_refused"] = node.devices.refusedClaims }
-        if node.devices.refusedRevocations > 0 { all["revoke_refused"] = node.devices.refusedRevocations }
-        if node.devices.refusedRevoked > 0 { all["revoked_refused"] = node.devices.refusedRevoked }
-        if node.devices.refusedFilingFailures > 0 { all["revoked_filing_failed"] = node.devices.refusedFilingFailures }
-        if node.storeFailures.count > 0 { all["store_read_failed"] = node.storeFailures.count }
-        if node.privateRooms.refusedRoomPosts > 0 { all["room_post_refused"] = node.privateRooms.refusedRoomPosts }
-        if node.conversations.refusedRekeys > 0 { all["rekey_refused"] = node.conversations.refusedRekeys }
-        if node.privateRooms.refusedMembership > 0 { all["membership_refused"] = node.privateRooms.refusedMembership }
+        all.merge(node.unitCounts) { a, _ in a }
         return .stats(links: linkedPeers.count, counters: all.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) },
                       stages: core.stages.summaries)
     }

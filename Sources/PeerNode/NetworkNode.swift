@@ -18,12 +18,8 @@ final class NetworkNode: @unchecked Sendable {
     /// carries and its dialler are the core's (`core`).
     struct Link {
         let connection: WebSocketConnection
-        /// Round-trip time (seconds), from WebSocket pings: the least of `samples`.
-        var roundTrip: Double?
-        var samples: [Double] = []
-        /// The probe in flight: its number (the ping's payload) and when it left.
-        var probe: (number: UInt32, sentAt: Double)?
-        var lastProbe = 0.0
+        /// Round-trip time, from WebSocket pings.
+        var probe = RoundTripProbe()
         /// Stored envelopes still to send, paced by the socket (`pumpCatchUp`).
         var catchUp = CatchUpQueue()
     }
@@ -54,8 +50,8 @@ final class NetworkNode: @unchecked Sendable {
     /// kind and their bytes (`/stats` shows them).
     var counters: Counters { core.counters }
     var links: [LinkID: Link] = [:]
-    private var linkOf: [ObjectIdentifier: LinkID] = [:]
-    private var nextLink = 1
+    var linkOf: [ObjectIdentifier: LinkID] = [:]
+    var nextLink = 1
     var lastShown: Int64
     /// A person at a terminal reads what is shown in the open room or
     /// conversation: its read mark follows (its unread count in `/rooms`
@@ -74,7 +70,7 @@ final class NetworkNode: @unchecked Sendable {
     /// Read by link handshakes (possibly on another thread), changed by /block.
     let blocked = BlockList()
     /// Receipts owed, and how far our own messages have got (pure).
-    var receipts: ReceiptLedger
+    let receipts: Receipts
     var syncProgress = SyncProgress()
     /// Rooms with news since the person last had them open (the act list).
     var activity = Activity()
@@ -93,7 +89,7 @@ final class NetworkNode: @unchecked Sendable {
     var rekeyNeededAtLastCheck: Set<RoomID> = []
     /// Discovery as started (`/device add` announces on the same group), and the code offered, while one is.
     var discoveryConfiguration: DiscoveryService.Configuration?
-    var deviceOffer: LinkOffer?
+    private(set) lazy var deviceAdd = DeviceAddService(loop: loop)
     /// The newest of our own envelopes sent on the links (`flushOwn`).
     var sentOwnUpTo: UInt64 = 0
     /// When the next purge may run (monotonic seconds).
@@ -136,7 +132,8 @@ final class NetworkNode: @unchecked Sendable {
         session = try ChatSession(node: node, room: room)
         core = LinkCore(me: node.me, clock: try node.store.vectorClock(), random: SystemRandomNumberGenerator())
         lastShown = node.store.lastDeliveryNumber
-        receipts = ReceiptLedger(me: node.me, sendsRead: sendsReadReceipts)
+        receipts = Receipts(me: node.me, sendsRead: sendsReadReceipts, repository: .init(store: node.store), envelopes: node, poster: node,
+                            failures: node.storeFailures)
         typing = Typing(identity: node.identity)
         ownHistory = OwnHistoryGate(pendingNick: pendingNick, machineStoppedAt: node.ownDurability.unsure ? started : nil)
         blocked.set(try node.store.blockedIdentities())
@@ -174,7 +171,7 @@ final class NetworkNode: @unchecked Sendable {
     func start(listen: String?, peers: [String], discovery: DiscoveryService.Configuration? = nil) throws {
         discoveryConfiguration = discovery
         let wanted = listen ?? Self.defaultListen
-        guard let (host, port) = Self.split(hostPort: wanted) else { throw NodeError.badAddress(option: "--listen", needs: "HOST:PORT", got: wanted) }
+        guard let (host, port) = PeerAddress.split(hostPort: wanted) else { throw NodeError.badAddress(option: "--listen", needs: "HOST:PORT", got: wanted) }
         var configuration = WebSocketServer.Configuration(
             paths: ["/peernode/1"], subprotocols: LinkProtocol.subprotocols, requireSubprotocol: true,
             limits: WebSocketLimits(maximumMessageSize: Self.maximumLinkMessage, maximumSendQueue: Self.linkSendQueue, acceptsText: false))
@@ -197,7 +194,7 @@ final class NetworkNode: @unchecked Sendable {
             log.warning("not accepting links (\(wanted): \(error))")
         }
         for peer in peers {
-            guard let (h, p) = Self.parse(peerURL: peer) else { throw NodeError.badAddress(option: "--peer", needs: "ws://HOST:PORT", got: peer) }
+            guard let (h, p) = PeerAddress.parse(peerURL: peer) else { throw NodeError.badAddress(option: "--peer", needs: "ws://HOST:PORT", got: peer) }
             core.addPeer(host: h, port: p)
         }
         if let discovery { startDiscovery(discovery, listening: self.server != nil) }
@@ -215,49 +212,6 @@ final class NetworkNode: @unchecked Sendable {
             // Timeouts, clock exchanges, receipts and redials, once a second.
             loop.every(Self.tickInterval) { [self] in tick() }
         }
-    }
-
-    // MARK: links
-
-    func callbacks(dialer: LinkTable.DialerID?) -> WebSocketCallbacks {
-        WebSocketCallbacks(
-            onOpen: { [self] c in opened(c, dialer: dialer) },
-            onMessage: { [self] c, m in
-                guard case let .binary(bytes) = m, let id = linkOf[ObjectIdentifier(c)] else { return }
-                receive(bytes, on: id)
-            },
-            onPong: { [self] c, payload in
-                if let id = linkOf[ObjectIdentifier(c)] { pongArrived(payload, on: id) }
-            },
-            onClose: { [self] c, info in closed(c, reason: info.reason) },
-            onHandshakeFailure: { [self] c, error in
-                count(.websocketHandshakeFailed)
-                log.warning("link to \(c.remoteAddress) failed: \(error)")
-                if let dialer { feed(.dialFailed(dialer)) }
-            })
-    }
-
-    func opened(_ c: WebSocketConnection, dialer: LinkTable.DialerID?) {
-        let blocked = self.blocked
-        // Never a link, so its close is not reported: the dialler tries again.
-        func refuse(_ code: CloseCode, _ reason: String) {
-            c.close(code: code, reason: reason)
-            if let dialer { feed(.dialFailed(dialer)) }
-        }
-        // Both ends required a subprotocol we offered, so this only fails on a bug.
-        guard let version = LinkProtocol(subprotocol: c.subprotocol) else {
-            return refuse(.protocolError, "no link version agreed")
-        }
-        guard let session = try? LinkSession(
-            initiator: dialer != nil, identity: node.identity, networkKey: node.network, now: monotonic(),
-            expectedRemote: table.expectedRemote(of: dialer), isBlocked: { blocked.contains($0) }, nick: node.nick ?? ownHistory.pendingNick, version: version) else {
-            return refuse(.internalError, "cannot start the link handshake")
-        }
-        let id = nextLink
-        nextLink += 1
-        links[id] = Link(connection: c)
-        linkOf[ObjectIdentifier(c)] = id
-        feed(.opened(id, dialer: dialer, session: session, version: version, address: c.remoteAddress))
     }
 
     func receive(_ bytes: [UInt8], on id: LinkID) {
@@ -328,7 +282,7 @@ final class NetworkNode: @unchecked Sendable {
                 // Saved with the others at most every `peerClockSaveInterval`.
                 unsavedPeerClocks[remote] = clocks
             case let .ownStored(sequence, remote):
-                emit(storedArrived(sequence, by: remote))
+                emit(receipts.stored(through: sequence, by: remote, shown: presenter.showsReceipts))
             case let .warning(line, reason?):
                 log.warning(line, ["reason": reason])
             case let .warning(line, nil):
@@ -345,7 +299,7 @@ final class NetworkNode: @unchecked Sendable {
         let now = monotonic()
         // The first probe waits a second: what a new link does first (the
         // clock exchange, a catch-up) would be timed with it.
-        links[id]?.lastProbe = now
+        links[id]?.probe.lastProbe = now
         discovery?.setLinked(remote, true)
         if announce {
             // The nick from its messages if we have them, else the one it claimed in the handshake.

@@ -5,18 +5,9 @@ import Gossip
 import NodeCore
 import Store
 
-/// Where the data directory is: `--data-dir`, else `$XDG_DATA_HOME/peernode`,
-/// else `$HOME/.local/share/peernode` (XDG Base Directory Specification).
-func resolveDataDirectory(_ options: Options, environment: [String: String]) -> String? {
-    if let dir = options.dataDirectory { return dir }
-    if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") { return xdg + "/peernode" }
-    if let home = environment["HOME"], !home.isEmpty { return home + "/.local/share/peernode" }
-    return nil
-}
-
 /// A running node: identity, network key, store, and the chat operations
 /// on top of them. One owner (the chat loop) uses it.
-final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory {
+final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, ReceiptPosting {
     let directory: DataDirectory
     let identity: SigningKey
     let network: NetworkKey
@@ -216,20 +207,6 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory {
         try conversations.post(Array(text.utf8), kind: kind, to: peer)
     }
 
-    /// Finds who `/msg` means: a 64-hex id, `nick·fp`, or a nick that only one known author uses.
-    func resolve(_ who: String) throws -> PublicKey {
-        if who.count == 64, let key = try? PublicKey(hex: who) { return key }
-        var candidates = Array(Set(nicks.compactMap { $0.value.unsanitized == who ? $0.key : nil }))
-        if candidates.isEmpty, let dot = who.firstIndex(of: "·") {
-            let nick = String(who[..<dot]), fp = String(who[who.index(after: dot)...])
-            candidates = nicks.compactMap { $0.value.unsanitized == nick && $0.key.shortFingerprint == fp ? $0.key : nil }
-        }
-        guard candidates.count == 1, let key = candidates.first else {
-            throw candidates.isEmpty ? NodeError.nobodyKnownAs(who) : NodeError.ambiguous(who, candidates: candidates)
-        }
-        return key
-    }
-
     /// The next envelope of our own chain (sequence, previous hash and
     /// dependencies from the store), `content` of `kind` sealed under `key`
     /// (kind inside, padded), `erases` naming earlier envelopes of ours to
@@ -316,6 +293,16 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory {
         people.nicks[account] = PeerText(valid.value)
         confusables.set(account, nick: valid.value)
         people.lookAlike = confusables.suspicious
+    }
+
+    /// What the units refused or failed, by counter name (`/stats`), those that moved.
+    var unitCounts: [String: Int] {
+        let all = ["bad_nick": refusedNicks, "edit_refused": messageLife.refusedEdits, "reaction_refused": reactions.refused,
+                   "device_refused": devices.refusedClaims, "revoke_refused": devices.refusedRevocations,
+                   "revoked_refused": devices.refusedRevoked, "revoked_filing_failed": devices.refusedFilingFailures,
+                   "store_read_failed": storeFailures.count, "room_post_refused": privateRooms.refusedRoomPosts,
+                   "rekey_refused": conversations.refusedRekeys, "membership_refused": privateRooms.refusedMembership]
+        return all.filter { $0.value > 0 }
     }
 
     // MARK: accounts and rooms, as the units are given them

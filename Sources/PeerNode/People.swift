@@ -66,3 +66,20 @@ struct People {
         return out
     }
 }
+
+extension People {
+    /// Finds who `/msg` means: a 64-hex id, `nick·fp`, or a nick that only one known author uses.
+    func resolve(_ who: String) throws -> PublicKey {
+        // Not hex, or not a key: then it is a nick, looked up below.
+        if who.count == 64, let key = try? PublicKey(hex: who) { return key }
+        var candidates = Array(Set(nicks.compactMap { $0.value.unsanitized == who ? $0.key : nil }))
+        if candidates.isEmpty, let dot = who.firstIndex(of: "·") {
+            let nick = String(who[..<dot]), fp = String(who[who.index(after: dot)...])
+            candidates = nicks.compactMap { $0.value.unsanitized == nick && $0.key.shortFingerprint == fp ? $0.key : nil }
+        }
+        guard candidates.count == 1, let key = candidates.first else {
+            throw candidates.isEmpty ? NodeError.nobodyKnownAs(who) : NodeError.ambiguous(who, candidates: candidates)
+        }
+        return key
+    }
+}

@@ -146,7 +146,7 @@ func discoveryConfiguration(_ options: Options) throws -> DiscoveryService.Confi
     guard options.discovery else { return nil }
     var configuration = DiscoveryService.Configuration(interface: options.multicastInterface)
     if let wanted = options.multicast {
-        guard let (group, port) = NetworkNode.split(hostPort: wanted), port != 0 else {
+        guard let (group, port) = PeerAddress.split(hostPort: wanted), port != 0 else {
             throw NodeError.badAddress(option: "--multicast", needs: "GROUP:PORT (e.g. 239.255.73.73:7733)", got: wanted)
         }
         configuration.group = group

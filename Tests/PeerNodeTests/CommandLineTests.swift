@@ -113,10 +113,10 @@ struct DirectInputTests {
         o.json = true
         o.discovery = false
         #expect(try CommandLineSpec.parse(["--listen", "127.0.0.1:0", "--peer", "ws://a:1", "--peer=ws://b:2", "--json", "--no-discovery"]) == .chat(o))
-        #expect(NetworkNode.parse(peerURL: "ws://10.0.0.1:7733") ?? ("", 0) == ("10.0.0.1", 7733))
-        #expect(NetworkNode.parse(peerURL: "ws://[::1]:7733/peernode/1") ?? ("", 0) == ("::1", 7733))
-        #expect(NetworkNode.parse(peerURL: "http://x:1") == nil)
-        #expect(NetworkNode.parse(peerURL: "ws://x") == nil)
+        #expect(PeerAddress.parse(peerURL: "ws://10.0.0.1:7733") ?? ("", 0) == ("10.0.0.1", 7733))
+        #expect(PeerAddress.parse(peerURL: "ws://[::1]:7733/peernode/1") ?? ("", 0) == ("::1", 7733))
+        #expect(PeerAddress.parse(peerURL: "http://x:1") == nil)
+        #expect(PeerAddress.parse(peerURL: "ws://x") == nil)
     }
 }
 

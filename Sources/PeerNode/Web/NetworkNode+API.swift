@@ -86,7 +86,7 @@ extension NetworkNode {
             guard node.roomName(id) != nil else { throw NodeError.notIn(name) }
             return APIConversation(room: name, peer: nil, ids: [id])
         case let .direct(who):
-            let peer = try node.resolve(who)
+            let peer = try node.people.resolve(who)
             guard let c = node.conversations.conversation(with: peer) else { throw NodeError.notSealable(peer) }
             return APIConversation(room: nil, peer: peer, ids: [c.room, c.roomVersion1])
         }

@@ -165,7 +165,7 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
             let e = try network.post(text, kind: kind, in: room)
             return ([], [("id", .string(e.id.hex)), ("seq", .number(e.sequence))])
         case let .direct(to, text, kind):
-            let e = try network.postDirect(text, to: try network.node.resolve(to), kind: kind)
+            let e = try network.postDirect(text, to: try network.node.people.resolve(to), kind: kind)
             return ([], [("id", .string(e.id.hex)), ("seq", .number(e.sequence))])
         case let .history(target, limit, before):
             let conversation = try network.resolve(target ?? .room(network.session.room))

@@ -1,31 +1,6 @@
-import Crypto
-import Foundation
-
-/// The blocked identities, shared with link handshakes.
-final class BlockList: @unchecked Sendable {
-    private let lock = NSLock()
-    private var keys: Set<PublicKey> = []
-
-    func set(_ new: Set<PublicKey>) {
-        lock.lock()
-        keys = new
-        lock.unlock()
-    }
-
-    func contains(_ key: PublicKey) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return keys.contains(key)
-    }
-
-    var snapshot: Set<PublicKey> {
-        lock.lock()
-        defer { lock.unlock() }
-        return keys
-    }
-}
-
-extension NetworkNode {
+/// Where a link goes: `host:port` (an IPv6 host in brackets) and `ws://host:port[/peernode/1]`.
+enum PeerAddress {
+    /// `host:port` split; nil when either part is missing or the port is not a number.
     static func split(hostPort: String) -> (String, UInt16)? {
         guard let colon = hostPort.lastIndex(of: ":"), let port = UInt16(hostPort[hostPort.index(after: colon)...]) else { return nil }
         var host = String(hostPort[..<colon])
@@ -33,6 +8,7 @@ extension NetworkNode {
         return host.isEmpty ? nil : (host, port)
     }
 
+    /// A `--peer` URL's host and port; nil for anything but `ws://`.
     static func parse(peerURL: String) -> (String, UInt16)? {
         guard peerURL.hasPrefix("ws://") else { return nil }
         var rest = String(peerURL.dropFirst(5))

@@ -1,0 +1,85 @@
+import Crypto
+import Discovery
+import Foundation
+import Gossip
+import NetworkText
+import NodeCore
+import WebSocket
+
+/// Links as they open: the WebSocket callbacks, the Noise session a new
+/// connection starts with, and discovery feeding the link table
+/// (`LinkTable.found`): a peer found on the LAN gets a dialler that
+/// expects its identity; one that expires loses it.
+extension NetworkNode {
+    // MARK: links
+
+    func callbacks(dialer: LinkTable.DialerID?) -> WebSocketCallbacks {
+        WebSocketCallbacks(
+            onOpen: { [self] c in opened(c, dialer: dialer) },
+            onMessage: { [self] c, m in
+                guard case let .binary(bytes) = m, let id = linkOf[ObjectIdentifier(c)] else { return }
+                receive(bytes, on: id)
+            },
+            onPong: { [self] c, payload in
+                if let id = linkOf[ObjectIdentifier(c)] { links[id]?.probe.pong(payload, now: monotonic()) }
+            },
+            onClose: { [self] c, info in closed(c, reason: info.reason) },
+            onHandshakeFailure: { [self] c, error in
+                count(.websocketHandshakeFailed)
+                log.warning("link to \(c.remoteAddress) failed: \(error)")
+                if let dialer { feed(.dialFailed(dialer)) }
+            })
+    }
+
+    func opened(_ c: WebSocketConnection, dialer: LinkTable.DialerID?) {
+        let blocked = self.blocked
+        // Never a link, so its close is not reported: the dialler tries again.
+        func refuse(_ code: CloseCode, _ reason: String) {
+            c.close(code: code, reason: reason)
+            if let dialer { feed(.dialFailed(dialer)) }
+        }
+        // Both ends required a subprotocol we offered, so this only fails on a bug.
+        guard let version = LinkProtocol(subprotocol: c.subprotocol) else {
+            return refuse(.protocolError, "no link version agreed")
+        }
+        guard let session = try? LinkSession(
+            initiator: dialer != nil, identity: node.identity, networkKey: node.network, now: monotonic(),
+            expectedRemote: table.expectedRemote(of: dialer), isBlocked: { blocked.contains($0) }, nick: node.nick ?? ownHistory.pendingNick, version: version) else {
+            return refuse(.internalError, "cannot start the link handshake")
+        }
+        let id = nextLink
+        nextLink += 1
+        links[id] = Link(connection: c)
+        linkOf[ObjectIdentifier(c)] = id
+        feed(.opened(id, dialer: dialer, session: session, version: version, address: c.remoteAddress))
+    }
+
+    // MARK: discovery
+
+    func startDiscovery(_ configuration: DiscoveryService.Configuration, listening: Bool) {
+        do {
+            let service = try DiscoveryService(
+                configuration: configuration, signer: node.identity, network: node.network,
+                linkPort: listening ? listenPort : 0, loop: loop,
+                onEvent: { [self] action in discovered(action) })
+            // Before the loop starts (`start` calls this first): nothing else touches it yet.
+            try service.start()
+            discovery = service
+        } catch {
+            // Discovery is a convenience: without it, --peer links still work.
+            printError("LAN discovery is off: \(error)")
+        }
+    }
+
+    private func discovered(_ action: DiscoveryCore.Action) {
+        switch action {
+        case let .found(peer, host, port):
+            guard !blocked.contains(peer) else { return }
+            feed(.found(peer, host: host, port: port, listening: listenPort != 0))
+        case let .expired(peer):
+            feed(.expired(peer))
+        case .send:
+            break
+        }
+    }
+}
