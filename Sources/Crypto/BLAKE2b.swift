@@ -76,6 +76,12 @@ public enum Hex {
         }
     }
 
+    /// The bytes of `text`, or nil when it is not hex: for a caller that
+    /// only asks whether it is (`decode` throws `.badHex` instead).
+    public static func bytes(_ text: String) -> [UInt8]? {
+        do { return try decode(text) } catch { return nil }
+    }
+
     /// Accepts upper or lower case; throws `.badHex` on an odd length or a
     /// character that is not a hex digit.
     public static func decode(_ text: String) throws(CryptoError) -> [UInt8] {

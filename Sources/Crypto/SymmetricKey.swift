@@ -16,6 +16,13 @@ public struct SymmetricKey: Sendable {
         secret = SecretBytes(copying: bytes)
     }
 
+    /// A key from exactly `byteCount` bytes, or nil for any other length:
+    /// for key bytes from an invite or a grant, whose length is all there is to check.
+    public init?(exactly bytes: some Collection<UInt8>) {
+        guard bytes.count == Self.byteCount else { return nil }
+        secret = SecretBytes(copying: bytes)
+    }
+
     init(secret: SecretBytes) { self.secret = secret }
 
     /// A random key (private rooms).

@@ -14,6 +14,9 @@ public struct MessageID: Hashable, Comparable, Sendable, CustomStringConvertible
 
     init(unchecked bytes: [UInt8]) { self.bytes = bytes }
 
+    /// An id from exactly `byteCount` bytes; nil for any other length.
+    public static func checked(_ bytes: [UInt8]) -> Self? { bytes.count == byteCount ? Self(unchecked: bytes) : nil }
+
     public var isZero: Bool { bytes.allSatisfy { $0 == 0 } }
     public var hex: String { Hex.encode(bytes) }
     public var description: String { hex }
@@ -34,6 +37,9 @@ public struct RoomID: Hashable, Sendable, CustomStringConvertible {
     }
 
     init(unchecked bytes: [UInt8]) { self.bytes = bytes }
+
+    /// An id from exactly `byteCount` bytes; nil for any other length.
+    public static func checked(_ bytes: [UInt8]) -> Self? { bytes.count == byteCount ? Self(unchecked: bytes) : nil }
 
     /// derive("peernode/1 room-id", normalised name) under the network key.
     public static func publicRoom(_ name: RoomName, network: NetworkKey) -> RoomID {
@@ -59,6 +65,12 @@ public struct RoomID: Hashable, Sendable, CustomStringConvertible {
 
     /// A random id (a private room made before ids committed to their
     /// founder, and the tests' stand-ins).
+    /// An account's own room (docs/PROTOCOL.md §15, "Following across
+    /// devices"), from the secret derived of one of its conversation keys.
+    public static func ownDevices(secret: [UInt8], network: NetworkKey) -> RoomID {
+        RoomID(unchecked: network.derive(label: "peernode/1 own-devices room", secret))
+    }
+
     public static func random() -> RoomID { RoomID(unchecked: secureRandomBytes(byteCount)) }
 
     /// A private room's id, which commits to its founder:
@@ -85,16 +97,22 @@ public struct RoomName: Hashable, Sendable, CustomStringConvertible {
     public let value: String
 
     public init(_ text: String) throws(EnvelopeError) {
+        guard let name = Self.normalized(text) else { throw .badRoomName(text) }
+        value = name
+    }
+
+    /// The room `text` names, or nil when it breaks the rules: for a caller
+    /// that only asks whether it does (the throwing `init` says which rule).
+    public static func checked(_ text: String) -> RoomName? { normalized(text).map(RoomName.init(unchecked:)) }
+
+    private static func normalized(_ text: String) -> String? {
         var name = text.lowercased()
         // By bytes: `hasPrefix` compares characters, and "#" followed by a
         // combining mark is one character, so a name that was already made
         // would get a second "#" (found by fuzz-accounts).
         if name.utf8.first != UInt8(ascii: "#") { name = "#" + name }
-        guard name.utf8.count >= 2, name.utf8.count <= Self.maximumLength else {
-            throw .badRoomName(text)
-        }
-        guard isNameText(name) else { throw .badRoomName(text) }
-        value = name
+        guard name.utf8.count >= 2, name.utf8.count <= Self.maximumLength, isNameText(name) else { return nil }
+        return name
     }
 
     init(unchecked value: String) { self.value = value }
@@ -115,9 +133,19 @@ public struct Nick: Hashable, Sendable, CustomStringConvertible {
     public static let separatorLookAlikes: Set<Unicode.Scalar> = ["\u{B7}", "\u{2027}", "\u{2219}", "\u{2022}", "\u{22C5}", "\u{30FB}", "\u{FF65}", "\u{1427}", "\u{0387}", "\u{2E31}", "\u{18FB}"]
 
     public init(_ text: String) throws(EnvelopeError) {
-        guard !text.isEmpty, text.utf8.count <= Self.maximumLength else { throw .badNick(text) }
-        guard isNameText(text), !text.unicodeScalars.contains(where: Self.separatorLookAlikes.contains) else { throw .badNick(text) }
+        guard Self.holds(text) else { throw .badNick(text) }
         value = text
+    }
+
+    /// The nick `text` is, or nil when it breaks the rules: for a caller
+    /// that only asks whether it does (a nick from the network that does
+    /// not is refused and counted; a default that does not is not taken).
+    public static func checked(_ text: String) -> Nick? { holds(text) ? Nick(unchecked: text) : nil }
+
+    private init(unchecked text: String) { value = text }
+
+    private static func holds(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= maximumLength && isNameText(text) && !text.unicodeScalars.contains(where: separatorLookAlikes.contains)
     }
 
     public var description: String { value }

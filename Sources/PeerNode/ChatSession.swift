@@ -268,7 +268,7 @@ final class ChatSession {
 
     /// Named rooms, most recent first (the order of /rooms and /1…/9).
     func joinedRooms() throws -> [RoomName] {
-        try node.store.roomSummaries(me: node.me).compactMap { summary in summary.name.flatMap { try? RoomName($0) } }
+        try node.store.roomSummaries(me: node.me).compactMap { summary in summary.name.flatMap { name in node.storeFailures.read("a room's name") { try RoomName(name) } } }
     }
 
     /// `/mentions`: the newest messages that named our nick, oldest first.

@@ -103,6 +103,6 @@ enum DeviceCommands {
         guard gethostname(&buffer, buffer.count) == 0 else { return "device" }
         let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
         let name = String(decoding: bytes, as: UTF8.self).split(separator: ".").first.map(String.init) ?? ""
-        return (try? Nick(String(name.prefix(DeviceCertificate.maximumNameLength))).value) ?? "device"
+        return Nick.checked(String(name.prefix(DeviceCertificate.maximumNameLength)))?.value ?? "device"
     }
 }

@@ -42,9 +42,13 @@ extension NetworkNode {
         guard let version = LinkProtocol(subprotocol: c.subprotocol) else {
             return refuse(.protocolError, "no link version agreed")
         }
-        guard let session = try? LinkSession(
-            initiator: dialer != nil, identity: node.identity, networkKey: node.network, now: monotonic(),
-            expectedRemote: table.expectedRemote(of: dialer), isBlocked: { blocked.contains($0) }, nick: node.nick ?? ownHistory.pendingNick, version: version) else {
+        let session: LinkSession
+        do {
+            session = try LinkSession(
+                initiator: dialer != nil, identity: node.identity, networkKey: node.network, now: monotonic(),
+                expectedRemote: table.expectedRemote(of: dialer), isBlocked: { blocked.contains($0) }, nick: node.nick ?? ownHistory.pendingNick, version: version)
+        } catch {
+            log.warning("cannot start the link handshake with \(c.remoteAddress): \(error)")
             return refuse(.internalError, "cannot start the link handshake")
         }
         let id = nextLink

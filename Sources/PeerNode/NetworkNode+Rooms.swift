@@ -139,8 +139,9 @@ extension NetworkNode {
             guard node.privateRooms[room] == nil, let pending = try node.privateRooms.pendingInvites().first(where: { $0.room == room }) else { return false }
             _ = try node.privateRooms.accept(pending)
         case let .madePrivate(room, keyBytes, name):
-            guard node.privateRooms[room] == nil, let key = try? SymmetricKey(bytes: keyBytes),
-                  node.privateRooms.forgedPrivateRoom(room, name: name, peer: node.account) == nil else { return false }
+            guard node.privateRooms[room] == nil, node.privateRooms.forgedPrivateRoom(room, name: name, peer: node.account) == nil else { return false }
+            // Our own device's change with a key that is not one: said as a failure, nothing changed.
+            let key = try SymmetricKey(bytes: keyBytes)
             let local = node.privateRooms.freeRoomName(like: name)
             try node.privateRooms.add(room, name: local, key: key)
             _ = try node.join(local)

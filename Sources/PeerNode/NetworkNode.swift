@@ -413,6 +413,8 @@ final class NetworkNode: @unchecked Sendable {
             log.warning(failure)
             events.insert(.failed(failure), at: 0)
         }
+        // What a private-room change said on the side (who could not be invited).
+        for notice in node.privateRooms.takeNotices() { events.append(.failed(notice)) }
         guard !events.isEmpty else { return }
         presenter.present(events)
     }

@@ -76,7 +76,8 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
         ownDurability = try OwnDurability(repository: .init(store: store), me: identity.publicKey, identityIsNew: identityIsNew, failures: storeFailures)
         try store.checkpointInBackground()
         for (id, name) in try store.namedRooms() {
-            if let room = try? RoomName(name) { roomNames[id] = room }
+            // A stored name that breaks the rules is the database's fault: said, and the room left unnamed.
+            if let room = storeFailures.read("a room's name", { try RoomName(name) }) { roomNames[id] = room }
         }
         try privateRooms.load()
         // Rows hold each envelope's kind where this node can open it.
@@ -284,7 +285,7 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
     /// the handshake's): one that breaks them is not shown, and the
     /// author keeps the nick it had.
     private func setNick(_ text: PeerText, of author: PublicKey) {
-        guard let valid = try? Nick(text.unsanitized) else {
+        guard let valid = Nick.checked(text.unsanitized) else {
             refusedNicks &+= 1
             return
         }
@@ -350,7 +351,8 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
     /// out of the search index what was put in when it did.
     func openIgnoringStanding(_ envelope: Envelope) -> OpenedEnvelope? { openBody(envelope, judged: false) }
 
-    // A body that does not open under a key (`try?` below) is one this node cannot read: nil is the answer.
+    // A body that does not open under a key is one this node cannot read (another room's, a forgery): nil is
+    // the whole answer, the reason is not needed.
     private func openBody(_ envelope: Envelope, judged: Bool) -> OpenedEnvelope? {
         if privateRooms[envelope.room] != nil {
             // A private room: each of its keys, the current one first.
@@ -399,7 +401,7 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
         let privates = privateRooms.rooms.map { DeviceGrant.PrivateRoom(id: $0.key, key: $0.value.key.exportedBytes, name: $0.value.name) }
         let publics = roomNames.filter { privateRooms[$0.key] == nil }.map(\.value)
         // Our own nick passed the rules when it was set.
-        return DeviceGrant(certificate: certificate, conversationSecret: box.exportedSecret, nick: nick.flatMap { try? Nick($0) }, privateRooms: privates,
+        return DeviceGrant(certificate: certificate, conversationSecret: box.exportedSecret, nick: nick.flatMap(Nick.checked), privateRooms: privates,
                            publicRooms: publics.sorted { $0.value < $1.value }, trusted: Array(people.trusted),
                            blocked: Array(try store.blockedIdentities()),
                            roomKeys: try store.roomKeys(),
@@ -413,12 +415,13 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
         guard grant.certificate.device == me else { throw NodeError.notAccountKey(grant.certificate.account) }
         // What the grant gives is the account's already: nothing to tell the other devices.
         try following.applying {
+            // A grant whose key is not one is refused whole: it came from our own account, broken.
             for room in grant.privateRooms where privateRooms[room.id] == nil {
-                guard let key = try? SymmetricKey(bytes: room.key) else { continue }
-                try privateRooms.add(room.id, name: room.name, key: key)
+                try privateRooms.add(room.id, name: room.name, key: try SymmetricKey(bytes: room.key))
                 roomNames[room.id] = room.name
             }
-            for k in grant.roomKeys where privateRooms[k.room] != nil && (try? SymmetricKey(bytes: k.key)) != nil {
+            for k in grant.roomKeys where privateRooms[k.room] != nil {
+                _ = try SymmetricKey(bytes: k.key)
                 try store.saveRoomKey(k)
             }
             for name in grant.publicRooms { _ = try join(name) }
@@ -435,7 +438,7 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
         try repository.save(Store.ConversationKeyRow(account: grant.certificate.account, epoch: grant.certificate.epoch,
                                                      publicKey: grant.certificate.conversationKey, secret: grant.conversationSecret, claim: nil))
         for older in grant.olderSecrets where older.epoch != 0 {
-            guard let pair = try? BoxKeyPair(secretBytes: older.secret) else { continue }
+            let pair = try BoxKeyPair(secretBytes: older.secret)
             try repository.save(Store.ConversationKeyRow(account: grant.certificate.account, epoch: older.epoch,
                                                          publicKey: pair.publicKey, secret: older.secret, claim: nil))
         }

@@ -70,7 +70,7 @@ struct People {
 extension People {
     /// Finds who `/msg` means: a 64-hex id, `nick·fp`, or a nick that only one known author uses.
     func resolve(_ who: String) throws -> PublicKey {
-        // Not hex, or not a key: then it is a nick, looked up below.
+        // 64 characters that are not a key's hex are a nick (nicks are at most 32 bytes, so this is rare): why is not needed.
         if who.count == 64, let key = try? PublicKey(hex: who) { return key }
         var candidates = Array(Set(nicks.compactMap { $0.value.unsanitized == who ? $0.key : nil }))
         if candidates.isEmpty, let dot = who.firstIndex(of: "·") {

@@ -57,7 +57,7 @@ func run(_ command: Command) throws {
         if let wanted = options.nick {
             let nick = try Nick(wanted)
             if node.nick != nick.value { startupNick = nick.value }
-        } else if node.nick == nil, let user = environment["USER"], let nick = try? Nick(user) {
+        } else if node.nick == nil, let user = environment["USER"], let nick = Nick.checked(user) {
             startupNick = nick.value
         }
         if let nick = startupNick, node.ownDurability.historyIsKnown {
@@ -182,6 +182,7 @@ do {
     }
 } catch {
     printError(error.message)
+    // As `printError`: a closed stderr has nowhere to say so.
     try? Syscall.writeAll(2, Array((CommandLineSpec.usage + "\n").utf8))
     exit(ExitCode.usage)
 }

@@ -25,7 +25,7 @@ extension NetworkNode {
     func conversations() throws -> [ConversationRow] {
         var rows: [(order: (Int64, MessageID)?, row: ConversationRow)] = []
         for (id, name) in try node.store.namedRooms() {
-            guard let room = try? RoomName(name), let summary = try node.store.roomSummary(of: id, name: name, me: node.me) else { continue }
+            guard let room = node.storeFailures.read("a room's name", { try RoomName(name) }), let summary = try node.store.roomSummary(of: id, name: name, me: node.me) else { continue }
             rows.append((summary.last.map { ($0.causalTime, $0.envelope.id) },
                          ConversationRow(room: room, peer: nil, isPrivate: node.privateRooms[id] != nil, unread: summary.unread,
                                          last: summary.last.flatMap { shownMessage($0.envelope).map(asItIsNow) })))

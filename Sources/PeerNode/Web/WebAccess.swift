@@ -118,11 +118,13 @@ struct WebAccess: Sendable {
 enum WebToken {
     enum Problem: Error, CustomStringConvertible {
         case unwritable(path: String, reason: String)
+        case unreadable(path: String, reason: String)
         case notServed(directory: String)
 
         var description: String {
             switch self {
             case let .unwritable(path, reason): "cannot write \(path): \(reason)"
+            case let .unreadable(path, reason): "cannot read \(path): \(reason)"
             case let .notServed(directory): "no node has served the page from \(directory) yet (start one with --web PORT)"
             }
         }
@@ -134,8 +136,9 @@ enum WebToken {
         let path = directory + "/" + WebAccess.tokenFileName
         var info = stat()
         guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o077 == 0,
+              // Unreadable (an I/O error on a private file of ours): the safe side is the same as none, nobody let in.
               let text = try? String(contentsOfFile: path, encoding: .utf8),
-              let bytes = try? Hex.decode(text.trimmingCharacters(in: .whitespacesAndNewlines)),
+              let bytes = Hex.bytes(text.trimmingCharacters(in: .whitespacesAndNewlines)),
               bytes.count == WebAccess.tokenBytes else { return nil }
         return bytes
     }
@@ -161,8 +164,12 @@ enum WebToken {
     /// it last served on).
     static func url(directory: String, replace: Bool) throws(Problem) -> String {
         let addressPath = directory + "/" + WebAccess.addressFileName
-        guard let address = (try? String(contentsOfFile: addressPath, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines),
-              !address.isEmpty else { throw .notServed(directory: directory) }
+        guard FileManager.default.fileExists(atPath: addressPath) else { throw .notServed(directory: directory) }
+        let address: String
+        do { address = try String(contentsOfFile: addressPath, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) } catch {
+            throw .unreadable(path: addressPath, reason: "\(error.localizedDescription)")
+        }
+        guard !address.isEmpty else { throw .notServed(directory: directory) }
         return WebAccess.url(address: address, token: try ensure(directory: directory, replace: replace))
     }
 }

@@ -85,13 +85,21 @@ struct WebCommand {
 
     static func cursor(_ text: String) -> HistoryCursor? {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 2, let time = Int64(parts[0]), let bytes = try? Hex.decode(String(parts[1])),
-              let id = try? MessageID(bytes: bytes) else { return nil }
+        guard parts.count == 2, let time = Int64(parts[0]), let id = messageID(hex: String(parts[1])) else { return nil }
         return HistoryCursor(causalTime: time, id: id)
     }
 
+    /// A message id from its 64 hex characters; nil for anything else.
+    static func messageID(hex: String) -> MessageID? {
+        Hex.bytes(hex).flatMap(MessageID.checked)
+    }
+
     static func parse(_ text: String) throws(Failure) -> WebCommand {
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else {
+        let parsed: Any
+        do { parsed = try JSONSerialization.jsonObject(with: Data(text.utf8)) } catch {
+            throw Failure(ref: nil, message: "not JSON: \(error.localizedDescription)")
+        }
+        guard let object = parsed as? [String: Any] else {
             throw Failure(ref: nil, message: "not a JSON object")
         }
         var ref: String?
@@ -133,7 +141,7 @@ struct WebCommand {
             }
         }
         func messageID() throws(Failure) -> MessageID {
-            guard let bytes = try? Hex.decode(try need("id")), let id = try? MessageID(bytes: bytes) else {
+            guard let id = WebCommand.messageID(hex: try need("id")) else {
                 throw Failure(ref: ref, message: "id names a message: its 64-hex id, as in a message event")
             }
             return id

@@ -46,11 +46,10 @@ extension Conversations {
             return false
         }
         var secret: [UInt8]?
-        // A sealed secret that does not open to us, or opens to another key, is not ours: no secret taken.
-        if author == account, author != me, let mine = a.devices.first(where: { $0.device == me }),
-           let opened = try? BoxKeyPair.converted(from: identity).openSealed(mine.sealed),
-           (try? BoxKeyPair(secretBytes: opened))?.publicKey == a.publicKey {
-            secret = opened
+        if author == account, author != me, let mine = a.devices.first(where: { $0.device == me }) {
+            // A secret that does not open to us, or opens to another key, is not ours: none taken (the
+            // public key still is), and why it failed changes nothing.
+            secret = try? Self.secret(mine.sealed, openedBy: identity, matching: a.publicKey)
         }
         return failures.read { () throws(RepositoryError) in
             try repository.save(Store.ConversationKeyRow(account: author, epoch: a.epoch, publicKey: a.publicKey, secret: secret,
@@ -58,6 +57,13 @@ extension Conversations {
             try reload()
             return true
         } ?? false
+    }
+
+    /// The conversation secret sealed to `identity`, if it is the one of `publicKey`.
+    private static func secret(_ sealed: [UInt8], openedBy identity: SigningKey, matching publicKey: [UInt8]) throws -> [UInt8] {
+        let opened = try BoxKeyPair.converted(from: identity).openSealed(sealed)
+        guard try BoxKeyPair(secretBytes: opened).publicKey == publicKey else { throw NodeError.notSealable(identity.publicKey) }
+        return opened
     }
 
     /// Whether a room's current key reached a member account under an

@@ -79,9 +79,7 @@ final class Conversations {
         if let known = cache[other] { return known }
         guard other != account else { return nil }
         map(with: other)
-        // A peer key that converts to no X25519 point has no conversation: nil says so.
-        guard let pair = ownKeys[sendingEpoch], let theirs = boxPublic(of: other, epoch: sendingEpoch(of: other)),
-              let key = try? DirectKey(own: pair, peerPublic: theirs, peer: other) else { return nil }
+        guard let pair = ownKeys[sendingEpoch], let key = directKey(own: pair, peer: other, peerEpoch: sendingEpoch(of: other)) else { return nil }
         let c = Conversation(key: key, room: RoomID.direct(key, network: network),
                              roomVersion1: RoomID.directVersion1(me, other, network: network))
         cache[other] = c
@@ -137,8 +135,9 @@ final class Conversations {
         own[me == account ? 0 : Self.identityEpoch] = BoxKeyPair.converted(from: identity)
         var announced: [PublicKey: [UInt32: (publicKey: [UInt8], claim: Dependency)]] = [:]
         for row in try repository.keys() {
-            // A stored secret that no longer matches its public key is not ours to use.
-            if row.account == account, let secret = row.secret, let pair = try? BoxKeyPair(secretBytes: secret), pair.publicKey == row.publicKey {
+            // A stored secret that is no key is the database's fault (said); one that does not match its public key is not ours to use.
+            if row.account == account, let secret = row.secret,
+               let pair = failures.read("a conversation key's secret", { try BoxKeyPair(secretBytes: secret) }), pair.publicKey == row.publicKey {
                 own[row.epoch] = pair
             }
             if let claim = row.claim {
@@ -218,7 +217,7 @@ final class Conversations {
 
     private func directKey(own: BoxKeyPair, peer: PublicKey, peerEpoch: UInt32) -> DirectKey? {
         guard let peerPublic = boxPublic(of: peer, epoch: peerEpoch) else { return nil }
-        // A public key that is no X25519 point maps no room.
+        // A peer's key that is no X25519 point (its fault, or a forged identity) has no conversation: why is not needed.
         return try? DirectKey(own: own, peerPublic: peerPublic, peer: peer)
     }
 

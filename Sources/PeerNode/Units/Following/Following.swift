@@ -30,11 +30,9 @@ final class Following {
     /// The own room of one conversation key: its id and key.
     func room(of pair: BoxKeyPair) -> (id: RoomID, key: SymmetricKey)? {
         let bytes = BLAKE2b.derive(label: "peernode/1 own-devices key", pair.exportedSecret)
-        // Both derivations are 32 bytes: these cannot fail, and a failure would only mean no own room.
-        guard let key = try? SymmetricKey(bytes: bytes), let id = try? RoomID(bytes: network.derive(label: "peernode/1 own-devices room", bytes)) else {
-            return nil
-        }
-        return (id, key)
+        // A 32-byte derivation is always a key.
+        guard let key = SymmetricKey(exactly: bytes) else { return nil }
+        return (RoomID.ownDevices(secret: bytes, network: network), key)
     }
 
     /// Maps the own rooms of our conversation keys (`linked`: those from epoch 1 on).

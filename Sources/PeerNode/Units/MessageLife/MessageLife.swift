@@ -138,8 +138,7 @@ final class MessageLife {
     /// and the edit is not applied (it is stored, and applied again when
     /// the room is next joined).
     func acceptEdit(_ e: Envelope, _ opened: OpenedEnvelope) -> Envelope? {
-        // Undecodable content is the author's fault, counted below; nothing to say of it.
-        guard opened.kind == .edit, let edit = try? MessageEdit.decode(opened.content),
+        guard let edit = Self.edit(in: opened),
               edit.original.author == e.author, edit.original.sequence < e.sequence,
               let original = referenced(edit.original, from: e) else {
             refusedEdits &+= 1
@@ -154,6 +153,15 @@ final class MessageLife {
             try repository.recordEdit(by: e.author, original: original.sequence, edit: e.sequence)
             return original
         }
+    }
+
+    /// The edit an opened envelope carries, or nil when it is no edit or
+    /// its content does not decode. Content that does not decode is the
+    /// author's fault (an edit refused and counted when delivered; one
+    /// shown, found or indexed nowhere after), so why it fails is not needed.
+    static func edit(in opened: OpenedEnvelope) -> MessageEdit? {
+        guard opened.kind == .edit else { return nil }
+        return try? MessageEdit.decode(opened.content)
     }
 
     // MARK: as it reads now
@@ -184,8 +192,7 @@ final class MessageLife {
 
     /// The text an accepted edit gives (nil: it cannot be read here).
     private func editedText(_ edit: Envelope) -> PeerText? {
-        // An edit that was recorded decoded then; one that does not now is not shown.
-        guard let o = envelopes.open(edit), let parsed = try? MessageEdit.decode(o.content) else { return nil }
+        guard let o = envelopes.open(edit), let parsed = Self.edit(in: o) else { return nil }
         return PeerText(String(decoding: parsed.text, as: UTF8.self))
     }
 
@@ -204,8 +211,7 @@ final class MessageLife {
         // What does not stand (a revoked device's, a post its author could not have written) is found by nobody.
         guard let o = envelopes.open(stored.envelope) else { return nil }
         guard o.kind == .edit else { return stored }
-        // An edit indexed decoded then; one that does not now finds nothing.
-        guard let edit = try? MessageEdit.decode(o.content),
+        guard let edit = Self.edit(in: o),
               let original = failures.read({ () throws(RepositoryError) in try repository.delivered(id: edit.original.id) }),
               original.envelope.author == stored.envelope.author else { return nil }
         return original
@@ -216,8 +222,7 @@ final class MessageLife {
     func indexedText(of e: Envelope, standing: Bool = true) -> String? {
         guard let opened = standing ? envelopes.open(e) : envelopes.openIgnoringStanding(e) else { return nil }
         if opened.isMessage { return opened.text.unsanitized }
-        // An edit whose content does not decode has no text to index.
-        if opened.kind == .edit, let edit = try? MessageEdit.decode(opened.content) { return String(decoding: edit.text, as: UTF8.self) }
+        if let edit = Self.edit(in: opened) { return String(decoding: edit.text, as: UTF8.self) }
         return nil
     }
 

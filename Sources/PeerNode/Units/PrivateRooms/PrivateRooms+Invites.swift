@@ -54,7 +54,7 @@ extension PrivateRooms {
     /// we are already in changes nothing.
     func receiveInvite(_ invite: Invite, from peer: PublicKey) throws -> InviteRefusal? {
         if let refusal = forgedPrivateRoom(invite.room, name: invite.name, peer: peer) { return refusal }
-        guard (try? SymmetricKey(bytes: invite.key)) != nil else { return .badKey }
+        guard SymmetricKey(exactly: invite.key) != nil else { return .badKey }
         guard rooms[invite.room] == nil else { return nil }
         // The later keys ride behind the first in the pending row.
         let pending = Store.PendingInvite(room: invite.room, name: invite.name.value, key: invite.key + invite.epochs, inviter: peer, receivedAt: Node.now())
@@ -75,7 +75,7 @@ extension PrivateRooms {
             }
             return only
         }
-        let wanted = (try? RoomName(name))?.value ?? name
+        let wanted = RoomName.checked(name)?.value ?? name
         // Two invites under one name: the newest (it is the one the user was told of last).
         guard let newest = pending.filter({ $0.name == wanted }).max(by: { $0.receivedAt < $1.receivedAt }) else {
             throw NodeError.noInviteTo(name)
@@ -94,7 +94,7 @@ extension PrivateRooms {
         if let refusal = forgedPrivateRoom(pending.room, name: asked, peer: pending.inviter) {
             throw NodeError.inviteRefused(refusal)
         }
-        guard pending.key.count >= 32, let key = try? SymmetricKey(bytes: pending.key.prefix(32)) else { throw NodeError.inviteRefused(.badKey) }
+        guard let key = SymmetricKey(exactly: pending.key.prefix(32)) else { throw NodeError.inviteRefused(.badKey) }
         let name = freeRoomName(like: asked)
         try repository.addPrivateRoom(pending.room, name: name.value, key: Array(pending.key.prefix(32)))
         for k in Invite.epochKeys(Array(pending.key.dropFirst(32))) {
@@ -102,7 +102,7 @@ extension PrivateRooms {
             // id commits to no founder, that one is pinned as founding.
             if k.epoch == 0 { try repository.pinFoundingCreate(pending.room, event: k.event) }
             try repository.saveRoomKey(Store.RoomKeyRow(room: pending.room, event: k.event, epoch: k.epoch, key: k.key))
-            if let epochKey = try? SymmetricKey(bytes: k.key) { roomEpochKeys[pending.room, default: [:]][k.event] = (k.epoch, epochKey) }
+            if let epochKey = SymmetricKey(exactly: k.key) { roomEpochKeys[pending.room, default: [:]][k.event] = (k.epoch, epochKey) }
         }
         rooms[pending.room] = (name, key)
         _ = try directory.join(name)
@@ -119,11 +119,11 @@ extension PrivateRooms {
     func decline(_ pending: Store.PendingInvite) throws -> Envelope? {
         try repository.removePendingInvite(pending.room)
         let room = pending.room
-        guard pending.key.count > 32, rooms[room] == nil, let first = try? SymmetricKey(bytes: pending.key.prefix(32)),
-              let name = try? RoomName(pending.name) else { return nil }
+        guard pending.key.count > 32, rooms[room] == nil, let first = SymmetricKey(exactly: pending.key.prefix(32)),
+              let name = RoomName.checked(pending.name) else { return nil }
         rooms[room] = (name, first)
         for k in Invite.epochKeys(Array(pending.key.dropFirst(32))) {
-            if let key = try? SymmetricKey(bytes: k.key) { roomEpochKeys[room, default: [:]][k.event] = (k.epoch, key) }
+            if let key = SymmetricKey(exactly: k.key) { roomEpochKeys[room, default: [:]][k.event] = (k.epoch, key) }
         }
         defer {
             rooms[room] = nil
@@ -145,9 +145,9 @@ extension PrivateRooms {
             // Room names are at most 64 bytes: shorten the base so the suffix always shows.
             var base = name.value
             while base.utf8.count + suffix.utf8.count > RoomName.maximumLength { base.removeLast() }
-            if let candidate = try? RoomName(base + suffix), !taken.contains(candidate.value) { return candidate }
+            if let candidate = RoomName.checked(base + suffix), !taken.contains(candidate.value) { return candidate }
         }
-        return (try? RoomName("#private-" + Hex.encode(RoomID.random().bytes.prefix(4)))) ?? name
+        return RoomName.checked("#private-" + Hex.encode(RoomID.random().bytes.prefix(4))) ?? name
     }
 
     /// At start: a private room stored by an earlier version under a forged

@@ -11,7 +11,8 @@ extension PrivateRooms {
     /// Reads the room keys held and each private room's membership, at start.
     func loadRoomMemberships() throws {
         for row in try repository.roomKeys() {
-            if let key = try? SymmetricKey(bytes: row.key) { roomEpochKeys[row.room, default: [:]][row.event] = (row.epoch, key) }
+            // A stored key of another length is the database's fault: said, and that epoch left unopened.
+            if let key = failures.read("a private room's key", { try SymmetricKey(bytes: row.key) }) { roomEpochKeys[row.room, default: [:]][row.event] = (row.epoch, key) }
         }
         for room in rooms.keys { try recomputeMembership(room) }
     }
@@ -59,8 +60,9 @@ extension PrivateRooms {
                 }
                 events.append(RoomMembership.Event(id: e.id, author: book.account(of: e.author), device: e.author, sequence: e.sequence, timestamp: e.timestamp, event: event))
                 guard roomEpochKeys[room]?[e.id] == nil, let mine = event.keys.first(where: { $0.account == account }),
-                      let pair = conversations.ownKeys[mine.conversationEpoch], let bytes = try? pair.openSealed(mine.sealed),
-                      let key = try? SymmetricKey(bytes: bytes) else { continue }
+                      let pair = conversations.ownKeys[mine.conversationEpoch],
+                      // A key sealed to us that does not open, or is no key, is the sender's fault: this event gives us none.
+                      let key = try? SymmetricKey(bytes: pair.openSealed(mine.sealed)) else { continue }
                 try keepRoomKey(room, event: e.id, epoch: event.epoch, key: key)
                 learned = true
             }
@@ -146,9 +148,15 @@ extension PrivateRooms {
             state = try recomputeMembership(room)
             // Whoever wrote in it before was in it: each is invited (a new key each time).
             let earlier = Set(try repository.authors(in: room).map { book.account(of: $0) }).subtracting([account])
+            var notInvited: [String] = []
             for other in earlier.sorted() where other != target || action != .invite {
-                guard (try? changeMembership(room, .invite, target: other)) != nil else { continue }
+                // One who cannot be sealed to (no usable conversation key) is left out, and said.
+                do { try changeMembership(room, .invite, target: other) } catch {
+                    failures.heard(error)
+                    notInvited.append("\(other.shortFingerprint): \(error)")
+                }
             }
+            if !notInvited.isEmpty { notices.append("not invited to the room's membership: " + notInvited.joined(separator: "; ")) }
             if action == .create { return create }
             state = try recomputeMembership(room)
         }

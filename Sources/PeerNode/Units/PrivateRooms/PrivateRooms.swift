@@ -60,6 +60,8 @@ final class PrivateRooms {
     /// Posts sealed with the key of an epoch their author's account was not
     /// a member in, each time one was opened (`room_post_refused`).
     var refusedRoomPosts = 0
+    /// What a change said on the side (who could not be invited), until `takeNotices`.
+    var notices: [String] = []
     /// Delivered membership events that did not hold (§14's rules), not shown (`membership_refused`).
     var refusedMembership = 0
 
@@ -94,9 +96,16 @@ final class PrivateRooms {
     /// Reads the rooms, their keys and each one's membership, at start.
     func load() throws(RepositoryError) {
         for (id, name, key) in try repository.privateRooms() {
-            // A row that is no valid room (an older version's) is left unread: it names no room we can show.
-            if let room = try? RoomName(name), let secret = try? SymmetricKey(bytes: key) { rooms[id] = (room, secret) }
+            // A row that is no valid room is the database's fault: said, and the room left unread.
+            if let room = failures.read("a private room's name", { try RoomName(name) }),
+               let secret = failures.read("a private room's key", { try SymmetricKey(bytes: key) }) { rooms[id] = (room, secret) }
         }
+    }
+
+    /// The notices not yet shown, once.
+    func takeNotices() -> [String] {
+        defer { notices = [] }
+        return notices
     }
 
     /// Adds a room we are now in, under `name`, with its first key.

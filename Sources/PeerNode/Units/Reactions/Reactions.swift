@@ -63,7 +63,7 @@ final class Reactions {
     /// `reaction_refused`), applied already, or when the store failed (said;
     /// the reaction is stored, and applied again when the room is next joined).
     func accept(_ e: Envelope, _ opened: OpenedEnvelope) -> (target: Envelope, reaction: String, on: Bool)? {
-        // Undecodable content is the author's fault: refused and counted.
+        // Undecodable content is the author's fault, refused and counted: why it fails is not needed.
         guard opened.kind == .reaction, let reaction = try? Reaction.decode(opened.content),
               let target = messages.referenced(reaction.target, from: e) else {
             refused &+= 1
@@ -87,7 +87,7 @@ final class Reactions {
 
     /// What a reply shows of the message it answers (nil: `e` is no reply).
     func quote(of e: Envelope, _ opened: OpenedEnvelope) -> Quote? {
-        // A reply whose content does not decode is shown as no reply.
+        // A reply whose content does not decode is the author's fault, shown as no reply: why is not needed.
         guard opened.kind == .reply, let reply = try? Reply.decode(opened.content) else { return nil }
         let ref = reply.target
         if let target = messages.referenced(ref, from: e), let o = envelopes.open(target) {
