@@ -43,6 +43,7 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var progress = SyncProgress()
     var claims = OwnHistoryClaims()
     var typing = TypingBoard(me: me)
+    var files = FileFetch()
     for link in 0..<3 {
         up.insert(link)
         queue += replicator.linkUp(link, now: now)
@@ -84,6 +85,24 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                 // Checked as the node checks it, the signature taken as holding (a fuzzer cannot sign).
                 if typing.examine(notice, from: selector, now: now, wall: 1_800_000_000_000) == .check { typing.accept(notice, from: selector, now: now) }
                 invariant(typing.typing(in: notice.room, now: now).count <= TypingBoard.maximumTracked, "more typers shown than tracked")
+            case let .file(message):
+                // The receiver's side of a transfer: a chunk checked against the tree, a "not held" taken.
+                let peer = try? PublicKey(bytes: [UInt8](repeating: UInt8(truncatingIfNeeded: selector), count: 32))
+                guard let peer else { break }
+                if !files.fetches(message.root) { files.start(message.root, chunks: 64, held: { _ in false }) }
+                let links = [selector: peer]
+                switch message {
+                case let .chunk(root, index, proof, sealed):
+                    let valid = FileTree.verify(leaf: FileTree.leaf(index: index, sealed: sealed), index: index, chunks: 64, proof: proof, root: root)
+                    _ = files.received(root, index: index, from: peer, valid: valid, links: links, now: now)
+                case let .none(root, chunks):
+                    _ = files.lacking(root, chunks: chunks, from: peer, links: links, now: now)
+                case let .want(root, _):
+                    for case let .want(_, _, asked) in files.tick(links: links, now: now) {
+                        invariant(asked.count <= FileFetch.perLink, "more chunks asked of one link than perLink")
+                    }
+                    _ = root
+                }
             case .overlay: break
             }
         }

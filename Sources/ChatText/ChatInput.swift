@@ -71,6 +71,13 @@ public enum ChatInput: Equatable, Sendable {
     case op(String, Bool)
     case members
     case leaveRoom
+    /// `/send PATH [CAPTION]`: offer a file in the open room or conversation
+    /// (a PATH with spaces in double quotes).
+    case send(path: String, caption: String)
+    /// `/get N [DIR]`: fetch the file offered as message N, into DIR (else the download folder).
+    case get(number: Int, folder: String?)
+    /// `/files`: the files offered in the open room or conversation, and their state.
+    case files
     case help
     /// With a reason, it is posted (as an action) to the current room first.
     case quit(reason: String)
@@ -90,6 +97,9 @@ public enum ChatInput: Equatable, Sendable {
         (["react"], "/react [N] EMOJI", "react to message N in /history (or the last one), shown as counts; the same again takes it back"),
         (["reactions"], "/reactions [N]", "who reacted to message N (or the last one), and with what"),
         (["versions"], "/versions [N]", "what message N (or the last one) said before each edit, oldest first"),
+        (["send"], "/send PATH [caption]", "offer a file here: others fetch it with /get N, verified chunk by chunk, from whoever holds it (a PATH with spaces in \"quotes\")"),
+        (["get"], "/get N [DIR]", "fetch the file offered as message N into DIR (default: your download folder); never overwrites, says where it went"),
+        (["files"], "/files", "the files offered in this room or conversation: size, from whom, fetched or not"),
         (["typing"], "/typing", "tell the room you are typing (the prompt does it as you type; for scripts): shown to the others for a few seconds"),
         (["members"], "/members", "who is in this private room, with their roles (owner, admin, member), and who is banned"),
         (["kick"], "/kick WHO", "remove WHO from this private room: the room gets a new key they never see (owner and admins)"),
@@ -125,6 +135,19 @@ public enum ChatInput: Equatable, Sendable {
         (["help"], "/help [CMD]", "this list, or one command"),
         (["quit", "exit"], "/quit [reason]", "leave; a reason is posted to the room first (Ctrl-D on an empty line, or Ctrl-C, leave too)"),
     ]
+
+    /// A path (in double quotes when it has spaces) and the text after it.
+    static func pathAndRest(_ text: String) -> (path: String, rest: String)? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed.hasPrefix("\"") {
+            let body = trimmed.dropFirst()
+            guard let end = body.firstIndex(of: "\""), end != body.startIndex else { return nil }
+            return (String(body[..<end]), String(body[body.index(after: end)...]).trimmingCharacters(in: .whitespaces))
+        }
+        let parts = trimmed.split(separator: " ", maxSplits: 1).map(String.init)
+        guard let path = parts.first, !path.isEmpty else { return nil }
+        return (path, parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : "")
+    }
 
     public static var helpText: String {
         // As wide as the longest usage, so none is cut short.
@@ -199,6 +222,20 @@ public enum ChatInput: Equatable, Sendable {
                 return .error("/react needs a reaction, after a message number from /history if not the last: /react 3 👍")
             }
             return .react(number: n, reaction: parts[1])
+        case "send":
+            guard let (path, caption) = Self.pathAndRest(argument) else {
+                return .error("/send needs a file: /send report.pdf the numbers for Q3 (a path with spaces in \"quotes\")")
+            }
+            return .send(path: path, caption: caption)
+        case "get":
+            let parts = argument.split(separator: " ", maxSplits: 1).map(String.init)
+            guard let first = parts.first, let n = Int(first), n > 0 else {
+                return .error("/get needs the file's message number (shown as /get N beside it): /get 14 [DIR]")
+            }
+            let folder = parts.count > 1 ? Self.pathAndRest(parts[1])?.path : nil
+            return .get(number: n, folder: folder)
+        case "files":
+            return argument.isEmpty ? .files : .error("/files takes no argument")
         case "reactions", "versions":
             let number = argument.isEmpty ? nil : Int(argument)
             guard argument.isEmpty || (number ?? 0) > 0 else { return .error("/\(name) takes a message number from /history, or nothing for the last message") }

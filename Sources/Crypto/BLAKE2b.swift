@@ -130,3 +130,35 @@ public enum Base32 {
         return String(decoding: out, as: UTF8.self)
     }
 }
+
+/// BLAKE2b-256 over bytes that come in pieces (libsodium's
+/// `crypto_generichash_init/update/final`): a file's whole plaintext,
+/// hashed as it is read, never held in memory at once.
+public final class BLAKE2bStream {
+    private let state: UnsafeMutableRawPointer
+    private var finished = false
+
+    public init() {
+        _ = try? Sodium.ensureInitialised()
+        state = UnsafeMutableRawPointer.allocate(byteCount: crypto_generichash_statebytes(), alignment: 64)
+        crypto_generichash_init(OpaquePointer(state), nil, 0, 32)
+    }
+
+    deinit { state.deallocate() }
+
+    public func update(_ bytes: UnsafeRawBufferPointer) {
+        guard !finished, let base = bytes.baseAddress else { return }
+        crypto_generichash_update(OpaquePointer(state), base.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
+    }
+
+    public func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
+
+    /// The hash; the stream takes nothing after.
+    public func finish() -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        guard !finished else { return out }
+        finished = true
+        crypto_generichash_final(OpaquePointer(state), &out, 32)
+        return out
+    }
+}

@@ -29,6 +29,8 @@ public enum Kind: UInt8, Sendable, CaseIterable {
     case rekey = 15
     /// A change another device of the same account follows (`FollowChange`).
     case follow = 16
+    /// A file offered (`FileOffer`): a message of its own, numbered like a text.
+    case file = 17
 }
 
 /// "The author had delivered `author`'s envelopes up to `sequence`."

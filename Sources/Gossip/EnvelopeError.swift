@@ -39,6 +39,8 @@ public enum EnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
     case bodyHashMismatch
     /// A pruned envelope whose proof is not a signed erasure of it by its author.
     case badErasureProof
+    /// Content of a kind whose layout it does not hold (a file offer's, a file message's): what is wrong.
+    case malformed(String)
 
     public var description: String {
         switch self {
@@ -63,6 +65,7 @@ public enum EnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
         case .erasuresNotCanonical: return "erased sequences are not ascending earlier envelopes of the author"
         case .bodyHashMismatch: return "the body is not the one the signature names"
         case .badErasureProof: return "a pruned envelope without its author's signed erasure"
+        case let .malformed(what): return "malformed: \(what)"
         case let .badNick(n): return "not a valid nick (1 to \(Nick.maximumLength) bytes, no spaces, control characters or ·): \(n.debugDescription)"
         }
     }

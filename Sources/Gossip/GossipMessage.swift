@@ -34,6 +34,8 @@ public enum GossipMessage: Equatable, Sendable {
     case graft([PublicKey])
     /// Someone is typing in a room (link version 6 on; `TypingNotice`).
     case typing(TypingNotice)
+    /// Chunks of a file asked for, sent, or not held (link version 7 on; `FileMessage`).
+    case file(FileMessage)
 
     /// Most clock entries in one message (the rest go in further messages).
     public static let maximumClockEntries = 4096
@@ -73,6 +75,7 @@ public enum GossipMessage: Equatable, Sendable {
     enum Tag: UInt8 {
         case fullClock = 1, deltaClock = 2, envelopes = 3, request = 4, clockSince = 5, fullClockWanted = 6, stored = 7
         case overlay = 8, ihave = 9, prune = 10, graft = 11, typing = 12
+        case fileWant = 13, fileChunk = 14, fileNone = 15
     }
 
     private static func writeEntries(_ entries: [Dependency], to w: inout ByteWriter) {
@@ -147,6 +150,13 @@ public enum GossipMessage: Equatable, Sendable {
         case let .typing(notice):
             w.u8(Tag.typing.rawValue)
             notice.write(&w)
+        case let .file(message):
+            switch message {
+            case .want: w.u8(Tag.fileWant.rawValue)
+            case .chunk: w.u8(Tag.fileChunk.rawValue)
+            case .none: w.u8(Tag.fileNone.rawValue)
+            }
+            message.write(to: &w)
         case let .envelopes(batch):
             w.u8(Tag.envelopes.rawValue)
             Varint.write(UInt64(batch.count), to: &w)
@@ -196,6 +206,8 @@ public enum GossipMessage: Equatable, Sendable {
             message = .graft(try readAuthors(&r))
         case .typing:
             message = .typing(try TypingNotice.read(&r))
+        case .fileWant, .fileChunk, .fileNone:
+            message = .file(try FileMessage.read(&r, tag: tag))
         case .envelopes:
             let count = try Varint.read(&r, "count")
             guard count <= UInt64(maximumBatch) else { throw .tooLarge(size: Int(clamping: count), limit: maximumBatch) }

@@ -23,11 +23,13 @@ public enum LinkProtocol: Int, Sendable, CaseIterable, Comparable, CustomStringC
     case v5 = 5
     /// As version 5, and typing notices (type 12) travel on it.
     case v6 = 6
+    /// As version 6, and files' chunks (types 13–15) travel on it.
+    case v7 = 7
 
     public static func < (a: LinkProtocol, b: LinkProtocol) -> Bool { a.rawValue < b.rawValue }
 
     /// The newest version this build speaks.
-    public static let newest = LinkProtocol.v6
+    public static let newest = LinkProtocol.v7
 
     /// The WebSocket subprotocol that names it: `peernode.N`.
     public var subprotocol: String { "peernode.\(rawValue)" }
@@ -57,6 +59,9 @@ public enum LinkProtocol: Int, Sendable, CaseIterable, Comparable, CustomStringC
 
     /// Whether typing notices may be sent on a link of this version.
     public var speaksTyping: Bool { self >= .v6 }
+
+    /// Whether files' chunks may be asked for and sent on a link of this version.
+    public var speaksFiles: Bool { self >= .v7 }
 
     public var description: String { "\(rawValue)" }
 }

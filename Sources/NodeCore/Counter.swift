@@ -86,6 +86,13 @@ public enum Counter: String, CaseIterable, Sendable, Comparable {
     case typingDropped = "typing_dropped"
     /// An accepted typing notice past `TypingBoard.maximumPassedOnPerSecond`: shown, not passed on.
     case typingNotPassedOn = "typing_not_passed_on"
+    // Files (docs/PROTOCOL.md §16).
+    /// Chunks asked of peers, and sealed chunks sent and received.
+    case fileChunksWanted = "file_chunks_wanted"
+    case fileChunksSent = "file_chunks_sent"
+    case fileChunksReceived = "file_chunks_received"
+    /// A file message on a link older than version 7, or asks past `Files.maximumQueuedWants`: dropped.
+    case fileMessageDropped = "file_message_dropped"
 
     /// The counter of a link refused in its handshake.
     public init(_ failure: LinkFailure) {

@@ -90,6 +90,8 @@ public struct LinkCore {
         case warning(String, reason: String?)
         /// A typing notice arrived on a link (not yet checked: `TypingBoard`, then its signature).
         case typing(TypingNotice, from: LinkID)
+        /// A file message arrived on a link of version 7 or later, from `peer` (`FileMessage`; checked by the files unit).
+        case file(FileMessage, from: LinkID, peer: PublicKey)
     }
 
     /// The close reason of a link that lost the tie-break: the other side
@@ -294,6 +296,10 @@ public struct LinkCore {
             guard links[id]?.version.speaksTyping == true else { return count(.typingDropped) }
             count(.typingReceived)
             out.append(.typing(notice, from: id))
+        case let .file(message):
+            guard links[id]?.version.speaksFiles == true, let remote = table.links[id]?.remote else { return count(.fileMessageDropped) }
+            if case .chunk = message { count(.fileChunksReceived) }
+            out.append(.file(message, from: id, peer: remote))
         case let .stored(entries):
             follow(replicator.storedReceived(id, entries: entries, now: now), now: now, into: &out)
             if let remote = table.links[id]?.remote, let mine = entries.first(where: { $0.author == me }) {
@@ -351,6 +357,9 @@ public struct LinkCore {
         case let .prune(authors): count(.pruneSent, by: authors.count)
         case let .graft(authors): count(.graftSent, by: authors.count)
         case .typing: count(.typingSent)
+        case let .file(.want(_, chunks)): count(.fileChunksWanted, by: chunks.count)
+        case .file(.chunk): count(.fileChunksSent)
+        case .file(.none): break
         case let .request(ranges): count(.envelopesRequested, by: ranges.reduce(0) { $0 + Int(clamping: $1.count) })
         case .stored, .overlay: break
         }

@@ -143,6 +143,15 @@ struct JSONPresenter: JSONLinePresenter {
                                      "forks": .number(UInt64(report.forks.count))])]
         case let .failed(reason):
             return [JSONEvents.line(["type": .string("error"), "error": .string(reason)])]
+        case let .fileProgress(n, place, bytes, of):
+            return [JSONEvents.line(pairs: [("type", .string("file_progress")), ("n", .number(UInt64(max(0, n)))), ("place", .text(PeerText(place))),
+                                            ("bytes", .number(bytes)), ("of", .number(of))])]
+        case let .fileDone(n, place, path, hash):
+            return [JSONEvents.line(pairs: [("type", .string("file_done")), ("n", .number(UInt64(max(0, n)))), ("place", .text(PeerText(place))),
+                                            ("path", .text(PeerText(path))), ("hash", .string(Hex.encode(hash)))])]
+        case let .fileFailed(n, place, reason):
+            return [JSONEvents.line(pairs: [("type", .string("file_failed")), ("n", .number(UInt64(max(0, n)))), ("place", .text(PeerText(place))),
+                                            ("reason", .text(PeerText(reason)))])]
         case let .webPage(url):
             return [JSONEvents.line(["type": .string("web"), "url": .string(url)])]
         case let .conversations(rows):
@@ -188,7 +197,7 @@ struct JSONPresenter: JSONLinePresenter {
     }
 
     /// A text, `/me` or direct message; other kinds (nicks, joins) are not events here.
-    static func message(_ m: ShownMessage) -> String? { message(m, type: "message") }
+    static func message(_ m: ShownMessage) -> String? { message(m, type: m.opened.kind == .file ? "file" : "message") }
 
     /// The same fields under another `type` (`found`: a search match).
     static func message(_ m: ShownMessage, type: String) -> String? {
@@ -218,11 +227,16 @@ struct JSONPresenter: JSONLinePresenter {
         if author.lookAlike { pairs.append(("look_alike", .string("yes"))) }
         if author.forked { pairs.append(("forked", .string("yes"))) }
         if m.mention { pairs.append(("mention", .string("yes"))) }
+        if let offer = m.opened.offer {
+            pairs += [("name", .text(PeerText(offer.name))), ("size", .number(offer.size)), ("hash", .string(Hex.encode(offer.plainHash))),
+                      ("root", .string(Hex.encode(offer.root))), ("media", .text(PeerText(offer.type))), ("caption", .text(PeerText(offer.caption))),
+                      ("from", .string(m.people.account(e.author).hex))]
+        }
         return JSONEvents.line(pairs: pairs)
     }
 
     /// A message's kind as the JSON names it.
-    static func kindName(_ kind: Kind) -> String { kind == .reply ? "reply" : kind == .action ? "action" : "text" }
+    static func kindName(_ kind: Kind) -> String { kind == .reply ? "reply" : kind == .action ? "action" : kind == .file ? "file" : "text" }
 
     /// A reply's reference: `reply_to` (the answered message's id),
     /// `reply_to_author`, and `reply_to_state` with, when "here", its text.

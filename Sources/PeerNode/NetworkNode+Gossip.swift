@@ -341,3 +341,66 @@ extension NetworkNode {
         }
     }
 }
+
+/// Files' chunks on the links (`Files`, `FileFetch`): asks sent as the
+/// fetch core decides, chunks checked and written as they come, and asks
+/// from peers answered as the link drains, a bounded queue per link.
+extension NetworkNode {
+    /// Unsent bytes on a link below which queued chunk asks are answered.
+    static let fileSendWindow = 2 << 20
+
+    /// Links up that speak files (version 7 on), by peer.
+    var fileLinks: [LinkID: PublicKey] {
+        linkedPeers.filter { core.version(of: $0.key)?.speaksFiles == true }
+    }
+
+    /// Sends the asks the fetch core returned.
+    func assignFiles(_ actions: [FileFetch.Action]) {
+        for case let .want(id, root, chunks) in actions {
+            for part in stride(from: 0, to: chunks.count, by: FileMessage.maximumIndices) {
+                feed(.send(id, .file(.want(root: root, chunks: Array(chunks[part..<min(chunks.count, part + FileMessage.maximumIndices)])))))
+            }
+        }
+    }
+
+    /// A file message from `peer` on `id`.
+    func fileArrived(_ message: FileMessage, from id: LinkID, peer: PublicKey) {
+        let now = monotonic()
+        switch message {
+        case let .want(root, chunks):
+            guard var link = links[id] else { return }
+            let room = Files.maximumQueuedWants - link.fileWants.reduce(0) { $0 + $1.chunks.count }
+            guard room >= chunks.count else { return count(.fileMessageDropped) }
+            link.fileWants.append((root, chunks))
+            links[id] = link
+            pumpFiles(id)
+        case let .chunk(root, index, proof, sealed):
+            let (actions, said) = node.files.received(root, index: index, proof: proof, sealed: sealed, from: peer, links: fileLinks, now: now)
+            assignFiles(actions)
+            if !said.isEmpty {
+                emit(said.map(Self.event))
+                refreshPrompt()
+            }
+        case let .none(root, chunks):
+            assignFiles(node.files.lacking(root, chunks: chunks, from: peer, links: fileLinks, now: now))
+        }
+    }
+
+    /// Answers queued asks while the link has room; then waits for it to drain.
+    func pumpFiles(_ id: LinkID) {
+        while let link = links[id], let next = link.fileWants.first {
+            guard link.connection.unsentBytes < Self.fileSendWindow else {
+                link.connection.whenUnsent(below: Self.fileSendWindow / 2) { [self] in pumpFiles(id) }
+                return
+            }
+            links[id]?.fileWants.removeFirst()
+            for answer in node.files.answer(next.root, chunks: next.chunks) { feed(.send(id, .file(answer))) }
+        }
+    }
+
+    /// Once a second: unanswered asks go to others, and links with room are asked.
+    func tickFiles() {
+        guard !node.files.fetch.roots.isEmpty else { return }
+        assignFiles(node.files.fetch.tick(links: fileLinks, now: monotonic()))
+    }
+}

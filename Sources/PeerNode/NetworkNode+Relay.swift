@@ -123,4 +123,24 @@ extension NetworkNode {
             }
         }
     }
+
+    /// `/stats`: links, then every counter that moved, by name.
+    func stats() -> NodeEvent {
+        var all = counters.byName.merging(discovery?.counters ?? [:]) { a, _ in a }
+        all.merge(unitCounts) { a, _ in a }
+        return .stats(links: linkedPeers.count, counters: all.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) },
+                      stages: core.stages.summaries)
+    }
+
+    /// What the units refused or failed, by counter name (`/stats`), those that moved.
+    var unitCounts: [String: Int] {
+        let node = self.node
+        let all = ["bad_nick": node.refusedNicks, "edit_refused": node.messageLife.refusedEdits, "reaction_refused": node.reactions.refused,
+                   "device_refused": node.devices.refusedClaims, "revoke_refused": node.devices.refusedRevocations,
+                   "revoked_refused": node.devices.refusedRevoked, "revoked_filing_failed": node.devices.refusedFilingFailures,
+                   "store_read_failed": node.storeFailures.count, "room_post_refused": node.privateRooms.refusedRoomPosts,
+                   "rekey_refused": node.conversations.refusedRekeys, "membership_refused": node.privateRooms.refusedMembership,
+                   "file_bad_chunk": node.files.badChunks]
+        return all.filter { $0.value > 0 }
+    }
 }

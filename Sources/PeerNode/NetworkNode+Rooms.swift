@@ -228,3 +228,67 @@ extension NetworkNode {
         return pending.map { .invite(by: node.people[$0.inviter], room: $0.name, listed: true) }
     }
 }
+
+/// Files in a room or conversation (`Files`; docs/PROTOCOL.md §16): the
+/// commands, and the events a transfer makes.
+extension NetworkNode {
+    func fileCommand(_ input: ChatInput) throws -> [NodeEvent] {
+        switch input {
+        case let .send(path, caption):
+            let full = Self.expandingHome(path)
+            let offer = try node.files.prepare(path: full, caption: caption, now: Node.now())
+            let e = try act(message: true) { node in
+                if let peer = session.conversationPeer { return try node.conversations.post(offer.encoded, kind: .file, to: peer) }
+                return try node.post(content: offer.encoded, kind: .file, in: session.room)
+            }
+            try node.files.offered(offer, as: e)
+            return []
+        case let .get(number, folder):
+            let place = try session.openPlace()
+            let e = try node.messageLife.message(in: place.room, named: place.name, number: number)
+            guard let offer = node.open(e)?.offer else { throw NodeError.notAFile(number) }
+            let target = try folder.map(Self.expandingHome) ?? Self.downloadFolder()
+            let said = try node.files.get(offer, number: number, place: place.name, folder: target, now: Node.now())
+            assignFiles(node.files.fetch.assign(links: fileLinks, now: monotonic()))
+            return said.map(Self.event)
+        case .files:
+            let place = try session.openPlace()
+            let rows = readLogged("the files held") { try node.files.repository.files() } ?? []
+            let held = Dictionary(rows.map { ($0.root, $0) }, uniquingKeysWith: { a, _ in a })
+            var lines: [String] = []
+            for stored in try node.store.history(of: place.room, limit: ChatInput.maximumHistory) {
+                guard let offer = node.open(stored.envelope)?.offer else { continue }
+                let number = readLogged("a message's number") { try node.store.number(of: stored) } ?? nil
+                let state = held[offer.root].map { $0.complete ? "held" : "\(FileSize.text(node.files.held($0))) fetched" } ?? "not fetched"
+                lines.append("  \(number.map { "(\($0)) " } ?? "")\(TerminalText.sanitize(offer.name)) \(FileSize.text(offer.size)) from "
+                             + Renderer(people: node.people).label(stored.envelope.author) + ": \(state)")
+            }
+            return chatLines(lines.isEmpty ? ["-- no files offered in \(place.name)"] : ["-- files offered in \(place.name):"] + lines)
+        default:
+            return []
+        }
+    }
+
+    static func event(_ progress: Files.Progress) -> NodeEvent {
+        switch progress {
+        case let .progress(n, place, bytes, of): .fileProgress(number: n, place: place, bytes: bytes, of: of)
+        case let .done(n, place, path, hash): .fileDone(number: n, place: place, path: path, hash: hash)
+        case let .failed(n, place, reason): .fileFailed(number: n, place: place, reason: reason)
+        }
+    }
+
+    /// `~/x` is the home folder's `x`.
+    static func expandingHome(_ path: String) -> String {
+        guard path.hasPrefix("~/"), let home = ProcessInfo.processInfo.environment["HOME"] else { return path }
+        return home + path.dropFirst()
+    }
+
+    /// The default folder for `/get`, made if missing.
+    static func downloadFolder() throws -> String {
+        guard let folder = SavedFile.downloadFolder(environment: ProcessInfo.processInfo.environment) else { throw NodeError.noDownloadFolder }
+        do { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) } catch {
+            throw NodeError.fileNotSaved(path: folder, reason: error.localizedDescription)
+        }
+        return folder
+    }
+}

@@ -213,6 +213,6 @@ extension NetworkNode {
     /// our last message there has got to (… ✓ ✓✓ read).
     func prompt() -> String {
         let mark = receipts.state(in: session.openRoomID, linked: Set(linkedPeers.values), claims: ownClaims).map { " " + $0.rawValue } ?? ""
-        return activity.line(order: roomOrder) + syncProgress.tag(missing: missingFromLinked) + typingLine() + session.roomLabel + mark + "> "
+        return activity.line(order: roomOrder) + syncProgress.tag(missing: missingFromLinked) + node.files.promptTag + typingLine() + session.roomLabel + mark + "> "
     }
 }

@@ -64,6 +64,7 @@ extension NetworkNode {
         feed(.tick)
         savePeerClocks(now: now)
         tickOwnHistory(now: now)
+        tickFiles()
         let due = links.sorted(by: { $0.key < $1.key }).filter { id, link in
             table.links[id]?.remote != nil && link.probe.isDue(now: now)
         }.map(\.key)

@@ -135,6 +135,8 @@ extension NetworkNode {
             guard let original = node.messageLife.acceptEdit(e, opened), let shown = shownIn(e, opened) else { return [] }
             return [.edited(shown, original: original)]
         case .tombstone:
+            // A file offered in what it erases leaves the disk too.
+            for sequence in e.erases { node.files.erase(offeredBy: e.author, sequence: sequence) }
             guard let shown = shownIn(e, opened) else { return [] }
             return [.deleted(shown, erased: node.messageLife.erasedIDs(by: e))]
         case .reaction:
@@ -155,7 +157,8 @@ extension NetworkNode {
             }
             // A direct message is shown wherever the person is: it counts as read there.
             receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: true, current: true)
-            let shown = ShownMessage(envelope: e, opened: opened, room: nil, to: node.people.account(e.author) == node.account ? peer : node.account, me: node.me, book: node.people)
+            var shown = ShownMessage(envelope: e, opened: opened, room: nil, to: node.people.account(e.author) == node.account ? peer : node.account, me: node.me, book: node.people)
+            if opened.kind == .file { shown.number = readLogged("a message's number") { try node.store.number(of: stored) } ?? nil }
             return [.message(node.reactions.quoted(shown, book: node.people))] + node.reactions.filled(by: e, book: node.people).map(NodeEvent.replyQuoted)
         }
         guard let roomName = node.roomName(e.room) else { return [] }
@@ -254,6 +257,8 @@ extension NetworkNode {
             return (try listInvites(), true)
         case let .devices(who):
             return ([try devices(of: who.map(node.people.resolve) ?? node.me)], true)
+        case .send, .get, .files:
+            return (try fileCommand(input), true)
         case .kick, .ban, .op, .members, .leaveRoom:
             try refuseInConversation(line)
             return (try membershipCommand(input), true)
@@ -437,13 +442,5 @@ extension NetworkNode {
         } catch {
             return ([], "\(error)")
         }
-    }
-
-    /// `/stats`: links, then every counter that moved, by name.
-    func stats() -> NodeEvent {
-        var all = counters.byName.merging(discovery?.counters ?? [:]) { a, _ in a }
-        all.merge(node.unitCounts) { a, _ in a }
-        return .stats(links: linkedPeers.count, counters: all.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) },
-                      stages: core.stages.summaries)
     }
 }

@@ -22,6 +22,8 @@ final class NetworkNode: @unchecked Sendable {
         var probe = RoundTripProbe()
         /// Stored envelopes still to send, paced by the socket (`pumpCatchUp`).
         var catchUp = CatchUpQueue()
+        /// Chunk asks from the peer still to answer, paced by the socket (`pumpFiles`).
+        var fileWants: [(root: [UInt8], chunks: [UInt64])] = []
     }
 
     /// Bytes that may wait unsent on one link before its peer counts as not
@@ -289,6 +291,8 @@ final class NetworkNode: @unchecked Sendable {
                 log.warning(line)
             case let .typing(notice, from):
                 typingArrived(notice, from: from)
+            case let .file(message, from, peer):
+                fileArrived(message, from: from, peer: peer)
             }
         }
     }
@@ -314,6 +318,8 @@ final class NetworkNode: @unchecked Sendable {
     func closed(_ c: WebSocketConnection, reason: PeerText) {
         guard let id = linkOf.removeValue(forKey: ObjectIdentifier(c)), links.removeValue(forKey: id) != nil else { return }
         feed(.closed(id, reason: reason))
+        // What it was asked for goes to the other links.
+        if !node.files.fetch.roots.isEmpty { assignFiles(node.files.fetch.linkDown(id, links: fileLinks, now: monotonic())) }
     }
 
     func dial(_ d: LinkTable.DialerID, host: String, port: UInt16) {

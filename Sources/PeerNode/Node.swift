@@ -48,6 +48,8 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
                                                         author: self, failures: storeFailures)
     /// The account's own rooms, where our devices follow each other (`Units/Following`).
     private(set) lazy var following = Following(network: network, author: self)
+    /// Files offered and fetched (`Units/Files`).
+    private(set) lazy var files = Files(repository: .init(store: store), envelopes: self, failures: storeFailures)
     /// Private rooms, their invites, membership and keys (`Units/PrivateRooms`).
     private(set) lazy var privateRooms = PrivateRooms(repository: .init(store: store), network: network, directory: self, book: self, envelopes: self,
                                                       author: self, conversations: conversations, devices: devices, failures: storeFailures)
@@ -184,13 +186,18 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
     /// after the send where `OwnDurability.sendsBeforeSync`).
     @discardableResult
     func post(_ text: String, kind: Kind, in room: RoomName) throws -> Envelope {
+        let envelope = try post(content: Array(text.utf8), kind: kind, in: room)
+        if kind == .nick { setNick(PeerText(text), of: me) }
+        return envelope
+    }
+
+    /// Signs and stores `content` of `kind` in a room we may write to.
+    func post(content: [UInt8], kind: Kind, in room: RoomName) throws -> Envelope {
         let id = try join(room)
         if let state = privateRooms.memberships[id], state.head != nil, state.roles[account] == nil { throw NodeError.notAMember }
         guard privateRooms.mayPost(in: id) else { throw NodeError.waitingForNewKey(room) }
         guard let key = roomKey(id) else { throw NodeError.noRoomKey(room) }
-        let envelope = try appendOwn(room: id, kind: kind, content: Array(text.utf8), key: key)
-        if kind == .nick { setNick(PeerText(text), of: me) }
-        return envelope
+        return try appendOwn(room: id, kind: kind, content: content, key: key)
     }
 
     /// Signs and stores a receipt in a room (sealed with its key) or
@@ -294,16 +301,6 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
         people.nicks[account] = PeerText(valid.value)
         confusables.set(account, nick: valid.value)
         people.lookAlike = confusables.suspicious
-    }
-
-    /// What the units refused or failed, by counter name (`/stats`), those that moved.
-    var unitCounts: [String: Int] {
-        let all = ["bad_nick": refusedNicks, "edit_refused": messageLife.refusedEdits, "reaction_refused": reactions.refused,
-                   "device_refused": devices.refusedClaims, "revoke_refused": devices.refusedRevocations,
-                   "revoked_refused": devices.refusedRevoked, "revoked_filing_failed": devices.refusedFilingFailures,
-                   "store_read_failed": storeFailures.count, "room_post_refused": privateRooms.refusedRoomPosts,
-                   "rekey_refused": conversations.refusedRekeys, "membership_refused": privateRooms.refusedMembership]
-        return all.filter { $0.value > 0 }
     }
 
     // MARK: accounts and rooms, as the units are given them

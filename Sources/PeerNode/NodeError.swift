@@ -71,6 +71,13 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
     /// The room has membership events (its invite said so), but its
     /// founding one has not reached this node yet.
     case membershipNotArrived(RoomName)
+    /// Files (docs/PROTOCOL.md §16).
+    case fileUnreadable(path: String, reason: String)
+    case fileTooLarge(path: String, size: UInt64)
+    case fileEmpty(path: String)
+    case notAFile(Int)
+    case fileNotSaved(path: String, reason: String)
+    case noDownloadFolder
 
     var description: String {
         switch self {
@@ -118,6 +125,13 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
         case let .notInRoom(key): "\(key.shortFingerprint) is not a member of this room (/members lists them)"
         case let .membershipNotArrived(room): "\(room.value)'s membership has not reached this node yet (its founding event is missing); try again once it has caught up (/sync)"
         case let .waitingForNewKey(room): "\(room.value) is waiting for a new key (a concurrent change left the last one with someone removed); try again in a moment"
+        case let .fileUnreadable(path, reason): "cannot read \(TerminalText.sanitize(path)): \(reason)"
+        case let .fileTooLarge(path, size):
+            "\(TerminalText.sanitize(path)) is \(FileSize.text(size)): files up to \(FileSize.text(FileOffer.maximumSize)) can be sent"
+        case let .fileEmpty(path): "\(TerminalText.sanitize(path)) is empty: there is nothing to send"
+        case let .notAFile(n): "message \(n) offers no file (/files lists those here)"
+        case let .fileNotSaved(path, reason): "cannot save to \(TerminalText.sanitize(path)): \(reason)"
+        case .noDownloadFolder: "no download folder: set HOME or XDG_DOWNLOAD_DIR, or give one: /get N DIR"
         case .cannotRevokeAccountKey: "the account key is the account: it cannot be revoked by its devices"
         case let .alreadyInAccount(account):
             "this identity already belongs to account \(account.shortFingerprint) (\(account.hex)) or has devices: join with a new --data-dir"

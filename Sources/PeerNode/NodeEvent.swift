@@ -71,6 +71,11 @@ enum NodeEvent {
     case peers(PeerList)
     case members(room: RoomName, [Member])
     case sync(SyncReport)
+    /// A file being fetched (`/get`): message `number` in `place`, `bytes` of `of` held.
+    case fileProgress(number: Int, place: String, bytes: UInt64, of: UInt64)
+    /// Fetched, opened, checked against the offer's hash and saved at `path`.
+    case fileDone(number: Int, place: String, path: String, hash: [UInt8])
+    case fileFailed(number: Int, place: String, reason: String)
     /// A command failed; the reason is for the person who typed it.
     case failed(String)
     /// What a command says that has no event of its own (`/join`, `/nick`,

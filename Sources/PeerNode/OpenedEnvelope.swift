@@ -12,6 +12,7 @@ struct OpenedEnvelope {
     /// The content as text: it came from the network, so it prints only sanitized.
     /// For an edit or a reply, the text after the reference it starts with.
     var text: PeerText {
+        if kind == .file { return PeerText(offer.map(Self.offerLine) ?? "⎘ a file offer that does not read") }
         let shown = (kind == .edit || kind == .reply) && content.count >= MessageRef.byteCount ? content.dropFirst(MessageRef.byteCount) : content[...]
         return PeerText(String(decoding: shown, as: UTF8.self))
     }
@@ -21,6 +22,18 @@ struct OpenedEnvelope {
         return OpenedEnvelope(kind: kind, content: head + Array(text.utf8), peer: peer)
     }
 
-    /// A message a person wrote: a text, `/me`, or a reply.
-    var isMessage: Bool { kind == .text || kind == .action || kind == .reply }
+    /// A message a person wrote: a text, `/me`, a reply, or a file offered.
+    var isMessage: Bool { kind == .text || kind == .action || kind == .reply || kind == .file }
+
+    /// The file a `file` envelope offers (nil: another kind, or content that
+    /// does not decode: the sender's fault, shown as an offer that does not read).
+    var offer: FileOffer? {
+        guard kind == .file else { return nil }
+        return try? FileOffer.decode(content)
+    }
+
+    /// An offer as a line reads it: `⎘ report.pdf (2.4 MB) the caption`.
+    static func offerLine(_ offer: FileOffer) -> String {
+        "⎘ \(offer.name) (\(FileSize.text(offer.size)))" + (offer.caption.isEmpty ? "" : " " + offer.caption)
+    }
 }

@@ -60,7 +60,7 @@ struct Renderer {
         let body = opened.text.description
         let mention = mentionsMe(opened.text.unsanitized, author: envelope.author)
         switch opened.kind {
-        case .text: return highlighted("[\(time)] \(roomLabel) <\(who)> \(body)", mention)
+        case .text, .file: return highlighted("[\(time)] \(roomLabel) <\(who)> \(body)", mention)
         case .action: return highlighted("[\(time)] \(roomLabel) * \(who) \(body)", mention)
         case .reply: return highlighted("[\(time)] \(roomLabel) <\(who)> \(quoted(quote)) \(body)", mention)
         case .nick: return "[\(time)] \(roomLabel) -- \(people.account(envelope.author).shortFingerprint) is now known as \(body)"

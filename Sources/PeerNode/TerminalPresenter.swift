@@ -32,8 +32,10 @@ struct TerminalPresenter: LinePresenter {
         case let .message(m), let .replyQuoted(m):
             // A reply quoted late (the answered message came after it) is shown again, with its quote.
             let renderer = Renderer(people: m.people)
-            if let room = m.room { return [renderer.line(m.envelope, room: room.value, opened: m.opened, quote: m.quote)] }
-            return [renderer.directLine(m.envelope, to: m.to ?? m.envelope.author, text: m.opened.text, quote: m.quote, action: m.opened.kind == .action)]
+            // A file offered says how to fetch it.
+            let get = m.opened.kind == .file ? m.number.map { " — /get \($0)" } ?? "" : ""
+            if let room = m.room { return [renderer.line(m.envelope, room: room.value, opened: m.opened, quote: m.quote) + get] }
+            return [renderer.directLine(m.envelope, to: m.to ?? m.envelope.author, text: m.opened.text, quote: m.quote, action: m.opened.kind == .action) + get]
         case let .reacted(m, target, text, reaction, on, count):
             return [Renderer(people: m.people).reactionLine(m.envelope, room: m.room?.value, target: target, text: text,
                                                              reaction: reaction, on: on, count: count)]
@@ -112,6 +114,13 @@ struct TerminalPresenter: LinePresenter {
             return syncLines(report)
         case let .failed(reason):
             return ["error: \(reason)"]
+        case .fileProgress:
+            // Shown on the prompt line while the transfer runs.
+            return []
+        case let .fileDone(n, _, path, hash):
+            return ["-- /get \(n): saved to \(TerminalText.sanitize(path)) (hash \(Hex.encode(hash.prefix(8))))"]
+        case let .fileFailed(n, _, reason):
+            return ["error: /get \(n) failed: \(TerminalText.sanitize(reason))"]
         }
     }
 

@@ -247,6 +247,23 @@ enum Schema {
         """
         ALTER TABLE revocations ADD COLUMN last_id BLOB;
         """,
+        // 21: files held (docs/PROTOCOL.md §16): each by its tree's root, with
+        // which of its sealed chunks are on disk (one bit each), how it came
+        // (1 sent here, 2 fetched), and the offer it came with where known
+        // (so a delete of the offer erases its chunks).
+        """
+        CREATE TABLE files(
+            root BLOB PRIMARY KEY,
+            size INTEGER NOT NULL,
+            held BLOB NOT NULL,
+            held_count INTEGER NOT NULL,
+            origin INTEGER NOT NULL,
+            author BLOB,
+            sequence INTEGER,
+            added INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX files_offer ON files(author, sequence);
+        """,
     ]
 
     /// The first schema that wrote with `secure_delete` on: an older file

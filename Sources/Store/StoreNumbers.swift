@@ -11,7 +11,7 @@ import Gossip
 /// had then (their place among everything delivered in the room).
 extension Store {
     /// The kinds that take a number.
-    public static let numberedKinds: [Kind] = [.text, .action, .reply]
+    public static let numberedKinds: [Kind] = [.text, .action, .reply, .file]
 
     /// `numberedKinds` as an SQL list.
     static var numberedKindList: String { numberedKinds.map { String($0.rawValue) }.joined(separator: ", ") }

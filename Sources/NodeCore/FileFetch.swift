@@ -1,0 +1,172 @@
+import Crypto
+import Gossip
+
+/// Fetching files from the swarm (docs/PROTOCOL.md §16, "Fetching"), as a
+/// pure core: which chunks to ask which linked peer for, what a bad chunk
+/// or a "not held" answer does, when an unanswered ask is given to
+/// another. The shell checks each chunk against the tree, writes it, and
+/// sends the asks this returns; time comes in as an argument.
+///
+/// Each transfer asks every linked peer that may hold the file, at most
+/// `perLink` chunks outstanding on each, lowest chunks first; a peer that
+/// says it does not hold some is not asked again for `lackMemory`, unless no
+/// other peer is left; a peer that serves a chunk that does not verify is
+/// asked nothing more for that file (`file_bad_chunk`); an ask unanswered
+/// for `wantTimeout` goes back to be asked of another.
+public struct FileFetch: Sendable {
+    /// Chunks asked of one peer and not yet answered, per file: 16 × 64 KB is
+    /// a megabyte in flight on each link, enough to keep loopback busy.
+    public static let perLink = 16
+    /// Seconds an asked chunk may go unanswered before another peer is asked.
+    public static let wantTimeout = 15.0
+    /// Seconds a peer that said it lacks a file is not asked for it again
+    /// (while another peer may have it).
+    public static let lackMemory = 10.0
+    /// Files fetched at once; more wait their turn.
+    public static let maximumTransfers = 8
+
+    public enum Action: Equatable, Sendable {
+        /// Ask `link` for these chunks of `root`.
+        case want(LinkID, root: [UInt8], chunks: [UInt64])
+        /// `root` is complete.
+        case complete([UInt8])
+    }
+
+    struct Transfer: Sendable {
+        let chunks: UInt64
+        /// Chunks neither held nor asked for, lowest first.
+        var missing: [UInt64]
+        var asked: [UInt64: (peer: PublicKey, link: LinkID, at: Double)] = [:]
+        var lacking: [PublicKey: Double] = [:]
+        var bad: Set<PublicKey> = []
+        var left: UInt64
+    }
+
+    private(set) var transfers: [[UInt8]: Transfer] = [:]
+    /// Transfers in the order they were started (the first `maximumTransfers` run).
+    private var order: [[UInt8]] = []
+
+    public init() {}
+
+    public var roots: [[UInt8]] { order }
+
+    /// Whether `root` is being fetched.
+    public func fetches(_ root: [UInt8]) -> Bool { transfers[root] != nil }
+
+    /// Chunks of `root` still to come.
+    public func left(_ root: [UInt8]) -> UInt64? { transfers[root]?.left }
+
+    /// Starts fetching `root` (`chunks` in all), of which `held` are here already.
+    public mutating func start(_ root: [UInt8], chunks: UInt64, held: (UInt64) -> Bool) {
+        guard transfers[root] == nil else { return }
+        let missing = (0..<chunks).filter { !held($0) }
+        transfers[root] = Transfer(chunks: chunks, missing: missing, left: UInt64(missing.count))
+        order.append(root)
+    }
+
+    /// Stops fetching `root` (erased, or given up).
+    public mutating func cancel(_ root: [UInt8]) {
+        transfers[root] = nil
+        order.removeAll { $0 == root }
+    }
+
+    /// Chunk `index` of `root` came from `peer`, checked: `valid` when it
+    /// verified against the tree (the shell then wrote it). A chunk nobody
+    /// asked for is ignored.
+    public mutating func received(_ root: [UInt8], index: UInt64, from peer: PublicKey, valid: Bool,
+                                  links: [LinkID: PublicKey], now: Double) -> [Action] {
+        guard var t = transfers[root], let ask = t.asked[index], ask.peer == peer else { return [] }
+        t.asked[index] = nil
+        if valid {
+            t.left -= 1
+        } else {
+            t.bad.insert(peer)
+            // What else it was asked for goes to the others.
+            for (i, a) in t.asked where a.peer == peer {
+                t.asked[i] = nil
+                t.missing.append(i)
+            }
+            t.missing.append(index)
+            t.missing.sort()
+        }
+        transfers[root] = t
+        if t.left == 0 {
+            cancel(root)
+            return [.complete(root)]
+        }
+        return assign(links: links, now: now)
+    }
+
+    /// `peer` does not hold these chunks of `root`.
+    public mutating func lacking(_ root: [UInt8], chunks: [UInt64], from peer: PublicKey, links: [LinkID: PublicKey], now: Double) -> [Action] {
+        guard var t = transfers[root] else { return [] }
+        for i in chunks where t.asked[i]?.peer == peer {
+            t.asked[i] = nil
+            t.missing.append(i)
+        }
+        t.missing.sort()
+        t.lacking[peer] = now
+        transfers[root] = t
+        return assign(links: links, now: now)
+    }
+
+    /// A link went down: what it was asked for goes to the others.
+    public mutating func linkDown(_ link: LinkID, links: [LinkID: PublicKey], now: Double) -> [Action] {
+        for root in order {
+            guard var t = transfers[root] else { continue }
+            for (i, a) in t.asked where a.link == link {
+                t.asked[i] = nil
+                t.missing.append(i)
+            }
+            t.missing.sort()
+            transfers[root] = t
+        }
+        return assign(links: links, now: now)
+    }
+
+    /// Once a second: asks unanswered too long go back, and every link with room is asked.
+    public mutating func tick(links: [LinkID: PublicKey], now: Double) -> [Action] {
+        for root in order {
+            guard var t = transfers[root] else { continue }
+            for (i, a) in t.asked where now - a.at >= Self.wantTimeout {
+                t.asked[i] = nil
+                t.missing.append(i)
+                t.lacking[a.peer] = now
+            }
+            t.missing.sort()
+            transfers[root] = t
+        }
+        return assign(links: links, now: now)
+    }
+
+    /// Gives every link (`links`: those that speak files, by peer) room up
+    /// to `perLink` outstanding chunks of each running transfer.
+    public mutating func assign(links: [LinkID: PublicKey], now: Double) -> [Action] {
+        var out: [Action] = []
+        for root in order.prefix(Self.maximumTransfers) {
+            guard var t = transfers[root], !t.missing.isEmpty else { continue }
+            let usable = links.filter { !t.bad.contains($0.value) }.sorted { $0.key < $1.key }
+            // A peer that said it lacks the file is asked again only after `lackMemory`.
+            let fresh = usable.filter { t.lacking[$0.value].map { now - $0 >= Self.lackMemory } ?? true }
+            let candidates = fresh
+            var wants: [LinkID: [UInt64]] = [:]
+            var load: [LinkID: Int] = [:]
+            for (_, a) in t.asked { load[a.link, default: 0] += 1 }
+            var progress = true
+            while !t.missing.isEmpty, progress {
+                progress = false
+                for (link, peer) in candidates where !t.missing.isEmpty && load[link, default: 0] < Self.perLink
+                    && wants[link, default: []].count < FileMessage.maximumIndices {
+                    let index = t.missing.removeFirst()
+                    t.asked[index] = (peer, link, now)
+                    wants[link, default: []].append(index)
+                    load[link, default: 0] += 1
+                    progress = true
+                }
+            }
+            transfers[root] = t
+            for (link, chunks) in wants.sorted(by: { $0.key < $1.key }) { out.append(.want(link, root: root, chunks: chunks.sorted())) }
+        }
+        return out
+    }
+}

@@ -1,0 +1,46 @@
+import Crypto
+import Gossip
+import Store
+
+/// The store as files use it: each file's row and chunk map, its sealed
+/// chunks and its tree's leaves on disk, and erasing them. Every call
+/// throws a `RepositoryError` naming what it was doing.
+struct FileRepository {
+    let store: Store
+
+    func file(_ root: [UInt8]) throws(RepositoryError) -> Store.FileRow? {
+        try storeCall("reading a file's chunk map") { try store.file(root) }
+    }
+
+    func files() throws(RepositoryError) -> [Store.FileRow] {
+        try storeCall("reading the files held") { try store.files() }
+    }
+
+    func save(_ row: Store.FileRow) throws(RepositoryError) {
+        try storeCall("saving a file's chunk map") { try store.saveFile(row) }
+    }
+
+    func write(_ sealed: [UInt8], index: UInt64, of row: Store.FileRow) throws(RepositoryError) {
+        try storeCall("writing a file's chunk") { try store.writeChunk(sealed, index: index, of: row) }
+    }
+
+    func read(_ index: UInt64, of row: Store.FileRow) throws(RepositoryError) -> [UInt8]? {
+        try storeCall("reading a file's chunk") { try store.readChunk(index, of: row) }
+    }
+
+    func saveLeaves(_ leaves: [[UInt8]], of root: [UInt8]) throws(RepositoryError) {
+        try storeCall("saving a file's chunk tree") { try store.saveLeaves(leaves, of: root) }
+    }
+
+    func leaves(of root: [UInt8], chunks: UInt64) throws(RepositoryError) -> [[UInt8]]? {
+        try storeCall("reading a file's chunk tree") { try store.leaves(of: root, chunks: chunks) }
+    }
+
+    func files(offeredBy author: PublicKey, sequence: UInt64) throws(RepositoryError) -> [[UInt8]] {
+        try storeCall("reading the files of an offer") { try store.files(offeredBy: author, sequence: sequence) }
+    }
+
+    func erase(_ root: [UInt8]) throws(RepositoryError) {
+        try storeCall("erasing a file's chunks") { try store.eraseFile(root) }
+    }
+}

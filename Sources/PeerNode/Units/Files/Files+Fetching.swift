@@ -1,0 +1,218 @@
+import ChatText
+import Crypto
+import Foundation
+import Gossip
+import NodeCore
+import Store
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Fetching and serving chunks, and what a finished transfer becomes.
+extension Files {
+    /// What a fetch says to the person who asked for it.
+    enum Progress {
+        case progress(number: Int, place: String, bytes: UInt64, of: UInt64)
+        case done(number: Int, place: String, path: String, hash: [UInt8])
+        case failed(number: Int, place: String, reason: String)
+    }
+
+    /// `/get`: fetches `offer` (message `number` in `place`) into `folder`.
+    /// A file held whole already is saved at once.
+    func get(_ offer: FileOffer, number: Int, place: String, folder: String, now: UInt64) throws -> [Progress] {
+        guard offer.size <= FileOffer.maximumSize else { throw NodeError.fileTooLarge(path: offer.name, size: offer.size) }
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
+            throw NodeError.fileNotSaved(path: folder, reason: "no such folder")
+        }
+        var row = try repository.file(offer.root) ?? Store.FileRow(root: offer.root, size: offer.size, origin: .fetched, author: nil, sequence: nil, added: now)
+        guard row.size == offer.size else { throw NodeError.fileNotSaved(path: folder, reason: "another file of that root is held here, of another size") }
+        try repository.save(row)
+        wanted[offer.root] = Wanted(offer: offer, folder: folder, number: number, place: place)
+        if row.complete { return [finish(offer.root)] }
+        // Leaves of chunks held from an earlier run, read back.
+        var known: [UInt64: [UInt8]] = leaves[offer.root] ?? [:]
+        for index in 0..<row.chunks where row.holds(index) && known[index] == nil {
+            guard let sealed = try repository.read(index, of: row) else { continue }
+            let leaf = FileTree.leaf(index: index, sealed: sealed)
+            known[index] = leaf
+        }
+        leaves[offer.root] = known
+        // What is held but no longer matches (a crash mid-write) is fetched again.
+        row.held = [UInt8](repeating: 0, count: row.held.count)
+        row.heldCount = 0
+        for index in known.keys { row.mark(index) }
+        rows[offer.root] = row
+        fetch.start(offer.root, chunks: row.chunks, held: row.holds)
+        return [.progress(number: number, place: place, bytes: held(row), of: offer.size)]
+    }
+
+    /// The prompt's tag while files are fetched: `[⎘ 45% report.pdf] `, and how many more.
+    var promptTag: String {
+        guard let root = fetch.roots.first, let row = rows[root], let w = wanted[root] else { return "" }
+        let share = row.chunks == 0 ? 100 : Int(row.heldCount * 100 / row.chunks)
+        let more = fetch.roots.count > 1 ? " +\(fetch.roots.count - 1)" : ""
+        return "[⎘ \(share)% \(TerminalText.sanitize(String(w.offer.name.prefix(24))))\(more)] "
+    }
+
+    /// Bytes of plaintext held of `row`'s file.
+    func held(_ row: Store.FileRow) -> UInt64 {
+        min(row.size, row.heldCount * UInt64(FileOffer.chunkSize))
+    }
+
+    /// A chunk came on a link from `peer`: checked against the tree, written,
+    /// and what to ask next and say. A chunk of a file not being fetched is
+    /// ignored (nobody asked for it); one that does not verify is counted
+    /// and its peer asked nothing more for that file.
+    func received(_ root: [UInt8], index: UInt64, proof: [[UInt8]], sealed: [UInt8], from peer: PublicKey,
+                  links: [LinkID: PublicKey], now: Double) -> (actions: [FileFetch.Action], said: [Progress]) {
+        guard fetch.fetches(root), var row = rows[root] else { return ([], []) }
+        if row.holds(index) { return (fetch.received(root, index: index, from: peer, valid: true, links: links, now: now), []) }
+        let leaf = FileTree.leaf(index: index, sealed: sealed)
+        let valid = sealed.count == row.sealedLength(of: index) && FileTree.verify(leaf: leaf, index: index, chunks: row.chunks, proof: proof, root: root)
+        var said: [Progress] = []
+        if valid {
+            guard failures.read({ () throws(RepositoryError) in try repository.write(sealed, index: index, of: row) }) != nil else {
+                // Not written: not held, and asked again.
+                return (fetch.received(root, index: index, from: peer, valid: true, links: links, now: now) + fetch.tick(links: links, now: now), [])
+            }
+            row.mark(index)
+            leaves[root, default: [:]][index] = leaf
+            rows[root] = row
+            if var w = wanted[root] {
+                w.sinceMapWrite += 1
+                if w.sinceMapWrite >= Self.mapWriteEvery {
+                    w.sinceMapWrite = 0
+                    _ = failures.read { () throws(RepositoryError) in try repository.save(row) }
+                }
+                if now - w.lastProgress >= Self.progressInterval {
+                    w.lastProgress = now
+                    said.append(.progress(number: w.number, place: w.place, bytes: held(row), of: row.size))
+                }
+                wanted[root] = w
+            }
+        } else {
+            badChunks &+= 1
+        }
+        let actions = fetch.received(root, index: index, from: peer, valid: valid, links: links, now: now)
+        for case let .complete(done) in actions { said.append(finish(done)) }
+        return (actions.filter { if case .complete = $0 { return false }; return true }, said)
+    }
+
+    /// The transfer of `root` has every chunk: its tree is kept (to serve
+    /// it), and the file opened chunk by chunk into its folder under a safe
+    /// name, checked against the offer's hash.
+    func finish(_ root: [UInt8]) -> Progress {
+        guard let w = wanted.removeValue(forKey: root) else { return .failed(number: 0, place: "", reason: "no transfer of that file") }
+        fetch.cancel(root)
+        do {
+            guard var row = try rows.removeValue(forKey: root) ?? repository.file(root) else { throw NodeError.notAFile(w.number) }
+            for index in 0..<row.chunks { row.mark(index) }
+            try repository.save(row)
+            if let fetched = leaves.removeValue(forKey: root), fetched.count == Int(row.chunks) {
+                let ordered = (0..<row.chunks).compactMap { fetched[$0] }
+                try repository.saveLeaves(ordered, of: root)
+            }
+            let (path, hash) = try open(row, offer: w.offer, into: w.folder)
+            return .done(number: w.number, place: w.place, path: path, hash: hash)
+        } catch {
+            failures.heard(error)
+            return .failed(number: w.number, place: w.place, reason: "\(error)")
+        }
+    }
+
+    /// Opens every chunk of `row` with the offer's key into a temporary file
+    /// in `folder`, checks the whole against the offer's hash, and gives it its name.
+    private func open(_ row: Store.FileRow, offer: FileOffer, into folder: String) throws -> (String, [UInt8]) {
+        guard let key = FileKey(exactly: offer.key) else { throw NodeError.fileNotSaved(path: folder, reason: "the offer's key is not a key") }
+        let temporary = folder + "/.peernode-" + Hex.encode(offer.root.prefix(8)) + ".part"
+        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o666)
+        guard fd >= 0 else { throw NodeError.fileNotSaved(path: folder, reason: String(cString: strerror(errno))) }
+        var closed = false
+        defer {
+            if !closed { close(fd) }
+            unlink(temporary)
+        }
+        let hash = BLAKE2bStream()
+        for index in 0..<row.chunks {
+            guard let sealed = try repository.read(index, of: row) else { throw NodeError.fileNotSaved(path: folder, reason: "chunk \(index) is missing") }
+            let plain: [UInt8]
+            do { plain = try key.open(chunk: sealed, index: index) } catch {
+                throw NodeError.fileNotSaved(path: folder, reason: "chunk \(index) does not open with the offer's key (\(error))")
+            }
+            hash.update(plain)
+            var done = 0
+            while done < plain.count {
+                let n = plain.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, $0.count - done) }
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else { throw NodeError.fileNotSaved(path: folder, reason: String(cString: strerror(errno))) }
+                done += n
+            }
+        }
+        let digest = hash.finish()
+        guard digest == offer.plainHash else { throw NodeError.fileNotSaved(path: folder, reason: "the file's hash is not the one the offer names") }
+        fsync(fd)
+        close(fd)
+        closed = true
+        let path = try SavedFile.place(temporary, in: folder, as: offer.name)
+        return (path, digest)
+    }
+
+    /// A peer does not hold these chunks.
+    func lacking(_ root: [UInt8], chunks: [UInt64], from peer: PublicKey, links: [LinkID: PublicKey], now: Double) -> [FileFetch.Action] {
+        fetch.lacking(root, chunks: chunks, from: peer, links: links, now: now)
+    }
+
+    // MARK: serving
+
+    /// Answers an ask for chunks of `root`: each chunk with its proof, where
+    /// the file is held whole here; else "not held" for all of them.
+    func answer(_ root: [UInt8], chunks: [UInt64]) -> [FileMessage] {
+        guard let row = failures.read({ () throws(RepositoryError) in try repository.file(root) }), row.complete,
+              let levels = tree(root, chunks: row.chunks) else { return [.none(root: root, chunks: chunks)] }
+        var out: [FileMessage] = [], lacking: [UInt64] = []
+        for index in chunks {
+            guard index < row.chunks, let sealed = failures.read({ () throws(RepositoryError) in try repository.read(index, of: row) }) else {
+                lacking.append(index)
+                continue
+            }
+            out.append(.chunk(root: root, index: index, proof: FileTree.proof(index: Int(index), levels: levels), sealed: sealed))
+        }
+        if !lacking.isEmpty { out.append(.none(root: root, chunks: lacking)) }
+        return out
+    }
+
+    /// The tree of a file held whole: kept in memory for the last few served.
+    private func tree(_ root: [UInt8], chunks: UInt64) -> [[[UInt8]]]? {
+        if let i = trees.firstIndex(where: { $0.root == root }) { return trees[i].levels }
+        guard let leafHashes = failures.read({ () throws(RepositoryError) in try repository.leaves(of: root, chunks: chunks) }) else { return nil }
+        let levels = FileTree.levels(leafHashes)
+        guard levels.last?.first == root else { return nil }
+        keep(root, levels)
+        return levels
+    }
+
+    func keep(_ root: [UInt8], _ levels: [[[UInt8]]]) {
+        trees.removeAll { $0.root == root }
+        trees.append((root, levels))
+        if trees.count > Self.treesKept { trees.removeFirst() }
+    }
+
+    // MARK: erasure
+
+    /// A delete of the offer `author` posted as `sequence`: its file's
+    /// chunks leave the disk, and a transfer of it stops.
+    func erase(offeredBy author: PublicKey, sequence: UInt64) {
+        let roots = failures.read { () throws(RepositoryError) in try repository.files(offeredBy: author, sequence: sequence) } ?? []
+        for root in roots { erase(root) }
+    }
+
+    func erase(_ root: [UInt8]) {
+        fetch.cancel(root)
+        wanted[root] = nil
+        rows[root] = nil
+        leaves[root] = nil
+        trees.removeAll { $0.root == root }
+        _ = failures.read { () throws(RepositoryError) in try repository.erase(root) }
+    }
+}

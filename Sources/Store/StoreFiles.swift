@@ -1,0 +1,241 @@
+import Crypto
+import Gossip
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Files held (docs/PROTOCOL.md §16): a row per file in `files`, and its
+/// sealed chunks in one file of the data directory's `files/` folder, named
+/// by the root in hex, chunk `i` at `i × (chunkSize + tag)`. Only sealed
+/// bytes are ever written there: a node that cannot read the offer holds
+/// nothing it could read either.
+extension Store {
+    /// The folder of the chunk files, in the data directory.
+    public static let filesFolder = "files"
+
+    public struct FileRow: Equatable, Sendable {
+        public enum Origin: Int64, Sendable { case sent = 1, fetched = 2 }
+        public let root: [UInt8]
+        public let size: UInt64
+        /// One bit per chunk, chunk `i` at bit `i % 8` of byte `i / 8`.
+        public var held: [UInt8]
+        public var heldCount: UInt64
+        public let origin: Origin
+        /// The offer, where known.
+        public let author: PublicKey?
+        public let sequence: UInt64?
+        public let added: UInt64
+
+        public init(root: [UInt8], size: UInt64, origin: Origin, author: PublicKey?, sequence: UInt64?, added: UInt64) {
+            self.root = root
+            self.size = size
+            self.origin = origin
+            self.author = author
+            self.sequence = sequence
+            self.added = added
+            let chunks = FileOffer.chunks(size: size)
+            held = [UInt8](repeating: 0, count: Int((chunks + 7) / 8))
+            heldCount = 0
+        }
+
+        public var chunks: UInt64 { FileOffer.chunks(size: size) }
+        public var complete: Bool { heldCount == chunks }
+
+        public func holds(_ index: UInt64) -> Bool {
+            index < chunks && held[Int(index / 8)] & (1 << UInt8(index % 8)) != 0
+        }
+
+        public mutating func mark(_ index: UInt64) {
+            guard index < chunks, !holds(index) else { return }
+            held[Int(index / 8)] |= 1 << UInt8(index % 8)
+            heldCount += 1
+        }
+
+        /// Bytes of sealed chunk `index` (its plaintext and the tag).
+        public func sealedLength(of index: UInt64) -> Int {
+            let start = index * UInt64(FileOffer.chunkSize)
+            return Int(min(UInt64(FileOffer.chunkSize), size - min(size, start))) + FileKey.tagByteCount
+        }
+    }
+
+    /// The chunk file of `root`.
+    public func chunkPath(_ root: [UInt8]) -> String {
+        directory.path + "/" + Self.filesFolder + "/" + Hex.encode(root)
+    }
+
+    public func file(_ root: [UInt8]) throws -> FileRow? {
+        let s = try db.statement("SELECT size, held, held_count, origin, author, sequence, added FROM files WHERE root = ?1").bind(1, root)
+        guard try s.step() else { return nil }
+        return try fileRow(root: root, s)
+    }
+
+    private func fileRow(root: [UInt8], _ s: Statement) throws -> FileRow {
+        let author = s.blob(4)
+        var row = FileRow(root: root, size: UInt64(clamping: s.int64(0)), origin: FileRow.Origin(rawValue: s.int64(3)) ?? .fetched,
+                          author: author.isEmpty ? nil : try PublicKey(bytes: author), sequence: author.isEmpty ? nil : UInt64(clamping: s.int64(5)),
+                          added: UInt64(clamping: s.int64(6)))
+        let held = s.blob(1)
+        guard held.count == row.held.count else { throw StoreError.corruptRow("a file's chunk map of \(held.count) bytes for \(row.chunks) chunks") }
+        row.held = held
+        row.heldCount = UInt64(clamping: s.int64(2))
+        return row
+    }
+
+    /// Every file held, oldest first.
+    public func files() throws -> [FileRow] {
+        let s = try db.statement("SELECT size, held, held_count, origin, author, sequence, added, root FROM files ORDER BY added, root")
+        var out: [FileRow] = []
+        while try s.step() { out.append(try fileRow(root: s.blob(7), s)) }
+        return out
+    }
+
+    /// Records a file (its chunk map as it is) and makes its chunk file.
+    public func saveFile(_ row: FileRow) throws {
+        try Self.prepareFilesFolder(directory.path + "/" + Self.filesFolder)
+        let fd = open(chunkPath(row.root), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw StoreError.directory(path: chunkPath(row.root), operation: "creating", errno: errno) }
+        close(fd)
+        let s = try db.statement("""
+            INSERT INTO files(root, size, held, held_count, origin, author, sequence, added) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+            ON CONFLICT(root) DO UPDATE SET held = excluded.held, held_count = excluded.held_count,
+                author = coalesce(files.author, excluded.author), sequence = coalesce(files.sequence, excluded.sequence)
+            """).bind(1, row.root).bind(2, Int64(clamping: row.size)).bind(3, row.held).bind(4, Int64(clamping: row.heldCount))
+            .bind(5, row.origin.rawValue).bind(7, Int64(clamping: row.sequence ?? 0)).bind(8, Int64(clamping: row.added))
+        if let author = row.author { _ = s.bind(6, author.bytes) } else { _ = s.bindNull(6) }
+        try s.run()
+    }
+
+    /// The files whose offer is `author`'s envelope `sequence`.
+    public func files(offeredBy author: PublicKey, sequence: UInt64) throws -> [[UInt8]] {
+        let s = try db.statement("SELECT root FROM files WHERE author = ?1 AND sequence = ?2").bind(1, author.bytes).bind(2, Int64(clamping: sequence))
+        var out: [[UInt8]] = []
+        while try s.step() { out.append(s.blob(0)) }
+        return out
+    }
+
+    /// Writes sealed chunk `index` of `row`'s file where it belongs (not
+    /// marked held: the caller records the map once a batch is written).
+    public func writeChunk(_ sealed: [UInt8], index: UInt64, of row: FileRow) throws {
+        let path = chunkPath(row.root)
+        let fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { throw StoreError.directory(path: path, operation: "opening", errno: errno) }
+        defer { close(fd) }
+        let offset = off_t(index) * off_t(FileOffer.chunkSize + FileKey.tagByteCount)
+        var done = 0
+        while done < sealed.count {
+            let n = sealed.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, $0.count - done, offset + off_t(done)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw StoreError.directory(path: path, operation: "writing a chunk to", errno: errno)
+            }
+            done += n
+        }
+    }
+
+    /// Sealed chunk `index` of `row`'s file, read back (nil: not held).
+    public func readChunk(_ index: UInt64, of row: FileRow) throws -> [UInt8]? {
+        guard row.holds(index) else { return nil }
+        let path = chunkPath(row.root)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { throw StoreError.directory(path: path, operation: "opening", errno: errno) }
+        defer { close(fd) }
+        let length = row.sealedLength(of: index)
+        var out = [UInt8](repeating: 0, count: length)
+        let offset = off_t(index) * off_t(FileOffer.chunkSize + FileKey.tagByteCount)
+        var done = 0
+        while done < length {
+            let n = out.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, length - done, offset + off_t(done)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw StoreError.directory(path: path, operation: "reading a chunk of", errno: errno)
+            }
+            guard n > 0 else { throw StoreError.corruptRow("the chunk file \(path) ends before chunk \(index)") }
+            done += n
+        }
+        return out
+    }
+
+    /// Forgets a file and erases its chunks: the chunk file is overwritten
+    /// with zeros, synced, and removed, so its sealed bytes are gone from the disk.
+    public func eraseFile(_ root: [UInt8]) throws {
+        try db.statement("DELETE FROM files WHERE root = ?1").bind(1, root).run()
+        let path = chunkPath(root)
+        let fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else {
+            if errno == ENOENT { return }
+            throw StoreError.directory(path: path, operation: "opening to erase", errno: errno)
+        }
+        var info = stat()
+        if fstat(fd, &info) == 0, info.st_size > 0 {
+            let zeros = [UInt8](repeating: 0, count: 1 << 20)
+            var at: off_t = 0
+            while at < info.st_size {
+                let n = zeros.withUnsafeBytes { pwrite(fd, $0.baseAddress!, min($0.count, Int(info.st_size - at)), at) }
+                if n <= 0 { if errno == EINTR { continue }; break }
+                at += off_t(n)
+            }
+            fsync(fd)
+        }
+        close(fd)
+        unlink(path)
+        unlink(path + ".tree")
+    }
+
+    /// Bytes of sealed chunks held on disk, over every file.
+    public func fileBytesHeld() throws -> UInt64 {
+        var total: UInt64 = 0
+        for row in try files() { total += min(row.heldCount * UInt64(FileOffer.chunkSize + FileKey.tagByteCount), row.size + row.chunks * UInt64(FileKey.tagByteCount)) }
+        return total
+    }
+
+    static func prepareFilesFolder(_ path: String) throws {
+        if mkdir(path, DataDirectory.mode) != 0, errno != EEXIST {
+            throw StoreError.directory(path: path, operation: "creating", errno: errno)
+        }
+    }
+}
+
+extension Store {
+    /// The leaf hashes of `root`'s chunk tree, kept beside its chunks once it
+    /// is complete (a holder answers with proofs built from them).
+    public func saveLeaves(_ leaves: [[UInt8]], of root: [UInt8]) throws {
+        let path = chunkPath(root) + ".tree"
+        let bytes = leaves.flatMap { $0 }
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw StoreError.directory(path: path, operation: "creating", errno: errno) }
+        defer { close(fd) }
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw StoreError.directory(path: path, operation: "writing", errno: errno)
+            }
+            done += n
+        }
+    }
+
+    /// The leaf hashes kept for `root` (nil: none kept, or not `chunks` of them).
+    public func leaves(of root: [UInt8], chunks: UInt64) throws -> [[UInt8]]? {
+        let path = chunkPath(root) + ".tree"
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else {
+            if errno == ENOENT { return nil }
+            throw StoreError.directory(path: path, operation: "opening", errno: errno)
+        }
+        defer { close(fd) }
+        let length = Int(chunks) * FileTree.hashSize
+        var bytes = [UInt8](repeating: 0, count: length)
+        var done = 0
+        while done < length {
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, length - done) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw StoreError.directory(path: path, operation: "reading", errno: errno)
+            }
+            if n == 0 { return nil }
+            done += n
+        }
+        return stride(from: 0, to: length, by: FileTree.hashSize).map { Array(bytes[$0..<($0 + FileTree.hashSize)]) }
+    }
+}
