@@ -8,7 +8,8 @@ import Gossip
 /// sends the asks this returns; time comes in as an argument.
 ///
 /// Each transfer asks every linked peer that may hold the file, at most
-/// `perLink` chunks outstanding on each, lowest chunks first; a peer that
+/// `perLink` chunks outstanding on each, lowest chunks first, dealt round
+/// the links one at a time (so every peer serves a share); a peer that
 /// says it does not hold some is not asked again for `lackMemory`, unless no
 /// other peer is left; a peer that serves a chunk that does not verify is
 /// asked nothing more for that file (`file_bad_chunk`); an ask unanswered
@@ -92,7 +93,8 @@ public struct FileFetch: Sendable {
         transfers[root] = t
         if t.left == 0 {
             cancel(root)
-            return [.complete(root)]
+            // A transfer waiting its turn may start now.
+            return [.complete(root)] + assign(links: links, now: now)
         }
         return assign(links: links, now: now)
     }

@@ -1,0 +1,89 @@
+import Crypto
+import Gossip
+@testable import NodeCore
+import Testing
+
+/// The fetch core (docs/PROTOCOL.md §16, "Fetching") as lists of inputs and
+/// the asks they make: no socket, no clock but the one passed in.
+@Suite("Fetching a file from the swarm: who is asked for what")
+struct FileFetchTests {
+    let root = [UInt8](repeating: 1, count: 32)
+    let a = try! PublicKey(bytes: [UInt8](repeating: 0xA, count: 32))  // test input
+    let b = try! PublicKey(bytes: [UInt8](repeating: 0xB, count: 32))  // test input
+
+    func asked(_ actions: [FileFetch.Action]) -> [LinkID: [UInt64]] {
+        var out: [LinkID: [UInt64]] = [:]
+        for case let .want(link, _, chunks) in actions { out[link, default: []] += chunks }
+        return out
+    }
+
+    @Test("two links share a file: chunks dealt round them lowest first, 16 in flight on each, each asked once; what is held is not asked; the last chunk completes it")
+    func sharing() {
+        var f = FileFetch()
+        let links: [LinkID: PublicKey] = [1: a, 2: b]
+        f.start(root, chunks: 40, held: { $0 == 0 })
+        var out = asked(f.assign(links: links, now: 0))
+        #expect(out[1] == Array(stride(from: UInt64(1), through: 31, by: 2)) && out[2] == Array(stride(from: UInt64(2), through: 32, by: 2)))
+        #expect(f.assign(links: links, now: 0).isEmpty, "nothing more while every link is full")
+        // Answer whatever is outstanding, from the peer it was asked of, until the file is complete.
+        var outstanding: [(LinkID, UInt64)] = out.flatMap { link, chunks in chunks.map { (link, $0) } }.sorted { $0.1 < $1.1 }
+        var everAsked = outstanding.map(\.1)
+        var completed = false
+        while let (link, index) = outstanding.first {
+            outstanding.removeFirst()
+            let actions = f.received(root, index: index, from: link == 1 ? a : b, valid: true, links: links, now: 1)
+            completed = completed || actions.contains(.complete(root))
+            out = asked(actions)
+            for (l, chunks) in out { outstanding += chunks.map { (l, $0) }; everAsked += chunks }
+            for l in [1, 2] { #expect(outstanding.filter { $0.0 == l }.count <= FileFetch.perLink) }
+        }
+        #expect(completed && !f.fetches(root))
+        #expect(everAsked.sorted() == Array(1...39).map(UInt64.init), "each missing chunk asked exactly once")
+    }
+
+    @Test("a chunk that does not verify: its peer is asked nothing more for the file, and what it was asked goes to the other")
+    func badChunk() {
+        var f = FileFetch()
+        let links: [LinkID: PublicKey] = [1: a, 2: b]
+        f.start(root, chunks: 4, held: { _ in false })
+        #expect(asked(f.assign(links: links, now: 0)) == [1: [0, 2], 2: [1, 3]])
+        #expect(asked(f.received(root, index: 0, from: a, valid: false, links: links, now: 1)) == [2: [0, 2]])
+        // Answers from the dropped peer count for nothing now.
+        #expect(f.received(root, index: 2, from: a, valid: true, links: links, now: 1).isEmpty)
+        #expect(f.left(root) == 4)
+        for i in [0, 1, 2] as [UInt64] { #expect(f.received(root, index: i, from: b, valid: true, links: links, now: 2).isEmpty) }
+        #expect(f.received(root, index: 3, from: b, valid: true, links: links, now: 2) == [.complete(root)])
+        #expect(!f.fetches(root))
+    }
+
+    @Test("a peer that lacks the file is left alone for lackMemory; an unanswered ask moves on after wantTimeout; a link that went down gives its asks back")
+    func lackingAndTimeouts() {
+        var f = FileFetch()
+        let links: [LinkID: PublicKey] = [1: a, 2: b]
+        f.start(root, chunks: 2, held: { _ in false })
+        #expect(asked(f.assign(links: links, now: 0)) == [1: [0], 2: [1]])
+        #expect(asked(f.lacking(root, chunks: [0], from: a, links: links, now: 1)) == [2: [0]])
+        #expect(f.tick(links: links, now: 10.9).isEmpty, "nothing timed out, and a is still left alone")
+        // Chunk 1 (asked of b at 0) times out at 15; a's memory has passed: a is asked.
+        #expect(asked(f.tick(links: links, now: 15)) == [1: [1]])
+        #expect(asked(f.tick(links: links, now: 16)) == [1: [0]], "chunk 0 (asked of b at 1) times out at 16")
+        // a's link goes down: b is still left alone (it timed out at 16), until 26.
+        #expect(f.linkDown(1, links: [2: b], now: 17).isEmpty)
+        #expect(asked(f.tick(links: [2: b], now: 26)) == [2: [0, 1]])
+        // A chunk nobody asked a peer for is not taken from it.
+        var g = FileFetch()
+        g.start(root, chunks: 2, held: { _ in false })
+        #expect(g.received(root, index: 0, from: b, valid: true, links: [1: a], now: 0).isEmpty)
+        #expect(g.left(root) == 2)
+    }
+
+    @Test("at most maximumTransfers files are fetched at once; the next starts when one ends")
+    func transfersBound() {
+        var f = FileFetch()
+        let roots = (0..<(FileFetch.maximumTransfers + 1)).map { [UInt8](repeating: UInt8($0), count: 32) }
+        for r in roots { f.start(r, chunks: 1, held: { _ in false }) }
+        #expect(f.assign(links: [1: a], now: 0).count == FileFetch.maximumTransfers)
+        let next = f.received(roots[0], index: 0, from: a, valid: true, links: [1: a], now: 1)
+        #expect(next == [.complete(roots[0]), .want(1, root: roots[FileFetch.maximumTransfers], chunks: [0])])
+    }
+}
