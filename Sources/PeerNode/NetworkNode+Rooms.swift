@@ -248,7 +248,7 @@ extension NetworkNode {
             let e = try node.messageLife.message(in: place.room, named: place.name, number: number)
             guard let offer = node.open(e)?.offer else { throw NodeError.notAFile(number) }
             let target = try folder.map(Self.expandingHome) ?? Self.downloadFolder()
-            let said = try node.files.get(offer, number: number, place: place.name, folder: target, now: Node.now())
+            let said = try node.files.get(offer, from: e, number: number, place: place.name, folder: target, now: Node.now())
             assignFiles(node.files.fetch.assign(links: fileLinks, now: monotonic()))
             return said.map(Self.event)
         case .files:

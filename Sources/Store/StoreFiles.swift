@@ -100,8 +100,12 @@ extension Store {
             ON CONFLICT(root) DO UPDATE SET held = excluded.held, held_count = excluded.held_count,
                 author = coalesce(files.author, excluded.author), sequence = coalesce(files.sequence, excluded.sequence)
             """).bind(1, row.root).bind(2, Int64(clamping: row.size)).bind(3, row.held).bind(4, Int64(clamping: row.heldCount))
-            .bind(5, row.origin.rawValue).bind(7, Int64(clamping: row.sequence ?? 0)).bind(8, Int64(clamping: row.added))
-        if let author = row.author { _ = s.bind(6, author.bytes) } else { _ = s.bindNull(6) }
+            .bind(5, row.origin.rawValue).bind(8, Int64(clamping: row.added))
+        if let author = row.author, let sequence = row.sequence {
+            _ = s.bind(6, author.bytes).bind(7, Int64(clamping: sequence))
+        } else {
+            _ = s.bindNull(6).bindNull(7)
+        }
         try s.run()
     }
 

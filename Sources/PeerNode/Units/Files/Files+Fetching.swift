@@ -17,15 +17,15 @@ extension Files {
         case failed(number: Int, place: String, reason: String)
     }
 
-    /// `/get`: fetches `offer` (message `number` in `place`) into `folder`.
-    /// A file held whole already is saved at once.
-    func get(_ offer: FileOffer, number: Int, place: String, folder: String, now: UInt64) throws -> [Progress] {
+    /// `/get`: fetches `offer` (the envelope `e`, message `number` in
+    /// `place`) into `folder`. A file held whole already is saved at once.
+    func get(_ offer: FileOffer, from e: Envelope, number: Int, place: String, folder: String, now: UInt64) throws -> [Progress] {
         guard offer.size <= FileOffer.maximumSize else { throw NodeError.fileTooLarge(path: offer.name, size: offer.size) }
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
             throw NodeError.fileNotSaved(path: folder, reason: "no such folder")
         }
-        var row = try repository.file(offer.root) ?? Store.FileRow(root: offer.root, size: offer.size, origin: .fetched, author: nil, sequence: nil, added: now)
+        var row = try repository.file(offer.root) ?? Store.FileRow(root: offer.root, size: offer.size, origin: .fetched, author: e.author, sequence: e.sequence, added: now)
         guard row.size == offer.size else { throw NodeError.fileNotSaved(path: folder, reason: "another file of that root is held here, of another size") }
         try repository.save(row)
         wanted[offer.root] = Wanted(offer: offer, folder: folder, number: number, place: place)

@@ -1,0 +1,152 @@
+import Crypto
+import Foundation
+import Glibc
+@testable import PeerNode
+import TestSupport
+import Testing
+
+/// Files over real links between real node processes (issue 39;
+/// docs/PROTOCOL.md §16): offered in a room, fetched verified from whoever
+/// holds them, resumed after a kill, caught serving a bad chunk, erased by
+/// a delete.
+@Suite("Files between nodes: fetched from the swarm, checked, resumed, erased")
+struct FileTransferTests {
+    /// A file of `size` random bytes in `dir`, and its BLAKE2b-256 in hex.
+    func randomFile(_ dir: TemporaryDirectory, _ name: String, size: Int) throws -> (path: String, hash: String) {
+        let path = dir.path + "/" + name
+        var bytes = [UInt8](repeating: 0, count: size)
+        for i in stride(from: 0, to: size, by: 8) {
+            var v = UInt64.random(in: 0...UInt64.max)
+            withUnsafeBytes(of: &v) { raw in for j in 0..<min(8, size - i) { bytes[i + j] = raw[j] } }
+        }
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+        return (path, Hex.encode(BLAKE2b.hash(bytes)))
+    }
+
+    func hash(of path: String) -> String? {
+        FileManager.default.contents(atPath: path).map { Hex.encode(BLAKE2b.hash([UInt8]($0))) }
+    }
+
+    /// `/get N DIR` on `node`: the file_done (or file_failed) event that ends it.
+    func get(_ node: NodeProcess, _ n: String, into dir: String, timeout: Double = 120) async -> [String: String]? {
+        let mark = node.events.value.count
+        node.send("/get \(n) \(dir)")
+        return await eventuallyValue(timeout) {
+            node.events.withLock { $0.dropFirst(mark).first { $0["type"] == "file_done" || $0["type"] == "file_failed" || $0["type"] == "error" } }
+        }
+    }
+
+    func chunkFiles(_ node: NodeProcess) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: node.dir + "/files")) ?? []).sorted()
+    }
+
+    @Test("A–B–C in a line: A offers a 48 MiB file; B fetches it, identical; A quits and C still fetches it, from B; a delete of the offer leaves no chunk on B or C")
+    func lineOfThree() async throws {
+        let (dirs, a, b, c) = try await chainOfThree()
+        let source = TemporaryDirectory(), intoB = TemporaryDirectory(), intoC = TemporaryDirectory()
+        let file = try randomFile(source, "data set.bin", size: 48 << 20)
+        a.send("/send \"\(file.path)\" the numbers")
+        let offerB = await b.wait(timeout: 60) { $0["type"] == "file" }
+        let offerC = await c.wait(timeout: 60) { $0["type"] == "file" }
+        #expect(offerB?["name"] == "data set.bin" && offerB?["size"] == String(48 << 20) && offerB?["hash"] == file.hash && offerB?["caption"] == "the numbers")
+        let n = try #require(offerB?["n"])
+        let done = await get(b, n, into: intoB.path)
+        #expect(done?["type"] == "file_done", "\(done ?? [:]) \(b.recent(5))")
+        #expect(done?["path"] == intoB.path + "/data set.bin" && done?["hash"] == file.hash)
+        #expect(hash(of: intoB.path + "/data set.bin") == file.hash)
+        #expect(await a.quit() == 0)
+        let fromB = await get(c, try #require(offerC?["n"]), into: intoC.path)
+        #expect(fromB?["type"] == "file_done" && hash(of: intoC.path + "/data set.bin") == file.hash, "\(fromB ?? [:]) \(c.recent(5))")
+        // Each node holds the sealed chunks once, under the root, and never the plaintext.
+        let root = try #require(offerB?["root"])
+        #expect(chunkFiles(b) == [root, root + ".tree"] && chunkFiles(c) == [root, root + ".tree"])
+        // B deletes nothing of A's; A's delete is what erases. Restart A and delete its offer.
+        let again = try NodeProcess(dir: dirs[0].path, ["--nick", "alice", "--peer", b.url])
+        #expect(await started(again))
+        #expect(await linked(again, to: b))
+        again.send("/delete \(n)")
+        #expect(await eventually(30) { chunkFiles(b).isEmpty && chunkFiles(c).isEmpty }, "B: \(chunkFiles(b)) C: \(chunkFiles(c))")
+        #expect(chunkFiles(again).isEmpty)
+        for node in [again, b, c] { await node.quit() }
+    }
+
+    @Test("a peer that serves a chunk that does not verify is caught (file_bad_chunk) and the file still arrives whole from another")
+    func badChunk() async throws {
+        let dirs = (0..<3).map { _ in TemporaryDirectory() }
+        let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])
+        #expect(await started(a))
+        let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
+        #expect(await started(b))
+        #expect(await linked(b, to: a))
+        let source = TemporaryDirectory(), intoB = TemporaryDirectory(), intoC = TemporaryDirectory()
+        let file = try randomFile(source, "pictures.tar", size: 3 << 20)
+        a.send("/send \(file.path)")
+        let offer = try #require(await b.wait(timeout: 60) { $0["type"] == "file" })
+        #expect(await get(b, try #require(offer["n"]), into: intoB.path)?["type"] == "file_done")
+        await b.quit()
+        // Bob's copy of every chunk gets one byte wrong, then Bob and Carol come up linked to both.
+        let chunks = dirs[1].path + "/files/" + (offer["root"] ?? "")
+        var bytes = try #require(FileManager.default.contents(atPath: chunks))
+        for i in stride(from: 100, to: bytes.count, by: 64_016) { bytes[i] ^= 0xFF }
+        try bytes.write(to: URL(fileURLWithPath: chunks))
+        let bob = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
+        #expect(await started(bob))
+        let c = try NodeProcess(dir: dirs[2].path, ["--nick", "carol", "--peer", bob.url, "--peer", a.url])
+        #expect(await started(c))
+        #expect(await linked(c, to: a))
+        #expect(await linked(c, to: bob))
+        let seen = try #require(await c.wait(timeout: 60) { $0["type"] == "file" })
+        let done = await get(c, try #require(seen["n"]), into: intoC.path)
+        #expect(done?["type"] == "file_done" && hash(of: intoC.path + "/pictures.tar") == file.hash, "\(done ?? [:]) \(c.recent(5))")
+        #expect(await counterAtLeast(c, "file_bad_chunk", 1))
+        for node in [a, bob, c] { await node.quit() }
+    }
+
+    @Test("a transfer killed halfway resumes from the chunks it holds: what the second run fetches is less than the file")
+    func resume() async throws {
+        let (dirs, a, b) = try await aliceAndBob()
+        let source = TemporaryDirectory(), into = TemporaryDirectory()
+        let file = try randomFile(source, "backup.img", size: 40 << 20)
+        a.send("/send \(file.path)")
+        let offer = try #require(await b.wait(timeout: 60) { $0["type"] == "file" })
+        let n = try #require(offer["n"])
+        b.send("/get \(n) \(into.path)")
+        // Killed once more than a third is held (and its map written).
+        let half = await b.wait(timeout: 120) { $0["type"] == "file_progress" && (Int($0["bytes"] ?? "") ?? 0) > (16 << 20) }
+        #expect(half != nil, "\(b.recent(5))")
+        await b.kill()
+        let again = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
+        #expect(await started(again))
+        #expect(await linked(again, to: a))
+        let done = await get(again, n, into: into.path)
+        #expect(done?["type"] == "file_done" && hash(of: into.path + "/backup.img") == file.hash, "\(done ?? [:]) \(again.recent(5))")
+        let received = Int(await again.stats()?["file_chunks_received"] ?? "") ?? 0
+        let chunks = ((40 << 20) + 63_999) / 64_000
+        #expect(received > 0 && received < chunks * 3 / 4, "fetched \(received) of \(chunks) chunks after the restart")
+        for node in [a, again] { await node.quit() }
+    }
+
+    @Test("a name with escapes, slashes, dots and a device name is shown inert and saved under a safe name inside the folder; a second copy never overwrites the first")
+    func hostileNames() async throws {
+        let (dirs, a, b) = try await aliceAndBob()
+        let source = TemporaryDirectory(), into = TemporaryDirectory()
+        let name = "..\u{1B}]0;pwned\u{07}con.txt"
+        let file = try randomFile(source, name, size: 1_000)
+        a.send("/send \(source.path)/\(name)")
+        let shown = await b.wait(timeout: 60) { $0["type"] == "file" }
+        #expect(shown != nil, "A: \(a.recent(4))")
+        let offer = try #require(shown)
+        #expect(offer["name"] == name, "the name is the sender's, escaped in JSON, never acted on")
+        let n = try #require(offer["n"])
+        let first = await get(b, n, into: into.path)
+        #expect(first?["type"] == "file_done", "\(first ?? [:])")
+        let saved = try #require(first?["path"])
+        #expect(saved.hasPrefix(into.path + "/") && !saved.dropFirst(into.path.count + 1).contains("/"))
+        #expect(!saved.contains("\u{1B}") && !saved.contains("\u{07}") && hash(of: saved) == file.hash)
+        let second = await get(b, n, into: into.path)
+        #expect(second?["path"] != saved && second?["path"]?.hasSuffix(" (1).txt") == true, "\(second ?? [:])")
+        #expect(hash(of: saved) == file.hash)
+        for node in [a, b] { await node.quit() }
+        _ = dirs
+    }
+}
