@@ -6,8 +6,9 @@ import Crypto
 /// or says it does not hold it. Nothing here can be read without the
 /// offer's key, so a relay or a peer that is no member serves ciphertext.
 public enum FileMessage: Equatable, Sendable {
-    /// "Send me these chunks (indices, strictly ascending) of the file `root`."
-    case want(root: [UInt8], chunks: [UInt64])
+    /// "Send me these chunks (indices, strictly ascending) of the file `root`,
+    /// of `size` bytes" (the size lets a relay that holds nothing of it yet fetch it).
+    case want(root: [UInt8], size: UInt64, chunks: [UInt64])
     /// Chunk `index` of `root`, sealed, and the hashes beside its path in the tree.
     case chunk(root: [UInt8], index: UInt64, proof: [[UInt8]], sealed: [UInt8])
     /// "I do not hold these chunks (strictly ascending) of `root`."
@@ -20,16 +21,19 @@ public enum FileMessage: Equatable, Sendable {
 
     public var root: [UInt8] {
         switch self {
-        case let .want(root, _), let .chunk(root, _, _, _), let .none(root, _): root
+        case let .want(root, _, _), let .chunk(root, _, _, _), let .none(root, _): root
         }
     }
 
     func write(to w: inout ByteWriter) {
         switch self {
-        case let .want(root, chunks), let .none(root, chunks):
+        case let .want(root, size, chunks):
             w.raw(root)
-            Varint.write(UInt64(chunks.count), to: &w)
-            for i in chunks { Varint.write(i, to: &w) }
+            Varint.write(size, to: &w)
+            Self.writeIndices(chunks, to: &w)
+        case let .none(root, chunks):
+            w.raw(root)
+            Self.writeIndices(chunks, to: &w)
         case let .chunk(root, index, proof, sealed):
             w.raw(root)
             Varint.write(index, to: &w)
@@ -38,6 +42,11 @@ public enum FileMessage: Equatable, Sendable {
             Varint.write(UInt64(sealed.count), to: &w)
             w.raw(sealed)
         }
+    }
+
+    private static func writeIndices(_ chunks: [UInt64], to w: inout ByteWriter) {
+        Varint.write(UInt64(chunks.count), to: &w)
+        for i in chunks { Varint.write(i, to: &w) }
     }
 
     static func read(_ r: inout ByteReader, tag: GossipMessage.Tag) throws(EnvelopeError) -> FileMessage {
@@ -55,6 +64,11 @@ public enum FileMessage: Equatable, Sendable {
             }
             return .chunk(root: root, index: index, proof: proof, sealed: Array(try r.take(Int(length), "chunk")))
         default:
+            var size: UInt64 = 0
+            if tag == .fileWant {
+                size = try Varint.read(&r, "file size")
+                guard size >= 1, size <= FileOffer.maximumSize else { throw .malformed("a file size of \(size) (1…\(FileOffer.maximumSize))") }
+            }
             let count = try Varint.read(&r, "chunk count")
             guard count >= 1, count <= UInt64(maximumIndices) else { throw .malformed("\(count) chunk indices (1…\(maximumIndices))") }
             var chunks: [UInt64] = []
@@ -63,7 +77,11 @@ public enum FileMessage: Equatable, Sendable {
                 if let last = chunks.last, index <= last { throw .malformed("chunk indices not strictly ascending") }
                 chunks.append(index)
             }
-            return tag == .fileWant ? .want(root: root, chunks: chunks) : .none(root: root, chunks: chunks)
+            if tag == .fileWant {
+                guard let last = chunks.last, last < FileOffer.chunks(size: size) else { throw .malformed("a chunk past the file's end") }
+                return .want(root: root, size: size, chunks: chunks)
+            }
+            return .none(root: root, chunks: chunks)
         }
     }
 

@@ -357,7 +357,7 @@ public struct LinkCore {
         case let .prune(authors): count(.pruneSent, by: authors.count)
         case let .graft(authors): count(.graftSent, by: authors.count)
         case .typing: count(.typingSent)
-        case let .file(.want(_, chunks)): count(.fileChunksWanted, by: chunks.count)
+        case let .file(.want(_, _, chunks)): count(.fileChunksWanted, by: chunks.count)
         case .file(.chunk): count(.fileChunksSent)
         case .file(.none): break
         case let .request(ranges): count(.envelopesRequested, by: ranges.reduce(0) { $0 + Int(clamping: $1.count) })

@@ -22,6 +22,7 @@ struct Options: Equatable {
     var logFile: String?
     /// Relay: the database size at which it stops taking envelopes from others (e.g. 500M, 2G).
     var maxStore: String?
+    var maxFiles: String?
     /// Connections accepted at once from one IP address (default 64).
     var maxPerAddress: String?
     /// New envelopes a link may push per second (default `Replicator.pushRate`).
@@ -103,6 +104,9 @@ enum CommandLineSpec {
         OptionSpec(name: "--max-store", argument: "SIZE",
                    help: "relay: stop taking envelopes from others when the database reaches SIZE (e.g. 500M, 2G)",
                    apply: { $0.maxStore = $1 }),
+        OptionSpec(name: "--max-files", argument: "SIZE",
+                   help: "relay: keep files others fetch through it up to SIZE in all (default 1G), the oldest leaving first; 0 keeps none",
+                   apply: { $0.maxFiles = $1 }),
         OptionSpec(name: "--metrics-listen", argument: "HOST:PORT",
                    help: "relay: serve /healthz and /metrics here, not on the link port (default 127.0.0.1:7734: this machine only)",
                    apply: { $0.metricsListen = $1 }),
@@ -215,6 +219,9 @@ enum CommandLineSpec {
             }
             if let size = options.maxStore, parseSize(size) == nil {
                 throw UsageError(message: "--max-store takes a size such as 500M or 2G, got \(size)")
+            }
+            if let size = options.maxFiles, size != "0", parseSize(size) == nil {
+                throw UsageError(message: "--max-files takes a size such as 500M or 2G (0: none), got \(size)")
             }
             return .relay(options)
         case "help":

@@ -211,6 +211,8 @@ struct JSONPresenter: JSONLinePresenter {
         } else {
             pairs += [("kind", .string("dm")), ("to", .string((m.to ?? e.author).hex))]
             if m.opened.kind == .action { pairs.append(("action", .string("yes"))) }
+            // A file offered in a conversation is numbered there, for /get N in the /query.
+            if let n = m.number { pairs.append(("n", .number(UInt64(max(0, n))))) }
         }
         pairs += [("text", .text(m.opened.text)), ("ts", .number(e.timestamp))]
         if let quote = m.quote { pairs += quoted(quote) }

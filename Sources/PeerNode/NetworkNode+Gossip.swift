@@ -357,8 +357,10 @@ extension NetworkNode {
     /// Sends the asks the fetch core returned.
     func assignFiles(_ actions: [FileFetch.Action]) {
         for case let .want(id, root, chunks) in actions {
+            guard let size = node.files.size(of: root) else { continue }
             for part in stride(from: 0, to: chunks.count, by: FileMessage.maximumIndices) {
-                feed(.send(id, .file(.want(root: root, chunks: Array(chunks[part..<min(chunks.count, part + FileMessage.maximumIndices)])))))
+                let some = Array(chunks[part..<min(chunks.count, part + FileMessage.maximumIndices)])
+                feed(.send(id, .file(.want(root: root, size: size, chunks: some))))
             }
         }
     }
@@ -367,7 +369,9 @@ extension NetworkNode {
     func fileArrived(_ message: FileMessage, from id: LinkID, peer: PublicKey) {
         let now = monotonic()
         switch message {
-        case let .want(root, chunks):
+        case let .want(root, size, chunks):
+            // A relay fetches what it is asked for and does not hold, to serve it (within `--max-files`).
+            if relay, node.files.relay(root, size: size, now: Node.now()) { assignFiles(node.files.fetch.assign(links: fileLinks, now: now)) }
             guard var link = links[id] else { return }
             let room = Files.maximumQueuedWants - link.fileWants.reduce(0) { $0 + $1.chunks.count }
             guard room >= chunks.count else { return count(.fileMessageDropped) }

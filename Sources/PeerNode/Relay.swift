@@ -23,6 +23,8 @@ func runRelay(_ options: Options, environment: [String: String]) throws {
     raiseDescriptorLimit(log)
     let network = try NetworkNode(node: node, room: .general, presenter: RelayLogPresenter(log: log), log: log, relay: true)
     network.maximumStore = options.maxStore.flatMap(CommandLineSpec.parseSize)
+    // Files others fetch through the relay: 1 GB unless said (docs/PROTOCOL.md §16).
+    node.files.maximumHeld = options.maxFiles == "0" ? 0 : options.maxFiles.flatMap(CommandLineSpec.parseSize) ?? Files.relayDefaultQuota
     network.applyLimits(options)
     network.metricsPeerLabels = options.metricsPeerLabels
     let done = DispatchSemaphore(value: 0)

@@ -14,7 +14,8 @@ extension Store {
     public static let filesFolder = "files"
 
     public struct FileRow: Equatable, Sendable {
-        public enum Origin: Int64, Sendable { case sent = 1, fetched = 2 }
+        /// Sent from here, fetched by `/get`, or fetched by a relay to serve (and evicted first).
+        public enum Origin: Int64, Sendable { case sent = 1, fetched = 2, relayed = 3 }
         public let root: [UInt8]
         public let size: UInt64
         /// One bit per chunk, chunk `i` at bit `i % 8` of byte `i / 8`.

@@ -90,18 +90,22 @@ struct FileFormatTests {
     func messageBounds() throws {
         let root = [UInt8](repeating: 7, count: 32)
         let proof = [[UInt8]](repeating: [UInt8](repeating: 9, count: 32), count: FileTree.maximumProof)
-        for m in [FileMessage.want(root: root, chunks: Array(0..<64)), .none(root: root, chunks: [3, 67_108]),
+        for m in [FileMessage.want(root: root, size: FileOffer.maximumSize, chunks: Array(0..<64)), .none(root: root, chunks: [3, 67_108]),
+                  .want(root: root, size: 1, chunks: [0]),
                   .chunk(root: root, index: 67_108, proof: proof, sealed: [UInt8](repeating: 5, count: FileMessage.maximumSealed)),
                   .chunk(root: root, index: 0, proof: [], sealed: [UInt8](repeating: 5, count: 17))] {
             #expect(try GossipMessage.decode(GossipMessage.file(m).encoded) == .file(m))
         }
-        #expect(GossipMessage.file(.want(root: root, chunks: [1])).encoded == [0x0D] + root + [1, 1])
+        #expect(GossipMessage.file(.want(root: root, size: 200_000, chunks: [1])).encoded == [0x0D] + root + [0xC0, 0x9A, 0x0C, 1, 1])
         func refused(_ m: FileMessage) -> Bool { (try? GossipMessage.decode(GossipMessage.file(m).encoded)) == nil }
-        #expect(refused(.want(root: root, chunks: Array(0..<65))))
-        #expect(refused(.want(root: root, chunks: [])))
-        #expect(refused(.want(root: root, chunks: [2, 2])))
+        #expect(refused(.want(root: root, size: FileOffer.maximumSize, chunks: Array(0..<65))))
+        #expect(refused(.want(root: root, size: 5, chunks: [])))
+        #expect(refused(.want(root: root, size: 200_000, chunks: [2, 2])))
+        #expect(refused(.want(root: root, size: 0, chunks: [0])))
+        #expect(refused(.want(root: root, size: FileOffer.maximumSize + 1, chunks: [0])))
+        #expect(refused(.want(root: root, size: 64_000, chunks: [1])), "a chunk past the file's end")
         #expect(refused(.none(root: root, chunks: [5, 4])))
-        #expect(refused(.want(root: root, chunks: [67_109])))
+        #expect(refused(.want(root: root, size: FileOffer.maximumSize, chunks: [67_109])))
         #expect(refused(.chunk(root: root, index: 67_109, proof: [], sealed: [1] + [UInt8](repeating: 0, count: 16))))
         #expect(refused(.chunk(root: root, index: 0, proof: proof + [proof[0]], sealed: [UInt8](repeating: 5, count: 17))))
         #expect(refused(.chunk(root: root, index: 0, proof: [], sealed: [UInt8](repeating: 5, count: 16))))

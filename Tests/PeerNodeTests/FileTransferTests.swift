@@ -150,3 +150,55 @@ struct FileTransferTests {
         _ = dirs
     }
 }
+
+/// A relay between two nodes that never link directly.
+@Suite("Files through a relay that cannot read them")
+struct RelayFileTests {
+    let files = FileTransferTests()
+
+    @Test("alice and carol reach each other only through a relay: carol fetches alice's file from their conversation through it; the relay's files and database hold no plaintext of it (a marker), nor its name")
+    func throughRelay() async throws {
+        let dirs = (0..<3).map { _ in TemporaryDirectory() }
+        let relay = try RelayProcess(dir: dirs[0].path)
+        let ready = try #require(await relay.ready())
+        let url = "ws://" + (ready["listen"] ?? "")
+        let a = try NodeProcess(dir: dirs[1].path, ["--nick", "alice", "--peer", url])
+        #expect(await started(a))
+        let c = try NodeProcess(dir: dirs[2].path, ["--nick", "carol", "--peer", url])
+        #expect(await started(c))
+        #expect(await a.wait { $0["type"] == "peer_up" } != nil)
+        #expect(await c.wait { $0["type"] == "peer_up" } != nil)
+        // Carol's nick reaches alice through the relay; then alice offers the file in their conversation.
+        #expect(await a.wait(timeout: 30) { $0["nick"] == "carol" } != nil)
+        let source = TemporaryDirectory(), into = TemporaryDirectory()
+        let marker = Array("MARKER-PLAINTEXT-7f3a ".utf8)
+        let path = source.path + "/secret-plans-q3.txt"
+        #expect(FileManager.default.createFile(atPath: path, contents: Data((0..<20_000).flatMap { _ in marker })))
+        let expected = Hex.encode(BLAKE2b.hash((0..<20_000).flatMap { _ in marker }))
+        a.send("/query carol")
+        a.send("/send \(path)")
+        let offer = try #require(await c.wait(timeout: 60) { $0["type"] == "file" && $0["kind"] == "dm" })
+        c.send("/query alice")
+        let done = await files.get(c, try #require(offer["n"]), into: into.path, timeout: 90)
+        #expect(done?["type"] == "file_done" && files.hash(of: into.path + "/secret-plans-q3.txt") == expected, "\(done ?? [:]) \(c.recent(5))")
+        // The relay held the file to pass it on: sealed chunks only, and no name.
+        let held = (try? FileManager.default.contentsOfDirectory(atPath: dirs[0].path + "/files")) ?? []
+        #expect(held.contains(offer["root"] ?? "?"), "the relay fetched the file to serve it: \(held)")
+        for name in (try? FileManager.default.subpathsOfDirectory(atPath: dirs[0].path)) ?? [] {
+            guard let bytes = FileManager.default.contents(atPath: dirs[0].path + "/" + name).map({ [UInt8]($0) }) else { continue }
+            #expect(!contains(bytes, Array("MARKER-PLAINTEXT".utf8)) && !contains(bytes, Array("secret-plans".utf8)), "\(name) holds plaintext")
+        }
+        for node in [a, c] { await node.quit() }
+        _ = await relay.terminate()
+    }
+
+    func contains(_ bytes: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard bytes.count >= needle.count, let first = needle.first else { return false }
+        var i = 0
+        while i <= bytes.count - needle.count {
+            if bytes[i] == first, Array(bytes[i..<(i + needle.count)]) == needle { return true }
+            i += 1
+        }
+        return false
+    }
+}

@@ -29,7 +29,7 @@ extension Files {
         guard row.size == offer.size else { throw NodeError.fileNotSaved(path: folder, reason: "another file of that root is held here, of another size") }
         try repository.save(row)
         wanted[offer.root] = Wanted(offer: offer, folder: folder, number: number, place: place)
-        if row.complete { return [finish(offer.root)] }
+        if row.complete { return finish(offer.root).map { [$0] } ?? [] }
         // Leaves of chunks held from an earlier run, read back.
         var known: [UInt64: [UInt8]] = leaves[offer.root] ?? [:]
         for index in 0..<row.chunks where row.holds(index) && known[index] == nil {
@@ -95,28 +95,34 @@ extension Files {
             badChunks &+= 1
         }
         let actions = fetch.received(root, index: index, from: peer, valid: valid, links: links, now: now)
-        for case let .complete(done) in actions { said.append(finish(done)) }
+        for case let .complete(done) in actions { if let told = finish(done) { said.append(told) } }
         return (actions.filter { if case .complete = $0 { return false }; return true }, said)
     }
 
     /// The transfer of `root` has every chunk: its tree is kept (to serve
-    /// it), and the file opened chunk by chunk into its folder under a safe
-    /// name, checked against the offer's hash.
-    func finish(_ root: [UInt8]) -> Progress {
-        guard let w = wanted.removeValue(forKey: root) else { return .failed(number: 0, place: "", reason: "no transfer of that file") }
+    /// it), and, where someone asked for it, the file opened chunk by chunk
+    /// into its folder under a safe name, checked against the offer's hash.
+    /// Nil for a file a relay fetched to serve (nobody to tell).
+    func finish(_ root: [UInt8]) -> Progress? {
+        let w = wanted.removeValue(forKey: root)
         fetch.cancel(root)
         do {
-            guard var row = try rows.removeValue(forKey: root) ?? repository.file(root) else { throw NodeError.notAFile(w.number) }
+            guard var row = try rows.removeValue(forKey: root) ?? repository.file(root) else { throw NodeError.notAFile(w?.number ?? 0) }
             for index in 0..<row.chunks { row.mark(index) }
             try repository.save(row)
             if let fetched = leaves.removeValue(forKey: root), fetched.count == Int(row.chunks) {
                 let ordered = (0..<row.chunks).compactMap { fetched[$0] }
                 try repository.saveLeaves(ordered, of: root)
             }
+            guard let w else { return nil }
             let (path, hash) = try open(row, offer: w.offer, into: w.folder)
             return .done(number: w.number, place: w.place, path: path, hash: hash)
         } catch {
             failures.heard(error)
+            guard let w else {
+                failures.failed("keeping a file fetched to serve", error)
+                return nil
+            }
             return .failed(number: w.number, place: w.place, reason: "\(error)")
         }
     }
@@ -214,5 +220,33 @@ extension Files {
         leaves[root] = nil
         trees.removeAll { $0.root == root }
         _ = failures.read { () throws(RepositoryError) in try repository.erase(root) }
+    }
+}
+
+/// What a relay holds to serve (`--max-files`): a file it is asked for and
+/// does not hold is fetched from its other links, the oldest it fetched so
+/// leaving first when the quota is reached.
+extension Files {
+    /// The size of a file being fetched (what its asks name).
+    func size(of root: [UInt8]) -> UInt64? { rows[root]?.size }
+
+    /// Starts fetching `root` to serve it, when it is neither held nor
+    /// fetched already and fits the quota (making room by erasing the oldest
+    /// files fetched to serve). True when a fetch started.
+    func relay(_ root: [UInt8], size: UInt64, now: UInt64) -> Bool {
+        guard let quota = maximumHeld, size <= quota, !fetch.fetches(root), fetch.roots.count < FileFetch.maximumTransfers else { return false }
+        guard let all = failures.read({ () throws(RepositoryError) in try repository.files() }), !all.contains(where: { $0.root == root }) else { return false }
+        var held = all.reduce(UInt64(0)) { $0 + $1.size }
+        for old in all where old.origin == .relayed && held + size > quota {
+            erase(old.root)
+            held -= old.size
+        }
+        guard held + size <= quota else { return false }
+        let row = Store.FileRow(root: root, size: size, origin: .relayed, author: nil, sequence: nil, added: now)
+        guard failures.read({ () throws(RepositoryError) in try repository.save(row) }) != nil else { return false }
+        rows[root] = row
+        leaves[root] = [:]
+        fetch.start(root, chunks: row.chunks, held: { _ in false })
+        return true
     }
 }

@@ -27,6 +27,8 @@ final class Files {
     static let progressInterval = 0.25
     /// Chunk maps written to the store every this many chunks (and at the end): a crash re-fetches at most these.
     static let mapWriteEvery = 64
+    /// What a relay keeps of files to serve unless `--max-files` says otherwise.
+    static let relayDefaultQuota: UInt64 = 1 << 30
     /// Trees kept in memory for answering asks.
     static let treesKept = 4
 
@@ -50,6 +52,8 @@ final class Files {
     /// Leaves of the chunks fetched so far, per transfer.
     var leaves: [[UInt8]: [UInt64: [UInt8]]] = [:]
     var trees: [(root: [UInt8], levels: [[[UInt8]]])] = []
+    /// Bytes of files a relay keeps to serve (`--max-files`); nil: it fetches none.
+    var maximumHeld: UInt64?
     /// Chunks that did not verify (`file_bad_chunk`).
     var badChunks = 0
 
