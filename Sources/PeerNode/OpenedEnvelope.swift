@@ -17,7 +17,13 @@ struct OpenedEnvelope {
         return PeerText(String(decoding: shown, as: UTF8.self))
     }
     /// The same message with another text (an edit's), a reply keeping its reference.
+    /// A file offered keeps its file: an edit changes its caption only.
     func withText(_ text: String) -> OpenedEnvelope {
+        if let offer {
+            let edited = FileOffer(size: offer.size, root: offer.root, plainHash: offer.plainHash, key: offer.key, name: offer.name,
+                                   type: offer.type, caption: String(decoding: Array(text.utf8).prefix(FileOffer.maximumCaption), as: UTF8.self))
+            return OpenedEnvelope(kind: kind, content: edited.encoded, peer: peer)
+        }
         let head = kind == .reply ? Array(content.prefix(MessageRef.byteCount)) : []
         return OpenedEnvelope(kind: kind, content: head + Array(text.utf8), peer: peer)
     }
