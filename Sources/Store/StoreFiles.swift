@@ -65,9 +65,9 @@ extension Store {
     }
 
     public func file(_ root: [UInt8]) throws -> FileRow? {
-        let s = try db.statement("SELECT size, held, held_count, origin, author, sequence, added FROM files WHERE root = ?1").bind(1, root)
-        guard try s.step() else { return nil }
-        return try fileRow(root: root, s)
+        // Read with `single`: the statement is reset, holding no read open on the table.
+        try db.statement("SELECT size, held, held_count, origin, author, sequence, added FROM files WHERE root = ?1").bind(1, root)
+            .single { try fileRow(root: root, $0) }
     }
 
     private func fileRow(root: [UInt8], _ s: Statement) throws -> FileRow {

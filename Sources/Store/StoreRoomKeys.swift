@@ -24,9 +24,8 @@ extension Store {
     /// The create pinned as `room`'s founding one, if any (a room whose id
     /// commits to no founder).
     public func foundingCreate(of room: RoomID) throws -> MessageID? {
-        let s = try db.statement("SELECT event FROM room_founding WHERE room = ?1").bind(1, room.bytes)
-        guard try s.step() else { return nil }
-        return try MessageID(bytes: s.blob(0))
+        // Read with `single`: the statement is reset, holding no read transaction open (it kept checkpoints waiting).
+        try db.statement("SELECT event FROM room_founding WHERE room = ?1").bind(1, room.bytes).single { try MessageID(bytes: $0.blob(0)) }
     }
 
     /// Pins `event` as `room`'s founding create; the first pin stays.
