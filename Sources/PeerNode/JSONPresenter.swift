@@ -143,15 +143,15 @@ struct JSONPresenter: JSONLinePresenter {
                                      "forks": .number(UInt64(report.forks.count))])]
         case let .failed(reason):
             return [JSONEvents.line(["type": .string("error"), "error": .string(reason)])]
-        case let .fileProgress(n, place, bytes, of):
+        case let .fileProgress(n, place, root, bytes, of):
             return [JSONEvents.line(pairs: [("type", .string("file_progress")), ("n", .number(UInt64(max(0, n)))), ("place", .text(PeerText(place))),
-                                            ("bytes", .number(bytes)), ("of", .number(of))])]
-        case let .fileDone(n, place, path, hash):
+                                            ("root", .string(Hex.encode(root))), ("bytes", .number(bytes)), ("of", .number(of))])]
+        case let .fileDone(n, place, root, path, hash):
             return [JSONEvents.line(pairs: [("type", .string("file_done")), ("n", .number(UInt64(max(0, n)))), ("place", .text(PeerText(place))),
-                                            ("path", .text(PeerText(path))), ("hash", .string(Hex.encode(hash)))])]
-        case let .fileFailed(n, place, reason):
+                                            ("root", .string(Hex.encode(root))), ("path", .text(PeerText(path))), ("hash", .string(Hex.encode(hash)))])]
+        case let .fileFailed(n, place, root, reason):
             return [JSONEvents.line(pairs: [("type", .string("file_failed")), ("n", .number(UInt64(max(0, n)))), ("place", .text(PeerText(place))),
-                                            ("reason", .text(PeerText(reason)))])]
+                                            ("root", .string(Hex.encode(root))), ("reason", .text(PeerText(reason)))])]
         case let .webPage(url):
             return [JSONEvents.line(["type": .string("web"), "url": .string(url)])]
         case let .conversations(rows):
@@ -233,6 +233,7 @@ struct JSONPresenter: JSONLinePresenter {
             pairs += [("name", .text(PeerText(offer.name))), ("size", .number(offer.size)), ("hash", .string(Hex.encode(offer.plainHash))),
                       ("root", .string(Hex.encode(offer.root))), ("media", .text(PeerText(offer.type))), ("caption", .text(PeerText(offer.caption))),
                       ("from", .string(m.people.account(e.author).hex))]
+            if m.fileHeld { pairs.append(("held", .string("yes"))) }
         }
         return JSONEvents.line(pairs: pairs)
     }

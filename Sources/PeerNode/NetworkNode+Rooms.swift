@@ -235,22 +235,12 @@ extension NetworkNode {
     func fileCommand(_ input: ChatInput) throws -> [NodeEvent] {
         switch input {
         case let .send(path, caption):
-            let full = Self.expandingHome(path)
-            let offer = try node.files.prepare(path: full, caption: caption, now: Node.now())
-            let e = try act(message: true) { node in
-                if let peer = session.conversationPeer { return try node.conversations.post(offer.encoded, kind: .file, to: peer) }
-                return try node.post(content: offer.encoded, kind: .file, in: session.room)
-            }
-            try node.files.offered(offer, as: e)
+            try offerFile(path: Self.expandingHome(path), name: nil, caption: caption, room: session.room, peer: session.conversationPeer)
             return []
         case let .get(number, folder):
             let place = try session.openPlace()
             let e = try node.messageLife.message(in: place.room, named: place.name, number: number)
-            guard let offer = node.open(e)?.offer else { throw NodeError.notAFile(number) }
-            let target = try folder.map(Self.expandingHome) ?? Self.downloadFolder()
-            let said = try node.files.get(offer, from: e, number: number, place: place.name, folder: target, now: Node.now())
-            assignFiles(node.files.fetch.assign(links: fileLinks, now: monotonic()))
-            return said.map(Self.event)
+            return try getFile(e, number: number, place: place.name, folder: folder.map(Self.expandingHome))
         case .files:
             let place = try session.openPlace()
             let rows = readLogged("the files held") { try node.files.repository.files() } ?? []
@@ -269,11 +259,34 @@ extension NetworkNode {
         }
     }
 
+    /// Offers the file at `path` (under `name`, else its own) in `room`, or
+    /// to `peer` in your conversation: sealed into the data directory, then posted.
+    @discardableResult
+    func offerFile(path: String, name: String?, caption: String, room: RoomName, peer: PublicKey?) throws -> Envelope {
+        let offer = try node.files.prepare(path: path, name: name, caption: caption, now: Node.now())
+        let e = try act(message: true) { node in
+            if let peer { return try node.conversations.post(offer.encoded, kind: .file, to: peer) }
+            return try node.post(content: offer.encoded, kind: .file, in: room)
+        }
+        try node.files.offered(offer, as: e)
+        return e
+    }
+
+    /// Fetches the file `e` offers (message `number` in `place`) into
+    /// `folder`, else the download folder: the events that start it.
+    func getFile(_ e: Envelope, number: Int, place: String, folder: String?) throws -> [NodeEvent] {
+        guard let offer = node.open(e)?.offer else { throw NodeError.notAFile(number) }
+        let target = try folder ?? Self.downloadFolder()
+        let said = try node.files.get(offer, from: e, number: number, place: place, folder: target, now: Node.now())
+        assignFiles(node.files.fetch.assign(links: fileLinks, now: monotonic()))
+        return said.map(Self.event)
+    }
+
     static func event(_ progress: Files.Progress) -> NodeEvent {
         switch progress {
-        case let .progress(n, place, bytes, of): .fileProgress(number: n, place: place, bytes: bytes, of: of)
-        case let .done(n, place, path, hash): .fileDone(number: n, place: place, path: path, hash: hash)
-        case let .failed(n, place, reason): .fileFailed(number: n, place: place, reason: reason)
+        case let .progress(n, place, root, bytes, of): .fileProgress(number: n, place: place, root: root, bytes: bytes, of: of)
+        case let .done(n, place, root, path, hash): .fileDone(number: n, place: place, root: root, path: path, hash: hash)
+        case let .failed(n, place, root, reason): .fileFailed(number: n, place: place, root: root, reason: reason)
         }
     }
 

@@ -158,7 +158,10 @@ extension NetworkNode {
             // A direct message is shown wherever the person is: it counts as read there.
             receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: true, current: true)
             var shown = ShownMessage(envelope: e, opened: opened, room: nil, to: node.people.account(e.author) == node.account ? peer : node.account, me: node.me, book: node.people)
-            if opened.kind == .file { shown.number = readLogged("a message's number") { try node.store.number(of: stored) } ?? nil }
+            if let offer = opened.offer {
+                shown.number = readLogged("a message's number") { try node.store.number(of: stored) } ?? nil
+                shown.fileHeld = node.files.holdsWhole(offer.root)
+            }
             return [.message(node.reactions.quoted(shown, book: node.people))] + node.reactions.filled(by: e, book: node.people).map(NodeEvent.replyQuoted)
         }
         guard let roomName = node.roomName(e.room) else { return [] }
@@ -167,6 +170,7 @@ extension NetworkNode {
         receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: opened.isMessage && !fromUs, current: roomName == session.room)
         var shown = node.reactions.quoted(ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, me: node.me, book: node.people), book: node.people)
         if opened.isMessage { shown.number = readLogged("a message's number") { try node.store.number(of: stored) } ?? nil }
+        if let offer = opened.offer { shown.fileHeld = node.files.holdsWhole(offer.root) }
         // A message in any room may move it up `/rooms`, whose numbers the act list shows.
         roomOrderStale = roomOrderStale || opened.isMessage
         if roomName != session.room, opened.isMessage, !fromUs {

@@ -72,10 +72,10 @@ enum NodeEvent {
     case members(room: RoomName, [Member])
     case sync(SyncReport)
     /// A file being fetched (`/get`): message `number` in `place`, `bytes` of `of` held.
-    case fileProgress(number: Int, place: String, bytes: UInt64, of: UInt64)
+    case fileProgress(number: Int, place: String, root: [UInt8], bytes: UInt64, of: UInt64)
     /// Fetched, opened, checked against the offer's hash and saved at `path`.
-    case fileDone(number: Int, place: String, path: String, hash: [UInt8])
-    case fileFailed(number: Int, place: String, reason: String)
+    case fileDone(number: Int, place: String, root: [UInt8], path: String, hash: [UInt8])
+    case fileFailed(number: Int, place: String, root: [UInt8], reason: String)
     /// A command failed; the reason is for the person who typed it.
     case failed(String)
     /// What a command says that has no event of its own (`/join`, `/nick`,
@@ -155,6 +155,8 @@ struct ShownMessage {
     /// edit's (`edited`), and the reactions standing on it.
     var edited = false
     var reactions: [(reaction: String, count: Int)] = []
+    /// A file offered that this node holds whole (the page links and shows it).
+    var fileHeld = false
 
     /// `people` is taken from the node's book for those it names.
     init(envelope: Envelope, opened: OpenedEnvelope, room: RoomName?, to: PublicKey?, me: PublicKey, book: People) {

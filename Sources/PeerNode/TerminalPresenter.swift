@@ -117,9 +117,9 @@ struct TerminalPresenter: LinePresenter {
         case .fileProgress:
             // Shown on the prompt line while the transfer runs.
             return []
-        case let .fileDone(n, _, path, hash):
+        case let .fileDone(n, _, _, path, hash):
             return ["-- /get \(n): saved to \(TerminalText.sanitize(path)) (hash \(Hex.encode(hash.prefix(8))))"]
-        case let .fileFailed(n, _, reason):
+        case let .fileFailed(n, _, _, reason):
             return ["error: /get \(n) failed: \(TerminalText.sanitize(reason))"]
         }
     }

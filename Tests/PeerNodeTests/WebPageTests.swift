@@ -115,3 +115,35 @@ struct WebPageTests {
         withExtendedLifetime(pair.dirs) {}
     }
 }
+
+@Suite("Files in the page")
+struct WebPageFileTests {
+    @Test("a picture sent from a terminal node shows in the page inline once fetched with its Get button (screenshot); a file sent from the page's file input reaches the terminal node, whole")
+    func files() async throws {
+        if WebPeers.missing([WebPeers.python, WebPeers.chromium]) { return }
+        let pair = try await PageAndPeer()
+        let (a, b) = (pair.a, pair.b)
+        let work = TemporaryDirectory(), into = TemporaryDirectory()
+        let picture = work.path + "/sunset.png", upload = work.path + "/notes-from-page.txt"
+        let shot = WebPageTests.screenshot.replacingOccurrences(of: "web-page.png", with: "web-page-files.png")
+        let check = try WebPeers.start("web_page_files_check.py", [pair.address, pair.token, shot, picture, upload])
+        #expect(await WebPeers.said(check, "MADE"), "\(check.output)")
+        b.send("/send \(picture) the view from the office")
+        #expect(await a.wait(timeout: 30) { $0["type"] == "file" && $0["name"] == "sunset.png" } != nil)
+        check.send("SENT\n")
+        #expect(await WebPeers.said(check, "UPLOADED"), "\(check.output)")
+        let sent = await b.wait(timeout: 30) { $0["type"] == "file" && $0["name"] == "notes-from-page.txt" }
+        #expect(sent?["from"] == a.id, "\(String(describing: sent))")
+        b.send("/get \(sent?["n"] ?? "0") \(into.path)")
+        let done = await b.wait(timeout: 60) { $0["type"] == "file_done" || $0["type"] == "file_failed" }
+        #expect(done?["type"] == "file_done", "\(String(describing: done))")
+        let got = FileManager.default.contents(atPath: into.path + "/notes-from-page.txt").map { String(decoding: $0, as: UTF8.self) }
+        #expect(got == String(repeating: "notes from the page MARKER-UPLOAD\n", count: 1000))
+        let status = await check.exited()
+        try? check.output.write(toFile: shot.replacingOccurrences(of: ".png", with: ".log"), atomically: true, encoding: .utf8)
+        #expect(status == 0 && !check.output.contains("FAIL"), "\(check.output)")
+        await a.quit()
+        await b.quit()
+        withExtendedLifetime(pair.dirs) {}
+    }
+}

@@ -180,6 +180,7 @@ extension NetworkNode {
         now.quote(shown.quote, book: node.people)
         now.edited = edited
         now.reactions = node.reactions.standing(on: shown.envelope).map { ($0.reaction, $0.by.count) }
+        now.fileHeld = opened.offer.map { node.files.holdsWhole($0.root) } ?? false
         return now
     }
 

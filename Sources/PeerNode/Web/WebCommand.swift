@@ -45,6 +45,11 @@ struct WebCommand {
         case reply(MessageID, text: String)
         /// "I am typing" in a conversation (the open room when nil).
         case typing(Target?)
+        /// Fetch the file a message offers (into the download folder).
+        case getFile(MessageID)
+        /// A file from the page: its name, size and caption, for a conversation
+        /// (the open room when nil); its bytes follow as binary messages.
+        case sendFile(name: String, size: UInt64, caption: String, Target?)
         /// Everything else: as the typed command.
         case input(ChatInput)
     }
@@ -74,6 +79,7 @@ struct WebCommand {
         "invite": ["who", "room"],
         "edit": ["id", "text"], "delete": ["id"], "versions": ["id"], "react": ["id", "reaction"], "reply": ["id", "text"],
         "typing": ["room", "with"],
+        "get": ["id"], "send_file": ["name", "size", "caption", "room", "with"],
     ]
 
     /// Messages in one history page: by default, and at most.
@@ -204,6 +210,14 @@ struct WebCommand {
         case "versions": action = .versions(try messageID())
         case "react": action = .react(try messageID(), reaction: try need("reaction"))
         case "typing": action = .typing(try target())
+        case "get": action = .getFile(try messageID())
+        case "send_file":
+            let fileName = try need("name")
+            guard let size = UInt64(try need("size")), size >= 1, size <= WebService.maximumUploadBytes else {
+                throw Failure(ref: ref, message: "size is the file's bytes, 1 to \(WebService.maximumUploadBytes) from the page (larger: /send at a terminal)")
+            }
+            guard !fileName.isEmpty, fileName.utf8.count <= FileOffer.maximumName else { throw Failure(ref: ref, message: "name is 1 to \(FileOffer.maximumName) bytes") }
+            action = .sendFile(name: fileName, size: size, caption: try string("caption", required: false) ?? "", try target())
         case "who": action = .who(try room())
         case "peers": action = .input(.peers)
         case "sync": action = .input(.sync)

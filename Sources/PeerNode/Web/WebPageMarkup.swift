@@ -58,6 +58,8 @@ extension WebPage {
         <form id="composer" autocomplete="off">
           <label for="text" class="hidden">Message</label>
           <input id="text" maxlength="4000" placeholder="Type a message, Enter sends; /me does an action, /help lists commands" autofocus>
+          <button id="attach" type="button" title="send a file to this conversation">File…</button>
+          <input id="file" type="file" hidden>
           <button type="submit">Send</button>
         </form>
       </section>
@@ -118,6 +120,10 @@ extension WebPage {
     .reactions:empty, .acts { display: none; }
     #messages li:hover .acts, #messages li:focus-within .acts { display: inline; }
     .acts button { padding: 0 .3em; margin-left: .2em; font-size: .8em; }
+    .file .fname { font-weight: 600; } .file .caption { margin-left: .2em; }
+    .file .tag { font-size: .75em; text-transform: uppercase; letter-spacing: .05em; border: 1px solid var(--line); border-radius: 3px; padding: 0 .3em; margin-right: .4em; color: var(--muted); }
+    .file button.get, a.download { margin-left: .5em; font-size: .85em; }
+    img.picture { display: block; max-width: min(320px, 80%); max-height: 320px; margin: .3em 0 .2em 4.5em; border-radius: 4px; border: 1px solid var(--line); }
     #messages li.deleted .text { color: var(--muted); font-style: italic; }
     #typing { color: var(--muted); font-size: .85em; padding: 0 1em; min-height: 1.2em; }
     #replying { padding: .2em 1em; background: var(--side); font-size: .85em; }

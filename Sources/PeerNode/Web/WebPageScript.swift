@@ -5,6 +5,7 @@ extension WebPage {
     /// The whole script: the part below with the life of a message
     /// (WebPageScript+MessageLife.swift) in its place.
     static let script = mainScript.replacingOccurrences(of: "/*MESSAGE-LIFE*/", with: messageLifeScript)
+        .replacingOccurrences(of: "/*FILES*/", with: filesScript)
 
     private static let mainScript = #"""
     "use strict";
@@ -151,7 +152,7 @@ extension WebPage {
         li.append(el("span", "time", clock(m.ts)));
         li.append(label(m.nick, m.fp, m));
         if (m.reply_to) li.append(quoteOf(m));
-        li.append(el("span", "text", m.text));
+        if (m.root) li.append(fileBox(li, m)); else li.append(el("span", "text", m.text));
         decorate(li, m);
         if (m.author === me.id) {
           const s = el("span", "status", "stored"); s.dataset.state = "stored"; li.append(s);
@@ -289,9 +290,10 @@ extension WebPage {
             send("invites");
             pollSync();
             break;
-          case "message":
+          case "message": case "file":
             if (page) page.push(e); else { stoppedTyping(e); arrived(e); }
             break;
+          case "file_progress": case "file_done": case "file_failed": fileState(e); break;  case "ready": if (e.cmd === "send_file") upload(); break;
           case "edit": case "delete": case "reaction": case "reply_quote": case "typing":
             changed(e); break;
           case "conversation": {
@@ -425,6 +427,7 @@ extension WebPage {
       document.addEventListener("visibilitychange", () => { if (reading()) markRead(); });
 
       /*MESSAGE-LIFE*/
+      /*FILES*/
       function connect() {
         socket = new WebSocket("ws://" + location.host + "/api/v1?token=" + encodeURIComponent(token));
         socket.onopen = function () { backoff = 500; banner.hidden = true; };

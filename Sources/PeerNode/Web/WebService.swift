@@ -42,6 +42,8 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
     weak var network: NetworkNode?
     private var server: WebSocketServer?
     private var clients: [ObjectIdentifier: WebSocketConnection] = [:]
+    /// A file being sent from the page, per client (`WebService+Files.swift`).
+    var uploads: [ObjectIdentifier: WebUpload] = [:]
     private var token: [UInt8]?
 
     init(access: WebAccess, directory: String) {
@@ -63,10 +65,14 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
         let callbacks = WebSocketCallbacks(
             onOpen: { [unowned self] c in opened(c) },
             onMessage: { [unowned self] c, m in received(m, from: c) },
-            onClose: { [unowned self] c, _ in clients[ObjectIdentifier(c)] = nil }
+            onClose: { [unowned self] c, _ in
+                clients[ObjectIdentifier(c)] = nil
+                endUpload(on: c)
+            }
         )
         let server = WebSocketServer(loop: network.loop, configuration: configuration, callbacks: callbacks) { [unowned self] request in
             if let refusal = access.refusal(for: request, token: nil, needsToken: false) { return refusal.response }
+            if request.path.hasPrefix(Self.filePath), let network = self.network { return fileResponse(request, network: network) }
             return WebPage.response(for: request.path, host: request.head.value("Host") ?? "")
         }
         let port = try server.listen(host: access.host, port: access.port)
@@ -128,6 +134,7 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
 
     private func received(_ message: WebSocketMessage, from c: WebSocketConnection) {
         guard case let .text(text) = message else {
+            if case let .binary(bytes) = message, let network { return uploaded(bytes, on: c, network: network) }
             return c.send(.text(Self.error(ref: nil, "commands are JSON text messages, not binary")))
         }
         let command: WebCommand
@@ -135,6 +142,17 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
             return c.send(.text(Self.error(ref: error.ref, error.message)))
         }
         guard let network else { return }
+        if case let .sendFile(name, size, caption, target) = command.action {
+            do {
+                try startUpload(name, size: size, caption: caption, target: target, ref: command.ref, on: c)
+                c.send(.text(JSONEvents.line(pairs: [("type", .string("ready")), ("cmd", .string("send_file"))] + (command.ref.map { [("ref", .string($0))] } ?? []))))
+            } catch let failure as WebCommand.Failure {
+                c.send(.text(Self.error(ref: command.ref, failure.message)))
+            } catch {
+                c.send(.text(Self.error(ref: command.ref, "\(error)")))
+            }
+            return
+        }
         let lines = run(command, on: network)
         for line in lines { c.send(.text(line)) }
     }
@@ -216,6 +234,14 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
             return ([], [("id", .string(e.id.hex)), ("seq", .number(e.sequence))])
         case let .typing(target):
             for room in try network.resolve(target ?? .room(network.session.room)).ids.prefix(1) { network.sendTyping(in: room) }
+            return ([], [])
+        case let .getFile(id):
+            let e = try network.node.messageLife.message(id: id)
+            let number = network.readLogged("a message's number") { try network.node.store.delivered(id: e.id).flatMap { try network.node.store.number(of: $0) } } ?? nil
+            let place = network.node.roomName(e.room)?.value ?? "a conversation"
+            return (try network.getFile(e, number: number ?? 0, place: place, folder: nil), [])
+        case .sendFile:
+            // Handled as it arrives (`received`): its bytes follow on the same connection.
             return ([], [])
         case let .input(input):
             let (events, failure) = network.run(input)

@@ -12,9 +12,9 @@ import Glibc
 extension Files {
     /// What a fetch says to the person who asked for it.
     enum Progress {
-        case progress(number: Int, place: String, bytes: UInt64, of: UInt64)
-        case done(number: Int, place: String, path: String, hash: [UInt8])
-        case failed(number: Int, place: String, reason: String)
+        case progress(number: Int, place: String, root: [UInt8], bytes: UInt64, of: UInt64)
+        case done(number: Int, place: String, root: [UInt8], path: String, hash: [UInt8])
+        case failed(number: Int, place: String, root: [UInt8], reason: String)
     }
 
     /// `/get`: fetches `offer` (the envelope `e`, message `number` in
@@ -44,7 +44,7 @@ extension Files {
         for index in known.keys { row.mark(index) }
         rows[offer.root] = row
         fetch.start(offer.root, chunks: row.chunks, held: row.holds)
-        return [.progress(number: number, place: place, bytes: held(row), of: offer.size)]
+        return [.progress(number: number, place: place, root: offer.root, bytes: held(row), of: offer.size)]
     }
 
     /// The prompt's tag while files are fetched: `[⎘ 45% report.pdf] `, and how many more.
@@ -87,7 +87,7 @@ extension Files {
                 }
                 if now - w.lastProgress >= Self.progressInterval {
                     w.lastProgress = now
-                    said.append(.progress(number: w.number, place: w.place, bytes: held(row), of: row.size))
+                    said.append(.progress(number: w.number, place: w.place, root: root, bytes: held(row), of: row.size))
                 }
                 wanted[root] = w
             }
@@ -116,14 +116,14 @@ extension Files {
             }
             guard let w else { return nil }
             let (path, hash) = try open(row, offer: w.offer, into: w.folder)
-            return .done(number: w.number, place: w.place, path: path, hash: hash)
+            return .done(number: w.number, place: w.place, root: root, path: path, hash: hash)
         } catch {
             failures.heard(error)
             guard let w else {
                 failures.failed("keeping a file fetched to serve", error)
                 return nil
             }
-            return .failed(number: w.number, place: w.place, reason: "\(error)")
+            return .failed(number: w.number, place: w.place, root: root, reason: "\(error)")
         }
     }
 
@@ -250,3 +250,33 @@ extension Files {
         return true
     }
 }
+
+/// What the page is served of a file held whole (`GET /file/ROOT`).
+extension Files {
+    /// Files the page is served at most, opened in memory: larger ones are fetched with `/get`.
+    static let maximumServedBytes: UInt64 = 64 << 20
+
+    /// Whether `root` is held whole here (none said when the store fails: the safe side is "no").
+    func holdsWhole(_ root: [UInt8]) -> Bool {
+        failures.read { () throws(RepositoryError) in try repository.file(root) }?.complete ?? false
+    }
+
+    /// The offer of a file held whole, and its bytes opened; nil when it is
+    /// not held whole, its offer cannot be read here, or it is larger than
+    /// `maximumServedBytes`.
+    func opened(_ root: [UInt8]) throws -> (offer: FileOffer, bytes: [UInt8])? {
+        guard let row = try repository.file(root), row.complete, let author = row.author, let sequence = row.sequence,
+              row.size <= Self.maximumServedBytes,
+              let e = try storeCall("reading a file's offer", { try repository.store.envelope(by: author, sequence: sequence) }),
+              let offer = envelopes.open(e)?.offer, offer.root == root, let key = FileKey(exactly: offer.key) else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Int(row.size))
+        for index in 0..<row.chunks {
+            guard let sealed = try repository.read(index, of: row) else { return nil }
+            bytes += try key.open(chunk: sealed, index: index)
+        }
+        guard BLAKE2b.hash(bytes) == offer.plainHash else { return nil }
+        return (offer, bytes)
+    }
+}
+

@@ -68,7 +68,7 @@ final class Files {
     /// Reads the file at `path`, seals it chunk by chunk under a new key into
     /// the data directory and builds its tree: the offer to post. The file's
     /// row is kept as sent (`offered` names the envelope once it is posted).
-    func prepare(path: String, caption: String, now: UInt64) throws -> FileOffer {
+    func prepare(path: String, name: String? = nil, caption: String, now: UInt64) throws -> FileOffer {
         var info = stat()
         guard stat(path, &info) == 0 else { throw NodeError.fileUnreadable(path: path, reason: String(cString: strerror(errno))) }
         guard info.st_mode & S_IFMT == S_IFREG else { throw NodeError.fileUnreadable(path: path, reason: "not a regular file") }
@@ -117,7 +117,7 @@ final class Files {
         try repository.save(row)
         try repository.saveLeaves(leafHashes, of: root)
         keep(root, levels)
-        let name = String(path.split(separator: "/").last ?? "file")
+        let name = name ?? String(path.split(separator: "/").last ?? "file")
         return FileOffer(size: size, root: root, plainHash: plain.finish(), key: key.exportedBytes, name: name,
                          type: Self.mediaType(of: name), caption: caption)
     }

@@ -1,0 +1,78 @@
+"""Files in the page (issue 39), in real headless Chromium over DevTools:
+a picture bob sent from his terminal shows as an offer, is fetched with its
+Get button and shown inline; a file chosen in the page's file input is sent.
+
+Usage: web_page_files_check.py ADDRESS TOKEN SCREENSHOT PICTURE UPLOAD
+Writes a PNG picture (80×60) to PICTURE and prints "MADE"; waits for
+"SENT" (bob sent it). Then checks the page and writes UPLOAD (a text file
+with a marker), sends it from the page's file input, and prints "UPLOADED".
+Prints "ok NAME" or "FAIL NAME DETAIL" per check; exits non-zero if any failed.
+"""
+import asyncio
+import base64
+import json
+import struct
+import sys
+import zlib
+
+from browser import with_chromium
+from checks import check, finish, give_up_after
+
+ADDRESS, TOKEN, SCREENSHOT, PICTURE, UPLOAD = sys.argv[1:6]
+PAGE = "http://" + ADDRESS + "/"
+
+
+def png(width, height):
+    """A PNG of a warm gradient with a dark band: unmistakable in a screenshot."""
+    rows = b""
+    for y in range(height):
+        row = b"\x00"
+        for x in range(width):
+            band = 20 <= y < 30
+            row += bytes((40, 40, 90) if band else (255, 120 + x, 40 + 2 * y))
+        rows += row
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+def offer(name):
+    return "[...document.querySelectorAll('#messages li.offer')].find(li => li.fileName === %s)" % json.dumps(name)
+
+
+async def run(b):
+    with open(PICTURE, "wb") as f:
+        f.write(png(80, 60))
+    print("MADE", flush=True)
+    line = sys.stdin.readline().strip()
+    check("test says SENT", line == "SENT", line)
+    page = await b.tab(PAGE + "#token=" + TOKEN)
+    await b.call("Runtime.enable", session=page)
+    shown = await b.until(page, offer("sunset.png") + " && " + offer("sunset.png") + ".textContent")
+    check("bob's picture shows as an offer with its name and size, and a Get button", bool(shown) and "sunset.png" in shown and "Get" in shown, shown)
+    await b.js(page, offer("sunset.png") + ".querySelector('button.get').click()")
+    width = await b.until(page, "(" + offer("sunset.png") + ".querySelector('img.picture') || {}).naturalWidth", timeout=30)
+    check("fetched, the picture itself shows inline (80 px wide)", width == 80, width)
+    link = await b.js(page, offer("sunset.png") + ".querySelector('a.download').getAttribute('href')")
+    check("with a download link to this node", bool(link) and link.startswith("/file/"), link)
+    shot = await b.call("Page.captureScreenshot", {"format": "png"}, session=page)
+    with open(SCREENSHOT, "wb") as f:
+        f.write(base64.b64decode(shot["result"]["data"]))
+
+    # A file chosen in the page's file input is sent.
+    with open(UPLOAD, "wb") as f:
+        f.write(b"notes from the page MARKER-UPLOAD\n" * 1000)
+    doc = await b.call("DOM.getDocument", {}, session=page)
+    found = await b.call("DOM.querySelector", {"nodeId": doc["result"]["root"]["nodeId"], "selector": "#file"}, session=page)
+    await b.call("DOM.setFileInputFiles", {"files": [UPLOAD], "nodeId": found["result"]["nodeId"]}, session=page)
+    await b.js(page, "document.getElementById('file').dispatchEvent(new Event('change'))")
+    mine = await b.until(page, "(" + offer(UPLOAD.split("/")[-1]) + " || {}).fileRoot", timeout=30)
+    check("the file sent from the page shows as our offer", bool(mine), mine)
+    errors = [e for e in b.events if e.get("method") == "Runtime.exceptionThrown"]
+    check("no script error in the page", not errors, errors[:1])
+    print("UPLOADED", flush=True)
+
+
+give_up_after(120)
+asyncio.run(with_chromium(run))
+finish()
