@@ -14,6 +14,7 @@ BENCH_DISCOVERY_RUNS ?= 7
 BENCH_RELAY_MESSAGES ?= 20000
 BENCH_RELAY_STORE ?= 1000000
 BENCH_IDLE_SECONDS ?= 30
+BENCH_FILE_MIB ?= 256
 # nodes authors messages mesh-messages for `peernode-bench overlay`.
 BENCH_SCALE ?= 1000 10000 1000000 30
 BENCH_OVERLAY_NODES ?= 12 24 32 64
@@ -66,6 +67,8 @@ bench: setup-bench
 	@# Many real nodes on this host by loopback multicast (docs/SCALE.md): links, envelopes per message, memory, a quarter killed.
 	python3 scripts/bench-overlay.py .build/release/peernode $(BENCH_OVERLAY_NODES)
 	python3 scripts/bench-relay.py .build/release/peernode .build/release/peernode-bench $(BENCH_RELAY_MESSAGES) 50 $(BENCH_RELAY_STORE)
+	@# Files (issue 39): one source beside curl from nginx and cat, four sources, CPU per MB, a relay serving 8.
+	python3 scripts/bench-files.py .build/release/peernode $(BENCH_FILE_MIB)
 	@# Needs root for the namespace lab, as the lab tests do.
 	python3 scripts/bench-discovery.py .build/release/peernode $(BENCH_DISCOVERY_RUNS) $(BENCH_IDLE_SECONDS)
 

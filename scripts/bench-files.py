@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Files on loopback (issue 39): one source to one receiver, beside curl
+fetching the same file from Debian's nginx and beside cat to /dev/null (the
+disk floor), as ratios; four sources to one receiver; the CPU per MB at the
+sender and the receiver; a relay serving 8 receivers at once, its memory.
+
+Usage: bench-files.py PEERNODE [SIZE_MIB]   (default 256)
+"""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from benchnodes import JSONNode, cpu_seconds, pump, ready, start_relay
+
+PEERNODE = sys.argv[1]
+SIZE = int(sys.argv[2] if len(sys.argv) > 2 else 256) << 20
+WORK = tempfile.mkdtemp(prefix="bench-files-", dir=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(PEERNODE))), ""))
+
+
+def node(name, *peers):
+    args = [PEERNODE, "--data-dir", os.path.join(WORK, name), "--listen", "127.0.0.1:0", "--no-discovery", "--json", "--nick", name]
+    for p in peers:
+        args += ["--peer", p]
+    n = JSONNode(args)
+    n.listen = "ws://" + ready(n)["listen"]
+    return n
+
+
+def linked(n, count=1, timeout=30):
+    pump([n], lambda: sum(1 for e in n.events if e.get("type") == "peer_up") >= count, timeout)
+
+
+def offer(n, timeout=120):
+    pump([n], lambda: any(e.get("type") == "file" for e in n.events), timeout)
+    return next(e for e in n.events if e.get("type") == "file")
+
+
+def get(nodes, n, number, timeout=600):
+    """`/get` on `n`; seconds until its file_done."""
+    out = os.path.join(WORK, "into-" + str(id(n)))
+    os.makedirs(out, exist_ok=True)
+    mark = len(n.events)
+    started = time.monotonic()
+    n.post(f"/get {number} {out}")
+    pump(nodes, lambda: any(e.get("type") in ("file_done", "file_failed") for e in n.events[mark:]), timeout)
+    end = next(e for e in n.events[mark:] if e.get("type") in ("file_done", "file_failed"))
+    if end["type"] != "file_done":
+        raise SystemExit("FAILED: " + str(end))
+    return end["_t"] - started
+
+
+def mb(seconds):
+    return SIZE / seconds / 1e6
+
+
+def disk_floor(path):
+    best = None
+    for _ in range(3):
+        t = time.monotonic()
+        subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)
+        best = min(best or 1e9, time.monotonic() - t)
+    return best
+
+
+def http_fetch(path):
+    """curl fetching `path` from nginx on loopback into a file: the best of 3 runs, seconds."""
+    if not shutil.which("nginx") or not shutil.which("curl"):
+        print("nginx or curl missing: `make bench` installs them (scripts/setup-system.sh bench)")
+        return None
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    prefix = os.path.join(WORK, "nginx")
+    os.makedirs(prefix + "/logs", exist_ok=True)
+    conf = os.path.join(prefix, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(f"""worker_processes 1; daemon off; pid {prefix}/nginx.pid; error_log {prefix}/logs/error.log;
+events {{ worker_connections 64; }}
+http {{ access_log off; sendfile on; tcp_nopush on;
+  client_body_temp_path {prefix}; proxy_temp_path {prefix}; fastcgi_temp_path {prefix}; uwsgi_temp_path {prefix}; scgi_temp_path {prefix};
+  server {{ listen 127.0.0.1:{port}; root {os.path.dirname(path)}; }} }}
+""")
+    server = subprocess.Popen(["nginx", "-c", conf, "-p", prefix], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.1).close()
+                break
+            except OSError:
+                time.sleep(0.02)
+        best = None
+        out = os.path.join(WORK, "curl.out")
+        for _ in range(3):
+            t = time.monotonic()
+            subprocess.run(["curl", "-s", "-o", out, f"http://127.0.0.1:{port}/{os.path.basename(path)}"], check=True)
+            best = min(best or 1e9, time.monotonic() - t)
+            os.remove(out)
+        return best
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def main():
+    path = os.path.join(WORK, "source.bin")
+    with open(path, "wb") as f:
+        for _ in range(SIZE >> 20):
+            f.write(os.urandom(1 << 20))
+    print(f"== files on loopback: {SIZE >> 20} MiB of random bytes")
+    floor = disk_floor(path)
+    print(f"cat to /dev/null (the disk floor): {mb(floor):8.0f} MB/s")
+    http = http_fetch(path)
+    if http:
+        print(f"curl from nginx on loopback:       {mb(http):8.0f} MB/s")
+
+    a = node("a")
+    b = node("b", a.listen)
+    linked(b)
+    started = time.monotonic()
+    a.post("/send " + path)
+    n = offer(b)["n"]
+    pump([a, b], lambda: any(e.get("type") == "file" for e in a.events), 600)
+    print(f"/send (read, seal, tree):          {mb(time.monotonic() - started):8.0f} MB/s at the sender")
+    cpu_a, cpu_b = cpu_seconds(a.proc.pid), cpu_seconds(b.proc.pid)
+    one = get([a, b], b, n)
+    used_a, used_b = cpu_seconds(a.proc.pid) - cpu_a, cpu_seconds(b.proc.pid) - cpu_b
+    print(f"one source to one receiver:        {mb(one):8.0f} MB/s   (to /get's file_done: fetched, checked, opened and written)")
+    print(f"  CPU per MB: sender {used_a / (SIZE / 1e6) * 1000:.2f} ms, receiver {used_b / (SIZE / 1e6) * 1000:.2f} ms")
+    if http:
+        print(f"  ratio to curl from nginx: {http / one:.2f}×   (aim ≥ 0.5×)")
+    print(f"  ratio to the disk floor:  {floor / one:.2f}×")
+
+    # Three more holders, then a receiver linked to all four.
+    holders = [node(f"h{i}", a.listen) for i in range(3)]
+    for h in holders:
+        linked(h)
+        get([a, b] + holders, h, offer(h)["n"])
+    r = node("r", a.listen, *[h.listen for h in holders])
+    linked(r, 4)
+    four = get([a, b, r] + holders, r, offer(r)["n"])
+    print(f"four sources to one receiver:      {mb(four):8.0f} MB/s   ({one / four:.2f}× one source; aim > 1×)")
+
+    # A relay between the sender and 8 receivers that fetch at once.
+    relay, listen, _ = start_relay(PEERNODE, os.path.join(WORK, "relay"), "--max-files", "4G")
+    s = node("s", "ws://" + listen)
+    linked(s)
+    receivers = [node(f"c{i}", "ws://" + listen) for i in range(8)]
+    for c in receivers:
+        linked(c)
+    s.post("/send " + path)
+    numbers = [offer(c)["n"] for c in receivers]
+    outs = []
+    started = time.monotonic()
+    for c, number in zip(receivers, numbers):
+        out = os.path.join(WORK, "relayed-" + c.proc.args[2].split("/")[-1])
+        os.makedirs(out, exist_ok=True)
+        c.post(f"/get {number} {out}")
+    everyone = [s] + receivers
+    peak = 0
+    while not all(any(e.get("type") in ("file_done", "file_failed") for e in c.events) for c in receivers):
+        try:
+            pump(everyone, lambda: False, 0.2)
+        except TimeoutError:
+            pass
+        with open(f"/proc/{relay.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    peak = max(peak, int(line.split()[1]))
+        if time.monotonic() - started > 900:
+            raise SystemExit("FAILED: the relay's receivers did not finish in 900 s")
+    took = time.monotonic() - started
+    failed = [c for c in receivers if any(e.get("type") == "file_failed" for e in c.events)]
+    print(f"a relay serving 8 receivers at once: {8 * SIZE / took / 1e6:.0f} MB/s in all; its memory at most {peak / 1024:.0f} MB (aim < 64 MB)"
+          + (f"; {len(failed)} failed" if failed else ""))
+    relay.kill()
+    for n in [a, b, r, s] + holders + receivers:
+        n.stop()
+    shutil.rmtree(WORK, ignore_errors=True)
+
+
+main()
