@@ -107,6 +107,9 @@ if arguments.count >= 2, arguments[1] == "overlay" {
                        messages: numbers.count > 2 ? numbers[2] : 1_000_000, meshMessages: numbers.count > 3 ? numbers[3] : 100)
     exit(0)
 }
+if arguments.count == 3, arguments[1] == "files-ceiling" {
+    tool { try runFileCeiling(directory: arguments[2]) }
+}
 if arguments.count == 4, arguments[1] == "peer-clocks", let authors = Int(arguments[3]) {
     tool { try runPeerClockSaveBenchmark(directory: arguments[2], authors: authors) }
 }
