@@ -23,6 +23,7 @@ struct Options: Equatable {
     /// Relay: the database size at which it stops taking envelopes from others (e.g. 500M, 2G).
     var maxStore: String?
     var maxFiles: String?
+    var autoGet: String?
     /// Connections accepted at once from one IP address (default 64).
     var maxPerAddress: String?
     /// New envelopes a link may push per second (default `Replicator.pushRate`).
@@ -104,6 +105,9 @@ enum CommandLineSpec {
         OptionSpec(name: "--max-store", argument: "SIZE",
                    help: "relay: stop taking envelopes from others when the database reaches SIZE (e.g. 500M, 2G)",
                    apply: { $0.maxStore = $1 }),
+        OptionSpec(name: "--auto-get", argument: "SIZE",
+                   help: "fetch every file offered to you up to SIZE (e.g. 10M) into your download folder by itself (default: off)",
+                   apply: { $0.autoGet = $1 }),
         OptionSpec(name: "--max-files", argument: "SIZE",
                    help: "relay: keep files others fetch through it up to SIZE in all (default 1G), the oldest leaving first; 0 keeps none",
                    apply: { $0.maxFiles = $1 }),
@@ -208,6 +212,9 @@ enum CommandLineSpec {
             if !WebAccess.isLoopback(host), !options.webAllowRemote {
                 throw UsageError(message: "--web \(web) is reachable from other machines: add --web-allow-remote if that is meant (anyone with the token could then chat as you)")
             }
+        }
+        if let size = options.autoGet, parseSize(size) == nil {
+            throw UsageError(message: "--auto-get takes a size such as 10M or 1G, got \(size)")
         }
         switch words.first {
         case nil:

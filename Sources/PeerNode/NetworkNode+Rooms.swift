@@ -304,4 +304,14 @@ extension NetworkNode {
         }
         return folder
     }
+
+    /// `--auto-get`: a file someone offered, up to the size given, fetched
+    /// into the download folder by itself (a failure to start is said).
+    func autoGet(_ e: Envelope, _ offer: FileOffer, number: Int?, place: String) -> [NodeEvent] {
+        guard let limit = autoGet, offer.size <= limit, let number, !node.files.fetch.fetches(offer.root) else { return [] }
+        do { return try getFile(e, number: number, place: place, folder: nil) } catch {
+            node.storeFailures.heard(error)
+            return [.failed("fetching \(TerminalText.sanitize(offer.name)) by itself (--auto-get) failed: \(error)")]
+        }
+    }
 }

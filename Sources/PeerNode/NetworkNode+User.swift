@@ -158,11 +158,13 @@ extension NetworkNode {
             // A direct message is shown wherever the person is: it counts as read there.
             receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: true, current: true)
             var shown = ShownMessage(envelope: e, opened: opened, room: nil, to: node.people.account(e.author) == node.account ? peer : node.account, me: node.me, book: node.people)
+            var fetching: [NodeEvent] = []
             if let offer = opened.offer {
                 shown.number = readLogged("a message's number") { try node.store.number(of: stored) } ?? nil
                 shown.fileHeld = node.files.holdsWhole(offer.root)
+                if e.author != node.me, !shown.fileHeld { fetching = autoGet(e, offer, number: shown.number, place: "your conversation") }
             }
-            return [.message(node.reactions.quoted(shown, book: node.people))] + node.reactions.filled(by: e, book: node.people).map(NodeEvent.replyQuoted)
+            return [.message(node.reactions.quoted(shown, book: node.people))] + node.reactions.filled(by: e, book: node.people).map(NodeEvent.replyQuoted) + fetching
         }
         guard let roomName = node.roomName(e.room) else { return [] }
         // Nothing is owed for what our own account signed (another device of ours).
@@ -170,13 +172,17 @@ extension NetworkNode {
         receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: opened.isMessage && !fromUs, current: roomName == session.room)
         var shown = node.reactions.quoted(ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, me: node.me, book: node.people), book: node.people)
         if opened.isMessage { shown.number = readLogged("a message's number") { try node.store.number(of: stored) } ?? nil }
-        if let offer = opened.offer { shown.fileHeld = node.files.holdsWhole(offer.root) }
+        var fetching: [NodeEvent] = []
+        if let offer = opened.offer {
+            shown.fileHeld = node.files.holdsWhole(offer.root)
+            if !fromUs, !shown.fileHeld { fetching = autoGet(e, offer, number: shown.number, place: roomName.value) }
+        }
         // A message in any room may move it up `/rooms`, whose numbers the act list shows.
         roomOrderStale = roomOrderStale || opened.isMessage
         if roomName != session.room, opened.isMessage, !fromUs {
             activity.arrived(in: roomName.value, mention: shown.mention)
         }
-        return [.message(shown)] + (opened.isMessage ? node.reactions.filled(by: e, book: node.people).map(NodeEvent.replyQuoted) : [])
+        return [.message(shown)] + (opened.isMessage ? node.reactions.filled(by: e, book: node.people).map(NodeEvent.replyQuoted) : []) + fetching
     }
 
     /// Whether a delivered nick change gets its line ("bob is now known as
@@ -212,7 +218,7 @@ extension NetworkNode {
         }
     }
 
-    private func handle(_ input: ChatInput, line: String) throws -> (events: [NodeEvent], keepGoing: Bool) {
+    func handle(_ input: ChatInput, line: String) throws -> (events: [NodeEvent], keepGoing: Bool) {
         switch input {
         case let .message(text):
             // In a `/query`, a line goes to the conversation.
@@ -433,18 +439,5 @@ extension NetworkNode {
     func versions(of e: Envelope) throws -> NodeEvent {
         guard let opened = node.open(e), let shown = shownIn(e, opened) else { throw NodeError.noMessageWithID(e.id) }
         return .versions(shown, node.messageLife.versions(of: e))
-    }
-
-    /// A command from the web API (`WebService`): what a typed line does,
-    /// with its events returned to the one client that asked instead of
-    /// shown to every presenter. Quitting is not the API's to do.
-    func run(_ input: ChatInput) -> (events: [NodeEvent], failure: String?) {
-        if case .quit = input { return ([], "the API cannot stop the node") }
-        defer { flushOwn() }
-        do {
-            return (try handle(input, line: "").events, nil)
-        } catch {
-            return ([], "\(error)")
-        }
     }
 }

@@ -89,6 +89,7 @@ func run(_ command: Command) throws {
         let network = try NetworkNode(node: node, room: room, presenter: presenter, log: log,
                                       pendingNick: startupNick, sendsReadReceipts: readReceipts)
         network.applyLimits(options)
+        network.autoGet = options.autoGet.flatMap(CommandLineSpec.parseSize)
         network.readsOpenPlace = terminal != nil
         network.answersScripts = options.json
         let done = DispatchSemaphore(value: 0)

@@ -202,3 +202,29 @@ struct RelayFileTests {
         return false
     }
 }
+
+@Suite("Files fetched by themselves (--auto-get)")
+struct AutoGetTests {
+    @Test("--auto-get 100K fetches a file offered up to that size into the download folder by itself, and leaves a larger one for /get")
+    func autoGet() async throws {
+        let dirs = (0..<2).map { _ in TemporaryDirectory() }
+        let downloads = TemporaryDirectory(), source = TemporaryDirectory()
+        let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])
+        #expect(await started(a))
+        let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url, "--auto-get", "100K"],
+                                wrapper: ["/usr/bin/env", "XDG_DOWNLOAD_DIR=" + downloads.path])
+        #expect(await started(b))
+        #expect(await linked(b, to: a))
+        #expect(FileManager.default.createFile(atPath: source.path + "/big.bin", contents: Data(repeating: 1, count: 200_000)))
+        #expect(FileManager.default.createFile(atPath: source.path + "/small.txt", contents: Data(repeating: 2, count: 10_000)))
+        a.send("/send \(source.path)/big.bin")
+        let big = try #require(await b.wait { $0["type"] == "file" && $0["name"] == "big.bin" })
+        a.send("/send \(source.path)/small.txt")
+        let done = await b.wait { $0["type"] == "file_done" }
+        #expect(done?["path"] == downloads.path + "/small.txt", "\(done ?? [:]) \(b.recent(4))")
+        #expect(FileManager.default.contents(atPath: downloads.path + "/small.txt") == Data(repeating: 2, count: 10_000))
+        #expect(!b.events.value.contains { $0["root"] == big["root"] && $0["type"] != "file" }, "the larger file is left for /get")
+        for node in [a, b] { await node.quit() }
+        withExtendedLifetime(dirs) {}
+    }
+}

@@ -1,3 +1,4 @@
+import ChatText
 import Crypto
 import Gossip
 import Store
@@ -198,5 +199,18 @@ extension NetworkNode {
         }
         shown.quote(node.reactions.quote(of: e, opened), book: node.people)
         return shown
+    }
+
+    /// A command from the web API (`WebService`): what a typed line does,
+    /// with its events returned to the one client that asked instead of
+    /// shown to every presenter. Quitting is not the API's to do.
+    func run(_ input: ChatInput) -> (events: [NodeEvent], failure: String?) {
+        if case .quit = input { return ([], "the API cannot stop the node") }
+        defer { flushOwn() }
+        do {
+            return (try handle(input, line: "").events, nil)
+        } catch {
+            return ([], "\(error)")
+        }
     }
 }
