@@ -4,7 +4,8 @@ import Gossip
 
 // libFuzzer entry: envelope (every version, pruned forms and their proofs),
 // gossip-message decoding (carried envelopes inside it), the contents of edits,
-// reactions and replies, body padding, and chunk reassembly. Must never crash.
+// reactions, replies and file offers, a file chunk's proof, body padding, and
+// chunk reassembly. Must never crash.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzEnvelope(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
@@ -16,6 +17,17 @@ public func fuzzEnvelope(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if let edit = try? MessageEdit.decode(bytes) { invariant(edit.encoded == bytes, "an edit re-encodes to other bytes") }
     if let reply = try? Reply.decode(bytes) { invariant(reply.encoded == bytes, "a reply re-encodes to other bytes") }
     if let reaction = try? Reaction.decode(bytes) { invariant(reaction.encoded == bytes, "a reaction re-encodes to other bytes") }
+    if let offer = try? FileOffer.decode(bytes) {
+        invariant(offer.encoded == bytes, "a file offer re-encodes to other bytes")
+        invariant(offer.size >= 1 && offer.size <= FileOffer.maximumSize && offer.chunks <= FileTree.maximumChunks, "a file offer past its bounds decoded")
+    }
+    // A chunk checked against a tree never traps, whatever the proof and counts.
+    if bytes.count >= 40 {
+        let index = UInt64(bytes[0]) << 16 | UInt64(bytes[1]) << 8 | UInt64(bytes[2])
+        let chunks = UInt64(bytes[3]) << 16 | UInt64(bytes[4]) << 8 | UInt64(bytes[5])
+        let proof = stride(from: 40, to: bytes.count - 31, by: 32).map { Array(bytes[$0..<($0 + 32)]) }
+        _ = FileTree.verify(leaf: Array(bytes[6..<38]), index: index, chunks: chunks, proof: proof, root: Array(bytes[8..<40]))
+    }
     _ = try? Envelope.decode(bytes)
     // Version-2 padding: whatever unpads pads back to the same bytes.
     if let inner = Padding.unpad(bytes) {
