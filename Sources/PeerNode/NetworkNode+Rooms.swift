@@ -235,7 +235,15 @@ extension NetworkNode {
     func fileCommand(_ input: ChatInput) throws -> [NodeEvent] {
         switch input {
         case let .send(path, caption):
-            try offerFile(path: Self.expandingHome(path), name: nil, caption: caption, room: session.room, peer: session.conversationPeer)
+            let full = Self.expandingHome(path)
+            try offerFile(path: full, name: nil, caption: caption, room: session.room, peer: session.conversationPeer) { [self] result in
+                if case let .failure(error) = result { emit(.failed("/send \(TerminalText.sanitize(path)): \(error)")) }
+            }
+            // A large file takes a while to seal: said, so the wait is not a mystery.
+            var info = stat()
+            if stat(full, &info) == 0, UInt64(info.st_size) >= Self.sealingNoticeBytes {
+                return chatLines(["-- sealing \(TerminalText.sanitize(path)) (\(FileSize.text(UInt64(info.st_size)))): it is offered here once that is done"])
+            }
             return []
         case let .get(number, folder):
             let place = try session.openPlace()
@@ -259,17 +267,33 @@ extension NetworkNode {
         }
     }
 
+    /// Files at least this large are said to be sealing when `/send` starts.
+    static let sealingNoticeBytes: UInt64 = 50_000_000
+
     /// Offers the file at `path` (under `name`, else its own) in `room`, or
-    /// to `peer` in your conversation: sealed into the data directory, then posted.
-    @discardableResult
-    func offerFile(path: String, name: String?, caption: String, room: RoomName, peer: PublicKey?) throws -> Envelope {
-        let offer = try node.files.prepare(path: path, name: name, caption: caption, now: Node.now())
-        let e = try act(message: true) { node in
-            if let peer { return try node.conversations.post(offer.encoded, kind: .file, to: peer) }
-            return try node.post(content: offer.encoded, kind: .file, in: room)
+    /// to `peer` in your conversation: read and sealed into the data
+    /// directory off the loop (a large file takes seconds, and links and the
+    /// prompt go on meanwhile), then kept and posted on it; `then` hears how
+    /// it went, on the loop.
+    func offerFile(path: String, name: String?, caption: String, room: RoomName, peer: PublicKey?,
+                   then: @escaping (Result<Envelope, any Error>) -> Void) throws {
+        let folder = try node.files.stagingFolder()
+        nonisolated(unsafe) let then = then
+        DispatchQueue.global().async { [self] in
+            let sealed = Result { try Files.seal(path: path, name: name, caption: caption, folder: folder) }
+            loop.execute { [self] in
+                then(Result {
+                    let offer = try node.files.keep(try sealed.get(), now: Node.now())
+                    let e = try act(message: true) { node in
+                        if let peer { return try node.conversations.post(offer.encoded, kind: .file, to: peer) }
+                        return try node.post(content: offer.encoded, kind: .file, in: room)
+                    }
+                    try node.files.offered(offer, as: e)
+                    flushOwn()
+                    return e
+                })
+            }
         }
-        try node.files.offered(offer, as: e)
-        return e
     }
 
     /// Fetches the file `e` offers (message `number` in `place`) into
@@ -312,6 +336,22 @@ extension NetworkNode {
         do { return try getFile(e, number: number, place: place, folder: nil) } catch {
             node.storeFailures.heard(error)
             return [.failed("fetching \(TerminalText.sanitize(offer.name)) by itself (--auto-get) failed: \(error)")]
+        }
+    }
+
+    /// At start: every `/get` a stop cut short goes on from the chunks held,
+    /// into the folder it was saving to.
+    func resumeFiles() {
+        let rows = readLogged("the files held") { try node.files.repository.files() } ?? []
+        for row in rows where !row.complete {
+            guard let folder = row.folder, let author = row.author, let sequence = row.sequence,
+                  let e = readLogged("a file's offer", { try node.store.envelope(by: author, sequence: sequence) }) ?? nil,
+                  let stored = readLogged("a file's offer", { try node.store.delivered(id: e.id) }) ?? nil else { continue }
+            let number = readLogged("a message's number") { try node.store.number(of: stored) } ?? nil
+            do { emit(try getFile(e, number: number ?? 0, place: node.roomName(e.room)?.value ?? "your conversation", folder: folder)) } catch {
+                node.storeFailures.heard(error)
+                emit(.failed("going on with the fetch of a file failed: \(error)"))
+            }
         }
     }
 }

@@ -209,6 +209,9 @@ final class NetworkNode: @unchecked Sendable {
                 lastShown = node.store.lastDeliveryNumber
             }
             sentOwnUpTo = node.store.contiguous(of: node.me)
+            // What a sealing cut short by the last stop left; fetches it cut short go on.
+            node.files.removeStaging()
+            if !relay { resumeFiles() }
             emit(.ready(id: node.me, nick: node.nick, listen: listenAddress))
             // A revocation signed while the node was down (`peernode device revoke`) still gets its new keys.
             conversationKeysChanged()

@@ -249,8 +249,10 @@ enum Schema {
         """,
         // 21: files held (docs/PROTOCOL.md §16): each by its tree's root, with
         // which of its sealed chunks are on disk (one bit each), how it came
-        // (1 sent here, 2 fetched), and the offer it came with where known
-        // (so a delete of the offer erases its chunks).
+        // (1 sent here, 2 fetched, 3 fetched by a relay to serve), the offer
+        // it came with where known (so a delete of the offer erases its
+        // chunks), and the folder a /get under way saves it to (it goes on
+        // after a restart).
         """
         CREATE TABLE files(
             root BLOB PRIMARY KEY,
@@ -260,7 +262,8 @@ enum Schema {
             origin INTEGER NOT NULL,
             author BLOB,
             sequence INTEGER,
-            added INTEGER NOT NULL
+            added INTEGER NOT NULL,
+            folder TEXT
         ) WITHOUT ROWID;
         CREATE INDEX files_offer ON files(author, sequence);
         """,

@@ -26,6 +26,8 @@ extension Store {
         public let author: PublicKey?
         public let sequence: UInt64?
         public let added: UInt64
+        /// Where a `/get` under way saves the file (nil: none is).
+        public var folder: String?
 
         public init(root: [UInt8], size: UInt64, origin: Origin, author: PublicKey?, sequence: UInt64?, added: UInt64) {
             self.root = root
@@ -59,6 +61,13 @@ extension Store {
         }
     }
 
+    /// The folder of the chunk files, made when missing.
+    public func ensureFilesFolder() throws -> String {
+        let path = directory.path + "/" + Self.filesFolder
+        try Self.prepareFilesFolder(path)
+        return path
+    }
+
     /// The chunk file of `root`.
     public func chunkPath(_ root: [UInt8]) -> String {
         directory.path + "/" + Self.filesFolder + "/" + Hex.encode(root)
@@ -66,7 +75,7 @@ extension Store {
 
     public func file(_ root: [UInt8]) throws -> FileRow? {
         // Read with `single`: the statement is reset, holding no read open on the table.
-        try db.statement("SELECT size, held, held_count, origin, author, sequence, added FROM files WHERE root = ?1").bind(1, root)
+        try db.statement("SELECT size, held, held_count, origin, author, sequence, added, folder FROM files WHERE root = ?1").bind(1, root)
             .single { try fileRow(root: root, $0) }
     }
 
@@ -79,14 +88,15 @@ extension Store {
         guard held.count == row.held.count else { throw StoreError.corruptRow("a file's chunk map of \(held.count) bytes for \(row.chunks) chunks") }
         row.held = held
         row.heldCount = UInt64(clamping: s.int64(2))
+        row.folder = s.text(7)
         return row
     }
 
     /// Every file held, oldest first.
     public func files() throws -> [FileRow] {
-        let s = try db.statement("SELECT size, held, held_count, origin, author, sequence, added, root FROM files ORDER BY added, root")
+        let s = try db.statement("SELECT size, held, held_count, origin, author, sequence, added, folder, root FROM files ORDER BY added, root")
         var out: [FileRow] = []
-        while try s.step() { out.append(try fileRow(root: s.blob(7), s)) }
+        while try s.step() { out.append(try fileRow(root: s.blob(8), s)) }
         return out
     }
 
@@ -97,11 +107,12 @@ extension Store {
         guard fd >= 0 else { throw StoreError.directory(path: chunkPath(row.root), operation: "creating", errno: errno) }
         close(fd)
         let s = try db.statement("""
-            INSERT INTO files(root, size, held, held_count, origin, author, sequence, added) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-            ON CONFLICT(root) DO UPDATE SET held = excluded.held, held_count = excluded.held_count,
+            INSERT INTO files(root, size, held, held_count, origin, author, sequence, added, folder) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+            ON CONFLICT(root) DO UPDATE SET held = excluded.held, held_count = excluded.held_count, folder = excluded.folder,
                 author = coalesce(files.author, excluded.author), sequence = coalesce(files.sequence, excluded.sequence)
             """).bind(1, row.root).bind(2, Int64(clamping: row.size)).bind(3, row.held).bind(4, Int64(clamping: row.heldCount))
             .bind(5, row.origin.rawValue).bind(8, Int64(clamping: row.added))
+        if let folder = row.folder { _ = s.bind(9, folder) } else { _ = s.bindNull(9) }
         if let author = row.author, let sequence = row.sequence {
             _ = s.bind(6, author.bytes).bind(7, Int64(clamping: sequence))
         } else {

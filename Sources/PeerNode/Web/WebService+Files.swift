@@ -92,17 +92,26 @@ extension WebService {
         upload.got += UInt64(bytes.count)
         uploads[ObjectIdentifier(c)] = upload
         guard upload.got == upload.size else { return }
-        defer { endUpload(on: c) }
+        // The file stays until it is sealed; then it goes, whatever became of it.
+        uploads[ObjectIdentifier(c)] = nil
+        close(upload.fd)
+        let answer = { (result: Result<Envelope, any Error>) in
+            unlink(upload.path)
+            switch result {
+            case let .success(e):
+                c.send(.text(JSONEvents.line(pairs: [("type", .string("ok")), ("cmd", .string("send_file"))]
+                    + (upload.ref.map { [("ref", .string($0))] } ?? []) + [("id", .string(e.id.hex))])))
+            case let .failure(error):
+                network.node.storeFailures.heard(error)
+                c.send(.text(Self.error(ref: upload.ref, "\(error)")))
+            }
+        }
         do {
             let conversation = try upload.target.map { try network.resolve($0) }
-            let e = try network.offerFile(path: upload.path, name: upload.name, caption: upload.caption,
-                                          room: conversation?.room ?? network.session.room, peer: conversation?.peer)
-            network.flushOwn()
-            c.send(.text(JSONEvents.line(pairs: [("type", .string("ok")), ("cmd", .string("send_file"))]
-                + (upload.ref.map { [("ref", .string($0))] } ?? []) + [("id", .string(e.id.hex))])))
+            try network.offerFile(path: upload.path, name: upload.name, caption: upload.caption,
+                                  room: conversation?.room ?? network.session.room, peer: conversation?.peer, then: answer)
         } catch {
-            network.node.storeFailures.heard(error)
-            c.send(.text(Self.error(ref: upload.ref, "\(error)")))
+            answer(.failure(error))
         }
     }
 

@@ -27,6 +27,8 @@ extension Files {
         }
         var row = try repository.file(offer.root) ?? Store.FileRow(root: offer.root, size: offer.size, origin: .fetched, author: e.author, sequence: e.sequence, added: now)
         guard row.size == offer.size else { throw NodeError.fileNotSaved(path: folder, reason: "another file of that root is held here, of another size") }
+        // Kept with the row: a restart goes on with it (`NetworkNode.resumeFiles`).
+        row.folder = folder
         try repository.save(row)
         wanted[offer.root] = Wanted(offer: offer, folder: folder, number: number, place: place)
         if row.complete { return finish(offer.root).map { [$0] } ?? [] }
@@ -109,6 +111,7 @@ extension Files {
         do {
             guard var row = try rows.removeValue(forKey: root) ?? repository.file(root) else { throw NodeError.notAFile(w?.number ?? 0) }
             for index in 0..<row.chunks { row.mark(index) }
+            row.folder = nil
             try repository.save(row)
             if let fetched = leaves.removeValue(forKey: root), fetched.count == Int(row.chunks) {
                 let ordered = (0..<row.chunks).compactMap { fetched[$0] }

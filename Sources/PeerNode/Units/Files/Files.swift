@@ -65,10 +65,31 @@ final class Files {
 
     // MARK: sending
 
-    /// Reads the file at `path`, seals it chunk by chunk under a new key into
-    /// the data directory and builds its tree: the offer to post. The file's
-    /// row is kept as sent (`offered` names the envelope once it is posted).
+    /// A file sealed into the data directory, not yet kept: its offer, the
+    /// leaves of its tree, and the staging file its sealed chunks are in.
+    struct SealedFile: Sendable {
+        let offer: FileOffer
+        let leaves: [[UInt8]]
+        let staging: String
+    }
+
+    /// Staging files start with this (a sealing cut short leaves one; they are removed at start).
+    static let stagingPrefix = "staging-"
+
+    /// Reads, seals and writes, then keeps: `seal` and `keep` in one go, on the loop.
     func prepare(path: String, name: String? = nil, caption: String, now: UInt64) throws -> FileOffer {
+        try keep(try Self.seal(path: path, name: name, caption: caption, folder: try stagingFolder()), now: now)
+    }
+
+    /// The folder staging files go to (made if missing).
+    func stagingFolder() throws(RepositoryError) -> String {
+        try storeCall("making the files folder") { try repository.store.ensureFilesFolder() }
+    }
+
+    /// Reads the file at `path`, seals it chunk by chunk under a new key
+    /// into a staging file in `folder`, and builds its tree. Touches no
+    /// state of the node: it runs off the loop, a large file taking seconds.
+    static func seal(path: String, name: String?, caption: String, folder: String) throws -> SealedFile {
         var info = stat()
         guard stat(path, &info) == 0 else { throw NodeError.fileUnreadable(path: path, reason: String(cString: strerror(errno))) }
         guard info.st_mode & S_IFMT == S_IFREG else { throw NodeError.fileUnreadable(path: path, reason: "not a regular file") }
@@ -78,63 +99,77 @@ final class Files {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw NodeError.fileUnreadable(path: path, reason: String(cString: strerror(errno))) }
         defer { close(fd) }
-
+        let staging = folder + "/" + stagingPrefix + Hex.encode(secureRandomBytes(8))
+        let out = open(staging, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard out >= 0 else { throw NodeError.fileNotSaved(path: staging, reason: String(cString: strerror(errno))) }
+        var kept = false
+        defer {
+            close(out)
+            if !kept { unlink(staging) }
+        }
         let key = FileKey.generate()
-        let chunks = FileOffer.chunks(size: size)
         let plain = BLAKE2bStream()
-        var sealedChunks: [[UInt8]] = []
         var leafHashes: [[UInt8]] = []
-        // The chunks are sealed before the root is known, so they wait in a
-        // temporary file named for the key, then move to the root's name.
         var buffer = [UInt8](repeating: 0, count: FileOffer.chunkSize)
-        let staging = Store.FileRow(root: [UInt8](repeating: 0, count: 32), size: size, origin: .sent, author: nil, sequence: nil, added: now)
-        for index in 0..<chunks {
+        for index in 0..<FileOffer.chunks(size: size) {
             let length = Int(min(UInt64(FileOffer.chunkSize), size - index * UInt64(FileOffer.chunkSize)))
-            var got = 0
-            while got < length {
-                let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, length - got, off_t(index) * off_t(FileOffer.chunkSize) + off_t(got)) }
-                if n < 0, errno == EINTR { continue }
-                guard n > 0 else { throw NodeError.fileUnreadable(path: path, reason: n == 0 ? "it got shorter while being read" : String(cString: strerror(errno))) }
-                got += n
-            }
+            try readFully(fd, into: &buffer, length, at: off_t(index) * off_t(FileOffer.chunkSize), path: path)
             let sealed = buffer.withUnsafeBytes { b in
                 plain.update(UnsafeRawBufferPointer(rebasing: b[0..<length]))
                 return key.seal(chunk: UnsafeRawBufferPointer(rebasing: b[0..<length]), index: index)
             }
             leafHashes.append(FileTree.leaf(index: index, sealed: sealed))
-            if chunks <= 1_024 { sealedChunks.append(sealed) } else { try write(sealed, index: index, staging: staging, key: key) }
+            try writeFully(out, sealed, at: off_t(index) * off_t(FileOffer.chunkSize + FileKey.tagByteCount), path: staging)
         }
-        let levels = FileTree.levels(leafHashes)
-        guard let root = levels.last?.first else { throw NodeError.fileEmpty(path: path) }
-        var row = Store.FileRow(root: root, size: size, origin: .sent, author: nil, sequence: nil, added: now)
-        try repository.save(row)
-        if sealedChunks.isEmpty {
-            try moveStaging(key: key, to: row)
-        } else {
-            for (index, sealed) in sealedChunks.enumerated() { try repository.write(sealed, index: UInt64(index), of: row) }
-        }
-        for index in 0..<chunks { row.mark(index) }
-        try repository.save(row)
-        try repository.saveLeaves(leafHashes, of: root)
-        keep(root, levels)
+        guard let root = FileTree.root(leafHashes) else { throw NodeError.fileEmpty(path: path) }
         let name = name ?? String(path.split(separator: "/").last ?? "file")
-        return FileOffer(size: size, root: root, plainHash: plain.finish(), key: key.exportedBytes, name: name,
-                         type: Self.mediaType(of: name), caption: caption)
+        kept = true
+        return SealedFile(offer: FileOffer(size: size, root: root, plainHash: plain.finish(), key: key.exportedBytes, name: name,
+                                           type: mediaType(of: name), caption: caption),
+                          leaves: leafHashes, staging: staging)
     }
 
-    private func stagingRoot(_ key: FileKey) -> [UInt8] { BLAKE2b.derive(label: "peernode/1 file staging", key.exportedBytes) }
-
-    private func write(_ sealed: [UInt8], index: UInt64, staging: Store.FileRow, key: FileKey) throws {
-        let row = Store.FileRow(root: stagingRoot(key), size: staging.size, origin: .sent, author: nil, sequence: nil, added: staging.added)
-        if index == 0 { try repository.save(row) }
-        try repository.write(sealed, index: index, of: row)
+    /// A sealed file made ours: its chunks under their root's name, its row
+    /// (held whole, sent from here) and its tree kept. The offer to post.
+    func keep(_ sealed: SealedFile, now: UInt64) throws -> FileOffer {
+        let offer = sealed.offer
+        var row = Store.FileRow(root: offer.root, size: offer.size, origin: .sent, author: nil, sequence: nil, added: now)
+        for index in 0..<row.chunks { row.mark(index) }
+        guard rename(sealed.staging, repository.store.chunkPath(offer.root)) == 0 else {
+            unlink(sealed.staging)
+            throw NodeError.fileNotSaved(path: repository.store.chunkPath(offer.root), reason: String(cString: strerror(errno)))
+        }
+        try repository.save(row)
+        try repository.saveLeaves(sealed.leaves, of: offer.root)
+        keep(offer.root, FileTree.levels(sealed.leaves))
+        return offer
     }
 
-    private func moveStaging(key: FileKey, to row: Store.FileRow) throws {
-        let store = repository.store
-        let from = store.chunkPath(stagingRoot(key)), to = store.chunkPath(row.root)
-        guard rename(from, to) == 0 else { throw NodeError.fileUnreadable(path: to, reason: String(cString: strerror(errno))) }
-        try repository.erase(stagingRoot(key))
+    /// Removes staging files a sealing cut short left (at start).
+    func removeStaging() {
+        guard let folder = failures.read({ () throws(RepositoryError) in try stagingFolder() }),
+              let names = FileManager.default.enumerator(atPath: folder) else { return }
+        for case let name as String in names where name.hasPrefix(Self.stagingPrefix) { unlink(folder + "/" + name) }
+    }
+
+    static func readFully(_ fd: Int32, into buffer: inout [UInt8], _ length: Int, at offset: off_t, path: String) throws {
+        var got = 0
+        while got < length {
+            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, length - got, offset + off_t(got)) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw NodeError.fileUnreadable(path: path, reason: n == 0 ? "it got shorter while being read" : String(cString: strerror(errno))) }
+            got += n
+        }
+    }
+
+    static func writeFully(_ fd: Int32, _ bytes: [UInt8], at offset: off_t, path: String) throws {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, $0.count - done, offset + off_t(done)) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw NodeError.fileNotSaved(path: path, reason: String(cString: strerror(errno))) }
+            done += n
+        }
     }
 
     /// The offer was posted as `e`: a delete of it erases the chunks.
