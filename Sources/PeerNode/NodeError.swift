@@ -127,7 +127,7 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
         case let .waitingForNewKey(room): "\(room.value) is waiting for a new key (a concurrent change left the last one with someone removed); try again in a moment"
         case let .fileUnreadable(path, reason): "cannot read \(TerminalText.sanitize(path)): \(reason)"
         case let .fileTooLarge(path, size):
-            "\(TerminalText.sanitize(path)) is \(FileSize.text(size)): files up to \(FileSize.text(FileOffer.maximumSize)) can be sent"
+            "\(TerminalText.sanitize(path)) is \(size) bytes (\(FileSize.text(size))): files up to 4 GiB (\(FileOffer.maximumSize) bytes) can be sent"
         case let .fileEmpty(path): "\(TerminalText.sanitize(path)) is empty: there is nothing to send"
         case let .notAFile(n): "message \(n) offers no file (/files lists those here)"
         case let .fileNotSaved(path, reason): "cannot save to \(TerminalText.sanitize(path)): \(reason)"

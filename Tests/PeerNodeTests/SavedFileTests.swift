@@ -1,3 +1,6 @@
+import Foundation
+import Gossip
+import TestSupport
 @testable import PeerNode
 import Testing
 
@@ -24,5 +27,40 @@ struct SavedFileTests {
         #expect(Array(SavedFile.candidates("report.pdf").prefix(3)) == ["report.pdf", "report (1).pdf", "report (2).pdf"])
         #expect(Array(SavedFile.candidates("README").prefix(2)) == ["README", "README (1)"])
         #expect(SavedFile.candidates("x").count == 1_000)
+    }
+}
+
+@Suite("Where files go, and how large they may be")
+struct FileFolderTests {
+    @Test("the download folder: XDG_DOWNLOAD_DIR, else user-dirs.dirs (with $HOME), else ~/Downloads")
+    func downloadFolder() throws {
+        let config = TemporaryDirectory()
+        #expect(SavedFile.downloadFolder(environment: ["XDG_DOWNLOAD_DIR": "/srv/in", "HOME": "/home/a"]) == "/srv/in")
+        #expect(SavedFile.downloadFolder(environment: ["HOME": "/home/a", "XDG_CONFIG_HOME": config.path]) == "/home/a/Downloads")
+        try "# written by xdg-user-dirs-update\nXDG_DESKTOP_DIR=\"$HOME/Desktop\"\nXDG_DOWNLOAD_DIR=\"$HOME/Téléchargements\"\n"
+            .write(toFile: config.path + "/user-dirs.dirs", atomically: true, encoding: .utf8)
+        #expect(SavedFile.downloadFolder(environment: ["HOME": "/home/a", "XDG_CONFIG_HOME": config.path]) == "/home/a/Téléchargements")
+        #expect(SavedFile.downloadFolder(environment: [:]) == nil)
+    }
+
+    @Test("a file of 4 GiB may be sent, one byte more is refused with the limit in words; an empty one too; /send of a sparse 4 GiB + 1 file says so")
+    func sizeLimit() throws {
+        #expect(throws: Never.self) { try Files.check(size: FileOffer.maximumSize, of: "a") }
+        #expect(throws: Never.self) { try Files.check(size: 1, of: "a") }
+        do {
+            try Files.check(size: FileOffer.maximumSize + 1, of: "big.iso")
+            Issue.record("4 GiB + 1 was taken")
+        } catch {
+            #expect("\(error)" == "big.iso is 4294967297 bytes (4.3 GB): files up to 4 GiB (4294967296 bytes) can be sent")
+        }
+        #expect(throws: NodeError.self) { try Files.check(size: 0, of: "empty") }
+        let dir = TemporaryDirectory()
+        let path = dir.path + "/sparse.iso"
+        #expect(FileManager.default.createFile(atPath: path, contents: nil))
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try handle.truncate(atOffset: FileOffer.maximumSize + 1)
+        try handle.close()
+        #expect(throws: NodeError.self) { try Files.seal(path: path, name: nil, caption: "", folder: dir.path) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["sparse.iso"], "no staging file left")
     }
 }

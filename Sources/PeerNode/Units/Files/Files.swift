@@ -94,8 +94,7 @@ final class Files {
         guard stat(path, &info) == 0 else { throw NodeError.fileUnreadable(path: path, reason: String(cString: strerror(errno))) }
         guard info.st_mode & S_IFMT == S_IFREG else { throw NodeError.fileUnreadable(path: path, reason: "not a regular file") }
         let size = UInt64(info.st_size)
-        guard size > 0 else { throw NodeError.fileEmpty(path: path) }
-        guard size <= FileOffer.maximumSize else { throw NodeError.fileTooLarge(path: path, size: size) }
+        try check(size: size, of: path)
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw NodeError.fileUnreadable(path: path, reason: String(cString: strerror(errno))) }
         defer { close(fd) }
@@ -127,6 +126,12 @@ final class Files {
         return SealedFile(offer: FileOffer(size: size, root: root, plainHash: plain.finish(), key: key.exportedBytes, name: name,
                                            type: mediaType(of: name), caption: caption),
                           leaves: leafHashes, staging: staging)
+    }
+
+    /// A file of `size` bytes can be sent: 1 to `FileOffer.maximumSize`.
+    static func check(size: UInt64, of path: String) throws {
+        guard size > 0 else { throw NodeError.fileEmpty(path: path) }
+        guard size <= FileOffer.maximumSize else { throw NodeError.fileTooLarge(path: path, size: size) }
     }
 
     /// A sealed file made ours: its chunks under their root's name, its row

@@ -44,11 +44,22 @@ enum SavedFile {
         return [name] + (1...999).map { "\(stem) (\($0))\(ext)" }
     }
 
-    /// The folder files go to by default: `$XDG_DOWNLOAD_DIR`, else `~/Downloads`.
+    /// The folder files go to by default: the XDG download folder
+    /// (`XDG_DOWNLOAD_DIR` in the environment, else in the user's
+    /// `$XDG_CONFIG_HOME/user-dirs.dirs`, as xdg-user-dirs writes it), else `~/Downloads`.
     static func downloadFolder(environment: [String: String]) -> String? {
         if let xdg = environment["XDG_DOWNLOAD_DIR"], xdg.hasPrefix("/") { return xdg }
-        if let home = environment["HOME"], !home.isEmpty { return home + "/Downloads" }
-        return nil
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 }
+        let config = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home.map { $0 + "/.config" }
+        if let config, let data = FileManager.default.contents(atPath: config + "/user-dirs.dirs") {
+            for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix("XDG_DOWNLOAD_DIR=") {
+                var value = String(line.dropFirst("XDG_DOWNLOAD_DIR=".count)).trimmingCharacters(in: .whitespaces)
+                if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+                if value.hasPrefix("$HOME"), let home { value = home + value.dropFirst("$HOME".count) }
+                if value.hasPrefix("/") { return value }
+            }
+        }
+        return home.map { $0 + "/Downloads" }
     }
 
     /// Moves the finished `temporary` file into `folder` under `name` or the
