@@ -381,10 +381,7 @@ extension NetworkNode {
         case let .chunk(root, index, proof, sealed):
             let (actions, said) = node.files.received(root, index: index, proof: proof, sealed: sealed, from: peer, links: fileLinks, now: now)
             assignFiles(actions)
-            if !said.isEmpty {
-                emit(said.map(Self.event))
-                refreshPrompt()
-            }
+            tell(said)
         case let .none(root, chunks):
             assignFiles(node.files.lacking(root, chunks: chunks, from: peer, links: fileLinks, now: now))
         }

@@ -303,14 +303,36 @@ extension NetworkNode {
         let target = try folder ?? Self.downloadFolder()
         let said = try node.files.get(offer, from: e, number: number, place: place, folder: target, now: Node.now())
         assignFiles(node.files.fetch.assign(links: fileLinks, now: monotonic()))
-        return said.map(Self.event)
+        tell(said)
+        return []
     }
 
-    static func event(_ progress: Files.Progress) -> NodeEvent {
+    /// Says what transfers did; a file held whole is opened into its folder
+    /// on a worker (seconds for a large one), and said when that is done.
+    func tell(_ said: [Files.Progress]) {
+        guard !said.isEmpty else { return }
+        var events: [NodeEvent] = []
+        for progress in said {
+            guard case let .opening(o) = progress else {
+                events += Self.event(progress).map { [$0] } ?? []
+                continue
+            }
+            nonisolated(unsafe) let store = node.store
+            DispatchQueue.global().async { [self] in
+                let done = Files.save(o, store: store)
+                loop.execute { [self] in emit(Self.event(done).map { [$0] } ?? []) }
+            }
+        }
+        emit(events)
+        refreshPrompt()
+    }
+
+    static func event(_ progress: Files.Progress) -> NodeEvent? {
         switch progress {
         case let .progress(n, place, root, bytes, of): .fileProgress(number: n, place: place, root: root, bytes: bytes, of: of)
         case let .done(n, place, root, path, hash): .fileDone(number: n, place: place, root: root, path: path, hash: hash)
         case let .failed(n, place, root, reason): .fileFailed(number: n, place: place, root: root, reason: reason)
+        case .opening: nil
         }
     }
 

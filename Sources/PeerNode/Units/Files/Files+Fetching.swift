@@ -15,6 +15,18 @@ extension Files {
         case progress(number: Int, place: String, root: [UInt8], bytes: UInt64, of: UInt64)
         case done(number: Int, place: String, root: [UInt8], path: String, hash: [UInt8])
         case failed(number: Int, place: String, root: [UInt8], reason: String)
+        /// Every chunk is here: the file is to be opened into its folder
+        /// (`Files.save`, off the loop: a large file takes seconds).
+        case opening(Opening)
+    }
+
+    /// A file held whole, to be opened into the folder a `/get` named.
+    struct Opening: Sendable {
+        let row: Store.FileRow
+        let offer: FileOffer
+        let folder: String
+        let number: Int
+        let place: String
     }
 
     /// `/get`: fetches `offer` (the envelope `e`, message `number` in
@@ -118,8 +130,7 @@ extension Files {
                 try repository.saveLeaves(ordered, of: root)
             }
             guard let w else { return nil }
-            let (path, hash) = try open(row, offer: w.offer, into: w.folder)
-            return .done(number: w.number, place: w.place, root: root, path: path, hash: hash)
+            return .opening(Opening(row: row, offer: w.offer, folder: w.folder, number: w.number, place: w.place))
         } catch {
             failures.heard(error)
             guard let w else {
@@ -130,9 +141,20 @@ extension Files {
         }
     }
 
+    /// Opens a file held whole into its folder and names it: what became of it. Reads
+    /// only its chunk file (`Store.readChunk`, no database), so it runs off the loop.
+    static func save(_ o: Opening, store: Store) -> Progress {
+        do {
+            let (path, hash) = try openChunks(o.row, offer: o.offer, into: o.folder, store: store)
+            return .done(number: o.number, place: o.place, root: o.offer.root, path: path, hash: hash)
+        } catch {
+            return .failed(number: o.number, place: o.place, root: o.offer.root, reason: "\(error)")
+        }
+    }
+
     /// Opens every chunk of `row` with the offer's key into a temporary file
     /// in `folder`, checks the whole against the offer's hash, and gives it its name.
-    private func open(_ row: Store.FileRow, offer: FileOffer, into folder: String) throws -> (String, [UInt8]) {
+    private static func openChunks(_ row: Store.FileRow, offer: FileOffer, into folder: String, store: Store) throws -> (String, [UInt8]) {
         guard let key = FileKey(exactly: offer.key) else { throw NodeError.fileNotSaved(path: folder, reason: "the offer's key is not a key") }
         let temporary = folder + "/.peernode-" + Hex.encode(offer.root.prefix(8)) + ".part"
         let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o666)
@@ -144,7 +166,7 @@ extension Files {
         }
         let hash = BLAKE2bStream()
         for index in 0..<row.chunks {
-            guard let sealed = try repository.read(index, of: row) else { throw NodeError.fileNotSaved(path: folder, reason: "chunk \(index) is missing") }
+            guard let sealed = try store.readChunk(index, of: row) else { throw NodeError.fileNotSaved(path: folder, reason: "chunk \(index) is missing") }
             let plain: [UInt8]
             do { plain = try key.open(chunk: sealed, index: index) } catch {
                 throw NodeError.fileNotSaved(path: folder, reason: "chunk \(index) does not open with the offer's key (\(error))")
