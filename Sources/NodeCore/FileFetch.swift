@@ -99,6 +99,17 @@ public struct FileFetch: Sendable {
         return assign(links: links, now: now)
     }
 
+    /// Chunk `index` came from `peer` but could not be kept here (the disk):
+    /// it goes back to be asked again, the peer not blamed.
+    public mutating func requeue(_ root: [UInt8], index: UInt64, from peer: PublicKey, links: [LinkID: PublicKey], now: Double) -> [Action] {
+        guard var t = transfers[root], t.asked[index]?.peer == peer else { return [] }
+        t.asked[index] = nil
+        t.missing.append(index)
+        t.missing.sort()
+        transfers[root] = t
+        return assign(links: links, now: now)
+    }
+
     /// `peer` does not hold these chunks of `root`.
     public mutating func lacking(_ root: [UInt8], chunks: [UInt64], from peer: PublicKey, links: [LinkID: PublicKey], now: Double) -> [Action] {
         guard var t = transfers[root] else { return [] }

@@ -346,6 +346,9 @@ extension NetworkNode {
 /// fetch core decides, chunks checked and written as they come, and asks
 /// from peers answered as the link drains, a bounded queue per link.
 extension NetworkNode {
+    /// Where chunks that came are checked and written, off the loop (`Files.ChunkCheck`), in order.
+    static let fileWorkerLabel = "peernode.files"
+
     /// Unsent bytes on a link below which queued chunk asks are answered.
     static let fileSendWindow = 2 << 20
 
@@ -379,9 +382,21 @@ extension NetworkNode {
             links[id] = link
             pumpFiles(id)
         case let .chunk(root, index, proof, sealed):
-            let (actions, said) = node.files.received(root, index: index, proof: proof, sealed: sealed, from: peer, links: fileLinks, now: now)
-            assignFiles(actions)
-            tell(said)
+            switch node.files.arrived(root, index: index, proof: proof, sealed: sealed, from: peer, links: fileLinks, now: now) {
+            case .ignored: break
+            case let .duplicate(actions): assignFiles(actions)
+            case let .check(check):
+                // The leaf's hash and the write go to the files worker (another core); the loop takes the outcome in.
+                nonisolated(unsafe) let store = node.store
+                fileWorker.async { [self] in
+                    let outcome = check.run(store: store)
+                    loop.execute { [self] in
+                        let (actions, said) = node.files.apply(outcome, links: fileLinks, now: monotonic())
+                        assignFiles(actions)
+                        tell(said)
+                    }
+                }
+            }
         case let .none(root, chunks):
             assignFiles(node.files.lacking(root, chunks: chunks, from: peer, links: fileLinks, now: now))
         }

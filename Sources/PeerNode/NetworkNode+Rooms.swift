@@ -364,6 +364,8 @@ extension NetworkNode {
     /// At start: every `/get` a stop cut short goes on from the chunks held,
     /// into the folder it was saving to.
     func resumeFiles() {
+        node.files.removeStaging()
+        guard !relay else { return }
         let rows = readLogged("the files held") { try node.files.repository.files() } ?? []
         for row in rows where !row.complete {
             guard let folder = row.folder, let author = row.author, let sequence = row.sequence,

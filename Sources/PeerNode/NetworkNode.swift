@@ -209,9 +209,8 @@ final class NetworkNode: @unchecked Sendable {
                 lastShown = node.store.lastDeliveryNumber
             }
             sentOwnUpTo = node.store.contiguous(of: node.me)
-            // What a sealing cut short by the last stop left; fetches it cut short go on.
-            node.files.removeStaging()
-            if !relay { resumeFiles() }
+            // What a sealing cut short by the last stop left goes; fetches it cut short go on.
+            resumeFiles()
             emit(.ready(id: node.me, nick: node.nick, listen: listenAddress))
             // A revocation signed while the node was down (`peernode device revoke`) still gets its new keys.
             conversationKeysChanged()
@@ -345,6 +344,7 @@ final class NetworkNode: @unchecked Sendable {
     /// A small batch with nothing ahead of it in the verifier (live traffic)
     /// is verified on the loop thread: two thread hops cost more than it does.
     let verifier = DispatchQueue(label: "peernode.verify")
+    let fileWorker = DispatchQueue(label: NetworkNode.fileWorkerLabel)  // files' chunks checked and written (NetworkNode+Gossip)
     var batchesVerifying = 0
     static let inlineVerifyLimit = 8
     /// Batches back from the verifier, not yet stored: those that came back

@@ -74,22 +74,71 @@ extension Files {
         min(row.size, row.heldCount * UInt64(FileOffer.chunkSize))
     }
 
-    /// A chunk came on a link from `peer`: checked against the tree, written,
-    /// and what to ask next and say. A chunk of a file not being fetched is
-    /// ignored (nobody asked for it); one that does not verify is counted
-    /// and its peer asked nothing more for that file.
-    func received(_ root: [UInt8], index: UInt64, proof: [[UInt8]], sealed: [UInt8], from peer: PublicKey,
-                  links: [LinkID: PublicKey], now: Double) -> (actions: [FileFetch.Action], said: [Progress]) {
-        guard fetch.fetches(root), var row = rows[root] else { return ([], []) }
-        if row.holds(index) { return (fetch.received(root, index: index, from: peer, valid: true, links: links, now: now), []) }
-        let leaf = FileTree.leaf(index: index, sealed: sealed)
-        let valid = sealed.count == row.sealedLength(of: index) && FileTree.verify(leaf: leaf, index: index, chunks: row.chunks, proof: proof, root: root)
-        var said: [Progress] = []
-        if valid {
-            guard failures.read({ () throws(RepositoryError) in try repository.write(sealed, index: index, of: row) }) != nil else {
-                // Not written: not held, and asked again.
-                return (fetch.received(root, index: index, from: peer, valid: true, links: links, now: now) + fetch.tick(links: links, now: now), [])
+    /// What becomes of a chunk that came on a link: nothing (a file not
+    /// being fetched: nobody asked), the asks a duplicate frees, or a check
+    /// to run off the loop (`ChunkCheck.run`) and `apply` after.
+    enum Arrival {
+        case ignored
+        case duplicate([FileFetch.Action])
+        case check(ChunkCheck)
+    }
+
+    /// A chunk's check against the tree and its write, as a worker does
+    /// them: no state of the node, only the chunk file (`Store.writeChunk`).
+    struct ChunkCheck: Sendable {
+        let root: [UInt8]
+        let index: UInt64
+        let proof: [[UInt8]]
+        let sealed: [UInt8]
+        let peer: PublicKey
+        let row: Store.FileRow
+
+        /// The leaf when the chunk verified and was written; `valid` false
+        /// when it did not verify (the peer's fault); `written` false when
+        /// it verified but the disk would not take it (asked again).
+        func run(store: Store) -> ChunkOutcome {
+            let leaf = FileTree.leaf(index: index, sealed: sealed)
+            guard sealed.count == row.sealedLength(of: index),
+                  FileTree.verify(leaf: leaf, index: index, chunks: row.chunks, proof: proof, root: root) else {
+                return ChunkOutcome(root: root, index: index, peer: peer, leaf: nil, valid: false, failure: nil)
             }
+            do { try store.writeChunk(sealed, index: index, of: row) } catch {
+                return ChunkOutcome(root: root, index: index, peer: peer, leaf: nil, valid: true, failure: error)
+            }
+            return ChunkOutcome(root: root, index: index, peer: peer, leaf: leaf, valid: true, failure: nil)
+        }
+    }
+
+    struct ChunkOutcome: @unchecked Sendable {
+        let root: [UInt8]
+        let index: UInt64
+        let peer: PublicKey
+        let leaf: [UInt8]?
+        let valid: Bool
+        let failure: (any Error)?
+    }
+
+    /// A chunk came on a link from `peer`: what to do with it (on the loop).
+    func arrived(_ root: [UInt8], index: UInt64, proof: [[UInt8]], sealed: [UInt8], from peer: PublicKey,
+                 links: [LinkID: PublicKey], now: Double) -> Arrival {
+        guard fetch.fetches(root), let row = rows[root] else { return .ignored }
+        if row.holds(index) { return .duplicate(fetch.received(root, index: index, from: peer, valid: true, links: links, now: now)) }
+        return .check(ChunkCheck(root: root, index: index, proof: proof, sealed: sealed, peer: peer, row: row))
+    }
+
+    /// A chunk checked (and written) off the loop, taken in: the asks it
+    /// frees and what to say. One that does not verify is counted and its
+    /// peer asked nothing more for that file; one the disk did not take is
+    /// said and asked again.
+    func apply(_ outcome: ChunkOutcome, links: [LinkID: PublicKey], now: Double) -> (actions: [FileFetch.Action], said: [Progress]) {
+        let root = outcome.root, index = outcome.index
+        guard fetch.fetches(root), var row = rows[root] else { return ([], []) }
+        if let failure = outcome.failure {
+            failures.failed("writing a file's chunk", failure)
+            return (fetch.requeue(root, index: index, from: outcome.peer, links: links, now: now), [])
+        }
+        var said: [Progress] = []
+        if let leaf = outcome.leaf, !row.holds(index) {
             row.mark(index)
             leaves[root, default: [:]][index] = leaf
             rows[root] = row
@@ -105,12 +154,22 @@ extension Files {
                 }
                 wanted[root] = w
             }
-        } else {
+        } else if !outcome.valid {
             badChunks &+= 1
         }
-        let actions = fetch.received(root, index: index, from: peer, valid: valid, links: links, now: now)
+        let actions = fetch.received(root, index: index, from: outcome.peer, valid: outcome.valid, links: links, now: now)
         for case let .complete(done) in actions { if let told = finish(done) { said.append(told) } }
         return (actions.filter { if case .complete = $0 { return false }; return true }, said)
+    }
+
+    /// A chunk checked on the spot (tests, and a caller with no worker): `arrived`, `run` and `apply` in one.
+    func received(_ root: [UInt8], index: UInt64, proof: [[UInt8]], sealed: [UInt8], from peer: PublicKey,
+                  links: [LinkID: PublicKey], now: Double) -> (actions: [FileFetch.Action], said: [Progress]) {
+        switch arrived(root, index: index, proof: proof, sealed: sealed, from: peer, links: links, now: now) {
+        case .ignored: return ([], [])
+        case let .duplicate(actions): return (actions, [])
+        case let .check(check): return apply(check.run(store: repository.store), links: links, now: now)
+        }
     }
 
     /// The transfer of `root` has every chunk: its tree is kept (to serve
