@@ -41,6 +41,8 @@ public struct FileFetch: Sendable {
         var lacking: [PublicKey: Double] = [:]
         var bad: Set<PublicKey> = []
         var left: UInt64
+        /// When the transfer started or last took a chunk in.
+        var lastChunk: Double = 0
     }
 
     private(set) var transfers: [[UInt8]: Transfer] = [:]
@@ -58,10 +60,10 @@ public struct FileFetch: Sendable {
     public func left(_ root: [UInt8]) -> UInt64? { transfers[root]?.left }
 
     /// Starts fetching `root` (`chunks` in all), of which `held` are here already.
-    public mutating func start(_ root: [UInt8], chunks: UInt64, held: (UInt64) -> Bool) {
+    public mutating func start(_ root: [UInt8], chunks: UInt64, held: (UInt64) -> Bool, now: Double = 0) {
         guard transfers[root] == nil else { return }
         let missing = (0..<chunks).filter { !held($0) }
-        transfers[root] = Transfer(chunks: chunks, missing: missing, left: UInt64(missing.count))
+        transfers[root] = Transfer(chunks: chunks, missing: missing, left: UInt64(missing.count), lastChunk: now)
         order.append(root)
     }
 
@@ -80,6 +82,7 @@ public struct FileFetch: Sendable {
         t.asked[index] = nil
         if valid {
             t.left -= 1
+            t.lastChunk = now
         } else {
             t.bad.insert(peer)
             // What else it was asked for goes to the others.
@@ -121,6 +124,11 @@ public struct FileFetch: Sendable {
         t.lacking[peer] = now
         transfers[root] = t
         return assign(links: links, now: now)
+    }
+
+    /// The transfers that took no chunk in for `seconds` (nobody linked holds them, or nobody answers).
+    public func stalled(for seconds: Double, now: Double) -> [[UInt8]] {
+        order.filter { root in transfers[root].map { now - $0.lastChunk >= seconds } ?? false }
     }
 
     /// A link went down: what it was asked for goes to the others.

@@ -374,7 +374,7 @@ extension NetworkNode {
         switch message {
         case let .want(root, size, chunks):
             // A relay fetches what it is asked for and does not hold, to serve it (within `--max-files`).
-            if relay, node.files.relay(root, size: size, now: Node.now()) { assignFiles(node.files.fetch.assign(links: fileLinks, now: now)) }
+            if relay, node.files.relay(root, size: size, now: Node.now(), clock: now) { assignFiles(node.files.fetch.assign(links: fileLinks, now: now)) }
             guard var link = links[id] else { return }
             let room = Files.maximumQueuedWants - link.fileWants.reduce(0) { $0 + $1.chunks.count }
             guard room >= chunks.count else { return count(.fileMessageDropped) }
@@ -417,6 +417,7 @@ extension NetworkNode {
     /// Once a second: unanswered asks go to others, and links with room are asked.
     func tickFiles() {
         guard !node.files.fetch.roots.isEmpty else { return }
+        if relay { node.files.dropStale(now: monotonic()) }
         assignFiles(node.files.fetch.tick(links: fileLinks, now: monotonic()))
     }
 }

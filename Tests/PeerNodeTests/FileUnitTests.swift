@@ -59,3 +59,54 @@ struct FileUnitTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: into.path).isEmpty, "nothing saved")
     }
 }
+
+@Suite("A relay's files: room made only for what someone holds")
+struct RelayQuotaTests {
+    let life = MessageLifeRulesTests()
+    let peer = try! PublicKey(bytes: [UInt8](repeating: 0xAB, count: 32))  // test input
+
+    /// A file of `size` bytes sealed in `dir`: its offer, its chunks' bytes, and its tree.
+    func sealedFile(_ dir: TemporaryDirectory, _ name: String, size: Int) throws -> (offer: FileOffer, chunks: [[UInt8]], levels: [[[UInt8]]]) {
+        let path = dir.path + "/" + name
+        #expect(FileManager.default.createFile(atPath: path, contents: Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ name.count) })))
+        let sealed = try Files.seal(path: path, name: nil, caption: "", folder: dir.path)
+        let bytes = [UInt8](try #require(FileManager.default.contents(atPath: sealed.staging)))
+        let step = FileOffer.chunkSize + FileKey.tagByteCount
+        let chunks = stride(from: 0, to: bytes.count, by: step).map { Array(bytes[$0..<min(bytes.count, $0 + step)]) }
+        return (sealed.offer, chunks, FileTree.levels(sealed.leaves))
+    }
+
+    /// Feeds every chunk of a file to `files` as if a peer served it.
+    func serve(_ file: (offer: FileOffer, chunks: [[UInt8]], levels: [[[UInt8]]]), to files: Files) {
+        for (i, chunk) in file.chunks.enumerated() {
+            _ = files.fetch.assign(links: [1: peer], now: 1)
+            _ = files.received(file.offer.root, index: UInt64(i), proof: FileTree.proof(index: i, levels: file.levels), sealed: chunk,
+                               from: peer, links: [1: peer], now: 1)
+        }
+    }
+
+    @Test("asks for roots nobody holds evict nothing and are dropped after relayPatience; a file that comes makes room by evicting the oldest kept one; a file over the quota is never fetched")
+    func quota() throws {
+        let dir = TemporaryDirectory(), work = TemporaryDirectory()
+        let node = try life.node(dir)
+        let files = node.files
+        files.maximumHeld = 300_000
+        let first = try sealedFile(work, "one.bin", size: 200_000), second = try sealedFile(work, "two.bin", size: 150_000)
+        #expect(files.relay(first.offer.root, size: first.offer.size, now: 1))
+        serve(first, to: files)
+        #expect(files.holdsWhole(first.offer.root))
+        // Asks for made-up roots: fetched for a while, nothing evicted.
+        for n in 0..<3 { #expect(files.relay([UInt8](repeating: UInt8(n), count: 32), size: 250_000, now: 2, clock: 0)) }
+        #expect(files.holdsWhole(first.offer.root), "a root nobody holds flushed nothing")
+        files.dropStale(now: Files.relayPatience - 1)
+        #expect(files.fetch.roots.count == 3)
+        files.dropStale(now: Files.relayPatience)
+        #expect(try files.fetch.roots.isEmpty && node.store.files().map(\.root) == [first.offer.root], "stale fetches dropped, their rows with them")
+        // A real file over what is left: its first chunk makes room.
+        #expect(files.relay(second.offer.root, size: second.offer.size, now: 3, clock: 100))
+        serve(second, to: files)
+        #expect(files.holdsWhole(second.offer.root) && !files.holdsWhole(first.offer.root), "the oldest kept file left for the new one")
+        #expect(!FileManager.default.fileExists(atPath: node.store.chunkPath(first.offer.root)))
+        #expect(!files.relay([UInt8](repeating: 9, count: 32), size: 300_001, now: 4), "over the quota: never fetched")
+    }
+}

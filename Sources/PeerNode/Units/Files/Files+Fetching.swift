@@ -57,7 +57,7 @@ extension Files {
         row.heldCount = 0
         for index in known.keys { row.mark(index) }
         rows[offer.root] = row
-        fetch.start(offer.root, chunks: row.chunks, held: row.holds)
+        fetch.start(offer.root, chunks: row.chunks, held: row.holds, now: ProcessInfo.processInfo.systemUptime)
         return [.progress(number: number, place: place, root: offer.root, bytes: held(row), of: offer.size)]
     }
 
@@ -139,6 +139,11 @@ extension Files {
         }
         var said: [Progress] = []
         if let leaf = outcome.leaf, !row.holds(index) {
+            // A relay makes room for a file once it knows someone holds it.
+            if row.origin == .relayed, row.heldCount == 0, !makeRoom(for: row) {
+                erase(root)
+                return ([], [])
+            }
             row.mark(index)
             leaves[root, default: [:]][index] = leaf
             rows[root] = row
@@ -314,24 +319,43 @@ extension Files {
     /// The size of a file being fetched (what its asks name).
     func size(of root: [UInt8]) -> UInt64? { rows[root]?.size }
 
+    /// Seconds a relay waits for the first chunk of a file it was asked
+    /// for (or for the next one) before it drops the fetch: a root nobody
+    /// holds costs it nothing for longer.
+    static let relayPatience = 60.0
+
     /// Starts fetching `root` to serve it, when it is neither held nor
-    /// fetched already and fits the quota (making room by erasing the oldest
-    /// files fetched to serve). True when a fetch started.
-    func relay(_ root: [UInt8], size: UInt64, now: UInt64) -> Bool {
+    /// fetched already, fits the quota, and a place among the transfers is
+    /// free. Nothing is evicted yet: a file makes room only once a chunk of
+    /// it has come and verified (`makeRoom`), so asks for roots nobody holds
+    /// cannot flush the files a relay keeps. True when a fetch started.
+    func relay(_ root: [UInt8], size: UInt64, now: UInt64, clock: Double = 0) -> Bool {
         guard let quota = maximumHeld, size <= quota, !fetch.fetches(root), fetch.roots.count < FileFetch.maximumTransfers else { return false }
         guard let all = failures.read({ () throws(RepositoryError) in try repository.files() }), !all.contains(where: { $0.root == root }) else { return false }
-        var held = all.reduce(UInt64(0)) { $0 + $1.size }
-        for old in all where old.origin == .relayed && held + size > quota {
-            erase(old.root)
-            held -= old.size
-        }
-        guard held + size <= quota else { return false }
         let row = Store.FileRow(root: root, size: size, origin: .relayed, author: nil, sequence: nil, added: now)
         guard failures.read({ () throws(RepositoryError) in try repository.save(row) }) != nil else { return false }
         rows[root] = row
         leaves[root] = [:]
-        fetch.start(root, chunks: row.chunks, held: { _ in false })
+        fetch.start(root, chunks: row.chunks, held: { _ in false }, now: clock)
         return true
+    }
+
+    /// A relayed file's first chunk verified: the oldest files fetched to
+    /// serve leave until it fits the quota. False when it cannot fit (the
+    /// fetch is dropped).
+    func makeRoom(for row: Store.FileRow) -> Bool {
+        guard let quota = maximumHeld, let all = failures.read({ () throws(RepositoryError) in try repository.files() }) else { return false }
+        var held = all.filter { $0.root != row.root && ($0.complete || fetch.fetches($0.root)) }.reduce(UInt64(0)) { $0 + $1.size }
+        for old in all where old.origin == .relayed && old.complete && old.root != row.root && held + row.size > quota {
+            erase(old.root)
+            held -= old.size
+        }
+        return held + row.size <= quota
+    }
+
+    /// Relayed fetches that took no chunk in for `relayPatience` are dropped, their rows with them.
+    func dropStale(now: Double) {
+        for root in fetch.stalled(for: Self.relayPatience, now: now) where rows[root]?.origin == .relayed { erase(root) }
     }
 }
 
