@@ -56,6 +56,11 @@ public struct FileFetch: Sendable {
     /// Whether `root` is being fetched.
     public func fetches(_ root: [UInt8]) -> Bool { transfers[root] != nil }
 
+    /// Whether chunk `index` of `root` was asked of `peer` and not answered yet.
+    public func asked(_ root: [UInt8], index: UInt64, of peer: PublicKey) -> Bool {
+        transfers[root]?.asked[index]?.peer == peer
+    }
+
     /// Chunks of `root` still to come.
     public func left(_ root: [UInt8]) -> UInt64? { transfers[root]?.left }
 

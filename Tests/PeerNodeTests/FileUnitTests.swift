@@ -109,4 +109,24 @@ struct RelayQuotaTests {
         #expect(!FileManager.default.fileExists(atPath: node.store.chunkPath(first.offer.root)))
         #expect(!files.relay([UInt8](repeating: 9, count: 32), size: 300_001, now: 4), "over the quota: never fetched")
     }
+
+    @Test("a chunk not asked of the peer that sends it is not looked at (no hashing, no write); once asked, it is")
+    func unasked() throws {
+        let dir = TemporaryDirectory(), work = TemporaryDirectory()
+        let node = try life.node(dir)
+        let files = node.files
+        files.maximumHeld = 1_000_000
+        let file = try sealedFile(work, "three.bin", size: 100_000)
+        #expect(files.relay(file.offer.root, size: file.offer.size, now: 1))
+        let proof = FileTree.proof(index: 0, levels: file.levels)
+        guard case .ignored = files.arrived(file.offer.root, index: 0, proof: proof, sealed: file.chunks[0], from: peer, links: [1: peer], now: 1) else {
+            Issue.record("an unasked chunk was taken up")
+            return
+        }
+        _ = files.fetch.assign(links: [1: peer], now: 1)
+        guard case .check = files.arrived(file.offer.root, index: 0, proof: proof, sealed: file.chunks[0], from: peer, links: [1: peer], now: 1) else {
+            Issue.record("an asked chunk was not checked")
+            return
+        }
+    }
 }

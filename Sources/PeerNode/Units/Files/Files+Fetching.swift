@@ -121,7 +121,8 @@ extension Files {
     /// A chunk came on a link from `peer`: what to do with it (on the loop).
     func arrived(_ root: [UInt8], index: UInt64, proof: [[UInt8]], sealed: [UInt8], from peer: PublicKey,
                  links: [LinkID: PublicKey], now: Double) -> Arrival {
-        guard fetch.fetches(root), let row = rows[root] else { return .ignored }
+        // Only what was asked of this peer is looked at: a chunk nobody asked for costs no hashing and no write.
+        guard fetch.fetches(root), let row = rows[root], fetch.asked(root, index: index, of: peer) else { return .ignored }
         if row.holds(index) { return .duplicate(fetch.received(root, index: index, from: peer, valid: true, links: links, now: now)) }
         return .check(ChunkCheck(root: root, index: index, proof: proof, sealed: sealed, peer: peer, row: row))
     }
