@@ -149,6 +149,9 @@ struct JSONPresenter: JSONLinePresenter {
         case let .fileDone(n, place, root, path, hash):
             return [JSONEvents.line(pairs: [("type", .string("file_done")), ("n", .number(UInt64(max(0, n)))), ("place", .text(PeerText(place))),
                                             ("root", .string(Hex.encode(root))), ("path", .text(PeerText(path))), ("hash", .string(Hex.encode(hash)))])]
+        case let .fileWaiting(n, place, root):
+            return [JSONEvents.line(pairs: [("type", .string("file_waiting")), ("n", .number(UInt64(max(0, n)))), ("place", .text(PeerText(place))),
+                                            ("root", .string(Hex.encode(root)))])]
         case let .fileFailed(n, place, root, reason):
             return [JSONEvents.line(pairs: [("type", .string("file_failed")), ("n", .number(UInt64(max(0, n)))), ("place", .text(PeerText(place))),
                                             ("root", .string(Hex.encode(root))), ("reason", .text(PeerText(reason)))])]

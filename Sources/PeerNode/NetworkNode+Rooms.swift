@@ -332,6 +332,7 @@ extension NetworkNode {
         case let .progress(n, place, root, bytes, of): .fileProgress(number: n, place: place, root: root, bytes: bytes, of: of)
         case let .done(n, place, root, path, hash): .fileDone(number: n, place: place, root: root, path: path, hash: hash)
         case let .failed(n, place, root, reason): .fileFailed(number: n, place: place, root: root, reason: reason)
+        case let .waiting(n, place, root): .fileWaiting(number: n, place: place, root: root)
         case .opening: nil
         }
     }

@@ -76,6 +76,8 @@ enum NodeEvent {
     /// Fetched, opened, checked against the offer's hash and saved at `path`.
     case fileDone(number: Int, place: String, root: [UInt8], path: String, hash: [UInt8])
     case fileFailed(number: Int, place: String, root: [UInt8], reason: String)
+    /// Nobody linked has served a chunk of it for a while (it goes on when someone does).
+    case fileWaiting(number: Int, place: String, root: [UInt8])
     /// A command failed; the reason is for the person who typed it.
     case failed(String)
     /// What a command says that has no event of its own (`/join`, `/nick`,

@@ -119,6 +119,8 @@ struct TerminalPresenter: LinePresenter {
             return []
         case let .fileDone(n, _, _, path, hash):
             return ["-- /get \(n): saved to \(TerminalText.sanitize(path)) (hash \(Hex.encode(hash.prefix(8))))"]
+        case let .fileWaiting(n, _, _):
+            return ["-- /get \(n): nobody linked holds it now; it goes on by itself when someone does"]
         case let .fileFailed(n, _, _, reason):
             return ["error: /get \(n) failed: \(TerminalText.sanitize(reason))"]
         }

@@ -130,6 +130,25 @@ struct FileTransferTests {
         for node in [a, again] { await node.quit() }
     }
 
+    @Test("a /get while nobody linked holds the file says so once (file_waiting), and goes on by itself when the sender is back")
+    func waitingForSender() async throws {
+        let (dirs, a, b) = try await aliceAndBob()
+        let source = TemporaryDirectory(), into = TemporaryDirectory()
+        let file = try randomFile(source, "minutes.pdf", size: 300_000)
+        a.send("/send \(file.path)")
+        let offer = try #require(await b.wait(timeout: 60) { $0["type"] == "file" })
+        #expect(await a.quit() == 0)
+        b.send("/get \(offer["n"] ?? "0") \(into.path)")
+        let waiting = await b.wait(timeout: 30 + Files.waitingNotice) { $0["type"] == "file_waiting" }
+        #expect(waiting?["n"] == offer["n"] && waiting?["root"] == offer["root"], "\(b.recent(4))")
+        let back = try NodeProcess(dir: dirs[0].path, ["--nick", "alice", "--peer", b.url])
+        #expect(await started(back))
+        let done = await b.wait(timeout: 120) { $0["type"] == "file_done" || $0["type"] == "file_failed" }
+        #expect(done?["type"] == "file_done" && hash(of: into.path + "/minutes.pdf") == file.hash, "\(done ?? [:]) \(b.recent(4))")
+        #expect(b.events.value.count { $0["type"] == "file_waiting" } == 1, "said once")
+        for node in [back, b] { await node.quit() }
+    }
+
     @Test("a name with escapes, slashes, dots and a device name is shown inert and saved under a safe name inside the folder; a second copy never overwrites the first")
     func hostileNames() async throws {
         let (dirs, a, b) = try await aliceAndBob()

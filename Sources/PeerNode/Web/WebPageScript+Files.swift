@@ -42,6 +42,7 @@ extension WebPage {
         for (const li of list.querySelectorAll("li.offer")) {
           if (li.fileRoot !== e.root) continue;
           if (e.type === "file_done") held(li);
+          else if (e.type === "file_waiting") { const g = li.querySelector("button.get"); if (g) setText(g, "Waiting for someone who has it…"); }
           else if (e.type === "file_failed") { const g = li.querySelector("button.get"); if (g) { g.disabled = false; setText(g, "Get"); } say("the file was not fetched: " + e.reason); }
           else { const g = li.querySelector("button.get"); if (g && e.of) setText(g, Math.floor(100 * Number(e.bytes) / Number(e.of)) + "%"); }
         }

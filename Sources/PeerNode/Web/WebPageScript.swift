@@ -293,7 +293,7 @@ extension WebPage {
           case "message": case "file":
             if (page) page.push(e); else { stoppedTyping(e); arrived(e); }
             break;
-          case "file_progress": case "file_done": case "file_failed": fileState(e); break;  case "ready": if (e.cmd === "send_file") upload(); break;
+          case "file_progress": case "file_done": case "file_failed": case "file_waiting": fileState(e); break;  case "ready": if (e.cmd === "send_file") upload(); break;
           case "edit": case "delete": case "reaction": case "reply_quote": case "typing":
             changed(e); break;
           case "conversation": {

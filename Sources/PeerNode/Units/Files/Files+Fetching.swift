@@ -15,6 +15,8 @@ extension Files {
         case progress(number: Int, place: String, root: [UInt8], bytes: UInt64, of: UInt64)
         case done(number: Int, place: String, root: [UInt8], path: String, hash: [UInt8])
         case failed(number: Int, place: String, root: [UInt8], reason: String)
+        /// Nobody linked has served a chunk for `waitingNotice` seconds: said once (it goes on when someone does).
+        case waiting(number: Int, place: String, root: [UInt8])
         /// Every chunk is here: the file is to be opened into its folder
         /// (`Files.save`, off the loop: a large file takes seconds).
         case opening(Opening)
@@ -149,6 +151,7 @@ extension Files {
             leaves[root, default: [:]][index] = leaf
             rows[root] = row
             if var w = wanted[root] {
+                w.toldWaiting = false
                 w.sinceMapWrite += 1
                 if w.sinceMapWrite >= Self.mapWriteEvery {
                     w.sinceMapWrite = 0
@@ -319,6 +322,22 @@ extension Files {
 extension Files {
     /// The size of a file being fetched (what its asks name).
     func size(of root: [UInt8]) -> UInt64? { rows[root]?.size }
+
+    /// Seconds a `/get` goes without a chunk before the person is told nobody linked holds the file now.
+    static let waitingNotice = 30.0
+
+    /// The transfers someone asked for that took no chunk in for
+    /// `waitingNotice` seconds, each said once until a chunk comes.
+    func waiting(now: Double) -> [Progress] {
+        var out: [Progress] = []
+        for root in fetch.stalled(for: Self.waitingNotice, now: now) {
+            guard var w = wanted[root], !w.toldWaiting else { continue }
+            w.toldWaiting = true
+            wanted[root] = w
+            out.append(.waiting(number: w.number, place: w.place, root: root))
+        }
+        return out
+    }
 
     /// Seconds a relay waits for the first chunk of a file it was asked
     /// for (or for the next one) before it drops the fetch: a root nobody

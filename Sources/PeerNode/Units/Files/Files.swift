@@ -41,6 +41,8 @@ final class Files {
         let place: String
         var lastProgress = 0.0
         var sinceMapWrite = 0
+        /// Said to be waiting for someone who holds it (`Files.waiting`), since the last chunk.
+        var toldWaiting = false
     }
 
     let repository: FileRepository
