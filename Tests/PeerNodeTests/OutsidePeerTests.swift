@@ -41,6 +41,13 @@ struct OutsidePeerTests {
         try await run("outside_rooms.py", log: "outside-rooms.log", atLeast: 95)
     }
 
+    @Test("""
+        files (§16): the node's offer read field by field, every chunk asked for, each proof folded to the root and         each chunk opened at its index, the whole the file; a want for an unknown root answered none, one past the         file's end closing the link (1008); our hand-made offer fetched, checked and saved whole by the node; a bad         chunk counted and its peer asked nothing more; a file message on a version-6 link dropped and counted
+        """)
+    func files() async throws {
+        try await run("outside_files.py", log: "outside-files.log", atLeast: 17)
+    }
+
     /// Runs one of the outside peer's scripts against the node; what it
     /// checked is kept in .build/`log`. It must end "ALL OK" with at least
     /// `atLeast` checks passed (a script that stopped early checked less).
