@@ -176,6 +176,8 @@ extension Store {
     public func eraseFile(_ root: [UInt8]) throws {
         try db.statement("DELETE FROM files WHERE root = ?1").bind(1, root).run()
         let path = chunkPath(root)
+        // The tree names no byte of the file, but it goes too, whatever became of the chunks.
+        unlink(path + ".tree")
         let fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else {
             if errno == ENOENT { return }
@@ -194,7 +196,6 @@ extension Store {
         }
         close(fd)
         unlink(path)
-        unlink(path + ".tree")
     }
 
     /// Bytes of sealed chunks held on disk, over every file.

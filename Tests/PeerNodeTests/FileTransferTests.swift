@@ -64,7 +64,7 @@ struct FileTransferTests {
         #expect(await linked(again, to: b))
         again.send("/delete \(n)")
         #expect(await eventually(30) { chunkFiles(b).isEmpty && chunkFiles(c).isEmpty }, "B: \(chunkFiles(b)) C: \(chunkFiles(c))")
-        #expect(chunkFiles(again).isEmpty)
+        #expect(await eventually(30) { chunkFiles(again).isEmpty }, "A: \(chunkFiles(again))")
         for node in [again, b, c] { await node.quit() }
     }
 
