@@ -204,6 +204,10 @@ public enum ChatInput: Equatable, Sendable {
                 return .edit(number: n, text: parts[1])
             }
             guard !argument.trimmingCharacters(in: .whitespaces).isEmpty else { return .error("/edit needs the new text: /edit hello, world") }
+            // `/edit 3` alone names a message and no text: refused, never the last message rewritten to "3" for everyone.
+            if parts.count == 1, let n = Int(parts[0]), n > 0 {
+                return .error("/edit \(n) needs the new text after the number: /edit \(n) the new words")
+            }
             return .edit(number: nil, text: argument)
         case "delete":
             if argument.isEmpty { return .delete(nil) }

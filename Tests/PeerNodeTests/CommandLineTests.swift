@@ -178,3 +178,16 @@ struct BlockInputTests {
     }
 }
 
+
+@Suite("Typed lines that could change the wrong thing")
+struct EditParsingTests {
+    @Test("/edit N alone is refused with what it needs; /edit N TEXT edits message N; /edit TEXT edits the last; /edit alone is refused")
+    func editNeedsText() {
+        #expect(ChatInput.parse("/edit 1") == .error("/edit 1 needs the new text after the number: /edit 1 the new words"))
+        #expect(ChatInput.parse("/edit 12 ") == .error("/edit 12 needs the new text after the number: /edit 12 the new words"))
+        #expect(ChatInput.parse("/edit 3 lunch at one") == .edit(number: 3, text: "lunch at one"))
+        #expect(ChatInput.parse("/edit lunch at one") == .edit(number: nil, text: "lunch at one"))
+        #expect(ChatInput.parse("/edit 0") == .edit(number: nil, text: "0"), "0 is no message number: it is text")
+        #expect(ChatInput.parse("/edit") == .error("/edit needs the new text: /edit hello, world"))
+    }
+}
