@@ -40,17 +40,8 @@ public struct FileKey: Sendable {
     /// Chunk `index` sealed: its ciphertext followed by the tag.
     public func seal(chunk plaintext: UnsafeRawBufferPointer, index: UInt64) -> [UInt8] {
         _ = try? Sodium.ensureInitialised()
-        let nonce = Self.nonce(index)
         var out = [UInt8](repeating: 0, count: plaintext.count + Self.tagByteCount)
-        secret.withUnsafeBytes { k in
-            out.withUnsafeMutableBufferPointer { o in
-                var written: UInt64 = 0
-                _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
-                    o.baseAddress!, &written,
-                    plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(plaintext.count),
-                    nil, 0, nil, nonce, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
-        }
+        out.withUnsafeMutableBufferPointer { XChaCha.seal(plaintext, ad: [], nonce: Self.nonce(index), key: secret, into: $0.baseAddress!) }
         return out
     }
 
@@ -61,21 +52,8 @@ public struct FileKey: Sendable {
         guard sealed.count >= Self.tagByteCount else {
             throw .ciphertextTooShort(minimum: Self.tagByteCount, actual: sealed.count)
         }
-        let bytes = Array(sealed)
-        let nonce = Self.nonce(index)
-        var plain = [UInt8](repeating: 0, count: bytes.count - Self.tagByteCount)
-        let result = secret.withUnsafeBytes { k in
-            bytes.withUnsafeBufferPointer { s in
-                plain.withUnsafeMutableBufferPointer { p in
-                    var written: UInt64 = 0
-                    return crypto_aead_xchacha20poly1305_ietf_decrypt(
-                        p.baseAddress ?? UnsafeMutablePointer(mutating: s.baseAddress!), &written, nil,
-                        s.baseAddress!, UInt64(s.count), nil, 0,
-                        nonce, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
-                }
-            }
-        }
-        guard result == 0 else { throw .decryptionFailed }
+        let plain = Array(sealed).withUnsafeBufferPointer { XChaCha.open($0, ad: [], nonce: Self.nonce(index), key: secret) }
+        guard let plain else { throw .decryptionFailed }
         return plain
     }
 }

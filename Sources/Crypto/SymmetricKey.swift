@@ -43,15 +43,8 @@ public struct SymmetricKey: Sendable {
         try Sodium.checkLength("XChaCha20-Poly1305 nonce", n, Self.nonceByteCount)
         var out = [UInt8](repeating: 0, count: Self.overhead + plaintext.count)
         out.replaceSubrange(0..<Self.nonceByteCount, with: n)
-        secret.withUnsafeBytes { k in
-            out.withUnsafeMutableBufferPointer { o in
-                var written: UInt64 = 0
-                _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
-                    o.baseAddress! + Self.nonceByteCount, &written,
-                    plaintext, UInt64(plaintext.count),
-                    associatedData, UInt64(associatedData.count),
-                    nil, n, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
+        out.withUnsafeMutableBufferPointer { o in
+            plaintext.withUnsafeBytes { XChaCha.seal($0, ad: associatedData, nonce: n, key: secret, into: o.baseAddress! + Self.nonceByteCount) }
         }
         return out
     }
@@ -62,20 +55,10 @@ public struct SymmetricKey: Sendable {
         guard sealed.count >= Self.overhead else {
             throw .ciphertextTooShort(minimum: Self.overhead, actual: sealed.count)
         }
-        var plain = [UInt8](repeating: 0, count: sealed.count - Self.overhead)
-        let result = secret.withUnsafeBytes { k in
-            sealed.withUnsafeBufferPointer { s in
-                plain.withUnsafeMutableBufferPointer { p in
-                    var written: UInt64 = 0
-                    return crypto_aead_xchacha20poly1305_ietf_decrypt(
-                        p.baseAddress ?? UnsafeMutablePointer(mutating: s.baseAddress!), &written, nil,
-                        s.baseAddress! + Self.nonceByteCount, UInt64(s.count - Self.nonceByteCount),
-                        associatedData, UInt64(associatedData.count),
-                        s.baseAddress!, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
-                }
-            }
+        let plain = sealed.withUnsafeBufferPointer { s in
+            XChaCha.open(UnsafeBufferPointer(rebasing: s[Self.nonceByteCount...]), ad: associatedData, nonce: s.baseAddress!, key: secret)
         }
-        guard result == 0 else { throw .decryptionFailed }
+        guard let plain else { throw .decryptionFailed }
         return plain
     }
 }

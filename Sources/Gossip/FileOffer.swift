@@ -49,11 +49,16 @@ public struct FileOffer: Equatable, Sendable {
     public static func chunks(size: UInt64) -> UInt64 { (size + UInt64(chunkSize) - 1) / UInt64(chunkSize) }
     public var chunks: UInt64 { Self.chunks(size: size) }
 
-    /// Plaintext bytes in chunk `index`.
-    public func plainLength(of index: UInt64) -> Int {
-        let start = index * UInt64(Self.chunkSize)
-        return Int(min(UInt64(Self.chunkSize), size - min(size, start)))
+    /// Plaintext bytes in chunk `index` of a file of `size` bytes (the last holds the rest).
+    public static func plainLength(of index: UInt64, size: UInt64) -> Int {
+        let start = index * UInt64(chunkSize)
+        return Int(min(UInt64(chunkSize), size - min(size, start)))
     }
+
+    public func plainLength(of index: UInt64) -> Int { Self.plainLength(of: index, size: size) }
+
+    /// Where sealed chunk `index` starts in a chunk file (every sealed chunk but the last is `FileMessage.maximumSealed` bytes).
+    public static func sealedOffset(of index: UInt64) -> Int64 { Int64(index) * Int64(chunkSize + FileKey.tagByteCount) }
 
     public var encoded: [UInt8] {
         var w = ByteWriter()

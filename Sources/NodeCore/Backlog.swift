@@ -90,9 +90,13 @@ public struct SyncProgress: Sendable {
             return ""
         }
         start = max(start, missing)
-        let done = Double(start - missing) / Double(start)
-        let filled = Int((done * Double(Self.barWidth)).rounded(.down))
-        return "[sync " + String(repeating: "▓", count: filled) + String(repeating: "░", count: Self.barWidth - filled)
-            + " \(Int(done * 100))%] "
+        return "[sync " + Self.bar(done: Double(start - missing) / Double(start)) + "] "
+    }
+
+    /// A share done (0…1) as the prompt draws it: `▓▓▓▓░░░░ 45%` (a file's transfer too).
+    public static func bar(done: Double) -> String {
+        let done = min(1, max(0, done))
+        let filled = Int((done * Double(barWidth)).rounded(.down))
+        return String(repeating: "▓", count: filled) + String(repeating: "░", count: barWidth - filled) + " \(Int(done * 100))%"
     }
 }

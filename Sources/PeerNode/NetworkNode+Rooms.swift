@@ -301,7 +301,7 @@ extension NetworkNode {
     func getFile(_ e: Envelope, number: Int, place: String, folder: String?) throws -> [NodeEvent] {
         guard let offer = node.open(e)?.offer else { throw NodeError.notAFile(number) }
         let target = try folder ?? Self.downloadFolder()
-        let said = try node.files.get(offer, from: e, number: number, place: place, folder: target, now: Node.now())
+        let said = try node.files.get(offer, from: e, number: number, place: place, folder: target, now: Node.now(), clock: monotonic())
         assignFiles(node.files.fetch.assign(links: fileLinks, now: monotonic()))
         tell(said)
         return []

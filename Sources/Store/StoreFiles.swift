@@ -56,8 +56,7 @@ extension Store {
 
         /// Bytes of sealed chunk `index` (its plaintext and the tag).
         public func sealedLength(of index: UInt64) -> Int {
-            let start = index * UInt64(FileOffer.chunkSize)
-            return Int(min(UInt64(FileOffer.chunkSize), size - min(size, start))) + FileKey.tagByteCount
+            FileOffer.plainLength(of: index, size: size) + FileKey.tagByteCount
         }
     }
 
@@ -100,12 +99,18 @@ extension Store {
         return out
     }
 
-    /// Records a file (its chunk map as it is) and makes its chunk file.
-    public func saveFile(_ row: FileRow) throws {
-        try Self.prepareFilesFolder(directory.path + "/" + Self.filesFolder)
-        let fd = open(chunkPath(row.root), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw StoreError.directory(path: chunkPath(row.root), operation: "creating", errno: errno) }
+    /// Makes `root`'s chunk file, empty, where there is none: once, when a
+    /// fetch starts (chunks are written into it without `O_CREAT`, so a file
+    /// erased meanwhile is not made again by a late write).
+    public func createChunkFile(_ root: [UInt8]) throws {
+        _ = try ensureFilesFolder()
+        let fd = open(chunkPath(root), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw StoreError.directory(path: chunkPath(root), operation: "creating", errno: errno) }
         close(fd)
+    }
+
+    /// Records a file: its chunk map as it is.
+    public func saveFile(_ row: FileRow) throws {
         let s = try db.statement("""
             INSERT INTO files(root, size, held, held_count, origin, author, sequence, added, folder) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
             ON CONFLICT(root) DO UPDATE SET held = excluded.held, held_count = excluded.held_count, folder = excluded.folder,
@@ -136,7 +141,7 @@ extension Store {
         let fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { throw StoreError.directory(path: path, operation: "opening", errno: errno) }
         defer { close(fd) }
-        let offset = off_t(index) * off_t(FileOffer.chunkSize + FileKey.tagByteCount)
+        let offset = off_t(FileOffer.sealedOffset(of: index))
         var done = 0
         while done < sealed.count {
             let n = sealed.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, $0.count - done, offset + off_t(done)) }
@@ -157,7 +162,7 @@ extension Store {
         defer { close(fd) }
         let length = row.sealedLength(of: index)
         var out = [UInt8](repeating: 0, count: length)
-        let offset = off_t(index) * off_t(FileOffer.chunkSize + FileKey.tagByteCount)
+        let offset = off_t(FileOffer.sealedOffset(of: index))
         var done = 0
         while done < length {
             let n = out.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, length - done, offset + off_t(done)) }
@@ -196,13 +201,6 @@ extension Store {
         }
         close(fd)
         unlink(path)
-    }
-
-    /// Bytes of sealed chunks held on disk, over every file.
-    public func fileBytesHeld() throws -> UInt64 {
-        var total: UInt64 = 0
-        for row in try files() { total += min(row.heldCount * UInt64(FileOffer.chunkSize + FileKey.tagByteCount), row.size + row.chunks * UInt64(FileKey.tagByteCount)) }
-        return total
     }
 
     static func prepareFilesFolder(_ path: String) throws {

@@ -34,6 +34,21 @@ struct FileUnitTests {
         #expect(now.opened.text.unsanitized == "⎘ plan.pdf (100 kB) final")
     }
 
+    @Test("a /get under way draws a bar on the prompt, as a catch-up does")
+    func promptBar() throws {
+        let dir = TemporaryDirectory(), into = TemporaryDirectory()
+        let node = try life.node(dir)
+        _ = try node.join(life.name)
+        let offered = try life.chain(bob, on: node, [(.file, offer(caption: "").encoded, [])])[0]
+        _ = try node.store.insert([offered], receivedAt: 1)
+        #expect(node.files.promptTag == "")
+        let said = try node.files.get(try #require(node.open(offered)?.offer), from: offered, number: 1, place: life.name.value,
+                                      folder: into.path, now: 2, clock: 2)
+        #expect(said.count == 1)
+        #expect(node.files.promptTag == "[⎘ ░░░░░░░░ 0% plan.pdf] ")
+        #expect(SyncProgress.bar(done: 0.45) == "▓▓▓░░░░░ 45%" && SyncProgress.bar(done: 1) == "▓▓▓▓▓▓▓▓ 100%")
+    }
+
     @Test("over a failing store: /get fails with the database's words; an ask is answered none and the failure said; a chunk that cannot be written is not held, and said")
     func failingStore() throws {
         let dir = TemporaryDirectory()
@@ -51,7 +66,7 @@ struct FileUnitTests {
         #expect(node.storeFailures.count == 1 && (node.storeFailures.take() ?? "").hasPrefix("the database failed (reading a file's chunk map): "))
         let into = TemporaryDirectory()
         do {
-            _ = try node.files.get(offer, from: posted, number: 1, place: life.name.value, folder: into.path, now: 2)
+            _ = try node.files.get(offer, from: posted, number: 1, place: life.name.value, folder: into.path, now: 2, clock: 2)
             Issue.record("a /get over a failing store went through")
         } catch let error as RepositoryError {
             #expect("\(error)".hasPrefix("the database failed (reading a file's chunk map): "))

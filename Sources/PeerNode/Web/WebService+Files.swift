@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Gossip
 import NetworkText
+import Reactor
 import WebSocket
 #if canImport(Glibc)
 import Glibc
@@ -78,16 +79,9 @@ extension WebService {
             endUpload(on: c)
             return c.send(.text(Self.error(ref: upload.ref, "more bytes than the size send_file named")))
         }
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { write(upload.fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else {
-                let reason = String(cString: strerror(errno))
-                endUpload(on: c)
-                return c.send(.text(Self.error(ref: upload.ref, "cannot keep the file: \(reason)")))
-            }
-            done += n
+        do { try Syscall.writeAll(upload.fd, bytes) } catch {
+            endUpload(on: c)
+            return c.send(.text(Self.error(ref: upload.ref, "cannot keep the file: \(error)")))
         }
         upload.got += UInt64(bytes.count)
         uploads[ObjectIdentifier(c)] = upload

@@ -18,16 +18,16 @@ Prints "ok NAME" per check and "ALL OK" at the end; exits 1 otherwise.
 usage: outside_files.py PEERNODE
 """
 import asyncio
-import hashlib
 import os
 import struct
 import sys
 import tempfile
 
 from checks import check, run_checks
-from outside_link import Link, Node
-from outside_wire import (GENERAL_ID, GENERAL_KEY, Identity, blake2b256, entries, envelopes_message, make_envelope,
-                          open_body, overlay, read_batch, read_envelope, read_varint, varint, xchacha_open, xchacha_seal)
+from outside_link import Node
+from outside_sealed import linked as sealed_linked
+from outside_wire import (GENERAL_ID, GENERAL_KEY, Identity, blake2b256, envelopes_message, make_envelope,
+                          open_body, read_batch, read_envelope, read_varint, varint, xchacha_open, xchacha_seal)
 
 CHUNK = 64000
 NONCE = b"peernode/1 file\x00"
@@ -142,11 +142,9 @@ def seal_file(plaintext):
 
 
 async def linked(node, versions=(7, 6, 5, 4, 3, 2, 1)):
+    """A new identity's link, kept (pushes come to us), its clock sent."""
     me = Identity()
-    link = await Link(me).open(node.port, versions)
-    await link.send(overlay(8, struct.pack(">H", 0)))  # keep: pushes come to us
-    await link.send(b"\x01" + entries([]))
-    await link.barrier()
+    link, _ = await sealed_linked(node, me, b"outsider", versions)
     return me, link
 
 

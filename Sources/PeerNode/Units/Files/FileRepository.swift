@@ -20,6 +20,10 @@ struct FileRepository {
         try storeCall("saving a file's chunk map") { try store.saveFile(row) }
     }
 
+    func createChunkFile(_ root: [UInt8]) throws(RepositoryError) {
+        try storeCall("making a file's chunk file") { try store.createChunkFile(root) }
+    }
+
     func write(_ sealed: [UInt8], index: UInt64, of row: Store.FileRow) throws(RepositoryError) {
         try storeCall("writing a file's chunk") { try store.writeChunk(sealed, index: index, of: row) }
     }

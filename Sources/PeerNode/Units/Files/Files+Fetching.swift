@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Gossip
 import NodeCore
+import Reactor
 import Store
 #if canImport(Glibc)
 import Glibc
@@ -33,7 +34,7 @@ extension Files {
 
     /// `/get`: fetches `offer` (the envelope `e`, message `number` in
     /// `place`) into `folder`. A file held whole already is saved at once.
-    func get(_ offer: FileOffer, from e: Envelope, number: Int, place: String, folder: String, now: UInt64) throws -> [Progress] {
+    func get(_ offer: FileOffer, from e: Envelope, number: Int, place: String, folder: String, now: UInt64, clock: Double) throws -> [Progress] {
         guard offer.size <= FileOffer.maximumSize else { throw NodeError.fileTooLarge(path: offer.name, size: offer.size) }
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
@@ -44,6 +45,7 @@ extension Files {
         // Kept with the row: a restart goes on with it (`NetworkNode.resumeFiles`).
         row.folder = folder
         try repository.save(row)
+        try repository.createChunkFile(offer.root)
         wanted[offer.root] = Wanted(offer: offer, folder: folder, number: number, place: place)
         if row.complete { return finish(offer.root).map { [$0] } ?? [] }
         // Leaves of chunks held from an earlier run, read back.
@@ -59,16 +61,16 @@ extension Files {
         row.heldCount = 0
         for index in known.keys { row.mark(index) }
         rows[offer.root] = row
-        fetch.start(offer.root, chunks: row.chunks, held: row.holds, now: ProcessInfo.processInfo.systemUptime)
+        fetch.start(offer.root, chunks: row.chunks, held: row.holds, now: clock)
         return [.progress(number: number, place: place, root: offer.root, bytes: held(row), of: offer.size)]
     }
 
-    /// The prompt's tag while files are fetched: `[⎘ 45% report.pdf] `, and how many more.
+    /// The prompt's tag while files are fetched: `[⎘ ▓▓▓▓░░░░ 45% report.pdf] `, and how many more.
     var promptTag: String {
         guard let root = fetch.roots.first, let row = rows[root], let w = wanted[root] else { return "" }
-        let share = row.chunks == 0 ? 100 : Int(row.heldCount * 100 / row.chunks)
         let more = fetch.roots.count > 1 ? " +\(fetch.roots.count - 1)" : ""
-        return "[⎘ \(share)% \(TerminalText.sanitize(String(w.offer.name.prefix(24))))\(more)] "
+        let bar = SyncProgress.bar(done: row.chunks == 0 ? 1 : Double(row.heldCount) / Double(row.chunks))
+        return "[⎘ \(bar) \(TerminalText.sanitize(String(w.offer.name.prefix(24))))\(more)] "
     }
 
     /// Bytes of plaintext held of `row`'s file.
@@ -240,13 +242,7 @@ extension Files {
                 throw NodeError.fileNotSaved(path: folder, reason: "chunk \(index) does not open with the offer's key (\(error))")
             }
             hash.update(plain)
-            var done = 0
-            while done < plain.count {
-                let n = plain.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, $0.count - done) }
-                if n < 0, errno == EINTR { continue }
-                guard n > 0 else { throw NodeError.fileNotSaved(path: folder, reason: String(cString: strerror(errno))) }
-                done += n
-            }
+            do { try Syscall.writeAll(fd, plain) } catch { throw NodeError.fileNotSaved(path: folder, reason: "\(error)") }
         }
         let digest = hash.finish()
         guard digest == offer.plainHash else { throw NodeError.fileNotSaved(path: folder, reason: "the file's hash is not the one the offer names") }
@@ -353,7 +349,11 @@ extension Files {
         guard let quota = maximumHeld, size <= quota, !fetch.fetches(root), fetch.roots.count < FileFetch.maximumTransfers else { return false }
         guard let all = failures.read({ () throws(RepositoryError) in try repository.files() }), !all.contains(where: { $0.root == root }) else { return false }
         let row = Store.FileRow(root: root, size: size, origin: .relayed, author: nil, sequence: nil, added: now)
-        guard failures.read({ () throws(RepositoryError) in try repository.save(row) }) != nil else { return false }
+        guard failures.read({ () throws(RepositoryError) -> Bool in
+            try repository.save(row)
+            try repository.createChunkFile(root)
+            return true
+        }) != nil else { return false }
         rows[root] = row
         leaves[root] = [:]
         fetch.start(root, chunks: row.chunks, held: { _ in false }, now: clock)

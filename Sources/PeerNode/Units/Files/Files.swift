@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Gossip
 import NodeCore
+import Reactor
 import Store
 #if canImport(Glibc)
 import Glibc
@@ -113,14 +114,15 @@ final class Files {
         var leafHashes: [[UInt8]] = []
         var buffer = [UInt8](repeating: 0, count: FileOffer.chunkSize)
         for index in 0..<FileOffer.chunks(size: size) {
-            let length = Int(min(UInt64(FileOffer.chunkSize), size - index * UInt64(FileOffer.chunkSize)))
+            let length = FileOffer.plainLength(of: index, size: size)
             try readFully(fd, into: &buffer, length, at: off_t(index) * off_t(FileOffer.chunkSize), path: path)
             let sealed = buffer.withUnsafeBytes { b in
                 plain.update(UnsafeRawBufferPointer(rebasing: b[0..<length]))
                 return key.seal(chunk: UnsafeRawBufferPointer(rebasing: b[0..<length]), index: index)
             }
             leafHashes.append(FileTree.leaf(index: index, sealed: sealed))
-            try writeFully(out, sealed, at: off_t(index) * off_t(FileOffer.chunkSize + FileKey.tagByteCount), path: staging)
+            // In index order, so each lands at its `FileOffer.sealedOffset`.
+            do { try Syscall.writeAll(out, sealed) } catch { throw NodeError.fileNotSaved(path: staging, reason: "\(error)") }
         }
         guard let root = FileTree.root(leafHashes) else { throw NodeError.fileEmpty(path: path) }
         let name = name ?? String(path.split(separator: "/").last ?? "file")
@@ -166,16 +168,6 @@ final class Files {
             if n < 0, errno == EINTR { continue }
             guard n > 0 else { throw NodeError.fileUnreadable(path: path, reason: n == 0 ? "it got shorter while being read" : String(cString: strerror(errno))) }
             got += n
-        }
-    }
-
-    static func writeFully(_ fd: Int32, _ bytes: [UInt8], at offset: off_t, path: String) throws {
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, $0.count - done, offset + off_t(done)) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { throw NodeError.fileNotSaved(path: path, reason: String(cString: strerror(errno))) }
-            done += n
         }
     }
 
