@@ -43,7 +43,7 @@ let package = Package(
         // Text from the network made inert for screens and logs (`PeerText`,
         // `TerminalText`); depends on nothing.
         .target(name: "NetworkText"),
-        .target(name: "Gossip", dependencies: ["Crypto"]),
+        .target(name: "Gossip", dependencies: ["Crypto", "ChatText"]),
         // splitmix64, seeded: for simulations, tests and fuzzing; depends on nothing.
         .target(name: "Seeded"),
         // The node's pure parts (summaries of what peers declared, claims about our history): no I/O.
