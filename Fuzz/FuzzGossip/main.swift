@@ -97,7 +97,7 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                     _ = files.received(root, index: index, from: peer, valid: valid, links: links, now: now)
                 case let .none(root, chunks):
                     _ = files.lacking(root, chunks: chunks, from: peer, links: links, now: now)
-                case let .want(root, _, _):
+                case let .want(root, _, _, _):
                     for case let .want(_, _, asked) in files.tick(links: links, now: now) {
                         invariant(asked.count <= FileFetch.perLink, "more chunks asked of one link than perLink")
                     }

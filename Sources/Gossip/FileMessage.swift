@@ -7,8 +7,12 @@ import Crypto
 /// offer's key, so a relay or a peer that is no member serves ciphertext.
 public enum FileMessage: Equatable, Sendable {
     /// "Send me these chunks (indices, strictly ascending) of the file `root`,
-    /// of `size` bytes" (the size lets a relay that holds nothing of it yet fetch it).
-    case want(root: [UInt8], size: UInt64, chunks: [UInt64])
+    /// of `size` bytes" (the size lets a relay that holds nothing of it yet
+    /// fetch it). `offer`: the envelope that offered the file (type 16, link
+    /// version 8 on), so that a relay, which cannot read the offer, erases
+    /// the file's chunks when a tombstone erases that envelope; nil (type 13)
+    /// where the asker does not know it or the link is older.
+    case want(root: [UInt8], size: UInt64, chunks: [UInt64], offer: Dependency? = nil)
     /// Chunk `index` of `root`, sealed, and the hashes beside its path in the tree.
     case chunk(root: [UInt8], index: UInt64, proof: [[UInt8]], sealed: [UInt8])
     /// "I do not hold these chunks (strictly ascending) of `root`."
@@ -21,15 +25,19 @@ public enum FileMessage: Equatable, Sendable {
 
     public var root: [UInt8] {
         switch self {
-        case let .want(root, _, _), let .chunk(root, _, _, _), let .none(root, _): root
+        case let .want(root, _, _, _), let .chunk(root, _, _, _), let .none(root, _): root
         }
     }
 
     func write(to w: inout ByteWriter) {
         switch self {
-        case let .want(root, size, chunks):
+        case let .want(root, size, chunks, offer):
             w.raw(root)
             Varint.write(size, to: &w)
+            if let offer {
+                w.raw(offer.author.bytes)
+                Varint.write(offer.sequence, to: &w)
+            }
             Self.writeIndices(chunks, to: &w)
         case let .none(root, chunks):
             w.raw(root)
@@ -64,10 +72,20 @@ public enum FileMessage: Equatable, Sendable {
             }
             return .chunk(root: root, index: index, proof: proof, sealed: Array(try r.take(Int(length), "chunk")))
         default:
+            let isWant = tag == .fileWant || tag == .fileWantOffered
             var size: UInt64 = 0
-            if tag == .fileWant {
+            var offer: Dependency?
+            if isWant {
                 size = try Varint.read(&r, "file size")
                 guard size >= 1, size <= FileOffer.maximumSize else { throw .malformed("a file size of \(size) (1…\(FileOffer.maximumSize))") }
+            }
+            if tag == .fileWantOffered {
+                let author = try GossipMessage.key(try r.take(32, "offer author"))
+                let sequence = try Varint.read(&r, "offer sequence")
+                guard sequence >= 1, sequence <= Envelope.maximumSequence else {
+                    throw .malformed("an offer sequence of \(sequence) (1…\(Envelope.maximumSequence))")
+                }
+                offer = Dependency(author: author, sequence: sequence)
             }
             let count = try Varint.read(&r, "chunk count")
             guard count >= 1, count <= UInt64(maximumIndices) else { throw .malformed("\(count) chunk indices (1…\(maximumIndices))") }
@@ -77,9 +95,9 @@ public enum FileMessage: Equatable, Sendable {
                 if let last = chunks.last, index <= last { throw .malformed("chunk indices not strictly ascending") }
                 chunks.append(index)
             }
-            if tag == .fileWant {
+            if isWant {
                 guard let last = chunks.last, last < FileOffer.chunks(size: size) else { throw .malformed("a chunk past the file's end") }
-                return .want(root: root, size: size, chunks: chunks)
+                return .want(root: root, size: size, chunks: chunks, offer: offer)
             }
             return .none(root: root, chunks: chunks)
         }

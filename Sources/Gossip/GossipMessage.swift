@@ -75,7 +75,7 @@ public enum GossipMessage: Equatable, Sendable {
     enum Tag: UInt8 {
         case fullClock = 1, deltaClock = 2, envelopes = 3, request = 4, clockSince = 5, fullClockWanted = 6, stored = 7
         case overlay = 8, ihave = 9, prune = 10, graft = 11, typing = 12
-        case fileWant = 13, fileChunk = 14, fileNone = 15
+        case fileWant = 13, fileChunk = 14, fileNone = 15, fileWantOffered = 16
     }
 
     private static func writeEntries(_ entries: [Dependency], to w: inout ByteWriter) {
@@ -152,7 +152,7 @@ public enum GossipMessage: Equatable, Sendable {
             notice.write(&w)
         case let .file(message):
             switch message {
-            case .want: w.u8(Tag.fileWant.rawValue)
+            case let .want(_, _, _, offer): w.u8(offer == nil ? Tag.fileWant.rawValue : Tag.fileWantOffered.rawValue)
             case .chunk: w.u8(Tag.fileChunk.rawValue)
             case .none: w.u8(Tag.fileNone.rawValue)
             }
@@ -206,7 +206,7 @@ public enum GossipMessage: Equatable, Sendable {
             message = .graft(try readAuthors(&r))
         case .typing:
             message = .typing(try TypingNotice.read(&r))
-        case .fileWant, .fileChunk, .fileNone:
+        case .fileWant, .fileChunk, .fileNone, .fileWantOffered:
             message = .file(try FileMessage.read(&r, tag: tag))
         case .envelopes:
             let count = try Varint.read(&r, "count")

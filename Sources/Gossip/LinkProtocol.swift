@@ -25,11 +25,14 @@ public enum LinkProtocol: Int, Sendable, CaseIterable, Comparable, CustomStringC
     case v6 = 6
     /// As version 6, and files' chunks (types 13–15) travel on it.
     case v7 = 7
+    /// As version 7, and an ask for chunks may name the envelope that
+    /// offered the file (type 16), so a relay erases the file with it.
+    case v8 = 8
 
     public static func < (a: LinkProtocol, b: LinkProtocol) -> Bool { a.rawValue < b.rawValue }
 
     /// The newest version this build speaks.
-    public static let newest = LinkProtocol.v7
+    public static let newest = LinkProtocol.v8
 
     /// The WebSocket subprotocol that names it: `peernode.N`.
     public var subprotocol: String { "peernode.\(rawValue)" }
@@ -62,6 +65,9 @@ public enum LinkProtocol: Int, Sendable, CaseIterable, Comparable, CustomStringC
 
     /// Whether files' chunks may be asked for and sent on a link of this version.
     public var speaksFiles: Bool { self >= .v7 }
+
+    /// Whether an ask for chunks may name the offer's envelope (type 16) on a link of this version.
+    public var namesFileOffers: Bool { self >= .v8 }
 
     public var description: String { "\(rawValue)" }
 }

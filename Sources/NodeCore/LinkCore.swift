@@ -297,7 +297,8 @@ public struct LinkCore {
             count(.typingReceived)
             out.append(.typing(notice, from: id))
         case let .file(message):
-            guard links[id]?.version.speaksFiles == true, let remote = table.links[id]?.remote else { return count(.fileMessageDropped) }
+            guard let version = links[id]?.version, version.speaksFiles, let remote = table.links[id]?.remote else { return count(.fileMessageDropped) }
+            if case .want(_, _, _, .some) = message, !version.namesFileOffers { return count(.fileMessageDropped) }
             if case .chunk = message { count(.fileChunksReceived) }
             out.append(.file(message, from: id, peer: remote))
         case let .stored(entries):
@@ -357,7 +358,7 @@ public struct LinkCore {
         case let .prune(authors): count(.pruneSent, by: authors.count)
         case let .graft(authors): count(.graftSent, by: authors.count)
         case .typing: count(.typingSent)
-        case let .file(.want(_, _, chunks)): count(.fileChunksWanted, by: chunks.count)
+        case let .file(.want(_, _, chunks, _)): count(.fileChunksWanted, by: chunks.count)
         case .file(.chunk): count(.fileChunksSent)
         case .file(.none): break
         case let .request(ranges): count(.envelopesRequested, by: ranges.reduce(0) { $0 + Int(clamping: $1.count) })

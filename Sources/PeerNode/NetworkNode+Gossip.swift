@@ -186,7 +186,10 @@ extension NetworkNode {
             storedThisTurn = true
             if !forwardedAhead { core.stages.record(.forward, delivering - forwarding) }
         }
-        takeRevocationsStored(inserted.values.flatMap { $0.map(\.envelope) })
+        let stored = inserted.values.flatMap { $0.map(\.envelope) }
+        takeRevocationsStored(stored)
+        // A tombstone's erase list is in clear: the files it takes back go here too where the offer cannot be read.
+        node.files.erase(takenBackBy: stored)
         // A revoked device's genuine envelope refused as not linking (a fork of the thief's held below it) may be proven now.
         for author in brokenAuthors where node.devices.revokedHeads[author] != nil { node.devices.promoteNamedChain(author) }
         showDeliveries()
@@ -361,9 +364,11 @@ extension NetworkNode {
     func assignFiles(_ actions: [FileFetch.Action]) {
         for case let .want(id, root, chunks) in actions {
             guard let size = node.files.size(of: root) else { continue }
+            // The offer is named where the link reads it (version 8 on), for a relay to erase the file with it.
+            let offer = core.version(of: id)?.namesFileOffers == true ? node.files.offer(of: root) : nil
             for part in stride(from: 0, to: chunks.count, by: FileMessage.maximumIndices) {
                 let some = Array(chunks[part..<min(chunks.count, part + FileMessage.maximumIndices)])
-                feed(.send(id, .file(.want(root: root, size: size, chunks: some))))
+                feed(.send(id, .file(.want(root: root, size: size, chunks: some, offer: offer))))
             }
         }
     }
@@ -372,9 +377,11 @@ extension NetworkNode {
     func fileArrived(_ message: FileMessage, from id: LinkID, peer: PublicKey) {
         let now = monotonic()
         switch message {
-        case let .want(root, size, chunks):
+        case let .want(root, size, chunks, offer):
             // A relay fetches what it is asked for and does not hold, to serve it (within `--max-files`).
-            if relay, node.files.relay(root, size: size, now: Node.now(), clock: now) { assignFiles(node.files.fetch.assign(links: fileLinks, now: now)) }
+            if relay, node.files.relay(root, size: size, offer: offer, now: Node.now(), clock: now) {
+                assignFiles(node.files.fetch.assign(links: fileLinks, now: now))
+            }
             guard var link = links[id] else { return }
             let room = Files.maximumQueuedWants - link.fileWants.reduce(0) { $0 + $1.chunks.count }
             guard room >= chunks.count else { return count(.fileMessageDropped) }

@@ -54,6 +54,15 @@ extension Store {
             heldCount += 1
         }
 
+        /// The same row, naming the envelope that offered its file.
+        public func offered(by author: PublicKey, sequence: UInt64) -> FileRow {
+            var row = FileRow(root: root, size: size, origin: origin, author: author, sequence: sequence, added: added)
+            row.held = held
+            row.heldCount = heldCount
+            row.folder = folder
+            return row
+        }
+
         /// Bytes of sealed chunk `index` (its plaintext and the tag).
         public func sealedLength(of index: UInt64) -> Int {
             FileOffer.plainLength(of: index, size: size) + FileKey.tagByteCount

@@ -110,7 +110,18 @@ struct FileFormatTests {
         #expect(refused(.chunk(root: root, index: 0, proof: proof + [proof[0]], sealed: [UInt8](repeating: 5, count: 17))))
         #expect(refused(.chunk(root: root, index: 0, proof: [], sealed: [UInt8](repeating: 5, count: 16))))
         #expect(refused(.chunk(root: root, index: 0, proof: [], sealed: [UInt8](repeating: 5, count: FileMessage.maximumSealed + 1))))
+        // An ask naming its offer (type 16): the offer's author and sequence after the size.
+        let author = try PublicKey(bytes: [UInt8](repeating: 3, count: 32))
+        let named = FileMessage.want(root: root, size: 200_000, chunks: [1], offer: Dependency(author: author, sequence: 300))
+        #expect(GossipMessage.file(named).encoded == [0x10] + root + [0xC0, 0x9A, 0x0C] + author.bytes + [0xAC, 0x02, 1, 1])
+        #expect(try GossipMessage.decode(GossipMessage.file(named).encoded) == .file(named))
+        let last = FileMessage.want(root: root, size: 1, chunks: [0], offer: Dependency(author: author, sequence: Envelope.maximumSequence))
+        #expect(try GossipMessage.decode(GossipMessage.file(last).encoded) == .file(last))
+        #expect(refused(.want(root: root, size: 1, chunks: [0], offer: Dependency(author: author, sequence: Envelope.maximumSequence + 1))))
+        #expect(refused(.want(root: root, size: 1, chunks: [0], offer: Dependency(author: author, sequence: 0))))
         // Cut short anywhere: refused, never a trap.
+        let offered = GossipMessage.file(named).encoded
+        for cut in 1..<offered.count { #expect((try? GossipMessage.decode(Array(offered.prefix(cut)))) == nil) }
         let whole = GossipMessage.file(.chunk(root: root, index: 3, proof: [proof[0]], sealed: [UInt8](repeating: 5, count: 40))).encoded
         for cut in 1..<whole.count { #expect((try? GossipMessage.decode(Array(whole.prefix(cut)))) == nil) }
     }

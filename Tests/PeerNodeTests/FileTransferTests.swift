@@ -200,6 +200,7 @@ struct RelayFileTests {
         let expected = Hex.encode(BLAKE2b.hash((0..<20_000).flatMap { _ in marker }))
         a.send("/query carol")
         a.send("/send \(path)")
+        let own = try #require(await a.wait(timeout: 60) { $0["type"] == "file" })
         let offer = try #require(await c.wait(timeout: 60) { $0["type"] == "file" && $0["kind"] == "dm" })
         c.send("/query alice")
         let done = await files.get(c, try #require(offer["n"]), into: into.path, timeout: 90)
@@ -211,6 +212,11 @@ struct RelayFileTests {
             guard let bytes = FileManager.default.contents(atPath: dirs[0].path + "/" + name).map({ [UInt8]($0) }) else { continue }
             #expect(!contains(bytes, Array("MARKER-PLAINTEXT".utf8)) && !contains(bytes, Array("secret-plans".utf8)), "\(name) holds plaintext")
         }
+        // Alice takes the file back: the relay, which cannot read the offer, erases the file it held with it (its
+        // asks named the offer), as carol does.
+        a.send("/delete \(try #require(own["n"]))")
+        let relayFiles = { (try? FileManager.default.contentsOfDirectory(atPath: dirs[0].path + "/files")) ?? [] }
+        #expect(await eventually(30) { relayFiles().isEmpty && files.chunkFiles(c).isEmpty }, "relay: \(relayFiles()) carol: \(files.chunkFiles(c))")
         for node in [a, c] { await node.quit() }
         _ = await relay.terminate()
     }

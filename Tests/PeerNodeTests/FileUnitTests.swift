@@ -125,6 +125,39 @@ struct RelayQuotaTests {
         #expect(!files.relay([UInt8](repeating: 9, count: 32), size: 300_001, now: 4), "over the quota: never fetched")
     }
 
+    @Test("a relay binds a file it keeps to the offer an ask names, once it holds that envelope (the first named wins); the tombstone erasing that envelope, stored where it cannot be read, erases the file; an ask naming an erased offer starts nothing")
+    func erasedWithItsOffer() throws {
+        let dir = TemporaryDirectory(), work = TemporaryDirectory()
+        let node = try life.node(dir)
+        let files = node.files
+        files.maximumHeld = 1_000_000
+        let bob = try SigningKey.generate()
+        let file = try sealedFile(work, "four.bin", size: 130_000)
+        let steps = try life.chain(bob, on: node, [(.file, file.offer.encoded, []), (.text, life.text("hi"), []), (.tombstone, [], [1])])
+        let offer = Dependency(author: bob.publicKey, sequence: 1), other = Dependency(author: bob.publicKey, sequence: 2)
+        // Asked before the offer is here: kept unbound (a later ask binds it).
+        #expect(files.relay(file.offer.root, size: file.offer.size, offer: offer, now: 1))
+        #expect(files.offer(of: file.offer.root) == nil)
+        _ = try node.store.insert(Array(steps[0..<2]), receivedAt: 1)
+        #expect(!files.relay(file.offer.root, size: file.offer.size, offer: offer, now: 2), "already fetched: no second fetch")
+        #expect(files.offer(of: file.offer.root) == offer, "bound once the envelope is held")
+        _ = files.relay(file.offer.root, size: file.offer.size, offer: other, now: 3)
+        #expect(files.offer(of: file.offer.root) == offer, "the first binding stays")
+        serve(file, to: files)
+        #expect(files.holdsWhole(file.offer.root) && FileManager.default.fileExists(atPath: node.store.chunkPath(file.offer.root)))
+        #expect(node.open(steps[0]) == nil, "this node cannot read the offer, as a relay cannot")
+
+        // A tombstone of something else erases nothing.
+        files.erase(takenBackBy: [steps[1]])
+        #expect(files.holdsWhole(file.offer.root))
+        _ = try node.store.insert([steps[2]], receivedAt: 2)
+        files.erase(takenBackBy: [steps[2]])
+        #expect(!files.holdsWhole(file.offer.root) && !FileManager.default.fileExists(atPath: node.store.chunkPath(file.offer.root)))
+        #expect(try node.store.files().isEmpty)
+        #expect(!files.relay(file.offer.root, size: file.offer.size, offer: offer, now: 4), "an ask naming the erased offer starts nothing")
+        #expect(files.fetch.roots.isEmpty)
+    }
+
     @Test("a chunk not asked of the peer that sends it is not looked at (no hashing, no write); once asked, it is")
     func unasked() throws {
         let dir = TemporaryDirectory(), work = TemporaryDirectory()

@@ -12,7 +12,11 @@ ctypes), as outside_peer.py does the rest of the document:
   serve:   we offer a file; the node's /get asks us for it and gets it,
            whole and checked; a second file served with a bad chunk is
            caught (file_bad_chunk) and we are asked nothing more for it;
-  older:   a file message on a version-6 link is dropped and counted
+  named:   on a version-8 link the node's ask names the offer (type 16:
+           its author and sequence); once a tombstone erases the offer,
+           the node answers none for the file (its chunks are gone);
+  older:   a file message on a version-6 link, and an ask naming its
+           offer (type 16) on a version-7 link, are dropped and counted
            (file_message_dropped), the link kept.
 Prints "ok NAME" per check and "ALL OK" at the end; exits 1 otherwise.
 usage: outside_files.py PEERNODE
@@ -115,8 +119,11 @@ def chunk_message(root, index, hashes, sealed):
 
 
 def read_want(message):
-    """A want (13): root, the file's size, the indices."""
+    """A want (13, or 16 naming its offer): root, the file's size, the indices."""
     size, at = read_varint(message, 33)
+    if message[0] == 16:
+        at += 32
+        _, at = read_varint(message, at)
     count, at = read_varint(message, at)
     out = []
     for _ in range(count):
@@ -248,6 +255,54 @@ async def serve(node, work):
     await link.close()
 
 
+def read_offer_named(message):
+    """A want naming its offer (16): the offer's author and sequence."""
+    _, at = read_varint(message, 33)
+    sequence, _ = read_varint(message, at + 32)
+    return message[at:at + 32], sequence
+
+
+async def named(node, work):
+    me, link = await linked(node, versions=(8, 7, 6, 5, 4, 3, 2, 1))
+    check("link version 8 agreed", link.version == 8, link.version)
+    data = os.urandom(70_000)
+    key, sealed, tree = seal_file(data)
+    root = tree[-1][0]
+    envelope, _ = make_envelope(me, 17, make_offer(len(data), root, blake2b256(data), key, b"named.bin"))
+    offer_sequence = me.sequence
+    await link.send(envelopes_message([envelope]))
+    shown = await node.wait(lambda e: e["type"] == "file" and e.get("name") == "named.bin", 20)
+    if not shown:
+        check("the node shows our third offer", False, "not shown")
+        return
+    node.send(f"/get {shown['n']} {tempfile.mkdtemp(dir=work)}")
+    asked = set()
+    first = None
+    while len(asked) < len(sealed):
+        message = await link.until(lambda m: m if m[0] in (13, 16) and m[1:33] == root else None, 20)
+        if message is None:
+            break
+        first = first or message
+        for i in read_want(message)[2]:
+            asked.add(i)
+            await link.send(chunk_message(root, i, proof(i, tree), sealed[i]))
+    check("on a version-8 link the node's ask is type 16 and names the offer's author and sequence",
+          first is not None and first[0] == 16 and read_offer_named(first) == (me.public, offer_sequence), first and first[:80].hex())
+    done = await node.wait(lambda e: e["type"] in ("file_done", "file_failed") and e.get("root") == root.hex(), 30)
+    check("the file fetched by type-16 asks arrives whole", done is not None and done["type"] == "file_done", done)
+    await link.send(want(root, len(data), [0]))
+    served = await link.until(lambda m: m if m[0] in (14, 15) and m[1:33] == root else None, 10)
+    check("the node serves the file it fetched", served is not None and served[0] == 14, served and served[:1].hex())
+    tombstone, _ = make_envelope(me, 8, b"", erase=(offer_sequence,))
+    await link.send(envelopes_message([tombstone]))
+    await node.wait(lambda e: e["type"] == "delete", 20)
+    await link.send(want(root, len(data), [0]))
+    answer = await link.until(lambda m: m if m[0] in (14, 15) and m[1:33] == root else None, 10)
+    check("once a tombstone erases the offer, the node answers none for its file", answer is not None and answer[0] == 15,
+          answer and answer[:1].hex())
+    await link.close()
+
+
 async def older(node):
     me, link = await linked(node, versions=(6, 5, 4, 3, 2, 1))
     check("a version-6 link is agreed when we offer 6 at most", link.version == 6, link.version)
@@ -256,6 +311,16 @@ async def older(node):
     kept = await link.barrier()
     after = int((await node.stats()).get("file_message_dropped", 0))
     check("a file message on a version-6 link is dropped and counted, the link kept", kept and after == before + 1, (kept, before, after))
+    await link.close()
+    me, link = await linked(node, versions=(7, 6, 5, 4, 3, 2, 1))
+    check("a version-7 link is agreed when we offer 7 at most", link.version == 7, link.version)
+    before = int((await node.stats()).get("file_message_dropped", 0))
+    root = os.urandom(32)
+    await link.send(b"\x10" + root + varint(1000) + me.public + varint(1) + varint(1) + varint(0))
+    kept = await link.barrier()
+    after = int((await node.stats()).get("file_message_dropped", 0))
+    check("an ask naming its offer (type 16) on a version-7 link is dropped and counted, the link kept",
+          kept and after == before + 1, (kept, before, after))
     await link.close()
 
 
@@ -266,6 +331,7 @@ async def main():
     try:
         await fetch(node, work)
         await serve(node, work)
+        await named(node, work)
         await older(node)
     finally:
         status = await node.stop()

@@ -44,6 +44,16 @@ struct FileRepository {
         try storeCall("reading the files of an offer") { try store.files(offeredBy: author, sequence: sequence) }
     }
 
+    /// Whether a tombstone held here erased the envelope at `offer`.
+    func isErased(_ offer: Dependency) throws(RepositoryError) -> Bool {
+        try storeCall("reading an erasure") { try store.erasedBy(offer.author, offer.sequence) != nil }
+    }
+
+    /// Whether an envelope is held at `offer` (read or not).
+    func holdsEnvelope(_ offer: Dependency) throws(RepositoryError) -> Bool {
+        try storeCall("reading a file's offer") { try store.envelope(by: offer.author, sequence: offer.sequence) != nil }
+    }
+
     func erase(_ root: [UInt8]) throws(RepositoryError) {
         try storeCall("erasing a file's chunks") { try store.eraseFile(root) }
     }

@@ -302,6 +302,17 @@ extension Files {
         for root in roots { erase(root) }
     }
 
+    /// Envelopes just stored: the files offered by what a tombstone among
+    /// them erases leave the disk, here too where the offer cannot be read
+    /// (a relay holds such a file bound to its offer by the asks that named
+    /// it, `relay`). As the store honours the tombstone: not a revoked
+    /// device's past its limit.
+    func erase(takenBackBy stored: [Envelope]) {
+        for e in stored where !e.erases.isEmpty && repository.store.honoursErasures?(e) != false {
+            for sequence in e.erases { erase(offeredBy: e.author, sequence: sequence) }
+        }
+    }
+
     func erase(_ root: [UInt8]) {
         fetch.cancel(root)
         wanted[root] = nil
@@ -345,10 +356,21 @@ extension Files {
     /// free. Nothing is evicted yet: a file makes room only once a chunk of
     /// it has come and verified (`makeRoom`), so asks for roots nobody holds
     /// cannot flush the files a relay keeps. True when a fetch started.
-    func relay(_ root: [UInt8], size: UInt64, now: UInt64, clock: Double = 0) -> Bool {
+    ///
+    /// `offer`, the envelope the asker says offered the file: an ask naming
+    /// one that a tombstone held here erased starts nothing (the file was
+    /// taken back), and a file kept to serve is bound to the first one
+    /// named that this relay holds (`bind`), so that the tombstone erasing
+    /// it, which a relay reads the erase list of, erases the file too.
+    func relay(_ root: [UInt8], size: UInt64, offer: Dependency? = nil, now: UInt64, clock: Double = 0) -> Bool {
+        if let offer {
+            guard !erased(offer) else { return false }
+            bind(root, to: offer)
+        }
         guard let quota = maximumHeld, size <= quota, !fetch.fetches(root), fetch.roots.count < FileFetch.maximumTransfers else { return false }
         guard let all = failures.read({ () throws(RepositoryError) in try repository.files() }), !all.contains(where: { $0.root == root }) else { return false }
-        let row = Store.FileRow(root: root, size: size, origin: .relayed, author: nil, sequence: nil, added: now)
+        var row = Store.FileRow(root: root, size: size, origin: .relayed, author: nil, sequence: nil, added: now)
+        if let offer, holdsEnvelope(offer) { row = row.offered(by: offer.author, sequence: offer.sequence) }
         guard failures.read({ () throws(RepositoryError) -> Bool in
             try repository.save(row)
             try repository.createChunkFile(root)
@@ -358,6 +380,35 @@ extension Files {
         leaves[root] = [:]
         fetch.start(root, chunks: row.chunks, held: { _ in false }, now: clock)
         return true
+    }
+
+    /// Whether a tombstone held here erased the envelope `offer` names
+    /// (a store that cannot say: yes, the side that keeps nothing taken back).
+    func erased(_ offer: Dependency) -> Bool {
+        failures.read { () throws(RepositoryError) in try repository.isErased(offer) } ?? true
+    }
+
+    /// Whether an envelope is held at `offer` (a relay holds the offer sealed: it cannot read it).
+    private func holdsEnvelope(_ offer: Dependency) -> Bool {
+        failures.read { () throws(RepositoryError) in try repository.holdsEnvelope(offer) } ?? false
+    }
+
+    /// Binds a relayed file that names no offer yet to `offer`, when an
+    /// envelope is held there: the first such ask wins. (Someone who names
+    /// another envelope first holds the file, and could as well keep it and
+    /// offer it again: a relay's erasure cannot be surer than its members.)
+    private func bind(_ root: [UInt8], to offer: Dependency) {
+        guard let row = rows[root] ?? failures.read({ () throws(RepositoryError) in try repository.file(root) }) ?? nil,
+              row.origin == .relayed, row.author == nil, holdsEnvelope(offer) else { return }
+        let bound = row.offered(by: offer.author, sequence: offer.sequence)
+        guard failures.read({ () throws(RepositoryError) in try repository.save(bound) }) != nil else { return }
+        if rows[root] != nil { rows[root] = bound }
+    }
+
+    /// The envelope a file being fetched was offered by, where known (named in its asks on links of version 8 on).
+    func offer(of root: [UInt8]) -> Dependency? {
+        guard let row = rows[root], let author = row.author, let sequence = row.sequence else { return nil }
+        return Dependency(author: author, sequence: sequence)
     }
 
     /// A relayed file's first chunk verified: the oldest files fetched to

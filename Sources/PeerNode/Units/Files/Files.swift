@@ -173,10 +173,8 @@ final class Files {
 
     /// The offer was posted as `e`: a delete of it erases the chunks.
     func offered(_ offer: FileOffer, as e: Envelope) throws {
-        guard var row = try repository.file(offer.root) else { return }
-        row = Store.FileRow(root: row.root, size: row.size, origin: row.origin, author: e.author, sequence: e.sequence, added: row.added)
-        for index in 0..<row.chunks { row.mark(index) }
-        try repository.save(row)
+        guard let row = try repository.file(offer.root) else { return }
+        try repository.save(row.offered(by: e.author, sequence: e.sequence))
     }
 
     /// A media type from a name's extension, for the page (pictures shown inline).
