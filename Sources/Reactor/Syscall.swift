@@ -61,6 +61,20 @@ public enum Syscall {
         try writeAll(fd, bytes[...])
     }
 
+    /// Writes all of `bytes` at `offset` of a file (pwrite(2)): EINTR is
+    /// retried, a short write continues where it stopped.
+    public static func writeAll(_ fd: Int32, _ bytes: [UInt8], at offset: off_t) throws(SystemError) {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, $0.count - done, offset + off_t(done)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw SystemError(call: "pwrite", errno: errno)
+            }
+            done += n
+        }
+    }
+
     public static func setNonBlocking(_ fd: Int32) throws(SystemError) {
         let flags = try check("fcntl(F_GETFL)") { fcntl(fd, F_GETFL) }
         _ = try check("fcntl(F_SETFL)") { fcntl(fd, F_SETFL, flags | O_NONBLOCK) }

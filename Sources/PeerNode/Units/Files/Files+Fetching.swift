@@ -30,6 +30,8 @@ extension Files {
         let folder: String
         let number: Int
         let place: String
+        /// What opened the chunks as they came, if anything did.
+        var opener: FileOpener?
     }
 
     /// `/get`: fetches `offer` (the envelope `e`, message `number` in
@@ -46,8 +48,11 @@ extension Files {
         row.folder = folder
         try repository.save(row)
         try repository.createChunkFile(offer.root)
+        // A second /get of a file under way: the first one's temporary file goes before the next is made.
+        wanted[offer.root]?.opener?.abandon()
         wanted[offer.root] = Wanted(offer: offer, folder: folder, number: number, place: place)
         if row.complete { return finish(offer.root).map { [$0] } ?? [] }
+        wanted[offer.root]?.opener = FileOpener(offer: offer, folder: folder)
         // Leaves of chunks held from an earlier run, read back.
         var known: [UInt64: [UInt8]] = leaves[offer.root] ?? [:]
         for index in 0..<row.chunks where row.holds(index) && known[index] == nil {
@@ -96,6 +101,8 @@ extension Files {
         let sealed: [UInt8]
         let peer: PublicKey
         let row: Store.FileRow
+        /// Where the chunk is opened once written, when a `/get` wants the file.
+        let opener: FileOpener?
 
         /// The leaf when the chunk verified and was written; `valid` false
         /// when it did not verify (the peer's fault); `written` false when
@@ -109,6 +116,7 @@ extension Files {
             do { try store.writeChunk(sealed, index: index, of: row) } catch {
                 return ChunkOutcome(root: root, index: index, peer: peer, leaf: nil, valid: true, failure: error)
             }
+            opener?.take(sealed, index: index)
             return ChunkOutcome(root: root, index: index, peer: peer, leaf: leaf, valid: true, failure: nil)
         }
     }
@@ -128,7 +136,7 @@ extension Files {
         // Only what was asked of this peer is looked at: a chunk nobody asked for costs no hashing and no write.
         guard fetch.fetches(root), let row = rows[root], fetch.asked(root, index: index, of: peer) else { return .ignored }
         if row.holds(index) { return .duplicate(fetch.received(root, index: index, from: peer, valid: true, links: links, now: now)) }
-        return .check(ChunkCheck(root: root, index: index, proof: proof, sealed: sealed, peer: peer, row: row))
+        return .check(ChunkCheck(root: root, index: index, proof: proof, sealed: sealed, peer: peer, row: row, opener: wanted[root]?.opener))
     }
 
     /// A chunk checked (and written) off the loop, taken in: the asks it
@@ -200,8 +208,9 @@ extension Files {
                 try repository.saveLeaves(ordered, of: root)
             }
             guard let w else { return nil }
-            return .opening(Opening(row: row, offer: w.offer, folder: w.folder, number: w.number, place: w.place))
+            return .opening(Opening(row: row, offer: w.offer, folder: w.folder, number: w.number, place: w.place, opener: w.opener))
         } catch {
+            w?.opener?.abandon()
             failures.heard(error)
             guard let w else {
                 failures.failed("keeping a file fetched to serve", error)
@@ -215,7 +224,7 @@ extension Files {
     /// only its chunk file (`Store.readChunk`, no database), so it runs off the loop.
     static func save(_ o: Opening, store: Store) -> Progress {
         do {
-            let (path, hash) = try openChunks(o.row, offer: o.offer, into: o.folder, store: store)
+            let (path, hash) = try o.opener?.finish(o.row, store: store) ?? openChunks(o.row, offer: o.offer, into: o.folder, store: store)
             return .done(number: o.number, place: o.place, root: o.offer.root, path: path, hash: hash)
         } catch {
             return .failed(number: o.number, place: o.place, root: o.offer.root, reason: "\(error)")
@@ -226,7 +235,7 @@ extension Files {
     /// in `folder`, checks the whole against the offer's hash, and gives it its name.
     private static func openChunks(_ row: Store.FileRow, offer: FileOffer, into folder: String, store: Store) throws -> (String, [UInt8]) {
         guard let key = FileKey(exactly: offer.key) else { throw NodeError.fileNotSaved(path: folder, reason: "the offer's key is not a key") }
-        let temporary = folder + "/.peernode-" + Hex.encode(offer.root.prefix(8)) + ".part"
+        let temporary = FileOpener.temporaryPath(offer, in: folder)
         let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o666)
         guard fd >= 0 else { throw NodeError.fileNotSaved(path: folder, reason: String(cString: strerror(errno))) }
         var closed = false
@@ -315,6 +324,7 @@ extension Files {
 
     func erase(_ root: [UInt8]) {
         fetch.cancel(root)
+        wanted[root]?.opener?.abandon()
         wanted[root] = nil
         rows[root] = nil
         leaves[root] = nil

@@ -44,6 +44,8 @@ final class Files {
         var sinceMapWrite = 0
         /// Said to be waiting for someone who holds it (`Files.waiting`), since the last chunk.
         var toldWaiting = false
+        /// Opens the file into its folder as chunks come (nil: opened after, `Files.save`).
+        var opener: FileOpener?
     }
 
     let repository: FileRepository

@@ -1,0 +1,77 @@
+import Crypto
+import Foundation
+import Gossip
+@testable import PeerNode
+@testable import Store
+import TestSupport
+import Testing
+
+/// A file opened into its folder as its chunks come (`FileOpener`).
+@Suite("Files opened as their chunks come")
+struct FileOpenerTests {
+    let quota = RelayQuotaTests()
+
+    /// The file's plaintext, its offer and sealed chunks, and a row holding every chunk.
+    func file(_ work: TemporaryDirectory, chunks: Int) throws -> (plain: [UInt8], offer: FileOffer, sealed: [[UInt8]], row: Store.FileRow) {
+        let size = chunks * FileOffer.chunkSize - 1_000
+        let made = try quota.sealedFile(work, "opened.bin", size: size)
+        var row = Store.FileRow(root: made.offer.root, size: made.offer.size, origin: .fetched, author: nil, sequence: nil, added: 1)
+        for index in 0..<row.chunks { row.mark(index) }
+        let plain = [UInt8](try #require(FileManager.default.contents(atPath: work.path + "/opened.bin")))
+        return (plain, made.offer, made.chunks, row)
+    }
+
+    func names(_ dir: TemporaryDirectory) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).sorted()
+    }
+
+    @Test("chunks in order, and in reverse past the early buffer (the hash then read back): the file named is the plaintext, its hash the offer's, no temporary file left")
+    func orders() throws {
+        let work = TemporaryDirectory(), dir = TemporaryDirectory()
+        let node = try quota.life.node(dir)
+        let f = try file(work, chunks: FileOpener.earlyChunks + 6)
+        for (order, name) in [(Array(f.sealed.indices), "in order"), (Array(f.sealed.indices.reversed()), "reversed")] {
+            let into = TemporaryDirectory()
+            let opener = try #require(FileOpener(offer: f.offer, folder: into.path))
+            #expect(names(into) == [".peernode-" + Hex.encode(f.offer.root.prefix(8)) + ".part"])
+            for index in order { opener.take(f.sealed[index], index: UInt64(index)) }
+            let (path, hash) = try opener.finish(f.row, store: node.store)
+            #expect(path == into.path + "/opened.bin" && hash == f.offer.plainHash, "\(name)")
+            #expect([UInt8](try #require(FileManager.default.contents(atPath: path))) == f.plain, "\(name)")
+            #expect(names(into) == ["opened.bin"], "\(name)")
+        }
+    }
+
+    @Test("a chunk not taken (held from before) is opened from the chunk file at the end")
+    func heldBefore() throws {
+        let work = TemporaryDirectory(), dir = TemporaryDirectory(), into = TemporaryDirectory()
+        let node = try quota.life.node(dir)
+        let f = try file(work, chunks: 3)
+        try node.store.createChunkFile(f.offer.root)
+        try node.store.writeChunk(f.sealed[1], index: 1, of: f.row)
+        let opener = try #require(FileOpener(offer: f.offer, folder: into.path))
+        opener.take(f.sealed[2], index: 2)
+        opener.take(f.sealed[0], index: 0)
+        let (path, _) = try opener.finish(f.row, store: node.store)
+        #expect([UInt8](try #require(FileManager.default.contents(atPath: path))) == f.plain)
+    }
+
+    @Test("a chunk the offer's key does not open fails the file with why, and leaves nothing in the folder; a transfer abandoned leaves nothing either")
+    func failures() throws {
+        let work = TemporaryDirectory(), dir = TemporaryDirectory(), into = TemporaryDirectory()
+        let node = try quota.life.node(dir)
+        let f = try file(work, chunks: 2)
+        let opener = try #require(FileOpener(offer: f.offer, folder: into.path))
+        let stranger = FileKey.generate()
+        opener.take(f.sealed[0], index: 0)
+        opener.take(f.plain[FileOffer.chunkSize...].withUnsafeBytes { stranger.seal(chunk: $0, index: 1) }, index: 1)
+        #expect(throws: NodeError.self) { try opener.finish(f.row, store: node.store) }
+        #expect(names(into).isEmpty)
+        let again = try #require(FileOpener(offer: f.offer, folder: into.path))
+        again.take(f.sealed[0], index: 0)
+        again.abandon()
+        again.take(f.sealed[1], index: 1)
+        #expect(names(into).isEmpty)
+        #expect(throws: NodeError.self) { try again.finish(f.row, store: node.store) }
+    }
+}
