@@ -107,6 +107,9 @@ if arguments.count >= 2, arguments[1] == "overlay" {
                        messages: numbers.count > 2 ? numbers[2] : 1_000_000, meshMessages: numbers.count > 3 ? numbers[3] : 100)
     exit(0)
 }
+if arguments.count == 3, arguments[1] == "hop-ceiling" {
+    tool { try runHopCeiling(directory: arguments[2]) }
+}
 if arguments.count == 3, arguments[1] == "files-ceiling" {
     tool { try runFileCeiling(directory: arguments[2]) }
 }

@@ -1,0 +1,258 @@
+import Crypto
+import Foundation
+import Gossip
+import Store
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The ceiling of the forwarding path on this machine (issue 41): each
+/// primitive a message passes through, measured here, and what they allow
+/// when a node does nothing else. `scripts/bench-gossip.py` (and
+/// `bench-relay.py`) print the measured figures beside these ceilings.
+///
+/// One hop, from a line on A's standard input to B's `--json` line: the
+/// two pipe crossings (a line through `cat` and back, measured here) and
+/// one loopback TCP crossing between threads; A seals the body, signs,
+/// commits its row (no fsync: it follows the send) and seals the link
+/// message; B opens the link message, verifies and opens the body (shown
+/// before its store's transaction, which follows). Three hops add two
+/// forwards: a crossing, a link open, a verify and a link seal each.
+/// Catch-up: per envelope a verify (on both cores), a share of a batched
+/// insert, of a link open, and a body open. A relay to 50 links: per
+/// message a link open, a verify, an insert, and 50 link seals and socket
+/// writes on its loop.
+func runHopCeiling(directory: String) throws {
+    let reps = 4_000
+    func median(_ count: Int = reps, _ body: () throws -> Void) rethrows -> Double {
+        var times: [Double] = []
+        times.reserveCapacity(count)
+        for _ in 0..<count {
+            let started = now()
+            try body()
+            times.append(now() - started)
+        }
+        times.sort()
+        return times[times.count / 2] * 1e6
+    }
+
+    let author = try SigningKey.generate()
+    let text = Array("a message of a typical length, about sixty bytes, sent".utf8)
+    let roomKey = network.publicRoomKey(roomName: "#general")
+    var sequence: UInt64 = 0
+    var previous = MessageID.zero
+    func signed() throws -> Envelope {
+        sequence += 1
+        let sealed = try SealedBody.seal(kind: .text, content: text, key: roomKey, author: author.publicKey, room: room)
+        let e = try Envelope.sign(by: author, sequence: sequence, previous: previous, dependencies: [], timestamp: 1_764_000_000_000 + sequence,
+                                  room: room, body: sealed)
+        previous = e.id
+        return e
+    }
+    let seal = try median { _ = try SealedBody.seal(kind: .text, content: text, key: roomKey, author: author.publicKey, room: room) }
+    let sample = try signed()
+    let sign = try median {
+        _ = try Envelope.sign(by: author, sequence: 1, previous: .zero, dependencies: [], timestamp: 1, room: room, body: sample.body)
+    }
+    let verify = median { _ = try? sample.verifySignature() }
+    let open = median { _ = try? SealedBody.open(sample, key: roomKey) }
+
+    // The link: a finished Noise handshake, one message of one envelope each way.
+    let (sender, receiver) = try transports()
+    var sending = sender, receiving = receiver
+    let message = GossipMessage.envelopes([CarriedEnvelope(hops: 0, envelope: sample)]).encoded
+    var wire: [[UInt8]] = []
+    wire.reserveCapacity(reps)
+    let linkSeal = try median { wire.append(try sending.encrypt(message)) }
+    var next = 0
+    let linkOpen = try median {
+        _ = try receiving.decrypt(wire[next])
+        next += 1
+    }
+    let decode = median { _ = try? GossipMessage.decode(message) }
+
+    // The store: one envelope a transaction (what one hop pays), ours without its fsync, and a batch of 1,000.
+    let storeFolder = directory + "/hop-ceiling-store"
+    try? FileManager.default.removeItem(atPath: storeFolder)
+    defer { try? FileManager.default.removeItem(atPath: storeFolder) }
+    let store = try Store(directory: try DataDirectory(path: storeFolder))
+    try store.registerRoom(room, name: RoomName.general.value)
+    let own = try (0..<1_000).map { _ in try signed() }
+    var index = 0
+    let insertOwn = try median(own.count) {
+        _ = try store.insertOwn(own[index], at: 1, durable: false)
+        index += 1
+    }
+    try store.syncOwn()
+    let peers = try makeEnvelopes(21_000)
+    index = 0
+    let insertOne = try median(1_000) {
+        _ = try store.insert([peers[index]], receivedAt: 1)
+        index += 1
+    }
+    let batchStarted = now()
+    for start in stride(from: 1_000, to: 21_000, by: 1_000) { _ = try store.insert(Array(peers[start..<(start + 1_000)]), receivedAt: 1) }
+    let insertBatched = (now() - batchStarted) / 20_000 * 1e6
+
+    let (tcpCrossing, tcpWrite) = try loopbackTCP(size: wire[0].count + 2)
+    let pipes = try pipeFloor()
+
+    let hopA = seal + sign + insertOwn + linkSeal
+    let hopB = linkOpen + decode + verify + open
+    let oneHop = pipes + tcpCrossing + hopA + hopB
+    let forward = tcpCrossing + linkOpen + decode + verify + linkSeal
+    let threeHops = oneHop + 2 * forward
+    let verifyRate = 1e6 / verify
+    let catchUpRest = insertBatched + open + decode / 8 + linkOpen / 8
+    let catchUp = 2e6 / (verify + catchUpRest)
+    let relayLoop = linkOpen + decode + insertBatched + 50 * (linkSeal + tcpWrite)
+    let relay = min(1e6 / relayLoop, 2e6 / (relayLoop + verify))
+
+    print(String(format: "primitives (µs, median, one core): sign %.1f, verify %.1f, body seal %.1f, body open %.1f, link seal %.1f, link open %.1f, decode %.1f (one envelope, %d bytes on the wire)",
+                 sign, verify, seal, open, linkSeal, linkOpen, decode, wire[0].count))
+    print(String(format: "store (µs): our post's row %.1f (no fsync), one envelope a transaction %.1f, in batches of 1,000 %.1f each", insertOwn, insertOne, insertBatched))
+    print(String(format: "crossings (µs): a line through cat and back (two pipe crossings, two wake-ups) %.1f; loopback TCP between two threads, one way %.1f; a socket write of one message %.1f",
+                 pipes, tcpCrossing, tcpWrite))
+    print(String(format: "ceiling, one hop (A's stdin to B's line): %.0f µs = pipes %.0f + TCP %.0f + A %.0f (seal, sign, row, link seal) + B %.0f (link open, decode, verify, open; shown before its store)",
+                 oneHop, pipes, tcpCrossing, hopA, hopB))
+    print(String(format: "ceiling, three hops: %.0f µs (each forward %.0f: crossing, link open, decode, verify, link seal)", threeHops, forward))
+    print(String(format: "ceiling, catch-up: %.0f envelopes/s on 2 cores = %.2f× the one-core verify ceiling (%.0f/s); per envelope beside the verify %.1f µs (batched insert, open, shares of link open and decode)",
+                 catchUp, catchUp / verifyRate, verifyRate, catchUpRest))
+    print(String(format: "ceiling, a relay to 50 links: %.0f messages/s (its loop %.0f µs a message: link open, decode, insert, 50 × (link seal + write); the verify on the other core)",
+                 relay, relayLoop))
+    print(String(format: "hop-ceiling-us one %.1f three %.1f pipes %.1f catchup-per-s %.0f verify-per-s %.0f relay50-per-s %.0f",
+                 oneHop, threeHops, pipes, catchUp, verifyRate, relay))
+}
+
+/// Both ends of a finished Noise handshake: the initiator's transport and the responder's.
+private func transports() throws -> (NoiseTransport, NoiseTransport) {
+    var initiator = try NoiseHandshake(role: .initiator, identity: try SigningKey.generate(), networkKey: network)
+    var responder = try NoiseHandshake(role: .responder, identity: try SigningKey.generate(), networkKey: network)
+    try responder.readMessage(try initiator.writeMessage())
+    try initiator.readMessage(try responder.writeMessage())
+    try responder.readMessage(try initiator.writeMessage())
+    return (try initiator.transport(), try responder.transport())
+}
+
+/// A line written to `cat` and read back (median µs of 2,000): two pipe
+/// crossings and two wake-ups, what a node's standard input and output
+/// add to a hop at the least.
+private func pipeFloor() throws -> Double {
+    var toCat: [Int32] = [0, 0], fromCat: [Int32] = [0, 0]
+    guard pipe(&toCat) == 0, pipe(&fromCat) == 0 else { throw NSError(domain: "hop-ceiling", code: Int(errno)) }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_adddup2(&actions, toCat[0], 0)
+    posix_spawn_file_actions_adddup2(&actions, fromCat[1], 1)
+    posix_spawn_file_actions_addclose(&actions, toCat[1])
+    posix_spawn_file_actions_addclose(&actions, fromCat[0])
+    var pid: pid_t = 0
+    let argv: [UnsafeMutablePointer<CChar>?] = [strdup("cat"), nil]
+    defer { for a in argv { free(a) } }
+    guard posix_spawnp(&pid, "cat", &actions, nil, argv, environ) == 0 else { throw NSError(domain: "hop-ceiling: cat", code: Int(errno)) }
+    close(toCat[0])
+    close(fromCat[1])
+    defer {
+        close(toCat[1])
+        close(fromCat[0])
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+    }
+    let line = [UInt8]("{\"type\":\"message\",\"text\":\"ping 1\"}\n".utf8)
+    var buffer = [UInt8](repeating: 0, count: 256)
+    var times: [Double] = []
+    for i in 0..<2_200 {
+        let started = now()
+        _ = line.withUnsafeBytes { write(toCat[1], $0.baseAddress!, $0.count) }
+        var got = 0
+        while got < line.count {
+            let n = buffer.withUnsafeMutableBytes { read(fromCat[0], $0.baseAddress!, $0.count) }
+            guard n > 0 else { throw NSError(domain: "hop-ceiling: cat ended", code: 0) }
+            got += n
+        }
+        if i >= 200 { times.append(now() - started) }
+        // As in the hop benchmark, a pause between lines: each crossing wakes a sleeping process.
+        usleep(200)
+    }
+    times.sort()
+    return times[times.count / 2] * 1e6
+}
+
+/// Two ends of a loopback TCP connection, without Nagle's delay.
+private func connectedPair() throws -> (Int32, Int32) {
+    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(listener) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
+    listen(listener, 1)
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+    let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard withUnsafePointer(to: &address, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) } }) == 0 else {
+        throw NSError(domain: "hop-ceiling: connect", code: Int(errno))
+    }
+    let server = accept(listener, nil, nil)
+    var one: Int32 = 1
+    for fd in [client, server] { setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size)) }
+    return (client, server)
+}
+
+/// Loopback TCP between two threads: a message of `size` bytes there and
+/// back (half the median round trip, µs: one crossing and its wake-up),
+/// and the cost of one socket write of it while another thread drains.
+private func loopbackTCP(size: Int) throws -> (crossing: Double, write: Double) {
+    let (client, server) = try connectedPair()
+    let echo = Thread {
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(server, $0.baseAddress!, $0.count, 0) }
+            guard n > 0 else { return }
+            var sent = 0
+            while sent < n {
+                let m = buffer.withUnsafeBytes { send(server, $0.baseAddress! + sent, n - sent, 0) }
+                guard m > 0 else { return }
+                sent += m
+            }
+        }
+    }
+    echo.start()
+    let payload = [UInt8](repeating: 0x42, count: size)
+    var buffer = [UInt8](repeating: 0, count: size)
+    var times: [Double] = []
+    for i in 0..<3_000 {
+        let started = now()
+        _ = payload.withUnsafeBytes { send(client, $0.baseAddress!, $0.count, 0) }
+        var got = 0
+        while got < size {
+            let n = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress! + got, size - got, 0) }
+            guard n > 0 else { throw NSError(domain: "hop-ceiling: echo ended", code: 0) }
+            got += n
+        }
+        if i >= 200 { times.append(now() - started) }
+        usleep(200)
+    }
+    shutdown(client, Int32(SHUT_RDWR))
+    close(client)
+    times.sort()
+    let crossing = times[times.count / 2] / 2 * 1e6
+
+    let (writer, reader) = try connectedPair()
+    let drain = Thread {
+        var sink = [UInt8](repeating: 0, count: 1 << 16)
+        while sink.withUnsafeMutableBytes({ recv(reader, $0.baseAddress!, $0.count, 0) }) > 0 {}
+    }
+    drain.start()
+    let writes = 20_000
+    let started = now()
+    for _ in 0..<writes { _ = payload.withUnsafeBytes { send(writer, $0.baseAddress!, $0.count, 0) } }
+    let write = (now() - started) / Double(writes) * 1e6
+    shutdown(writer, Int32(SHUT_RDWR))
+    close(writer)
+    usleep(20_000)
+    close(server)
+    close(reader)
+    return (crossing, write)
+}
