@@ -33,6 +33,14 @@ public struct StageTimes: Sendable {
         case turn
         /// Our own post: sealed, signed and committed (its fsync follows the send).
         case post
+        /// Of a post: its body sealed, its dependencies found, the envelope signed.
+        case sign
+        /// Of a post: its row committed (no fsync).
+        case row
+        /// Of a post: its link messages encoded, sealed and written to the sockets.
+        case send
+        /// Of a post: the fsync that makes it durable, after the send.
+        case sync
 
         var index: Int {
             switch self {
@@ -45,6 +53,10 @@ public struct StageTimes: Sendable {
             case .deliver: 6
             case .turn: 7
             case .post: 8
+            case .sign: 9
+            case .row: 10
+            case .send: 11
+            case .sync: 12
             }
         }
     }

@@ -363,9 +363,14 @@ extension NetworkNode {
     func sendOwn(_ e: Envelope) {
         sentOwnUpTo = max(sentOwnUpTo, e.sequence)
         typing.postedOwn(in: e.room)
+        let sending = monotonicNow()
         feed(.posted(e))
         if !feeding { loop.flushNow() }
+        let syncing = monotonicNow()
         syncOwn()
+        let synced = monotonicNow()
+        core.stages.record(.send, syncing - sending)
+        core.stages.record(.sync, synced - syncing)
         showDeliveries()
     }
 
@@ -407,6 +412,8 @@ extension NetworkNode {
         let posting = monotonicNow()
         let e = try node.post(text, kind: kind, in: room ?? session.room)
         core.stages.record(.post, monotonicNow() - posting)
+        core.stages.record(.sign, node.lastPostTimes.sign)
+        core.stages.record(.row, node.lastPostTimes.row)
         receipts.posted(e.sequence, in: e.room)
         sendOwn(e)
         return e

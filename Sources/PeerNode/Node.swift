@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Gossip
 import NodeCore
+import Reactor
 import Store
 
 /// A running node: identity, network key, store, and the chat operations
@@ -226,15 +227,22 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
         // Sealed first: content over the limit is refused before the gate counts a post.
         let body = try SealedBody.seal(kind: kind, content: content, key: key, author: me, room: room)
         try postingGate?()
+        let started = monotonicNow()
         let head = try store.head(of: me)
         let envelope = try Envelope.sign(
             by: identity, sequence: (head?.sequence ?? 0) + 1, previous: head?.id ?? .zero,
             dependencies: dependencies(dependencies(try store.dependenciesForNextPost(by: me), requiring: requires.map { Dependency(author: $0.author, sequence: $0.sequence) }),
                                        requiring: alsoRequires),
             timestamp: Self.now(), room: room, erases: erases, body: body)
+        let signed = monotonicNow()
         _ = try store.insertOwn(envelope, at: Self.now(), durable: !ownDurability.sendsBeforeSync)
+        lastPostTimes = (signed - started, monotonicNow() - signed)
         return envelope
     }
+
+    /// Seconds the last envelope of ours took to sign (its dependencies
+    /// found, signed) and to commit: `StageTimes` `sign` and `row`.
+    private(set) var lastPostTimes = (sign: 0.0, row: 0.0)
 
     /// `found` with `required`'s author at its sequence at least (one of
     /// ours needs none: our chain orders it), within `Envelope.maximumDependencies`.
