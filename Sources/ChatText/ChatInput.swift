@@ -133,7 +133,7 @@ public enum ChatInput: Equatable, Sendable {
         (["set"], "/set receipts on|off", "send read receipts when you read a room (on by default at a terminal)"),
         (["stats"], "/stats", "the node's counters: links, clock exchanges, refusals by reason"),
         (["help"], "/help [CMD]", "this list, or one command"),
-        (["quit", "exit"], "/quit [reason]", "leave; a reason is posted to the room first (Ctrl-D on an empty line, or Ctrl-C, leave too)"),
+        (["quit", "exit"], "/quit [reason]", "leave; a reason is posted to the room first (Ctrl-D or Ctrl-C on an empty line leave too; Ctrl-C clears a typed line)"),
     ]
 
     /// A path (in double quotes when it has spaces) and the text after it.

@@ -228,6 +228,12 @@ final class ChatSession {
         return try history(ChatInput.defaultHistory)
     }
 
+    /// Opens `name`, a room joined: what is typed next goes there.
+    func open(_ name: RoomName) {
+        room = name
+        conversationPeer = nil
+    }
+
     /// `/part`: leaves the open room (not #general) and goes home; in a
     /// `/query`, closes the conversation instead.
     func part() throws -> [String] {

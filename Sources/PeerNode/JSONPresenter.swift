@@ -73,7 +73,7 @@ struct JSONPresenter: JSONLinePresenter {
                                      "room": .string(room), "state": .string("pending")])]
         case let .inviteRefused(by, room, reason):
             return [JSONEvents.line(["type": .string("invite_refused"), "by": .string(by.key.hex), "room": .string(room), "reason": .string(reason)])]
-        case let .inviteAccepted(room, _, by):
+        case let .inviteAccepted(room, _, by, _):
             return [JSONEvents.line(["type": .string("invite_accepted"), "room": .string(room.value), "by": .string(by.hex)])]
         case let .inviteDeclined(room, by):
             return [JSONEvents.line(["type": .string("invite_declined"), "room": .string(room), "by": .string(by.hex)])]

@@ -204,17 +204,20 @@ extension NetworkNode {
         return [.invite(by: node.people[peer], room: invite.name.value, listed: false)]
     }
 
-    /// `/accept [#room]` or `/decline [#room]`.
-    func answerInvite(_ room: String, accept: Bool) throws -> [NodeEvent] {
+    /// `/accept [#room]` or `/decline [#room]`. `open`: the room accepted
+    /// becomes the open one (typed at the prompt: the next line is meant
+    /// for it, and must not go to the room the invite came into).
+    func answerInvite(_ room: String, accept: Bool, open: Bool = false) throws -> [NodeEvent] {
         let pending = try node.privateRooms.pendingInvite(named: room)
         guard accept else {
             try node.privateRooms.decline(pending)
             return [.inviteDeclined(room: pending.name, by: pending.inviter)]
         }
         let name = try node.privateRooms.accept(pending)
+        if open { session.open(name) }
         // What the room said before we joined, now that we can read it.
         let earlier = readLogged("the history of the room joined") { try node.store.history(of: pending.room, limit: ChatInput.maximumHistory) } ?? []
-        return [.inviteAccepted(room: name, askedFor: pending.name, by: pending.inviter)]
+        return [.inviteAccepted(room: name, askedFor: pending.name, by: pending.inviter, opened: open)]
             + earlier.compactMap { stored in
                 guard !blocked.contains(stored.envelope.author), let opened = node.open(stored.envelope) else { return nil }
                 return .message(ShownMessage(envelope: stored.envelope, opened: opened, room: name, to: nil, me: node.me, book: node.people))

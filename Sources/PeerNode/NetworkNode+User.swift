@@ -262,7 +262,8 @@ extension NetworkNode {
             _ = try node.privateRooms.invite(peer, to: try RoomName(room))
             return ([.invited(node.people[peer], room: room)], true)
         case let .answerInvite(room, accept):
-            return (try answerInvite(room, accept: accept), true)
+            // Typed at the prompt (the API's commands have no line): the room accepted is opened.
+            return (try answerInvite(room, accept: accept, open: !line.isEmpty), true)
         case .invites:
             return (try listInvites(), true)
         case let .devices(who):

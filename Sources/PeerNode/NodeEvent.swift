@@ -44,7 +44,7 @@ enum NodeEvent {
     case noInvites
     case inviteRefused(by: Person, room: String, reason: String)
     /// Joined as `room` (another name here when `askedFor` was taken).
-    case inviteAccepted(room: RoomName, askedFor: String, by: PublicKey)
+    case inviteAccepted(room: RoomName, askedFor: String, by: PublicKey, opened: Bool)
     case inviteDeclined(room: String, by: PublicKey)
     /// `/invite` sent.
     case invited(Person, room: String)

@@ -87,9 +87,9 @@ struct TerminalPresenter: LinePresenter {
             return ["-- no invites waiting"]
         case let .inviteRefused(by, room, reason):
             return ["-- ⚠ \(plain.label(by)) sent an invite to \(TerminalText.sanitize(room)) that was refused: \(reason)"]
-        case let .inviteAccepted(room, askedFor, _):
+        case let .inviteAccepted(room, askedFor, _, opened):
             let renamed = room.value == askedFor ? "" : " (named \(room.value) here: you already have a room called \(TerminalText.sanitize(askedFor)))"
-            return ["-- joined the private room \(room.value)\(renamed): /switch \(room.value)"]
+            return ["-- joined the private room \(room.value)\(renamed)" + (opened ? "; it is open: what you type now goes there" : ": /switch \(room.value)")]
         case let .inviteDeclined(room, _):
             return ["-- declined the invite to \(TerminalText.sanitize(room))"]
         case let .invited(person, room):

@@ -4,8 +4,8 @@
 /// Keys: Left/Right, Home/End (Ctrl-A/E), Backspace, Delete, Ctrl-U (to the
 /// start), Ctrl-K (to the end), Ctrl-W (the word before the cursor),
 /// Up/Down (history, and first `/edit` with our last message), Tab
-/// (completion), Enter, Ctrl-C (quit) and Ctrl-D (delete, or quit on an
-/// empty line).
+/// (completion), Enter, Ctrl-C (clears the line; quits on an empty one)
+/// and Ctrl-D (delete, or quit on an empty line).
 public struct LineEditor {
     public enum Outcome: Equatable, Sendable {
         /// Nothing to redraw.
@@ -73,7 +73,11 @@ public struct LineEditor {
             scalars.removeSubrange(start..<cursor)
             cursor = start
         case .control("c"):
-            return .quit
+            // A half-typed line is cleared, not lost with the node: quitting takes an empty line.
+            guard !scalars.isEmpty else { return .quit }
+            scalars = []
+            cursor = 0
+            historyIndex = nil
         case .up:
             return recall(older: true, offer: completer.lastMessage)
         case .down:

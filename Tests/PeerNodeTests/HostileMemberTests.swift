@@ -144,6 +144,8 @@ struct HostileInviteTests {
         let peer = try HostilePeer(identity: attacker, network: Self.network, messages: [try make(attacker, try PublicKey(hex: a.id))])
         let attack = Task { try await peer.attack(port: port, timeout: 3) }
         try await check(a)
+        // An /accept in `check` opened the room it accepted: back to the public #general.
+        a.send("/switch #general")
         a.send("still in the public #general")
         #expect(await b.wait { $0["type"] == "message" && $0["text"] == "still in the public #general" } != nil,
                 "Alice's #general must keep the public key: Bob reads her post")

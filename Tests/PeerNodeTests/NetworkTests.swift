@@ -214,9 +214,10 @@ struct NetworkTests {
         c.send("/accept #team")
         let message = await c.wait { $0["text"] == "the plan" }
         #expect(message?["room"] == "#team")
-        c.send("/join #team")
+        // /accept opens the room: the next line goes there, not to #general where C was (issue 44).
         c.send("agreed")
         #expect(await a.wait { $0["text"] == "agreed" && $0["room"] == "#team" } != nil)
+        #expect(!a.events.value.contains { $0["text"] == "agreed" && $0["room"] == "#general" })
         // B carried both messages and the invite, and can read none of them:
         // once B shows what A and C posted after them, it holds them.
         a.send("/join #general")

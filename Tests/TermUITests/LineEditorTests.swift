@@ -78,7 +78,7 @@ struct LineEditorTests {
         #expect(fresh.apply(.up) == .bell, "nothing without an offer or history")
     }
 
-    @Test("Ctrl-C quits; Ctrl-D quits on an empty line and deletes otherwise")
+    @Test("Ctrl-C clears a typed line and quits on an empty one; Ctrl-D quits on an empty line and deletes otherwise")
     func quitting() {
         var e = LineEditor()
         #expect(e.apply(.control("d")) == .quit)
@@ -86,7 +86,9 @@ struct LineEditorTests {
         _ = e.apply(.home)
         #expect(e.apply(.control("d")) == .redraw)
         #expect(e.text == "b")
-        #expect(e.apply(.control("c")) == .quit)
+        #expect(e.apply(.control("c")) == .redraw, "a half-typed line is cleared, the node goes on")
+        #expect(e.text == "" && e.cursor == 0)
+        #expect(e.apply(.control("c")) == .quit, "on an empty line it quits")
     }
 
     @Test("the line holds maximumLength characters; one more rings the bell")

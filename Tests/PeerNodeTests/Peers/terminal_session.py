@@ -5,7 +5,8 @@ A second node (B, --json, driven through pipes) is linked to the one in the
 terminal (A). Checks: the prompt; a message arriving while a line is half
 typed is printed above and the half line is drawn again; line editing keys;
 Tab completion; a mention rings the bell; the prompt's mark on our last
-message (read, local only, stored); Ctrl-C quits with exit code 0 and the
+message (read, local only, stored); Ctrl-C clears a typed line, and on an
+empty one quits with exit code 0 and the
 terminal settings as they were; so does a crash signal (then dies of it). Prints what it checked; exits non-zero
 with the screen so far on the first failure.
 usage: terminal_session.py PEERNODE WORKDIR
@@ -196,7 +197,21 @@ print("a relay takes it: the prompt marks it stored (✓)")
 relay.terminate()
 relay.wait()
 
-# Ctrl-C: exit 0, terminal settings back.
+# Ctrl-C on a half-typed line clears it and the node goes on; on an empty line it quits: exit 0, terminal settings back.
+mark = len(screen)
+os.write(master, b"half a thought")
+read_until(master, b"half a thought", start=mark)
+mark = len(screen)
+os.write(master, b"\x03")
+read_until(master, "#random ✓> ".encode(), start=mark)
+time.sleep(0.3)
+if os.waitpid(pid, os.WNOHANG) != (0, 0):
+    fail("Ctrl-C on a typed line stopped the node")
+os.write(master, b"typed after\r")
+read_until(master, b"typed after", start=mark)
+if b"half a thoughttyped after" in screen[mark:]:
+    fail("the cleared line was sent with the next one")
+print("Ctrl-C on a typed line clears it; the node goes on")
 os.write(master, b"\x03")
 _, status = os.waitpid(pid, 0)
 if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:

@@ -65,6 +65,8 @@ async def run(b):
     await b.js(page, "[...document.querySelectorAll('#invites button')].find(x => x.textContent === 'Accept').click()")
     team = await b.until(page, conv("#team") + " && " + conv("#team") + ".textContent")
     check("accepting lists the private room", bool(team) and "(private)" in team, team)
+    opened = await b.until(page, conv("#team") + " && " + conv("#team") + ".getAttribute('aria-current') === 'true'")
+    check("and opens it: what is typed next goes to #team, not the room the invite came into", bool(opened), await b.js(page, CONVS))
     check("the invite is gone once answered", await b.until(page, "document.getElementById('invitebox').hidden"))
 
     # The sync state and the peers.
