@@ -222,10 +222,12 @@ extension NetworkNode {
         switch input {
         case let .message(text):
             // In a `/query`, a line goes to the conversation.
-            if let peer = session.conversationPeer { try postDirect(text, to: peer) } else { try post(text, kind: .text) }
+            try postText(text, kind: .text, to: session.conversationPeer, split: !answersScripts)
         case let .action(text):
-            if let peer = session.conversationPeer { try postDirect(text, to: peer, kind: .action) } else { try post(text, kind: .action) }
+            try postText(text, kind: .action, to: session.conversationPeer, split: !answersScripts)
         case let .edit(number, text):
+            // An edit replaces one message: it cannot become several.
+            guard answersScripts || text.utf8.count <= MessageParts.maximumBytes else { throw NodeError.editTooLong(limit: MessageParts.maximumBytes) }
             let place = try session.openPlace()
             try act { try $0.messageLife.edit(try $0.messageLife.ownMessage(in: place.room, named: place.name, number: number), text: text) }
         case let .delete(number):
@@ -247,7 +249,10 @@ extension NetworkNode {
             sendTyping(in: session.openRoomID)
         case let .reply(number, text):
             let place = try session.openPlace()
-            try act(message: true) { try $0.reactions.reply(to: try $0.messageLife.message(in: place.room, named: place.name, number: number), text: text) }
+            // A long answer: the reply holds its first part, the rest follow as messages.
+            let parts = answersScripts ? [text] : MessageParts.split(text)
+            try act(message: true) { try $0.reactions.reply(to: try $0.messageLife.message(in: place.room, named: place.name, number: number), text: parts[0]) }
+            for part in parts.dropFirst() { try postText(part, kind: .text, to: session.conversationPeer) }
         case let .quit(reason):
             // Like IRC's QUIT message: the room sees why (and it stays in its history).
             var events: [NodeEvent] = []
@@ -299,7 +304,7 @@ extension NetworkNode {
             if on { feed(.blocked(key)) }
             return ([.blockChanged(node.people[key], blocked: on)], true)
         case let .direct(who, text):
-            try postDirect(text, to: try node.people.resolve(who))
+            try postText(text, kind: .text, to: try node.people.resolve(who), split: !answersScripts)
         case let .query(who):
             return (try chatLines(session.query(who)), true)
         case .empty:
@@ -400,6 +405,18 @@ extension NetworkNode {
             let mine = node.storeFailures.read("our own envelopes to send") { try node.store.envelopes(from: node.me, startingAt: sentOwnUpTo + 1, limit: 64) } ?? []
             guard !mine.isEmpty else { return }
             for e in mine { sendOwn(e) }
+        }
+    }
+
+    /// A typed text in `room` (the open one when nil), or to `peer`: one
+    /// message or, past `MessageParts.maximumBytes`, several in order, cut on
+    /// word boundaries (never a word lost). The envelopes posted. `split`
+    /// false (a script's line, `--json`): one message, as long as the
+    /// protocol allows (`Envelope.maximumPlaintextBody`), as scripts expect.
+    @discardableResult
+    func postText(_ text: String, kind: Kind, in room: RoomName? = nil, to peer: PublicKey? = nil, split: Bool = true) throws -> [Envelope] {
+        try (split ? MessageParts.split(text) : [text]).map { part in
+            if let peer { try postDirect(part, to: peer, kind: kind) } else { try post(part, kind: kind, in: room) }
         }
     }
 

@@ -35,6 +35,7 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
     case alreadyDeleted
     case tooManyEdits(limit: Int)
     case badReaction(limit: Int)
+    case editTooLong(limit: Int)
     case notSealable(PublicKey)
     case noRoomKey(RoomName)
     case receiptRoomNotWritable
@@ -93,6 +94,7 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
         case .alreadyDeleted: "that message was deleted"
         case let .tooManyEdits(limit): "that message has had \(limit) edits, the most one message takes"
         case let .badReaction(limit): "a reaction is one word of at most \(limit) bytes (an emoji, say): /react 👍"
+        case let .editTooLong(limit): "an edit replaces one message, at most \(limit) bytes; post the rest as a new message"
         case .noDataDirectory: "no data directory: set HOME or XDG_DATA_HOME, or pass --data-dir DIR"
         case .networkGivenTwice: "give --network or --network-key-file, not both"
         case let .badAddress(option, needs, got): "\(option) needs \(needs), got \(got)"

@@ -19,8 +19,9 @@ public struct LineEditor {
         case choices([String])
     }
 
-    /// Characters in one line at most; more are refused with the bell.
-    public static let maximumLength = 4_096
+    /// Characters in one line at most; more are refused with the bell. A
+    /// line longer than one message is posted as several (`MessageParts`).
+    public static let maximumLength = 32_768
     /// Lines kept for Up/Down.
     public static let maximumHistory = 500
 

@@ -69,8 +69,17 @@ public final class TerminalSession: @unchecked Sendable {
         keys(lock.withLock { decoder.flushEscape() })
     }
 
+    /// The keys of one read, applied in order. The line is drawn once for
+    /// the whole read, not once per key: a pasted line of thousands of
+    /// characters redrew itself that many times (quadratic, seconds for 10 KB).
     private func keys(_ keys: [Key]) -> [TerminalInput] {
         var out: [TerminalInput] = []
+        var dirty = false
+        func draw() {
+            guard dirty else { return }
+            dirty = false
+            lock.withLock { write(line.render(editor)) }
+        }
         for key in keys {
             // Alt-1…9: go to that room, as /1…/9 would.
             if case let .alt(c) = key, let digit = c.wholeNumberValue, (1...9).contains(digit) {
@@ -80,15 +89,23 @@ public final class TerminalSession: @unchecked Sendable {
             let outcome = lock.withLock { editor.apply(key, completer: completer) }
             switch outcome {
             case .none: break
-            case .redraw: lock.withLock { write(line.render(editor)) }
-            case .bell: bell()
-            case let .choices(options): print(["   " + options.joined(separator: "  ")])
-            case .quit: out.append(.quit)
+            case .redraw: dirty = true
+            case .bell:
+                draw()
+                bell()
+            case let .choices(options):
+                draw()
+                print(["   " + options.joined(separator: "  ")])
+            case .quit:
+                draw()
+                out.append(.quit)
             case let .submit(text):
-                lock.withLock { write(line.render(editor)) }
+                dirty = true
+                draw()
                 out.append(.line(text))
             }
         }
+        draw()
         return out
     }
 

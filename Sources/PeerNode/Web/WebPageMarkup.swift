@@ -57,7 +57,7 @@ extension WebPage {
         <div id="replying" hidden><span id="replyingtext"></span> <button id="replyingcancel" type="button" aria-label="Cancel">×</button></div>
         <form id="composer" autocomplete="off">
           <label for="text" class="hidden">Message</label>
-          <input id="text" maxlength="4000" placeholder="Type a message, Enter sends; /me does an action, /help lists commands" autofocus>
+          <input id="text" maxlength="32768" placeholder="Type a message, Enter sends; /me does an action, /help lists commands" autofocus>
           <button id="attach" type="button" title="send a file to this conversation">File…</button>
           <input id="file" type="file" hidden>
           <button type="submit">Send</button>

@@ -180,11 +180,9 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
     private func answer(_ action: WebCommand.Action, on network: NetworkNode) throws -> (events: [NodeEvent], ok: [(String, JSONEvents.Value)]) {
         switch action {
         case let .post(text, kind, room):
-            let e = try network.post(text, kind: kind, in: room)
-            return ([], [("id", .string(e.id.hex)), ("seq", .number(e.sequence))])
+            return ([], Self.posted(try network.postText(text, kind: kind, in: room)))
         case let .direct(to, text, kind):
-            let e = try network.postDirect(text, to: try network.node.people.resolve(to), kind: kind)
-            return ([], [("id", .string(e.id.hex)), ("seq", .number(e.sequence))])
+            return ([], Self.posted(try network.postText(text, kind: kind, to: try network.node.people.resolve(to))))
         case let .history(target, limit, before):
             let conversation = try network.resolve(target ?? .room(network.session.room))
             let (events, next) = try network.historyPage(of: conversation, limit: limit, before: before)
@@ -248,6 +246,13 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
             if let failure { throw WebCommand.Failure(ref: nil, message: failure) }
             return (events, [])
         }
+    }
+
+    /// The `ok` of a post: the first message's id and sequence, and how many
+    /// messages a long text became (`MessageParts`).
+    static func posted(_ envelopes: [Envelope]) -> [(String, JSONEvents.Value)] {
+        guard let first = envelopes.first else { return [] }
+        return [("id", .string(first.id.hex)), ("seq", .number(first.sequence)), ("parts", .number(UInt64(envelopes.count)))]
     }
 
     /// An event line that answers a command: its `ref` first (every line

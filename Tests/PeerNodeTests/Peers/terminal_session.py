@@ -4,7 +4,8 @@
 A second node (B, --json, driven through pipes) is linked to the one in the
 terminal (A). Checks: the prompt; a message arriving while a line is half
 typed is printed above and the half line is drawn again; line editing keys;
-Tab completion; a mention rings the bell; the prompt's mark on our last
+Tab completion; a mention rings the bell; a 10,000-byte line arrives as
+three messages cut on word boundaries, and a long edit is refused; the prompt's mark on our last
 message (read, local only, stored); Ctrl-C clears a typed line, and on an
 empty one quits with exit code 0 and the
 terminal settings as they were; so does a crash signal (then dies of it). Prints what it checked; exits non-zero
@@ -165,6 +166,40 @@ print("opening the room takes it off the act list")
 os.write(master, b"thanks bob\r")
 b_wait(lambda e: e.get("type") == "message" and e.get("text") == "thanks bob" and e.get("mention") == "yes", "a message marked as naming bob")
 print("--json marks a message that names its reader (mention: yes)")
+
+# A line longer than one message (4,000 bytes) is posted as several, cut on word boundaries: nothing is lost.
+long_line = " ".join(f"word{i}" for i in range(1400))
+parts, rest = [], long_line
+while len(rest) > 4000:
+    cut = rest.rindex(" ", 0, 4001)
+    parts.append(rest[:cut])
+    rest = rest[cut + 1:]
+parts.append(rest)
+if len(long_line) < 10_000 or len(parts) != 3:
+    fail(f"the long line is {len(long_line)} bytes in {len(parts)} parts")
+def paste(data):
+    """Writes `data` as a paste arrives, a KB at a time, reading the screen meanwhile
+    (the node redraws the line as it grows; a full pty would stop it)."""
+    global screen
+    pending = data
+    while pending:
+        readable, writable, _ = select.select([master], [master], [], 5)
+        if not readable and not writable:
+            fail("the terminal took no more of the pasted line")
+        if readable:
+            screen += os.read(master, 65536)
+        if writable:
+            pending = pending[os.write(master, pending[:1024]):]
+
+
+paste(long_line.encode() + b"\r")
+for part in parts:
+    b_wait(lambda e, part=part: e.get("type") == "message" and e.get("text") == part, "a part of the long line")
+print("a 10,000-byte line arrives whole, as three messages cut on word boundaries")
+mark = len(screen)
+paste(b"/edit " + b"y" * 4001 + b"\r")
+read_until(master, b"an edit replaces one message, at most 4000 bytes", start=mark)
+print("an edit longer than one message is refused, saying why")
 os.write(master, b"/switch #random\r")
 read_until(master, b"#random> ")
 

@@ -320,6 +320,13 @@ async def conversations(ws, bob):
     check("the private room is listed as private", any(e.get("room") == "#api-team" and e.get("private") == "yes" for e in events), events)
     _, ok = await ask(ws, "private", room="#api-team")
     check("the same private room twice is an error", ok.get("type") == "error", ok)
+    # A text longer than one message (4,000 bytes) is posted as several, cut between words, as the terminal does.
+    long_text = " ".join(f"word{i}" for i in range(1400))
+    _, ok = await ask(ws, "post", text=long_text, room="#api-team")
+    check("a 10,000-byte post is three messages (parts: 3)", ok.get("type") == "ok" and ok.get("parts") == 3 and len(long_text) > 10_000, ok)
+    events, ok = await ask(ws, "history", room="#api-team")
+    texts = [e.get("text") for e in events if e.get("type") == "message"]
+    check("the three parts, in order, hold the whole text", " ".join(texts[-3:]) == long_text, texts[-3:])
 
     # Direct messages: sent with an id, listed, in their own history.
     _, ok = await ask(ws, "msg", to=bob, text="a direct word")
