@@ -3,6 +3,7 @@ import Gossip
 import ChatText
 import Crypto
 import Gossip
+import Reactor
 import TermUI
 
 extension NetworkNode {
@@ -214,5 +215,105 @@ extension NetworkNode {
     func prompt() -> String {
         let mark = receipts.state(in: session.openRoomID, linked: Set(linkedPeers.values), claims: ownClaims).map { " " + $0.rawValue } ?? ""
         return activity.line(order: roomOrder) + syncProgress.tag(missing: missingFromLinked) + node.files.promptTag + typingLine() + session.roomLabel + mark + "> "
+    }
+}
+
+/// Our own posts: signed, on the links before they are on the disk, then shown.
+extension NetworkNode {
+    /// An envelope of ours just stored (a post, an edit, a tombstone, a
+    /// direct message, a nick): on the links before it is on the disk
+    /// (`OwnDurability`), and on the disk before it is shown here.
+    func sendOwn(_ e: Envelope) {
+        sentOwnUpTo = max(sentOwnUpTo, e.sequence)
+        typing.postedOwn(in: e.room)
+        let sending = monotonicNow()
+        feed(.posted(e))
+        if !feeding { loop.flushNow() }
+        let syncing = monotonicNow()
+        syncOwn()
+        let synced = monotonicNow()
+        core.stages.record(.send, syncing - sending)
+        core.stages.record(.sync, synced - syncing)
+        showDeliveries()
+    }
+
+    /// Own envelopes committed without their fsync are made durable (after
+    /// the sockets were written); at the latest at the end of the turn.
+    func syncOwn() {
+        do {
+            try node.store.syncOwn()
+            ownSyncFailing = false
+        } catch {
+            // Tried again at every turn's end; said once until it works.
+            if !ownSyncFailing {
+                log.warning("writing your messages to the disk failed (trying again; from now on each is written before it is sent): \(error)")
+                node.ownDurability.syncFailed()
+            }
+            ownSyncFailing = true
+        }
+    }
+
+    /// Sends (and shows) every envelope of ours signed since the last one
+    /// sent: what a command or a delivery signed besides a post (a
+    /// membership change, a room's create, a follow, a new key).
+    func flushOwn() {
+        // Our own chain has no gaps: its contiguous end (kept in memory) is its head.
+        while node.store.contiguous(of: node.me) > sentOwnUpTo {
+            let mine = node.storeFailures.read("our own envelopes to send") { try node.store.envelopes(from: node.me, startingAt: sentOwnUpTo + 1, limit: 64) } ?? []
+            guard !mine.isEmpty else { return }
+            for e in mine { sendOwn(e) }
+        }
+    }
+
+    /// A typed text in `room` (the open one when nil), or to `peer`: one
+    /// message or, past `MessageParts.maximumBytes`, several in order, cut on
+    /// word boundaries (never a word lost). The envelopes posted. `split`
+    /// false (a script's line, `--json`): one message, as long as the
+    /// protocol allows (`Envelope.maximumPlaintextBody`), as scripts expect.
+    @discardableResult
+    func postText(_ text: String, kind: Kind, in room: RoomName? = nil, to peer: PublicKey? = nil, split: Bool = true) throws -> [Envelope] {
+        try (split ? MessageParts.split(text) : [text]).map { part in
+            if let peer { try postDirect(part, to: peer, kind: kind) } else { try post(part, kind: kind, in: room) }
+        }
+    }
+
+    /// Posts in `room` (the open one when nil), on the links before it is shown.
+    @discardableResult
+    func post(_ text: String, kind: Kind, in room: RoomName? = nil) throws -> Envelope {
+        // Checked here too (the gate would check the post), so a refusal
+        // keeps the pending nick instead of failing it on the way.
+        try ensureOwnHistoryIsBack()
+        if let nick = ownHistory.takePendingNick() { post(nick: nick) }
+        let posting = monotonicNow()
+        let e = try node.post(text, kind: kind, in: room ?? session.room)
+        core.stages.record(.post, monotonicNow() - posting)
+        core.stages.record(.sign, node.lastPostTimes.sign)
+        core.stages.record(.row, node.lastPostTimes.row)
+        receipts.posted(e.sequence, in: e.room)
+        sendOwn(e)
+        return e
+    }
+
+    /// A direct message to `peer` (a text, or an action: `/me`), on the links before it is shown.
+    @discardableResult
+    func postDirect(_ text: String, to peer: PublicKey, kind: Kind = .text) throws -> Envelope {
+        // `node.postingGate` refuses it while our history may be elsewhere.
+        let e = try node.postDirect(text, to: peer, kind: kind)
+        // The prompt's mark follows it in a `/query`, as a post's in a room.
+        receipts.posted(e.sequence, in: e.room)
+        sendOwn(e)
+        return e
+    }
+
+    /// An envelope of ours that `make` signs (an edit, a delete, a
+    /// reaction, a reply), once our history is back; on the links before it
+    /// is shown. A `message` (a reply) is followed by the prompt's mark.
+    @discardableResult
+    func act(message: Bool = false, _ make: (Node) throws -> Envelope) throws -> Envelope {
+        try ensureOwnHistoryIsBack()
+        let e = try make(node)
+        if message { receipts.posted(e.sequence, in: e.room) }
+        sendOwn(e)
+        return e
     }
 }

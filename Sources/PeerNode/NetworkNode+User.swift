@@ -207,6 +207,11 @@ extension NetworkNode {
     func handleLine(_ line: String) -> Bool {
         // What the command signed besides its own post (a change our other devices follow, a membership event) goes out too.
         defer { flushOwn() }
+        if let lines = pendingPaste {
+            pendingPaste = nil
+            answerPaste(lines, yes: ["y", "yes"].contains(line.trimmingCharacters(in: .whitespaces).lowercased()))
+            return true
+        }
         do {
             let (events, keepGoing) = try handle(ChatInput.parse(line), line: line)
             emit(events)
@@ -215,6 +220,29 @@ extension NetworkNode {
             node.storeFailures.heard(error)
             emit(.failed("\(error)"))
             return true
+        }
+    }
+
+    /// A paste of several lines at the terminal: nothing is sent before the
+    /// person says yes (irssi's `paste_verify_line_count`), so a paste meant
+    /// for another window never lands here line by line.
+    func pasted(_ lines: [String]) {
+        let kept = lines.filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+        guard !kept.isEmpty else { return }
+        pendingPaste = kept
+        let place = session.conversationPeer.map { "your conversation with \(session.plainLabel($0))" } ?? session.room.value
+        emit(.chatLines(["-- paste \(kept.count) line\(kept.count == 1 ? "" : "s") into \(place)? y sends them; anything else drops them"]))
+    }
+
+    /// The answer to `pasted`: the lines posted as messages, in order (never
+    /// as commands: a pasted line that starts with / is text), or dropped.
+    private func answerPaste(_ lines: [String], yes: Bool) {
+        guard yes else { return emit(.chatLines(["-- the pasted lines were dropped"])) }
+        do {
+            for line in lines { try postText(line, kind: .text, to: session.conversationPeer) }
+        } catch {
+            node.storeFailures.heard(error)
+            emit(.failed("\(error)"))
         }
     }
 
@@ -361,103 +389,6 @@ extension NetworkNode {
         roomOrderStale = true
         refreshPrompt()
         return [.chatLines(lines)]
-    }
-
-    /// An envelope of ours just stored (a post, an edit, a tombstone, a
-    /// direct message, a nick): on the links before it is on the disk
-    /// (`OwnDurability`), and on the disk before it is shown here.
-    func sendOwn(_ e: Envelope) {
-        sentOwnUpTo = max(sentOwnUpTo, e.sequence)
-        typing.postedOwn(in: e.room)
-        let sending = monotonicNow()
-        feed(.posted(e))
-        if !feeding { loop.flushNow() }
-        let syncing = monotonicNow()
-        syncOwn()
-        let synced = monotonicNow()
-        core.stages.record(.send, syncing - sending)
-        core.stages.record(.sync, synced - syncing)
-        showDeliveries()
-    }
-
-    /// Own envelopes committed without their fsync are made durable (after
-    /// the sockets were written); at the latest at the end of the turn.
-    func syncOwn() {
-        do {
-            try node.store.syncOwn()
-            ownSyncFailing = false
-        } catch {
-            // Tried again at every turn's end; said once until it works.
-            if !ownSyncFailing {
-                log.warning("writing your messages to the disk failed (trying again; from now on each is written before it is sent): \(error)")
-                node.ownDurability.syncFailed()
-            }
-            ownSyncFailing = true
-        }
-    }
-
-    /// Sends (and shows) every envelope of ours signed since the last one
-    /// sent: what a command or a delivery signed besides a post (a
-    /// membership change, a room's create, a follow, a new key).
-    func flushOwn() {
-        // Our own chain has no gaps: its contiguous end (kept in memory) is its head.
-        while node.store.contiguous(of: node.me) > sentOwnUpTo {
-            let mine = node.storeFailures.read("our own envelopes to send") { try node.store.envelopes(from: node.me, startingAt: sentOwnUpTo + 1, limit: 64) } ?? []
-            guard !mine.isEmpty else { return }
-            for e in mine { sendOwn(e) }
-        }
-    }
-
-    /// A typed text in `room` (the open one when nil), or to `peer`: one
-    /// message or, past `MessageParts.maximumBytes`, several in order, cut on
-    /// word boundaries (never a word lost). The envelopes posted. `split`
-    /// false (a script's line, `--json`): one message, as long as the
-    /// protocol allows (`Envelope.maximumPlaintextBody`), as scripts expect.
-    @discardableResult
-    func postText(_ text: String, kind: Kind, in room: RoomName? = nil, to peer: PublicKey? = nil, split: Bool = true) throws -> [Envelope] {
-        try (split ? MessageParts.split(text) : [text]).map { part in
-            if let peer { try postDirect(part, to: peer, kind: kind) } else { try post(part, kind: kind, in: room) }
-        }
-    }
-
-    /// Posts in `room` (the open one when nil), on the links before it is shown.
-    @discardableResult
-    func post(_ text: String, kind: Kind, in room: RoomName? = nil) throws -> Envelope {
-        // Checked here too (the gate would check the post), so a refusal
-        // keeps the pending nick instead of failing it on the way.
-        try ensureOwnHistoryIsBack()
-        if let nick = ownHistory.takePendingNick() { post(nick: nick) }
-        let posting = monotonicNow()
-        let e = try node.post(text, kind: kind, in: room ?? session.room)
-        core.stages.record(.post, monotonicNow() - posting)
-        core.stages.record(.sign, node.lastPostTimes.sign)
-        core.stages.record(.row, node.lastPostTimes.row)
-        receipts.posted(e.sequence, in: e.room)
-        sendOwn(e)
-        return e
-    }
-
-    /// A direct message to `peer` (a text, or an action: `/me`), on the links before it is shown.
-    @discardableResult
-    func postDirect(_ text: String, to peer: PublicKey, kind: Kind = .text) throws -> Envelope {
-        // `node.postingGate` refuses it while our history may be elsewhere.
-        let e = try node.postDirect(text, to: peer, kind: kind)
-        // The prompt's mark follows it in a `/query`, as a post's in a room.
-        receipts.posted(e.sequence, in: e.room)
-        sendOwn(e)
-        return e
-    }
-
-    /// An envelope of ours that `make` signs (an edit, a delete, a
-    /// reaction, a reply), once our history is back; on the links before it
-    /// is shown. A `message` (a reply) is followed by the prompt's mark.
-    @discardableResult
-    func act(message: Bool = false, _ make: (Node) throws -> Envelope) throws -> Envelope {
-        try ensureOwnHistoryIsBack()
-        let e = try make(node)
-        if message { receipts.posted(e.sequence, in: e.room) }
-        sendOwn(e)
-        return e
     }
 
     /// `/versions` and the API's `versions`: every version of `e`, a message here.

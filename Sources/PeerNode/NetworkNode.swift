@@ -59,9 +59,9 @@ final class NetworkNode: @unchecked Sendable {
     /// conversation: its read mark follows (its unread count in `/rooms`
     /// and on the page stays 0). Scripts and the page say what they read.
     var readsOpenPlace = false
-    /// `--json`: `/history`, `/search`, `/mentions` and `/rooms` answer
-    /// as events (`ScriptAnswer`) instead of chat lines.
+    /// `--json`: `/history`, `/search`, `/mentions` and `/rooms` answer as events (`ScriptAnswer`), not chat lines.
     var answersScripts = false
+    var pendingPaste: [String]?  // a multi-line paste waiting for the person's yes (`pasted`)
     /// Which links a person is told of (`LinkLines`; scripts and a relay's log are told of all).
     var linkLines = LinkLines()
     var server: WebSocketServer?

@@ -231,8 +231,8 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
         let head = try store.head(of: me)
         let envelope = try Envelope.sign(
             by: identity, sequence: (head?.sequence ?? 0) + 1, previous: head?.id ?? .zero,
-            dependencies: dependencies(dependencies(try store.dependenciesForNextPost(by: me), requiring: requires.map { Dependency(author: $0.author, sequence: $0.sequence) }),
-                                       requiring: alsoRequires),
+            dependencies: try store.dependenciesForNextPost(by: me)
+                .requiring(requires.map { Dependency(author: $0.author, sequence: $0.sequence) }, by: me).requiring(alsoRequires, by: me),
             timestamp: Self.now(), room: room, erases: erases, body: body)
         let signed = monotonicNow()
         _ = try store.insertOwn(envelope, at: Self.now(), durable: !ownDurability.sendsBeforeSync)
@@ -243,17 +243,6 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
     /// Seconds the last envelope of ours took to sign (its dependencies
     /// found, signed) and to commit: `StageTimes` `sign` and `row`.
     private(set) var lastPostTimes = (sign: 0.0, row: 0.0)
-
-    /// `found` with `required`'s author at its sequence at least (one of
-    /// ours needs none: our chain orders it), within `Envelope.maximumDependencies`.
-    func dependencies(_ found: [Dependency], requiring required: Dependency?) -> [Dependency] {
-        guard let required, required.author != me else { return found }
-        var out = found.filter { $0.author != required.author }
-        let held = found.first { $0.author == required.author }?.sequence ?? 0
-        if out.count >= Envelope.maximumDependencies { out.removeLast(out.count - Envelope.maximumDependencies + 1) }
-        out.append(Dependency(author: required.author, sequence: max(held, required.sequence)))
-        return out
-    }
 
     /// Nick messages refused by `setNick` (counted as `bad_nick`).
     private(set) var refusedNicks = 0

@@ -52,6 +52,9 @@ final class StandardInput: @unchecked Sendable {
             switch input {
             case let .line(text): handle([text])
             case .quit: quit()
+            case let .paste(lines):
+                network.pasted(lines)
+                terminal?.setPrompt(network.prompt())
             }
         }
     }

@@ -12,6 +12,8 @@ public enum Key: Equatable, Sendable {
     case escape
     /// A sequence we read whole and do not act on (F-keys, mouse, …).
     case unknown
+    /// Bracketed paste (xterm's mode 2004): what comes between these two was pasted, not typed.
+    case pasteStart, pasteEnd
 }
 
 /// Bytes in, keys out; pure. Incomplete sequences wait for more bytes; a
@@ -106,6 +108,8 @@ public struct KeyDecoder {
         case ("1", UInt8(ascii: "~")), ("7", UInt8(ascii: "~")): return .home
         case ("4", UInt8(ascii: "~")), ("8", UInt8(ascii: "~")): return .end
         case ("3", UInt8(ascii: "~")): return .delete
+        case ("200", UInt8(ascii: "~")): return .pasteStart
+        case ("201", UInt8(ascii: "~")): return .pasteEnd
         default: return .unknown
         }
     }

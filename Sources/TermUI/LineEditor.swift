@@ -95,10 +95,19 @@ public struct LineEditor {
             cursor = 0
             historyIndex = nil
             return .submit(line)
-        case .control, .alt, .escape, .unknown:
+        case .control, .alt, .escape, .unknown, .pasteStart, .pasteEnd:
             return .none
         }
         return .redraw
+    }
+
+    /// A tab that was pasted, not typed: kept in the line as a tab (a typed
+    /// Tab completes). False (the bell) when the line is full.
+    public mutating func insertTab() -> Bool {
+        guard scalars.count < Self.maximumLength else { return false }
+        scalars.insert("\t", at: cursor)
+        cursor += 1
+        return true
     }
 
     /// Replaces the line (used when the caller acts on Alt-1…9 and the like).

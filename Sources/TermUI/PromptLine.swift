@@ -23,7 +23,8 @@ public struct PromptLine {
     public func render(_ editor: LineEditor) -> String {
         let promptWidth = prompt.unicodeScalars.reduce(0) { $0 + max(0, width($1)) }
         let room = max(1, columns - promptWidth - 1)
-        let widths = editor.scalars.map { max(0, width($0)) }
+        // A pasted tab is shown as one space: a real one would move the cursor to a tab stop.
+        let widths = editor.scalars.map { $0 == "\t" ? 1 : max(0, width($0)) }
         // Scroll: start far enough right that the cursor fits in `room` columns.
         var start = 0
         var used = widths[0..<editor.cursor].reduce(0, +)
@@ -37,7 +38,7 @@ public struct PromptLine {
             shown += widths[end]
             end += 1
         }
-        let visible = String(String.UnicodeScalarView(editor.scalars[start..<end]))
+        let visible = String(String.UnicodeScalarView(editor.scalars[start..<end].map { $0 == "\t" ? " " : $0 }))
         let cursorColumn = promptWidth + widths[start..<editor.cursor].reduce(0, +)
         return Self.clearLine + prompt + visible + "\r" + (cursorColumn > 0 ? "\u{1B}[\(cursorColumn)C" : "")
     }

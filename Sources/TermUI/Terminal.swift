@@ -40,7 +40,12 @@ public enum Terminal {
     public static func restore() {
         guard saved else { return }
         _ = tcsetattr(0, TCSAFLUSH, &original)
+        _ = Array(bracketedPasteOff.utf8).withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
     }
+
+    /// xterm's bracketed paste mode (2004): pastes come between `ESC [200~` and `ESC [201~`.
+    public static let bracketedPasteOn = "\u{1B}[?2004h"
+    public static let bracketedPasteOff = "\u{1B}[?2004l"
 
     /// The actions that were installed before ours, by signal number (a
     /// fixed table: a signal handler may not allocate or take locks).
@@ -69,7 +74,7 @@ public enum Terminal {
     /// Only async-signal-safe calls: tcsetattr and write.
     static func restoreFromSignal() {
         if saved { _ = tcsetattr(0, TCSANOW, &original) }
-        let reset: [UInt8] = Array("\r\u{1B}[K\u{1B}[0m\n".utf8)
+        let reset: [UInt8] = Array("\u{1B}[?2004l\r\u{1B}[K\u{1B}[0m\n".utf8)
         _ = reset.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
     }
 

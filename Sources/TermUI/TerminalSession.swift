@@ -11,6 +11,9 @@ public enum TerminalInput: Equatable, Sendable {
     case line(String)
     /// Ctrl-D on an empty line (or Ctrl-C): leave.
     case quit
+    /// A paste of several lines (bracketed paste): none is sent until the
+    /// person says so; the line being typed is empty again.
+    case paste([String])
 }
 
 public final class TerminalSession: @unchecked Sendable {
@@ -19,6 +22,9 @@ public final class TerminalSession: @unchecked Sendable {
     private var line: PromptLine
     private var completer = Completer()
     private var decoder = KeyDecoder()
+    /// Inside a bracketed paste: Enter ends a pasted line, Tab is a tab.
+    private var pasting = false
+    private var pastedLines: [String] = []
     /// Milliseconds of silence after an Esc before it counts as the Esc key.
     public static let escapeTimeout = 0.05
 
@@ -30,7 +36,8 @@ public final class TerminalSession: @unchecked Sendable {
     /// Keys come in through `feed`, resizes through `resized`.
     public func start() -> Bool {
         guard Terminal.enterRawMode() else { return false }
-        lock.withLock { write(line.render(editor)) }
+        // Bracketed paste on: a paste arrives marked, so its lines are not sent one by one as typed.
+        lock.withLock { write(Terminal.bracketedPasteOn + line.render(editor)) }
         return true
     }
 
@@ -85,6 +92,35 @@ public final class TerminalSession: @unchecked Sendable {
             if case let .alt(c) = key, let digit = c.wholeNumberValue, (1...9).contains(digit) {
                 out.append(.line("/\(digit)"))
                 continue
+            }
+            switch key {
+            case .pasteStart:
+                pasting = true
+                pastedLines = []
+                continue
+            case .pasteEnd:
+                guard pasting else { continue }
+                pasting = false
+                guard !pastedLines.isEmpty else { continue }
+                // Several lines: the last, unended one goes with them; nothing is sent before the person agrees.
+                let last = lock.withLock { editor.text }
+                if !last.isEmpty { pastedLines.append(last) }
+                lock.withLock { editor.set("") }
+                dirty = true
+                draw()
+                out.append(pastedLines.count == 1 ? .line(pastedLines[0]) : .paste(pastedLines))
+                pastedLines = []
+                continue
+            case .enter where pasting:
+                pastedLines.append(lock.withLock { editor.text })
+                lock.withLock { editor.set("") }
+                dirty = true
+                continue
+            case .tab where pasting:
+                if lock.withLock({ editor.insertTab() }) { dirty = true } else { bell() }
+                continue
+            default:
+                break
             }
             let outcome = lock.withLock { editor.apply(key, completer: completer) }
             switch outcome {

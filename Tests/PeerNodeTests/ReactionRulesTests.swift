@@ -64,9 +64,9 @@ struct ReactionRulesTests {
 
         // Dependencies: the target's author at the target's sequence, within 256 entries.
         let many = try (0..<Envelope.maximumDependencies).map { _ in Dependency(author: try SigningKey.generate().publicKey, sequence: 3) }
-        let deps = node.dependencies(many, requiring: Dependency(author: original.author, sequence: original.sequence))
+        let deps = many.requiring(Dependency(author: original.author, sequence: original.sequence), by: node.me)
         #expect(deps.count == Envelope.maximumDependencies && deps.contains(Dependency(author: life.bob.publicKey, sequence: 1)))
-        #expect(node.dependencies([Dependency(author: life.bob.publicKey, sequence: 5)], requiring: Dependency(author: original.author, sequence: original.sequence)) == [Dependency(author: life.bob.publicKey, sequence: 5)])
+        #expect([Dependency(author: life.bob.publicKey, sequence: 5)].requiring(Dependency(author: original.author, sequence: original.sequence), by: node.me) == [Dependency(author: life.bob.publicKey, sequence: 5)])
         let tombstone = try life.chain(life.bob, on: node, after: [original], [(.tombstone, [], [1])])
         _ = try node.store.insert(tombstone, receivedAt: 3)
         guard case .deleted? = node.reactions.quote(of: reply, opened)?.state else { Issue.record("not marked deleted"); return }

@@ -24,6 +24,11 @@ struct KeyDecoderTests {
         #expect(keys(Array("\u{1B}[15~x\u{1B}[1;5Cy".utf8)) == [.unknown, .character("x"), .unknown, .character("y")])
     }
 
+    @Test("a bracketed paste is marked at both ends; what it holds decodes as keys, a newline and a tab too")
+    func bracketedPaste() {
+        #expect(keys(Array("\u{1B}[200~a\tb\rc\u{1B}[201~".utf8)) == [.pasteStart, .character("a"), .tab, .character("b"), .enter, .character("c"), .pasteEnd])
+    }
+
     @Test("a sequence split across reads waits for the rest; a lone Esc is a key only once input goes quiet")
     func split() {
         var d = KeyDecoder()

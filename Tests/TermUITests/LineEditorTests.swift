@@ -91,6 +91,17 @@ struct LineEditorTests {
         #expect(e.apply(.control("c")) == .quit, "on an empty line it quits")
     }
 
+    @Test("a pasted tab is kept in the line as a tab; a typed Tab completes instead")
+    func pastedTab() {
+        var e = LineEditor()
+        type(&e, "a")
+        let inserted = e.insertTab()
+        #expect(inserted)
+        type(&e, "b")
+        #expect(e.text == "a\tb")
+        #expect(PromptLine(prompt: "> ", columns: 40, width: { _ in 1 }).render(e).contains("> a b"), "shown as a space")
+    }
+
     @Test("the line holds maximumLength characters; one more rings the bell")
     func limit() {
         var e = LineEditor()

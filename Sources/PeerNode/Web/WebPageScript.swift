@@ -318,8 +318,7 @@ extension WebPage {
           case "invite": renderInvite(e); break;
           case "invite_accepted": case "invite_declined":
             [...$("invites").children].filter((x) => x.dataset.room === e.room).forEach((x) => x.remove()); refreshInvites();
-            // Accepted here: the room opens, so what is typed next goes there and not to the room the invite came into.
-            if (e.type === "invite_accepted") { if (e.ref) send("rooms", {}, () => openConv(e.room)); else send("rooms"); }
+            if (e.type === "invite_accepted") { if (e.ref) send("rooms", {}, () => openConv(e.room)); else send("rooms"); }  // accepted here: opened
             break;
           case "ok": {
             const then = waiting.get(e.ref); waiting.delete(e.ref); waiting.delete(e.ref + ":page");

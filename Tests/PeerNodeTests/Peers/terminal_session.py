@@ -5,7 +5,8 @@ A second node (B, --json, driven through pipes) is linked to the one in the
 terminal (A). Checks: the prompt; a message arriving while a line is half
 typed is printed above and the half line is drawn again; line editing keys;
 Tab completion; a mention rings the bell; a 10,000-byte line arrives as
-three messages cut on word boundaries, and a long edit is refused; the prompt's mark on our last
+three messages cut on word boundaries, and a long edit is refused; a
+multi-line paste asks before it sends; the prompt's mark on our last
 message (read, local only, stored); Ctrl-C clears a typed line, and on an
 empty one quits with exit code 0 and the
 terminal settings as they were; so does a crash signal (then dies of it). Prints what it checked; exits non-zero
@@ -200,6 +201,36 @@ mark = len(screen)
 paste(b"/edit " + b"y" * 4001 + b"\r")
 read_until(master, b"an edit replaces one message, at most 4000 bytes", start=mark)
 print("an edit longer than one message is refused, saying why")
+
+# A paste of several lines (bracketed paste, which the node turns on) sends nothing until the person says y;
+# a tab inside it stays in the text (a typed Tab completes).
+if b"\x1b[?2004h" not in screen:
+    fail("bracketed paste mode was not turned on")
+mark = len(screen)
+paste(b"\x1b[200~first pasted\rsecond\tpasted\rthird\x1b[201~")
+read_until(master, b"paste 3 lines into #general? y sends them", start=mark)
+# What B printed for half a second, kept for the waits below: none of the pasted lines yet.
+deadline = time.monotonic() + 0.5
+while time.monotonic() < deadline:
+    r, _, _ = select.select([b.process.stdout.fileno()], [], [], 0.05)
+    if r:
+        b.buffer += os.read(b.process.stdout.fileno(), 65536)
+        *complete, b.buffer = b.buffer.split(b"\n")
+        b.lines.extend(complete)
+if any(b"first pasted" in line for line in b.lines):
+    fail("a pasted line was sent before the person said y")
+os.write(master, b"y\r")
+# The tab travels as a tab; --json shows it as every control from the network is shown, inert.
+got = [b_wait(lambda e, text=text: e.get("type") == "message" and e.get("text", "").replace("\t", "^I") == text, f"the pasted line {text!r}")
+       for text in ("first pasted", "second^Ipasted", "third")]
+print(f"  (the tab arrived as {got[1]['text']!r})")
+print("a 3-line paste asks first, then sends its lines in order, a tab kept")
+mark = len(screen)
+paste(b"\x1b[200~not this\rnor this\x1b[201~")
+read_until(master, b"paste 2 lines into #general?", start=mark)
+os.write(master, b"n\r")
+read_until(master, b"the pasted lines were dropped", start=mark)
+print("answered otherwise, a paste is dropped")
 os.write(master, b"/switch #random\r")
 read_until(master, b"#random> ")
 
@@ -252,6 +283,20 @@ _, status = os.waitpid(pid, 0)
 if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
     fail(f"Ctrl-C did not exit cleanly (status {status})")
 check_restored(master, before, "Ctrl-C")
+# What it wrote last, read now that it is gone: bracketed paste turned off with the rest.
+while True:
+    r, _, _ = select.select([master], [], [], 0.2)
+    if not r:
+        break
+    try:
+        chunk = os.read(master, 65536)
+    except OSError:
+        break
+    if not chunk:
+        break
+    screen += chunk
+if b"\x1b[?2004l" not in screen:
+    fail("bracketed paste mode was not turned off at the exit")
 print("Ctrl-C exits 0 and the terminal is restored")
 
 # A crash signal: the handler puts the terminal back, then dies of the signal as it would have.

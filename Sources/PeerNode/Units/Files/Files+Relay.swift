@@ -1,0 +1,117 @@
+import ChatText
+import Crypto
+import Foundation
+import Gossip
+import NodeCore
+import Reactor
+import Store
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a relay holds to serve (`--max-files`): a file it is asked for and
+/// does not hold is fetched from its other links, the oldest it fetched so
+/// leaving first when the quota is reached.
+extension Files {
+    /// The size of a file being fetched (what its asks name).
+    func size(of root: [UInt8]) -> UInt64? { rows[root]?.size }
+
+    /// Seconds a `/get` goes without a chunk before the person is told nobody linked holds the file now.
+    static let waitingNotice = 30.0
+
+    /// The transfers someone asked for that took no chunk in for
+    /// `waitingNotice` seconds, each said once until a chunk comes.
+    func waiting(now: Double) -> [Progress] {
+        var out: [Progress] = []
+        for root in fetch.stalled(for: Self.waitingNotice, now: now) {
+            guard var w = wanted[root], !w.toldWaiting else { continue }
+            w.toldWaiting = true
+            wanted[root] = w
+            out.append(.waiting(number: w.number, place: w.place, root: root))
+        }
+        return out
+    }
+
+    /// Seconds a relay waits for the first chunk of a file it was asked
+    /// for (or for the next one) before it drops the fetch: a root nobody
+    /// holds costs it nothing for longer.
+    static let relayPatience = 60.0
+
+    /// Starts fetching `root` to serve it, when it is neither held nor
+    /// fetched already, fits the quota, and a place among the transfers is
+    /// free. Nothing is evicted yet: a file makes room only once a chunk of
+    /// it has come and verified (`makeRoom`), so asks for roots nobody holds
+    /// cannot flush the files a relay keeps. True when a fetch started.
+    ///
+    /// `offer`, the envelope the asker says offered the file: an ask naming
+    /// one that a tombstone held here erased starts nothing (the file was
+    /// taken back), and a file kept to serve is bound to the first one
+    /// named that this relay holds (`bind`), so that the tombstone erasing
+    /// it, which a relay reads the erase list of, erases the file too.
+    func relay(_ root: [UInt8], size: UInt64, offer: Dependency? = nil, now: UInt64, clock: Double = 0) -> Bool {
+        if let offer {
+            guard !erased(offer) else { return false }
+            bind(root, to: offer)
+        }
+        guard let quota = maximumHeld, size <= quota, !fetch.fetches(root), fetch.roots.count < FileFetch.maximumTransfers else { return false }
+        guard let all = failures.read({ () throws(RepositoryError) in try repository.files() }), !all.contains(where: { $0.root == root }) else { return false }
+        var row = Store.FileRow(root: root, size: size, origin: .relayed, author: nil, sequence: nil, added: now)
+        if let offer, holdsEnvelope(offer) { row = row.offered(by: offer.author, sequence: offer.sequence) }
+        guard failures.read({ () throws(RepositoryError) -> Bool in
+            try repository.save(row)
+            try repository.createChunkFile(root)
+            return true
+        }) != nil else { return false }
+        rows[root] = row
+        leaves[root] = [:]
+        fetch.start(root, chunks: row.chunks, held: { _ in false }, now: clock)
+        return true
+    }
+
+    /// Whether a tombstone held here erased the envelope `offer` names
+    /// (a store that cannot say: yes, the side that keeps nothing taken back).
+    func erased(_ offer: Dependency) -> Bool {
+        failures.read { () throws(RepositoryError) in try repository.isErased(offer) } ?? true
+    }
+
+    /// Whether an envelope is held at `offer` (a relay holds the offer sealed: it cannot read it).
+    private func holdsEnvelope(_ offer: Dependency) -> Bool {
+        failures.read { () throws(RepositoryError) in try repository.holdsEnvelope(offer) } ?? false
+    }
+
+    /// Binds a relayed file that names no offer yet to `offer`, when an
+    /// envelope is held there: the first such ask wins. (Someone who names
+    /// another envelope first holds the file, and could as well keep it and
+    /// offer it again: a relay's erasure cannot be surer than its members.)
+    private func bind(_ root: [UInt8], to offer: Dependency) {
+        guard let row = rows[root] ?? failures.read({ () throws(RepositoryError) in try repository.file(root) }) ?? nil,
+              row.origin == .relayed, row.author == nil, holdsEnvelope(offer) else { return }
+        let bound = row.offered(by: offer.author, sequence: offer.sequence)
+        guard failures.read({ () throws(RepositoryError) in try repository.save(bound) }) != nil else { return }
+        if rows[root] != nil { rows[root] = bound }
+    }
+
+    /// The envelope a file being fetched was offered by, where known (named in its asks on links of version 8 on).
+    func offer(of root: [UInt8]) -> Dependency? {
+        guard let row = rows[root], let author = row.author, let sequence = row.sequence else { return nil }
+        return Dependency(author: author, sequence: sequence)
+    }
+
+    /// A relayed file's first chunk verified: the oldest files fetched to
+    /// serve leave until it fits the quota. False when it cannot fit (the
+    /// fetch is dropped).
+    func makeRoom(for row: Store.FileRow) -> Bool {
+        guard let quota = maximumHeld, let all = failures.read({ () throws(RepositoryError) in try repository.files() }) else { return false }
+        var held = all.filter { $0.root != row.root && ($0.complete || fetch.fetches($0.root)) }.reduce(UInt64(0)) { $0 + $1.size }
+        for old in all where old.origin == .relayed && old.complete && old.root != row.root && held + row.size > quota {
+            erase(old.root)
+            held -= old.size
+        }
+        return held + row.size <= quota
+    }
+
+    /// Relayed fetches that took no chunk in for `relayPatience` are dropped, their rows with them.
+    func dropStale(now: Double) {
+        for root in fetch.stalled(for: Self.relayPatience, now: now) where rows[root]?.origin == .relayed { erase(root) }
+    }
+}
