@@ -107,7 +107,7 @@ public enum ChatInput: Equatable, Sendable {
         (["op", "deop"], "/op WHO", "make WHO an admin of this private room (the owner only); /deop WHO makes them a member again"),
         (["leave"], "/leave", "leave this private room for good: the others get a new key (/part only stops showing it)"),
         (["join", "j"], "/join #room", "switch to a room (created on first use); /j for short"),
-        (["part"], "/part", "leave the current room (back to #general); in a /query, close it"),
+        (["part", "close"], "/part", "leave the current room (back to #general); in a /query, close it (/close is the same)"),
         (["private"], "/private #room", "make a private room: only those you /invite can read it"),
         (["invite"], "/invite WHO #room", "let WHO into one of your private rooms (sent as a direct message)"),
         (["invites"], "/invites", "invites to private rooms waiting for your answer"),
@@ -118,7 +118,7 @@ public enum ChatInput: Equatable, Sendable {
         (["query", "q"], "/query [WHO]", "open your direct conversation with WHO in place of the room: lines go to WHO, /history, /edit, /reply… act on it; /query or /part closes it"),
         (["me"], "/me TEXT", "an action: * alice waves"),
         (["nick"], "/nick NAME", "change the nick shown next to your fingerprint"),
-        (["who"], "/who", "who has posted in this room, and who of them is linked now"),
+        (["who", "names"], "/who", "who has posted in this room, and who of them is linked now (/names is the same)"),
         (["peers"], "/peers", "linked and discovered nodes: fingerprint, address, since, round trip, sync state"),
         (["sync"], "/sync", "whether this node holds everything its peers have announced, and what is missing from whom"),
         (["history"], "/history [N]", "the last N messages of the room (default 20)"),
@@ -129,7 +129,7 @@ public enum ChatInput: Equatable, Sendable {
         (["device"], "/device add", "link a new machine to your account: shows a code for `peernode device join CODE` there (10 minutes, 3 tries)"),
         (["revoke"], "/revoke DEVICE", "revoke one of your devices (a lost laptop; its name, fingerprint or id from /devices): everyone refuses what it signs from now on"),
         (["trust", "untrust"], "/trust WHO", "mark WHO as verified (you compared the fingerprint with them): shown with ✔; /untrust WHO undoes it"),
-        (["block", "unblock"], "/block WHO", "refuse WHO's links and hide their messages; /unblock WHO undoes it"),
+        (["block", "unblock", "ignore", "unignore"], "/block WHO", "refuse WHO's links and hide their messages; /unblock WHO undoes it (/ignore and /unignore are the same)"),
         (["set"], "/set receipts on|off", "send read receipts when you read a room (on by default at a terminal)"),
         (["stats"], "/stats", "the node's counters: links, clock exchanges, refusals by reason"),
         (["help"], "/help [CMD]", "this list, or one command"),
@@ -158,6 +158,15 @@ public enum ChatInput: Equatable, Sendable {
 
     /// Every command word, for Tab completion.
     public static let commandNames = commands.flatMap { $0.names.map { "/" + $0 } }
+
+    /// What an IRC user's commands that peernode does not have yet are answered.
+    static let reflexes: [String: String] = [
+        "list": "/list: there is no list of public rooms yet; /rooms lists yours, /join #name joins one",
+        "topic": "/topic: rooms have no topics yet",
+        "away": "/away: there is no away state yet; your receipts and typing show when you are here",
+        "back": "/back: there is no away state yet",
+        "clear": "/clear: not yet; /history N shows the last N messages again",
+    ]
 
     public static func parse(_ raw: String) -> ChatInput {
         let line = raw.hasSuffix("\r") ? String(raw.dropLast()) : raw
@@ -193,9 +202,9 @@ public enum ChatInput: Equatable, Sendable {
         case "trust", "untrust":
             guard !argument.isEmpty, !argument.contains(" ") else { return .error("/\(name) needs one identity: /\(name) alice·k3fq") }
             return .trust(argument, name == "trust")
-        case "block", "unblock":
+        case "block", "unblock", "ignore", "unignore":
             guard !argument.isEmpty, !argument.contains(" ") else { return .error("/\(name) needs one identity: /\(name) alice·k3fq") }
-            return .block(argument, name == "block")
+            return .block(argument, name == "block" || name == "ignore")
         case "join", "j":
             return argument.isEmpty ? .error("/join needs a room: /join #random") : .join(argument)
         case "edit":
@@ -257,10 +266,10 @@ public enum ChatInput: Equatable, Sendable {
             let wanted = argument.hasPrefix("/") ? String(argument.dropFirst()) : argument
             guard let entry = commands.first(where: { $0.names.contains(wanted) }) else { return .error("no command /\(wanted) (try /help)") }
             return .helpOn(entry.usage + "  " + entry.help)
-        case "rooms", "who", "peers", "part", "sync", "invites", "mentions", "typing":
+        case "rooms", "who", "names", "peers", "part", "close", "sync", "invites", "mentions", "typing":
             guard argument.isEmpty else { return .error("/\(name) takes no argument") }
-            return ["rooms": .rooms, "who": .who, "peers": .peers, "part": .part, "sync": .sync, "invites": .invites,
-                    "mentions": .mentions, "typing": .typing][String(name)] ?? .empty
+            return ["rooms": .rooms, "who": .who, "names": .who, "peers": .peers, "part": .part, "close": .part, "sync": .sync,
+                    "invites": .invites, "mentions": .mentions, "typing": .typing][String(name)] ?? .empty
         case "devices":
             return .devices(argument.isEmpty ? nil : argument)
         case "device":
@@ -293,6 +302,9 @@ public enum ChatInput: Equatable, Sendable {
             return argument.isEmpty ? .switchRoom(String(name)) : .error("/\(name) takes no argument")
         case "quit", "exit":
             return .quit(reason: argument)
+        case "list", "topic", "away", "back", "clear":
+            // IRC reflexes with no peernode command yet: say what there is instead of "unknown".
+            return .error(Self.reflexes[String(name)] ?? "unknown command /\(name) (try /help)")
         default:
             return .error("unknown command /\(name) (try /help)")
         }

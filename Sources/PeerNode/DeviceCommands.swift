@@ -1,3 +1,4 @@
+import ChatText
 import Crypto
 import Discovery
 import Foundation
@@ -62,7 +63,7 @@ enum DeviceCommands {
         let account = grant.certificate.account
         writeLines(["this machine (\(name), \(node.me.shortFingerprint)) is now a device of "
                     + "\(grant.nick.map { "\($0.value)·" } ?? "")\(account.shortFingerprint) (account \(account.hex))",
-                    "\(grant.privateRooms.count) private and \(grant.publicRooms.count) public rooms; start it with `peernode` to fetch the history"])
+                    "\(grant.privateRooms.count) private and \(counted(grant.publicRooms.count, "public room")); start it with `peernode` to fetch the history"])
     }
 
     static func revoke(_ who: String, _ options: Options, environment: [String: String]) throws {

@@ -332,7 +332,9 @@ extension NetworkNode {
             if on { feed(.blocked(key)) }
             return ([.blockChanged(node.people[key], blocked: on)], true)
         case let .direct(who, text):
-            try postText(text, kind: .text, to: try node.people.resolve(who), split: !answersScripts)
+            let peer = try node.people.resolve(who)
+            guard node.people.account(peer) != node.account else { throw NodeError.messageToSelf }
+            try postText(text, kind: .text, to: peer, split: !answersScripts)
         case let .query(who):
             return (try chatLines(session.query(who)), true)
         case .empty:

@@ -36,6 +36,7 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
     case tooManyEdits(limit: Int)
     case badReaction(limit: Int)
     case editTooLong(limit: Int)
+    case messageToSelf
     case notSealable(PublicKey)
     case noRoomKey(RoomName)
     case receiptRoomNotWritable
@@ -101,6 +102,7 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
         case let .cannotBind(serving, address, reason): "cannot \(serving) on \(address): \(reason)"
         case let .cannotOpenLog(path, reason): "cannot open the log file \(path): \(reason)"
         case let .notSealable(peer): "\(peer.shortFingerprint) is not a key a message can be sealed to"
+        case .messageToSelf: "that is you: for notes to yourself, make a room of your own (/private #notes); your other devices read it too"
         case let .noRoomKey(room): "no key for \(room.value)"
         case .receiptRoomNotWritable: "a receipt for a room this node cannot write to"
         case let .nobodyKnownAs(who): "nobody known as \(who): use a nick, nick·fingerprint or a 64-hex id"

@@ -136,7 +136,7 @@ struct TerminalPresenter: LinePresenter {
                 return "   \(who)  \(row.address)  \(row.state)\(row.state.hasPrefix("--peer,") ? "" : ", not linked")"
             }
             let sync = row.sending == 0 && row.receiving == 0 ? "in sync" : "sending \(row.sending), receiving \(row.receiving)"
-            return "   \(who)  \(row.address)  linked \(duration(linkedFor))  \(roundTripText(row.roundTrip))  \(sync)  \(row.view)\(row.lazyAuthors > 0 ? ", ids only for \(row.lazyAuthors) authors" : "")"
+            return "   \(who)  \(row.address)  linked \(duration(linkedFor))  \(roundTripText(row.roundTrip))  \(sync)  \(row.view)\(row.lazyAuthors > 0 ? ", ids only for \(counted(row.lazyAuthors, "author"))" : "")"
         }
     }
 
@@ -145,13 +145,13 @@ struct TerminalPresenter: LinePresenter {
         let renderer = Renderer(people: report.people)
         let forks = forkLines(report.forks, renderer)
         guard !report.gaps.isEmpty else {
-            return ["-- in sync: this node holds everything its peers have announced (\(report.held) messages from \(report.authors) authors; \(report.linked) linked)"] + forks
+            return ["-- in sync: this node holds everything its peers have announced (\(counted(report.held, "message")) from \(counted(report.authors, "author")); \(report.linked) linked)"] + forks
         }
         let gaps = report.gaps
-        return ["-- missing \(Backlog.total(gaps)) messages (\(report.held) held)"] + gaps.prefix(20).map { gap in
+        return ["-- missing \(counted(Backlog.total(gaps), "message")) (\(report.held) held)"] + gaps.prefix(20).map { gap in
             let when = gap.linked ? "linked now" : "last seen \(duration(Double(report.now &- gap.seenAt) / 1000)) ago"
             return "   missing \(gap.missing) from \(renderer.label(gap.author)), announced by \(renderer.label(gap.via)) (\(when))"
-        } + (gaps.count > 20 ? ["   … and \(gaps.count - 20) more authors"] : []) + forks
+        } + (gaps.count > 20 ? ["   … and \(counted(gaps.count - 20, "more author"))"] : []) + forks
     }
 
     /// Forks recorded, one line per author (at most 20).

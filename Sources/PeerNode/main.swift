@@ -182,8 +182,7 @@ do {
         exit(ExitCode.failure)
     }
 } catch {
-    printError(error.message)
-    // As `printError`: a closed stderr has nowhere to say so.
-    try? Syscall.writeAll(2, Array((CommandLineSpec.usage + "\n").utf8))
+    // One line and where to look, not the whole usage: the error stays on the screen (issue 44).
+    printError(error.message + "; try `peernode --help`")
     exit(ExitCode.usage)
 }

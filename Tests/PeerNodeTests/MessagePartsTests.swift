@@ -35,7 +35,7 @@ struct MessagePartsTests {
 /// A script's line stays one message (the terminal's and the page's are split: terminal_session.py, WebAPITests).
 @Suite("A long line from a script")
 struct LongLineTests {
-    @Test("in --json a 10,000-byte line is one message, as the protocol allows and scripts expect; so is its edit")
+    @Test("in --json a 10,000-byte line is one message, as the protocol allows and scripts expect; so is its edit; /msg to yourself says what to do instead")
     func scriptLine() async throws {
         let (dirs, a, b) = try await aliceAndBob()
         let line = (0..<1_200).map { "word\($0)" }.joined(separator: " ")
@@ -44,6 +44,9 @@ struct LongLineTests {
         #expect(await b.wait { $0["type"] == "message" && $0["text"] == line } != nil, "\(b.recent(3))")
         a.send("/edit " + line + " again")
         #expect(await b.wait { $0["type"] == "edit" || ($0["text"] ?? "") == line + " again" } != nil, "\(b.recent(3))")
+        // A direct message to yourself says what to do instead of naming a key (issue 44).
+        a.send("/msg \(a.id) a note")
+        #expect(await a.wait { $0["type"] == "error" && ($0["error"] ?? "").hasPrefix("that is you: for notes to yourself") } != nil, "\(a.recent(3))")
         await a.quit(); await b.quit()
         withExtendedLifetime(dirs) {}
     }

@@ -22,6 +22,14 @@ struct RoomCommandTests {
         #expect(ChatInput.parse("/help nope") == .error("no command /nope (try /help)"))
         #expect(ChatInput.parse("/rooms now") == .error("/rooms takes no argument"))
         #expect(ChatInput.parse("/switch") == .error("/switch needs a room or a number: /switch #random"))
+        #expect(counted(1, "author") == "1 author" && counted(0, "author") == "0 authors" && counted(2, "more author") == "2 more authors")
+        // IRC reflexes (issue 44): the ones peernode has under another name work; the others say what there is.
+        #expect(ChatInput.parse("/names") == .who && ChatInput.parse("/close") == .part)
+        #expect(ChatInput.parse("/ignore bob") == .block("bob", true) && ChatInput.parse("/unignore bob") == .block("bob", false))
+        for reflex in ["/list", "/topic", "/away", "/back", "/clear"] {
+            guard case let .error(message) = ChatInput.parse(reflex) else { Issue.record("\(reflex) is no error"); continue }
+            #expect(message.hasPrefix(reflex + ": ") && !message.contains("unknown"), "\(message)")
+        }
         #expect(ChatInput.parse("/0") == .error("unknown command /0 (try /help)"))
         #expect(ChatInput.parse("/quit see you") == .quit(reason: "see you"))
         #expect(ChatInput.commandNames.contains("/rooms") && ChatInput.commandNames.contains("/j"))
