@@ -123,7 +123,7 @@ public enum ChatInput: Equatable, Sendable {
         (["sync"], "/sync", "whether this node holds everything its peers have announced, and what is missing from whom"),
         (["history"], "/history [N]", "the last N messages of the room (default 20)"),
         (["search"], "/search TEXT", "messages you can read that contain every word of TEXT, newest first"),
-        (["mentions"], "/mentions", "messages that named you (your nick as a word); [Act: 2,4*] before the prompt lists rooms with news, * where you were named"),
+        (["mentions"], "/mentions", "messages that named you (your nick as a word), the newest 50, the newest last; [Act: 2,4*] before the prompt lists rooms with news, * where you were named"),
         (["whois"], "/whois WHO", "who WHO is: id, fingerprint and the account's devices (name, id, last seen)"),
         (["devices"], "/devices [WHO]", "the devices of your account (or of WHO's): name, id, when each was last seen; `peernode device add` links one"),
         (["device"], "/device add", "link a new machine to your account: shows a code for `peernode device join CODE` there (10 minutes, 3 tries)"),

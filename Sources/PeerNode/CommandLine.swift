@@ -143,7 +143,7 @@ enum CommandLineSpec {
     static let commands: [(usage: String, help: String)] = [
         ("peernode [OPTIONS]", "start a node and chat from standard input"),
         ("peernode relay [OPTIONS]", "run a headless relay: store and forward everything, /healthz and /metrics on --metrics-listen"),
-        ("peernode id [--data-dir DIR]", "print this node's id (64 hex characters) and its short fingerprint"),
+        ("peernode id [--data-dir DIR]", "print this node's id (64 hex characters) and its short fingerprint (DIR must exist)"),
         ("peernode network new FILE", "write a new random network key to FILE (mode 0600, never overwrites)"),
         ("peernode device add", "link a new machine to your account: prints a one-time code and waits for it (--listen HOST:PORT, default 0.0.0.0:7735)"),
         ("peernode device join CODE", "make this machine a device of the account that showed CODE (--peer HOST:PORT as it printed; --name NAME)"),

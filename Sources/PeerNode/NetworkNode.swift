@@ -195,7 +195,7 @@ final class NetworkNode: @unchecked Sendable {
         } catch {
             // The default port taken (a second node on this machine) is not fatal.
             if listen != nil { throw NodeError.cannotBind(serving: "listen", address: wanted, reason: "\(error)") }
-            log.warning("not accepting links (\(wanted): \(error))")
+            log.warning("not accepting links (\(wanted): \(error)): this node dials its peers but none can dial it; another node on this machine may hold the port: start this one with --listen 0.0.0.0:\(port &+ 1)")
         }
         for peer in peers {
             guard let (h, p) = PeerAddress.parse(peerURL: peer) else { throw NodeError.badAddress(option: "--peer", needs: "ws://HOST:PORT", got: peer) }

@@ -11,6 +11,7 @@ import Gossip
 enum NodeError: Error, CustomStringConvertible, Equatable {
     // Start-up.
     case noDataDirectory
+    case noSuchDataDirectory(String)
     case networkGivenTwice
     /// An address option that is not what it needs (`--listen`, `--peer`, `--multicast`, `--metrics-listen`).
     case badAddress(option: String, needs: String, got: String)
@@ -97,6 +98,7 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
         case let .badReaction(limit): "a reaction is one word of at most \(limit) bytes (an emoji, say): /react 👍"
         case let .editTooLong(limit): "an edit replaces one message, at most \(limit) bytes; post the rest as a new message"
         case .noDataDirectory: "no data directory: set HOME or XDG_DATA_HOME, or pass --data-dir DIR"
+        case let .noSuchDataDirectory(path): "no data directory at \(TerminalText.sanitize(path)): peernode id prints the identity of one that exists (a node started with --data-dir \(TerminalText.sanitize(path)) makes it)"
         case .networkGivenTwice: "give --network or --network-key-file, not both"
         case let .badAddress(option, needs, got): "\(option) needs \(needs), got \(got)"
         case let .cannotBind(serving, address, reason): "cannot \(serving) on \(address): \(reason)"

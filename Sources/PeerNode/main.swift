@@ -39,6 +39,11 @@ func run(_ command: Command) throws {
         guard let path = resolveDataDirectory(options, environment: environment) else {
             throw NodeError.noDataDirectory
         }
+        // A mistyped --data-dir would print a new identity as if it were yours (issue 44): an explicit one must exist.
+        var isFolder: ObjCBool = false
+        if options.dataDirectory != nil, !FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) || !isFolder.boolValue {
+            throw NodeError.noSuchDataDirectory(path)
+        }
         try DataDirectory.createDirectories(path)
         let (key, isNew) = try KeyFile.loadOrCreateIdentity(at: path + "/" + DataDirectory.identityFileName)
         if isNew {

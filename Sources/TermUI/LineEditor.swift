@@ -5,7 +5,8 @@
 /// start), Ctrl-K (to the end), Ctrl-W (the word before the cursor),
 /// Up/Down (history, and first `/edit` with our last message), Tab
 /// (completion), Enter, Ctrl-C (clears the line; quits on an empty one)
-/// and Ctrl-D (delete, or quit on an empty line).
+/// and Ctrl-D (delete, or quit on an empty line). Ctrl-L (clear the
+/// screen) is the session's (`TerminalSession`).
 public struct LineEditor {
     public enum Outcome: Equatable, Sendable {
         /// Nothing to redraw.

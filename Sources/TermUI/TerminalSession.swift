@@ -25,6 +25,8 @@ public final class TerminalSession: @unchecked Sendable {
     /// Inside a bracketed paste: Enter ends a pasted line, Tab is a tab.
     private var pasting = false
     private var pastedLines: [String] = []
+    /// Home, then erase the whole screen (Ctrl-L).
+    static let clearScreen = "\u{1B}[H\u{1B}[2J"
     /// Milliseconds of silence after an Esc before it counts as the Esc key.
     public static let escapeTimeout = 0.05
 
@@ -114,6 +116,11 @@ public final class TerminalSession: @unchecked Sendable {
             case .enter where pasting:
                 pastedLines.append(lock.withLock { editor.text })
                 lock.withLock { editor.set("") }
+                dirty = true
+                continue
+            case .control("l") where !pasting:
+                // Ctrl-L, as in a shell: the screen cleared, the prompt and the line drawn again at the top.
+                lock.withLock { write(Self.clearScreen) }
                 dirty = true
                 continue
             case .tab where pasting:

@@ -39,6 +39,10 @@ struct ProcessTests {
         #expect(try await PeerNodeProcess.run(["id", "--data-dir", dir.path]).stdout == first.stdout)
         #expect(fileMode(dir.file("identity.key")) == 0o600)
         #expect(fileMode(dir.path) == 0o700)
+        // A mistyped --data-dir makes no new identity (issue 44).
+        let typo = try await PeerNodeProcess.run(["id", "--data-dir", dir.path + "-typo"])
+        #expect(typo.status == 1 && typo.stderr.contains("no data directory at") && typo.stdout.isEmpty, "\(typo.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "-typo"))
     }
 
     @Test("the default data directory is $XDG_DATA_HOME/peernode, else ~/.local/share/peernode")

@@ -6,7 +6,7 @@ terminal (A). Checks: the prompt; a message arriving while a line is half
 typed is printed above and the half line is drawn again; line editing keys;
 Tab completion; a mention rings the bell; a 10,000-byte line arrives as
 three messages cut on word boundaries, and a long edit is refused; a
-multi-line paste asks before it sends; the prompt's mark on our last
+multi-line paste asks before it sends; Ctrl-L clears the screen; the prompt's mark on our last
 message (read, local only, stored); Ctrl-C clears a typed line, and on an
 empty one quits with exit code 0 and the
 terminal settings as they were; so does a crash signal (then dies of it). Prints what it checked; exits non-zero
@@ -263,6 +263,13 @@ print("a relay takes it: the prompt marks it stored (✓)")
 relay.terminate()
 relay.wait()
 
+# Ctrl-L clears the screen and draws the prompt again, the half-typed line kept.
+mark = len(screen)
+os.write(master, b"kept\x0c")
+read_until(master, b"\x1b[H\x1b[2J", start=mark)
+read_until(master, b"kept", start=mark)
+os.write(master, b"\x15")  # Ctrl-U: the line emptied again
+print("Ctrl-L clears the screen and redraws the prompt with the line")
 # Ctrl-C on a half-typed line clears it and the node goes on; on an empty line it quits: exit 0, terminal settings back.
 mark = len(screen)
 os.write(master, b"half a thought")
