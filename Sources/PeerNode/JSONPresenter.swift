@@ -26,6 +26,8 @@ struct JSONPresenter: JSONLinePresenter {
                                             ("addr", .string(address))] + (person.key == node ? [] : [("account", .string(person.key.hex))]))]
         case let .peerDown(key, _):
             return [JSONEvents.line(["type": .string("peer_down"), "id": .string(key.hex)])]
+        case let .caughtUp(held):
+            return [JSONEvents.line(["type": .string("caught_up"), "held": .number(held)])]
         case let .message(m):
             return message(m).map { [$0] } ?? []
         case let .edited(m, original):
@@ -232,6 +234,7 @@ struct JSONPresenter: JSONLinePresenter {
         if author.lookAlike { pairs.append(("look_alike", .string("yes"))) }
         if author.forked { pairs.append(("forked", .string("yes"))) }
         if m.mention { pairs.append(("mention", .string("yes"))) }
+        if m.backlog { pairs.append(("backlog", .string("yes"))) }
         if let offer = m.opened.offer {
             pairs += [("name", .text(PeerText(offer.name))), ("size", .number(offer.size)), ("hash", .string(Hex.encode(offer.plainHash))),
                       ("root", .string(Hex.encode(offer.root))), ("media", .text(PeerText(offer.type))), ("caption", .text(PeerText(offer.caption))),

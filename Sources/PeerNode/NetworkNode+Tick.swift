@@ -54,6 +54,11 @@ extension NetworkNode {
             _ = malloc_trim(0)
         }
         typing.expire(now: now)
+        // The first moment a linked peer's announced history is all here: the backlog has ended.
+        if !caughtUp, !relay, linkedPeers.keys.contains(where: { replicator.declaredClock(of: $0) != nil }), missingFromLinked == 0 {
+            caughtUp = true
+            emit(.caughtUp(held: replicator.clock.total))
+        }
         // Links that became neighbours since they came up are told of now.
         for remote in linkLines.unsettled where linkSettled(remote) { emit(linkLines.settled(remote)) }
         if !node.privateRooms.memberships.isEmpty, now - lastRoomRotationCheck >= Self.roomRotationCheckInterval {

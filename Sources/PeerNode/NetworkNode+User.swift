@@ -158,6 +158,7 @@ extension NetworkNode {
             // A direct message is shown wherever the person is: it counts as read there.
             receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: true, current: true)
             var shown = ShownMessage(envelope: e, opened: opened, room: nil, to: node.people.account(e.author) == node.account ? peer : node.account, me: node.me, book: node.people)
+            shown.backlog = isBacklog(e)
             var fetching: [NodeEvent] = []
             if let offer = opened.offer {
                 shown.number = readLogged("a message's number") { try node.store.number(of: stored) } ?? nil
@@ -172,6 +173,7 @@ extension NetworkNode {
         receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: opened.isMessage && !fromUs, current: roomName == session.room)
         var shown = node.reactions.quoted(ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, me: node.me, book: node.people), book: node.people)
         if opened.isMessage { shown.number = readLogged("a message's number") { try node.store.number(of: stored) } ?? nil }
+        shown.backlog = isBacklog(e)
         var fetching: [NodeEvent] = []
         if let offer = opened.offer {
             shown.fileHeld = node.files.holdsWhole(offer.root)
@@ -194,11 +196,20 @@ extension NetworkNode {
 
     /// `e` as shown where it was posted: a room this node shows, or a conversation of ours.
     private func shownIn(_ e: Envelope, _ opened: OpenedEnvelope) -> ShownMessage? {
+        var shown: ShownMessage
         if let peer = opened.peer {
-            return ShownMessage(envelope: e, opened: opened, room: nil, to: node.people.account(e.author) == node.account ? peer : node.account, me: node.me, book: node.people)
+            shown = ShownMessage(envelope: e, opened: opened, room: nil, to: node.people.account(e.author) == node.account ? peer : node.account, me: node.me, book: node.people)
+        } else {
+            guard let roomName = node.roomName(e.room) else { return nil }
+            shown = ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, me: node.me, book: node.people)
         }
-        guard let roomName = node.roomName(e.room) else { return nil }
-        return ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, me: node.me, book: node.people)
+        shown.backlog = isBacklog(e)
+        return shown
+    }
+
+    /// Before the first catch-up, what others wrote is history coming in, not news (a bot must not answer it).
+    private func isBacklog(_ e: Envelope) -> Bool {
+        !caughtUp && node.people.account(e.author) != node.account
     }
 
     // MARK: commands

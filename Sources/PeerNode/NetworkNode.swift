@@ -55,13 +55,13 @@ final class NetworkNode: @unchecked Sendable {
     var linkOf: [ObjectIdentifier: LinkID] = [:]
     var nextLink = 1
     var lastShown: Int64
-    /// A person at a terminal reads what is shown in the open room or
-    /// conversation: its read mark follows (its unread count in `/rooms`
-    /// and on the page stays 0). Scripts and the page say what they read.
+    /// A person at a terminal reads what is shown in the open room or conversation: its read mark
+    /// follows (its unread count in `/rooms` and on the page stays 0). Scripts and the page say what they read.
     var readsOpenPlace = false
     /// `--json`: `/history`, `/search`, `/mentions` and `/rooms` answer as events (`ScriptAnswer`), not chat lines.
     var answersScripts = false
     var pendingPaste: [String]?  // a multi-line paste waiting for the person's yes (`pasted`)
+    var caughtUp = false  // once said (`NodeEvent.caughtUp`): what is shown after is live
     /// Which links a person is told of (`LinkLines`; scripts and a relay's log are told of all).
     var linkLines = LinkLines()
     var server: WebSocketServer?

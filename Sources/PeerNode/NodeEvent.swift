@@ -13,6 +13,9 @@ import NodeCore
 enum NodeEvent {
     /// Start: who this node is and where it listens.
     case ready(id: PublicKey, nick: String?, listen: String)
+    /// The first time since the start that this node holds everything a linked peer announced: what was
+    /// shown before it is the backlog (`ShownMessage.backlog`), what comes after is live.
+    case caughtUp(held: UInt64)
     /// What a person should read first (the greeting and the room's last lines).
     case greeting([String])
     /// The first link to the node `node` is up. `Person` is whom it signs
@@ -159,6 +162,8 @@ struct ShownMessage {
     var reactions: [(reaction: String, count: Int)] = []
     /// A file offered that this node holds whole (the page links and shows it).
     var fileHeld = false
+    /// Someone else's, shown before this node first caught up with its peers (`NodeEvent.caughtUp`).
+    var backlog = false
 
     /// `people` is taken from the node's book for those it names.
     init(envelope: Envelope, opened: OpenedEnvelope, room: RoomName?, to: PublicKey?, me: PublicKey, book: People) {

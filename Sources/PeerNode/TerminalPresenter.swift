@@ -13,7 +13,7 @@ struct TerminalPresenter: LinePresenter {
     static func lines(_ event: NodeEvent) -> [String] {
         let plain = Renderer(people: People())
         switch event {
-        case .ready, .receipt:
+        case .ready, .receipt, .caughtUp:
             // The greeting says who we are; receipts show as the prompt's mark.
             return []
         case .conversations, .found, .answer:
