@@ -61,13 +61,20 @@ public enum Confusables {
 
 /// Which identities' nicks are confusable, kept up to date one nick at a time
 /// (a catch-up brings thousands of nicks; recomputing all each time would be
-/// quadratic).
+/// quadratic). Of the identities whose nicks share a skeleton (the same nick,
+/// or one that looks like it), the one that took it first keeps a clean
+/// label and every later one is marked (issue 44: a second `alice` got no
+/// mark at all, and a look-alike put the mark on the real alice too, on
+/// every screen). "First" is the order of `set` calls: a node feeds the
+/// nicks it holds at start in the order it first saw their authors.
 public struct ConfusableIndex<Key: Hashable> {
     private var nicks: [Key: String] = [:]
-    private var groups: [String: [Key: String]] = [:]
+    /// Per skeleton, who uses it and when they took it (the order of `set` calls).
+    private var groups: [String: [Key: Int]] = [:]
     private var mixed: Set<Key> = []
-    /// Identities whose nick mixes scripts, or has the skeleton of another
-    /// identity's different nick.
+    private var clock = 0
+    /// Identities whose nick mixes scripts, or shares its skeleton with a
+    /// nick another identity took before.
     public private(set) var suspicious: Set<Key> = []
 
     public init() {}
@@ -75,25 +82,30 @@ public struct ConfusableIndex<Key: Hashable> {
     public mutating func set(_ key: Key, nick: String) {
         guard nicks[key] != nick else { return }
         var touched: [String] = []
-        if let old = nicks[key] {
-            let skeleton = Confusables.skeleton(old)
-            groups[skeleton]?[key] = nil
-            touched.append(skeleton)
-        }
-        nicks[key] = nick
         let skeleton = Confusables.skeleton(nick)
-        groups[skeleton, default: [:]][key] = nick
-        touched.append(skeleton)
-        if Confusables.mixesScripts(nick) { mixed.insert(key) } else { mixed.remove(key) }
-        suspicious.remove(key)
-        if mixed.contains(key) { suspicious.insert(key) }
-        for skeleton in touched {
-            let group = groups[skeleton] ?? [:]
-            let texts = Set(group.values)
-            for member in group.keys {
-                // Two different texts that look alike: each may be mistaken for the other.
-                if texts.count > 1 { suspicious.insert(member) } else if !mixed.contains(member) { suspicious.remove(member) }
+        if let old = nicks[key] {
+            let oldSkeleton = Confusables.skeleton(old)
+            // A new spelling of the same skeleton keeps its place in the group.
+            if oldSkeleton != skeleton {
+                groups[oldSkeleton]?[key] = nil
+                touched.append(oldSkeleton)
             }
         }
+        nicks[key] = nick
+        if groups[skeleton]?[key] == nil {
+            groups[skeleton, default: [:]][key] = clock
+            clock += 1
+        }
+        touched.append(skeleton)
+        if Confusables.mixesScripts(nick) { mixed.insert(key) } else { mixed.remove(key) }
+        for skeleton in touched {
+            let group = groups[skeleton] ?? [:]
+            let first = group.min { $0.value < $1.value }?.key
+            for member in group.keys {
+                if member != first || mixed.contains(member) { suspicious.insert(member) } else { suspicious.remove(member) }
+            }
+        }
+        if mixed.contains(key) { suspicious.insert(key) }
+        if let old = touched.first, old != skeleton, groups[old]?.isEmpty == true { groups[old] = nil }
     }
 }

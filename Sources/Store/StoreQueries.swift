@@ -141,13 +141,15 @@ extension Store {
 extension Store {
     /// For each author, the delivered envelope of `kind` with the highest
     /// sequence (the latest nick change of everyone, say).
-    /// The newest nick message of every author (the index `envelopes_nicks` makes it one lookup per author).
+    /// The newest nick message of every author (the index `envelopes_nicks` makes it one lookup per author),
+    /// in the order the authors were first stored here (who took a nick first: `ConfusableIndex`).
     public func latestNicks() throws -> [StoredEnvelope] {
         let s = try db.statement(
             """
             SELECT e.bytes, e.causal_time, e.delivery FROM authors a JOIN envelopes e ON e.rowid = (
                 SELECT rowid FROM envelopes
                 WHERE author = a.rowid AND kind = \(Kind.nick.rawValue) AND causal_time IS NOT NULL ORDER BY sequence DESC LIMIT 1)
+            ORDER BY a.rowid
             """)
         var out: [StoredEnvelope] = []
         while try s.step() { out.append(try stored(s)) }

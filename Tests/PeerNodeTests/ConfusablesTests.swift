@@ -18,24 +18,28 @@ struct ConfusablesTests {
         #expect(!Confusables.mixesScripts("alice") && !Confusables.mixesScripts("Алиса") && !Confusables.mixesScripts("zoë"))
     }
 
-    @Test("an identity whose nick looks like another's different nick is flagged, and shown with ⚠; the same nick twice is not (fingerprints tell them apart)")
+    @Test("a nick another identity took first marks the newcomer only (the same nick too; fingerprints alone are not read); a mixed-script nick is marked; leaving the nick clears it")
     func index() throws {
         let keys = try (0..<4).map { _ in try SigningKey.generate().publicKey }
         var index = ConfusableIndex<PublicKey>()
         index.set(keys[0], nick: "alice")
+        #expect(index.suspicious.isEmpty)
         index.set(keys[1], nick: "alice")
-        #expect(index.suspicious.isEmpty)
+        #expect(index.suspicious == [keys[1]], "the second alice is marked; the first keeps a clean label")
         index.set(keys[2], nick: "аlice")  // Cyrillic а: mixed scripts, and looks like alice
-        #expect(index.suspicious == [keys[0], keys[1], keys[2]])
-        // The impostor changes its nick: nobody is confusable any more.
+        #expect(index.suspicious == [keys[1], keys[2]])
+        // The impostor changes its nick: it is clean again; the second alice still is not first.
         index.set(keys[2], nick: "mallory")
-        #expect(index.suspicious.isEmpty)
+        #expect(index.suspicious == [keys[1]])
         index.set(keys[3], nick: "b0b")
         index.set(keys[2], nick: "bob")
-        #expect(index.suspicious == [keys[2], keys[3]])
+        #expect(index.suspicious == [keys[1], keys[2]], "bob came after b0b: bob is the newcomer")
         // Same text again changes nothing.
         index.set(keys[3], nick: "b0b")
-        #expect(index.suspicious == [keys[2], keys[3]])
+        #expect(index.suspicious == [keys[1], keys[2]])
+        // The first alice leaves the nick: the second is now the only alice, and clean.
+        index.set(keys[0], nick: "carol")
+        #expect(index.suspicious == [keys[2]])
 
         Renderer.style = .plain
         let r = Renderer(people: People(nicks: [keys[2]: PeerText("bob"), keys[0]: PeerText("alice")], lookAlike: index.suspicious))
@@ -72,5 +76,31 @@ struct ConfusableRoomTests {
         #expect(session.prompt == "#random> ")
         _ = try session.join("#rаndom")
         #expect(session.prompt == "#rаndom⚠> ", "mixed scripts")
+    }
+}
+
+/// The same nick from two machines, through real nodes (issue 44).
+@Suite("A second identity with a nick already taken")
+struct SameNickTests {
+    @Test("a second alice carries ⚠ on carol's node (look_alike), the first alice does not, even after the second came")
+    func secondAlice() async throws {
+        let dirs = (0..<3).map { _ in TemporaryDirectory() }
+        let carol = try NodeProcess(dir: dirs[0].path, ["--nick", "carol"])
+        #expect(await started(carol))
+        let first = try NodeProcess(dir: dirs[1].path, ["--nick", "alice", "--peer", carol.url])
+        #expect(await started(first))
+        first.send("the first alice")
+        let before = await carol.wait(timeout: 30) { $0["text"] == "the first alice" }
+        #expect(before?["nick"] == "alice" && before?["look_alike"] == nil, "\(before ?? [:])")
+        let second = try NodeProcess(dir: dirs[2].path, ["--nick", "alice", "--peer", carol.url])
+        #expect(await started(second))
+        second.send("the second alice")
+        let hers = await carol.wait(timeout: 30) { $0["text"] == "the second alice" }
+        #expect(hers?["nick"] == "alice" && hers?["look_alike"] == "yes", "\(hers ?? [:])")
+        first.send("still the first")
+        let his = await carol.wait { $0["text"] == "still the first" }
+        #expect(his != nil && his?["look_alike"] == nil, "\(his ?? [:])")
+        await second.quit(); await first.quit(); await carol.quit()
+        withExtendedLifetime(dirs) {}
     }
 }
