@@ -27,6 +27,16 @@ extension NetworkNode {
     /// after a purge that took t seconds the next waits t / share at least.
     static let erasurePurgeShare = 0.05
 
+    /// The first moment a linked peer's announced history is all here: the
+    /// backlog has ended (`NodeEvent.caughtUp`). At every tick, and after
+    /// each turn's deliveries (`showDeliveries`), so the end is said as the
+    /// last of it is shown, not up to a second later.
+    func checkCaughtUp() {
+        guard !caughtUp, !relay, linkedPeers.keys.contains(where: { replicator.declaredClock(of: $0) != nil }), missingFromLinked == 0 else { return }
+        caughtUp = true
+        emit(.caughtUp(held: replicator.clock.total))
+    }
+
     func tick() {
         let now = monotonic()
         checkStoreSize()
@@ -54,11 +64,7 @@ extension NetworkNode {
             _ = malloc_trim(0)
         }
         typing.expire(now: now)
-        // The first moment a linked peer's announced history is all here: the backlog has ended.
-        if !caughtUp, !relay, linkedPeers.keys.contains(where: { replicator.declaredClock(of: $0) != nil }), missingFromLinked == 0 {
-            caughtUp = true
-            emit(.caughtUp(held: replicator.clock.total))
-        }
+        checkCaughtUp()
         // Links that became neighbours since they came up are told of now.
         for remote in linkLines.unsettled where linkSettled(remote) { emit(linkLines.settled(remote)) }
         if !node.privateRooms.memberships.isEmpty, now - lastRoomRotationCheck >= Self.roomRotationCheckInterval {

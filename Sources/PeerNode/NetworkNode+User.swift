@@ -30,6 +30,7 @@ extension NetworkNode {
         emit(events)
         if readsOpenPlace { markOpenPlaceRead(fresh) }
         if activity != before { refreshPrompt() }
+        checkCaughtUp()
     }
 
     /// What was just shown in the open room or conversation was read there.

@@ -39,6 +39,12 @@ struct Renderer {
         return "\u{1B}[\(colour)m" + plain + "\u{1B}[0m"
     }
 
+    /// Whether another account than ours signed `envelope` (in terminal style; false otherwise).
+    func isFromSomeoneElse(_ envelope: Envelope) -> Bool {
+        guard case let .terminal(_, me) = Self.style else { return false }
+        return people.account(envelope.author) != people.account(me)
+    }
+
     /// Whether `text` mentions our nick (a whole word, any case), in terminal style.
     func mentionsMe(_ text: String, author: PublicKey) -> Bool {
         guard case let .terminal(_, me) = Self.style, author != me, let nick = people.nick(me)?.unsanitized else { return false }

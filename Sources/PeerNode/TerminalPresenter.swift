@@ -35,7 +35,9 @@ struct TerminalPresenter: LinePresenter {
             // A file offered says how to fetch it.
             let get = m.opened.kind == .file ? m.number.map { " — /get \($0)" } ?? "" : ""
             if let room = m.room { return [renderer.line(m.envelope, room: room.value, opened: m.opened, quote: m.quote) + get] }
-            return [renderer.directLine(m.envelope, to: m.to ?? m.envelope.author, text: m.opened.text, quote: m.quote, action: m.opened.kind == .action) + get]
+            // A direct message from someone else rings and stands out, as a mention does (not one of the backlog).
+            let line = renderer.directLine(m.envelope, to: m.to ?? m.envelope.author, text: m.opened.text, quote: m.quote, action: m.opened.kind == .action) + get
+            return [renderer.highlighted(line, !m.backlog && renderer.isFromSomeoneElse(m.envelope))]
         case let .reacted(m, target, text, reaction, on, count):
             return [Renderer(people: m.people).reactionLine(m.envelope, room: m.room?.value, target: target, text: text,
                                                              reaction: reaction, on: on, count: count)]

@@ -4,7 +4,7 @@
 A second node (B, --json, driven through pipes) is linked to the one in the
 terminal (A). Checks: the prompt; a message arriving while a line is half
 typed is printed above and the half line is drawn again; line editing keys;
-Tab completion; a mention rings the bell; a 10,000-byte line arrives as
+Tab completion; a mention and a direct message ring the bell; a 10,000-byte line arrives as
 three messages cut on word boundaries, and a long edit is refused; a
 multi-line paste asks before it sends; Ctrl-L clears the screen; the prompt's mark on our last
 message (read, local only, stored); Ctrl-C clears a typed line, and on an
@@ -107,6 +107,12 @@ print("half-typed line redrawn after an incoming message")
 if b"\x07" not in after + redrawn:
     fail("a mention of alice did not ring the bell")
 print("mention rang the bell")
+mark = len(screen)
+b_says("/msg alice psst, a word for you alone")
+read_until(master, b"a word for you alone", start=mark)
+# The bell follows the line (read_until fails, naming it, if it never comes).
+read_until(master, b"\x07", start=screen.index(b"a word for you alone", mark), timeout=5)
+print("a direct message rings the bell, as a mention does")
 hello = b_wait(lambda e: e.get("type") == "message" and e.get("text") == "hello alice", "its own message")
 b_wait(lambda e: e.get("type") == "receipt" and e.get("id") == hello["id"] and e.get("state") == "read", "a read receipt")
 print("a person at the terminal sends read receipts: B got 'read' for its message")
