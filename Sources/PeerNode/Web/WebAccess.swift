@@ -14,6 +14,9 @@ struct WebAccess: Sendable {
     let port: UInt16
     /// The path of the API's WebSocket.
     static let apiPath = "/api/v1"
+    /// `GET` with `?token=`: 204 when it is the node's token, else the refusal (401, "wrong token"). A browser
+    /// learns nothing of why a WebSocket upgrade failed, so the page asks here before saying "wrong token".
+    static let tokenCheckPath = "/api/v1/token"
     /// The token's file in the data directory (mode 0600), and its size: 32
     /// random bytes, written as 64 hex characters.
     static let tokenFileName = "web-token"

@@ -425,7 +425,6 @@ extension WebPage {
         }
       });
       document.addEventListener("visibilitychange", () => { if (reading()) markRead(); });
-
       /*MESSAGE-LIFE*/
       /*FILES*/
       function connect() {
@@ -440,6 +439,7 @@ extension WebPage {
           clearTimeout(syncTimer);
           banner.dataset.code = String(c.code);  // why it closed (1001: the node stopped), for a test or a curious reader
           banner.textContent = c.code === 1008 || c.code === 1006 && !token ? "The node refused this page: open the address `peernode web-url` prints." : "The node is away; trying again…";
+          if (c.code === 1006 && token) fetch("/api/v1/token?token=" + encodeURIComponent(token)).then((r) => { if (r.status === 401) banner.textContent = "Wrong token: this address is not the one the node printed. Open the address `peernode web-url` prints."; }, () => {});
           banner.hidden = false;
           setTimeout(connect, backoff); backoff = Math.min(backoff * 2, 10000);
         };

@@ -72,6 +72,9 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
         )
         let server = WebSocketServer(loop: network.loop, configuration: configuration, callbacks: callbacks) { [unowned self] request in
             if let refusal = access.refusal(for: request, token: nil, needsToken: false) { return refusal.response }
+            if request.path == WebAccess.tokenCheckPath {
+                return access.refusal(for: request, token: WebToken.load(directory: directory), needsToken: true)?.response ?? HTTPResponse(status: 204, text: "")
+            }
             if request.path.hasPrefix(Self.filePath), let network = self.network { return fileResponse(request, network: network) }
             return WebPage.response(for: request.path, host: request.head.value("Host") ?? "")
         }

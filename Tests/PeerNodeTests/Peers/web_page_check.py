@@ -100,6 +100,10 @@ async def run(b):
     bare = await b.tab(PAGE)
     refused = await b.until(bare, "!document.getElementById('banner').hidden && document.getElementById('banner').textContent")
     check("no token: refused, with a banner", bool(refused) and "refused" in refused, refused)
+    # A token cut short (a selection that missed its end) says "wrong token", not "the node is away" forever.
+    cut = await b.tab(PAGE + "#token=" + TOKEN[:-6])
+    wrong = await b.until(cut, "document.getElementById('banner').textContent.startsWith('Wrong token') && document.getElementById('banner').textContent")
+    check("a cut token: 'Wrong token', with where to find the right one", bool(wrong) and "peernode web-url" in wrong, wrong)
 
     # The node restarts: a banner while it is away, and the page comes back by itself.
     print("RESTART", flush=True)
