@@ -74,8 +74,15 @@ extension People {
         if who.count == 64, let key = try? PublicKey(hex: who) { return key }
         var candidates = Array(Set(nicks.compactMap { $0.value.unsanitized == who ? $0.key : nil }))
         if candidates.isEmpty, let dot = who.firstIndex(of: "·") {
-            let nick = String(who[..<dot]), fp = String(who[who.index(after: dot)...])
+            // The label as the screen shows it: its marks (⚠ look-alike, ✔ trusted, "(forked)") are not part of the name.
+            let nick = String(who[..<dot].filter { $0 != "⚠" })
+            var fp = String(who[who.index(after: dot)...].filter { $0 != "✔" })
+            if fp.hasSuffix("(forked)") { fp = String(fp.dropLast("(forked)".count)) }
             candidates = nicks.compactMap { $0.value.unsanitized == nick && $0.key.shortFingerprint == fp ? $0.key : nil }
+        }
+        // A fingerprint alone, as a label without a nick shows it.
+        if candidates.isEmpty, who.count == 4 {
+            candidates = Array(Set(nicks.keys.filter { $0.shortFingerprint == who }))
         }
         guard candidates.count == 1, let key = candidates.first else {
             throw candidates.isEmpty ? NodeError.nobodyKnownAs(who) : NodeError.ambiguous(who, candidates: candidates)

@@ -104,3 +104,20 @@ struct SameNickTests {
         withExtendedLifetime(dirs) {}
     }
 }
+
+/// What /block, /msg and /whois take (issue 44): exactly what the screen shows, and the fingerprint alone.
+@Suite("Naming someone as the screen shows them")
+struct PeopleResolveTests {
+    @Test("the label with its marks (alice⚠·fp, bob·fp✔, (forked)), the nick, the fingerprint alone and the id all name the person; a fingerprint nobody has does not")
+    func labels() throws {
+        let keys = try (0..<2).map { _ in try SigningKey.generate().publicKey }
+        let people = People(nicks: [keys[0]: PeerText("alice"), keys[1]: PeerText("bob")], lookAlike: [keys[0]])
+        #expect(try people.resolve("alice⚠·" + keys[0].shortFingerprint) == keys[0])
+        #expect(try people.resolve("bob·" + keys[1].shortFingerprint + "✔") == keys[1])
+        #expect(try people.resolve("bob·" + keys[1].shortFingerprint + "(forked)") == keys[1])
+        #expect(try people.resolve(keys[1].shortFingerprint) == keys[1])
+        #expect(try people.resolve("alice") == keys[0] && people.resolve(keys[0].hex) == keys[0])
+        let unknown = keys[0].shortFingerprint == "zzzz" ? "yyyy" : "zzzz"
+        #expect(throws: NodeError.self) { try people.resolve(unknown) }
+    }
+}
