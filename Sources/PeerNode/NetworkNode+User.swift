@@ -175,6 +175,7 @@ extension NetworkNode {
         var shown = node.reactions.quoted(ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, me: node.me, book: node.people), book: node.people)
         if opened.isMessage { shown.number = readLogged("a message's number") { try node.store.number(of: stored) } ?? nil }
         shown.backlog = isBacklog(e)
+        if opened.kind == .nick { shown.nickBefore = nickBefore }
         var fetching: [NodeEvent] = []
         if let offer = opened.offer {
             shown.fileHeld = node.files.holdsWhole(offer.root)

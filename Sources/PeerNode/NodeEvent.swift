@@ -164,6 +164,8 @@ struct ShownMessage {
     var fileHeld = false
     /// Someone else's, shown before this node first caught up with its peers (`NodeEvent.caughtUp`).
     var backlog = false
+    /// A nick change: the nick it replaces, for "bob·fnwq is now known as robert".
+    var nickBefore: PeerText?
 
     /// `people` is taken from the node's book for those it names.
     init(envelope: Envelope, opened: OpenedEnvelope, room: RoomName?, to: PublicKey?, me: PublicKey, book: People) {

@@ -58,7 +58,7 @@ struct Renderer {
     }
 
     /// `quote`: what a reply shows of the message it answers.
-    func line(_ envelope: Envelope, room: String, opened: OpenedEnvelope?, quote: Quote? = nil) -> String {
+    func line(_ envelope: Envelope, room: String, opened: OpenedEnvelope?, quote: Quote? = nil, nickBefore: PeerText? = nil) -> String {
         let time = Self.clock(envelope.timestamp)
         let roomLabel = TerminalText.sanitize(room)
         let who = label(envelope.author)
@@ -69,7 +69,10 @@ struct Renderer {
         case .text, .file: return highlighted("[\(time)] \(roomLabel) <\(who)> \(body)", mention)
         case .action: return highlighted("[\(time)] \(roomLabel) * \(who) \(body)", mention)
         case .reply: return highlighted("[\(time)] \(roomLabel) <\(who)> \(quoted(quote)) \(body)", mention)
-        case .nick: return "[\(time)] \(roomLabel) -- \(people.account(envelope.author).shortFingerprint) is now known as \(body)"
+        case .nick:
+            // Named as the screen named them before, nick·fp (the fingerprint alone for a first nick).
+            let fp = people.account(envelope.author).shortFingerprint
+            return "[\(time)] \(roomLabel) -- \(nickBefore.map { "\($0)·\(fp)" } ?? fp) is now known as \(body)"
         case .join: return "[\(time)] \(roomLabel) --> \(who) joined"
         case .leave: return "[\(time)] \(roomLabel) <-- \(who) left"
         case .tombstone: return deletedLine(envelope, room: room)

@@ -34,7 +34,7 @@ struct TerminalPresenter: LinePresenter {
             let renderer = Renderer(people: m.people)
             // A file offered says how to fetch it.
             let get = m.opened.kind == .file ? m.number.map { " — /get \($0)" } ?? "" : ""
-            if let room = m.room { return [renderer.line(m.envelope, room: room.value, opened: m.opened, quote: m.quote) + get] }
+            if let room = m.room { return [renderer.line(m.envelope, room: room.value, opened: m.opened, quote: m.quote, nickBefore: m.nickBefore) + get] }
             // A direct message from someone else rings and stands out, as a mention does (not one of the backlog).
             let line = renderer.directLine(m.envelope, to: m.to ?? m.envelope.author, text: m.opened.text, quote: m.quote, action: m.opened.kind == .action) + get
             return [renderer.highlighted(line, !m.backlog && renderer.isFromSomeoneElse(m.envelope))]

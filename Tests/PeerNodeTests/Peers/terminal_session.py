@@ -237,6 +237,16 @@ read_until(master, b"paste 2 lines into #general?", start=mark)
 os.write(master, b"n\r")
 read_until(master, b"the pasted lines were dropped", start=mark)
 print("answered otherwise, a paste is dropped")
+
+# A nick change names the person as the screen did before: bob·fp, not the fingerprint alone.
+mark = len(screen)
+b_says("/nick robert")
+changed = read_until(master, b"is now known as robert", start=mark)
+if "bob·".encode() not in changed.split(b"is now known as robert")[0][-80:]:
+    fail("the nick change did not name bob·fp")
+b_says("/nick bob")
+read_until(master, b"is now known as bob", start=mark)
+print("a nick change names the person by their earlier label (bob·fp is now known as robert)")
 os.write(master, b"/switch #random\r")
 read_until(master, b"#random> ")
 
