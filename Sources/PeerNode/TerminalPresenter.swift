@@ -22,7 +22,8 @@ struct TerminalPresenter: LinePresenter {
         case let .greeting(lines), let .chatLines(lines):
             return lines
         case let .webPage(url):
-            return ["-- the chat page: \(url) (`peernode web-url` prints it again; keep it to yourself, it lets whoever has it chat as you)"]
+            // The address on a row of its own, unwrapped: a selection of it takes the whole token.
+            return ["-- the chat page (`peernode web-url` prints it again; keep it to yourself, it lets whoever has it chat as you):", url]
         case let .peerUp(person, address, node, device):
             // A device of someone's account: which of their machines this is.
             let which = person.key == node ? "" : " (device \(device.map { "\(PeerText($0)) " } ?? "")\(node.shortFingerprint))"

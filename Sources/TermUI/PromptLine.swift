@@ -58,6 +58,9 @@ public struct PromptLine {
     /// `wrapIndent` spaces. Escape sequences (the colours we add) take no width
     /// and are never split.
     public func wrap(_ line: String) -> [String] {
+        // One long word (an address with its token) is never cut into rows: the terminal folds it, and a
+        // selection of it copies it whole, with no indent inside (issue 44: the page's token was cut).
+        if !line.contains(" "), !line.contains("\u{1B}") { return [line] }
         let scalars = Array(line.unicodeScalars)
         var rows: [String] = []
         var row = String.UnicodeScalarView()

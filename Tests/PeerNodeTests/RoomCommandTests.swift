@@ -22,6 +22,10 @@ struct RoomCommandTests {
         #expect(ChatInput.parse("/help nope") == .error("no command /nope (try /help)"))
         #expect(ChatInput.parse("/rooms now") == .error("/rooms takes no argument"))
         #expect(ChatInput.parse("/switch") == .error("/switch needs a room or a number: /switch #random"))
+        // The page's address is printed on a row of its own, the address alone, so a selection takes the whole token.
+        let url = "http://127.0.0.1:8080/#token=" + String(repeating: "ab", count: 32)
+        let page = TerminalPresenter.lines(.webPage(url: url))
+        #expect(page.count == 2 && page[1] == url && page[0].hasPrefix("-- the chat page"))
         #expect(counted(1, "author") == "1 author" && counted(0, "author") == "0 authors" && counted(2, "more author") == "2 more authors")
         // IRC reflexes (issue 44): the ones peernode has under another name work; the others say what there is.
         #expect(ChatInput.parse("/names") == .who && ChatInput.parse("/close") == .part)

@@ -185,14 +185,16 @@ struct PromptLineTests {
             == "\r\u{1B}[K[14:02] #general <bob·7hq2> hi\r\n\r\u{1B}[K#general> half\r\u{1B}[14C")
     }
 
-    @Test("long lines wrap to the width: at the last space, else hard; continuation rows indented; colours take no width and stay whole")
+    @Test("long lines wrap to the width: at the last space, else hard; continuation rows indented; colours take no width and stay whole; a lone long word is left whole")
     func wrapping() {
         let p = PromptLine(prompt: "> ", columns: 12, width: DisplayWidth.of)
         #expect(p.wrap("short") == ["short"])
         #expect(p.wrap("[14:02] <al> hello there") == ["[14:02] <al>", "      hello", "      there"])
         let hard = PromptLine(prompt: "> ", columns: 8, width: DisplayWidth.of)
-        #expect(hard.wrap("abcdefghijkl") == ["abcdefgh", "    ijkl"])
-        #expect(hard.wrap("日本語日本語") == ["日本語日", "    本語"])
+        #expect(hard.wrap("x abcdefghijkl") == ["x abcdef", "    ghij", "    kl"])
+        #expect(hard.wrap("x 日本語日本語") == ["x 日本語", "    日本", "    語"])
+        // One long word alone (the page's address with its token) is never cut: the terminal folds it, and it copies whole.
+        #expect(hard.wrap("http://127.0.0.1:8080/#token=0123456789abcdef") == ["http://127.0.0.1:8080/#token=0123456789abcdef"])
         let coloured = "\u{1B}[31malice\u{1B}[0m: 0123456789"
         let rows = p.wrap(coloured)
         #expect(rows.joined().contains("\u{1B}[31m") && rows.joined().contains("\u{1B}[0m"))
