@@ -56,7 +56,8 @@ public struct PromptLine {
     /// Splits a line into rows of at most `columns` display columns, breaking
     /// at the last space when there is one; rows after the first start with
     /// `wrapIndent` spaces. Escape sequences (the colours we add) take no width
-    /// and are never split.
+    /// and are never split. A line that is one word (no space, no colour) is
+    /// the one row left as it is, however wide: the terminal folds it.
     public func wrap(_ line: String) -> [String] {
         // One long word (an address with its token) is never cut into rows: the terminal folds it, and a
         // selection of it copies it whole, with no indent inside (issue 44: the page's token was cut).
