@@ -34,8 +34,7 @@ func runHopCeiling(directory: String) throws {
     // as a catch-up or a busy relay finds it.
     let cold = try PathPrimitives(pause: 2_000, store: store)
     let warm = try PathPrimitives(pause: 0, store: store)
-    var batch = try makeEnvelopes(20_000)
-    batch.removeFirst(0)
+    let batch = try makeEnvelopes(20_000)
     let batchStarted = now()
     for start in stride(from: 0, to: 20_000, by: 1_000) { _ = try store.insert(Array(batch[start..<(start + 1_000)]), receivedAt: 1) }
     let insertBatched = (now() - batchStarted) / 20_000 * 1e6
@@ -155,30 +154,36 @@ private func bulkLink() throws -> (seal: Double, write: Double) {
     var (sending, _) = try transports()
     let message = [UInt8](repeating: 0x33, count: 60_000)
     let rounds = 2_000
-    var started = now()
+    let started = now()
     for _ in 0..<rounds { _ = try sending.encrypt(message) }
     let seal = (now() - started) / Double(rounds) / 60 * 1e6
+    let write = try writeCost(message, rounds: rounds) / 60
+    return (seal, write)
+}
+
+/// µs to write `payload` whole to a loopback socket another thread drains: the mean over `rounds`.
+private func writeCost(_ payload: [UInt8], rounds: Int) throws -> Double {
     let (writer, reader) = try connectedPair()
     let drain = Thread {
         var sink = [UInt8](repeating: 0, count: 1 << 16)
         while sink.withUnsafeMutableBytes({ recv(reader, $0.baseAddress!, $0.count, 0) }) > 0 {}
     }
     drain.start()
-    started = now()
+    let started = now()
     for _ in 0..<rounds {
         var sent = 0
-        while sent < message.count {
-            let n = message.withUnsafeBytes { send(writer, $0.baseAddress! + sent, message.count - sent, 0) }
+        while sent < payload.count {
+            let n = payload.withUnsafeBytes { send(writer, $0.baseAddress! + sent, payload.count - sent, 0) }
             guard n > 0 else { break }
             sent += n
         }
     }
-    let write = (now() - started) / Double(rounds) / 60 * 1e6
+    let cost = (now() - started) / Double(rounds) * 1e6
     shutdown(writer, Int32(SHUT_RDWR))
     close(writer)
-    usleep(20_000)
+    usleep(20_000)  // the drain sees the end before its socket goes
     close(reader)
-    return (seal, write)
+    return cost
 }
 
 /// Both ends of a finished Noise handshake: the initiator's transport and the responder's.
@@ -296,20 +301,8 @@ private func loopbackTCP(size: Int) throws -> (crossing: Double, write: Double) 
     times.sort()
     let crossing = times[times.count / 2] / 2 * 1e6
 
-    let (writer, reader) = try connectedPair()
-    let drain = Thread {
-        var sink = [UInt8](repeating: 0, count: 1 << 16)
-        while sink.withUnsafeMutableBytes({ recv(reader, $0.baseAddress!, $0.count, 0) }) > 0 {}
-    }
-    drain.start()
-    let writes = 20_000
-    let started = now()
-    for _ in 0..<writes { _ = payload.withUnsafeBytes { send(writer, $0.baseAddress!, $0.count, 0) } }
-    let write = (now() - started) / Double(writes) * 1e6
-    shutdown(writer, Int32(SHUT_RDWR))
-    close(writer)
-    usleep(20_000)
+    usleep(20_000)  // the echo thread sees the end before its socket goes
     close(server)
-    close(reader)
+    let write = try writeCost(payload, rounds: 20_000)
     return (crossing, write)
 }

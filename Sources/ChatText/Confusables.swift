@@ -105,7 +105,6 @@ public struct ConfusableIndex<Key: Hashable> {
                 if member != first || mixed.contains(member) { suspicious.insert(member) } else { suspicious.remove(member) }
             }
         }
-        if mixed.contains(key) { suspicious.insert(key) }
         if let old = touched.first, old != skeleton, groups[old]?.isEmpty == true { groups[old] = nil }
     }
 }

@@ -136,8 +136,9 @@ extension NetworkNode {
             guard let original = node.messageLife.acceptEdit(e, opened), let shown = shownIn(e, opened) else { return [] }
             return [.edited(shown, original: original)]
         case .tombstone:
-            // A file offered in what it erases leaves the disk too.
-            for sequence in e.erases { node.files.erase(offeredBy: e.author, sequence: sequence) }
+            // A file offered in what it erases leaves the disk too: here for what this device signed (what came
+            // from a link was erased as it was stored, `Files.erase(takenBackBy:)`).
+            if e.author == node.me { node.files.erase(takenBackBy: [e]) }
             guard let shown = shownIn(e, opened) else { return [] }
             return [.deleted(shown, erased: node.messageLife.erasedIDs(by: e))]
         case .reaction:

@@ -32,7 +32,7 @@ struct FileOpenerTests {
         let f = try file(work, chunks: FileOpener.earlyChunks + 6)
         for (order, name) in [(Array(f.sealed.indices), "in order"), (Array(f.sealed.indices.reversed()), "reversed")] {
             let into = TemporaryDirectory()
-            let opener = try #require(FileOpener(offer: f.offer, folder: into.path))
+            let opener = try FileOpener(offer: f.offer, folder: into.path)
             #expect(names(into) == [".peernode-" + Hex.encode(f.offer.root.prefix(8)) + ".part"])
             for index in order { opener.take(f.sealed[index], index: UInt64(index)) }
             let (path, hash) = try opener.finish(f.row, store: node.store)
@@ -49,7 +49,7 @@ struct FileOpenerTests {
         let f = try file(work, chunks: 3)
         try node.store.createChunkFile(f.offer.root)
         try node.store.writeChunk(f.sealed[1], index: 1, of: f.row)
-        let opener = try #require(FileOpener(offer: f.offer, folder: into.path))
+        let opener = try FileOpener(offer: f.offer, folder: into.path)
         opener.take(f.sealed[2], index: 2)
         opener.take(f.sealed[0], index: 0)
         let (path, _) = try opener.finish(f.row, store: node.store)
@@ -61,13 +61,13 @@ struct FileOpenerTests {
         let work = TemporaryDirectory(), dir = TemporaryDirectory(), into = TemporaryDirectory()
         let node = try quota.life.node(dir)
         let f = try file(work, chunks: 2)
-        let opener = try #require(FileOpener(offer: f.offer, folder: into.path))
+        let opener = try FileOpener(offer: f.offer, folder: into.path)
         let stranger = FileKey.generate()
         opener.take(f.sealed[0], index: 0)
         opener.take(f.plain[FileOffer.chunkSize...].withUnsafeBytes { stranger.seal(chunk: $0, index: 1) }, index: 1)
         #expect(throws: NodeError.self) { try opener.finish(f.row, store: node.store) }
         #expect(names(into).isEmpty)
-        let again = try #require(FileOpener(offer: f.offer, folder: into.path))
+        let again = try FileOpener(offer: f.offer, folder: into.path)
         again.take(f.sealed[0], index: 0)
         again.abandon()
         again.take(f.sealed[1], index: 1)

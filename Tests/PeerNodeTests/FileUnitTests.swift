@@ -91,6 +91,13 @@ struct RelayQuotaTests {
         return (sealed.offer, chunks, FileTree.levels(sealed.leaves))
     }
 
+    /// A node whose files unit keeps files to serve as a relay does, up to `quota` bytes.
+    func relayNode(_ dir: TemporaryDirectory, quota: UInt64) throws -> Node {
+        let node = try life.node(dir)
+        node.files.maximumHeld = quota
+        return node
+    }
+
     /// Feeds every chunk of a file to `files` as if a peer served it.
     func serve(_ file: (offer: FileOffer, chunks: [[UInt8]], levels: [[[UInt8]]]), to files: Files) {
         for (i, chunk) in file.chunks.enumerated() {
@@ -103,9 +110,8 @@ struct RelayQuotaTests {
     @Test("asks for roots nobody holds evict nothing and are dropped after relayPatience; a file that comes makes room by evicting the oldest kept one; a file over the quota is never fetched")
     func quota() throws {
         let dir = TemporaryDirectory(), work = TemporaryDirectory()
-        let node = try life.node(dir)
+        let node = try relayNode(dir, quota: 300_000)
         let files = node.files
-        files.maximumHeld = 300_000
         let first = try sealedFile(work, "one.bin", size: 200_000), second = try sealedFile(work, "two.bin", size: 150_000)
         #expect(files.relay(first.offer.root, size: first.offer.size, now: 1))
         serve(first, to: files)
@@ -128,9 +134,8 @@ struct RelayQuotaTests {
     @Test("a relay binds a file it keeps to the offer an ask names, once it holds that envelope (the first named wins); the tombstone erasing that envelope, stored where it cannot be read, erases the file; an ask naming an erased offer starts nothing")
     func erasedWithItsOffer() throws {
         let dir = TemporaryDirectory(), work = TemporaryDirectory()
-        let node = try life.node(dir)
+        let node = try relayNode(dir, quota: 1_000_000)
         let files = node.files
-        files.maximumHeld = 1_000_000
         let bob = try SigningKey.generate()
         let file = try sealedFile(work, "four.bin", size: 130_000)
         let steps = try life.chain(bob, on: node, [(.file, file.offer.encoded, []), (.text, life.text("hi"), []), (.tombstone, [], [1])])
@@ -161,9 +166,8 @@ struct RelayQuotaTests {
     @Test("a chunk not asked of the peer that sends it is not looked at (no hashing, no write); once asked, it is")
     func unasked() throws {
         let dir = TemporaryDirectory(), work = TemporaryDirectory()
-        let node = try life.node(dir)
+        let node = try relayNode(dir, quota: 1_000_000)
         let files = node.files
-        files.maximumHeld = 1_000_000
         let file = try sealedFile(work, "three.bin", size: 100_000)
         #expect(files.relay(file.offer.root, size: file.offer.size, now: 1))
         let proof = FileTree.proof(index: 0, levels: file.levels)

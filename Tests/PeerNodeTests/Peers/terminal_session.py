@@ -293,11 +293,11 @@ read_until(master, b"half a thought", start=mark)
 mark = len(screen)
 os.write(master, b"\x03")
 read_until(master, "#random ✓> ".encode(), start=mark)
-time.sleep(0.3)
+os.write(master, b"typed after\r")
+# Posted and shown as a message line (the prompt's echo never ends in a line break): the node went on.
+read_until(master, b"typed after\r\r\n", start=mark)
 if os.waitpid(pid, os.WNOHANG) != (0, 0):
     fail("Ctrl-C on a typed line stopped the node")
-os.write(master, b"typed after\r")
-read_until(master, b"typed after", start=mark)
 if b"half a thoughttyped after" in screen[mark:]:
     fail("the cleared line was sent with the next one")
 print("Ctrl-C on a typed line clears it; the node goes on")

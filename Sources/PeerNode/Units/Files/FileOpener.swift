@@ -35,7 +35,7 @@ final class FileOpener: Sendable {
         /// Chunks written into the temporary file.
         var written: Set<UInt64> = []
         /// Why the file cannot be opened (a chunk the offer's key does not open, a write that failed).
-        var failure: String?
+        var failure: (any Error)?
     }
 
     let offer: FileOffer
@@ -44,14 +44,13 @@ final class FileOpener: Sendable {
     private let key: FileKey
     private let state: Mutex<State>
 
-    /// Makes the temporary file in `folder`; nil when the offer's key is no
-    /// key or the file cannot be made there (the file is then opened
-    /// after the fetch, as before: `Files.save`).
-    init?(offer: FileOffer, folder: String) {
-        guard let key = FileKey(exactly: offer.key) else { return nil }
+    /// Makes the temporary file in `folder`; throws why it cannot (the
+    /// offer's key is no key, the folder takes no file).
+    init(offer: FileOffer, folder: String) throws {
+        guard let key = FileKey(exactly: offer.key) else { throw NodeError.fileNotSaved(path: folder, reason: "the offer's key is not a key") }
         let temporary = Self.temporaryPath(offer, in: folder)
         let fd = open(temporary, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o666)
-        guard fd >= 0 else { return nil }
+        guard fd >= 0 else { throw NodeError.fileNotSaved(path: folder, reason: String(cString: strerror(errno))) }
         self.offer = offer
         self.folder = folder
         self.temporary = temporary
@@ -65,60 +64,58 @@ final class FileOpener: Sendable {
     }
 
     /// Chunk `index`, checked against the tree: opened, written at its
-    /// place, and hashed in turn.
+    /// place, and hashed in turn. A failure is kept and said by `finish`.
     func take(_ sealed: [UInt8], index: UInt64) {
         state.withLock { s in
-            guard s.fd >= 0, s.failure == nil, !s.written.contains(index) else { return }
-            let plain: [UInt8]
-            do { plain = try key.open(chunk: sealed, index: index) } catch {
-                s.failure = "chunk \(index) does not open with the offer's key (\(error))"
-                return
-            }
-            do { try Syscall.writeAll(s.fd, plain, at: off_t(index) * off_t(FileOffer.chunkSize)) } catch {
-                s.failure = "\(error)"
-                return
-            }
-            s.written.insert(index)
-            guard !s.readBack, index >= s.hashed else { return }
-            if index > s.hashed {
-                guard s.early.count < Self.earlyChunks else {
-                    s.readBack = true
-                    s.early = [:]
-                    return
-                }
-                s.early[index] = plain
-                return
-            }
-            s.hash.update(plain)
-            s.hashed += 1
-            while let next = s.early.removeValue(forKey: s.hashed) {
-                s.hash.update(next)
-                s.hashed += 1
-            }
+            guard s.fd >= 0, s.failure == nil else { return }
+            do { try put(sealed, index: index, into: &s) } catch { s.failure = error }
         }
     }
 
-    /// Every chunk is held (`row`): the chunks not taken here (none, unless
-    /// it was held before) are opened from the chunk file, what was not
-    /// hashed is read back, and the whole is checked against the offer's
-    /// hash and named. The path it was given and its hash.
+    /// Opens chunk `index` into the temporary file and hashes it, or keeps it
+    /// until its turn (past `earlyChunks`, the rest is read back at the end).
+    private func put(_ sealed: [UInt8], index: UInt64, into s: inout State) throws {
+        guard !s.written.contains(index) else { return }
+        let plain: [UInt8]
+        do { plain = try key.open(chunk: sealed, index: index) } catch {
+            throw NodeError.fileNotSaved(path: folder, reason: "chunk \(index) does not open with the offer's key (\(error))")
+        }
+        do { try Syscall.writeAll(s.fd, plain, at: off_t(index) * off_t(FileOffer.chunkSize)) } catch {
+            throw NodeError.fileNotSaved(path: folder, reason: "\(error)")
+        }
+        s.written.insert(index)
+        guard !s.readBack, index >= s.hashed else { return }
+        if index > s.hashed {
+            guard s.early.count < Self.earlyChunks else {
+                s.readBack = true
+                s.early = [:]
+                return
+            }
+            s.early[index] = plain
+            return
+        }
+        s.hash.update(plain)
+        s.hashed += 1
+        while let next = s.early.removeValue(forKey: s.hashed) {
+            s.hash.update(next)
+            s.hashed += 1
+        }
+    }
+
+    /// Every chunk is held (`row`): those not taken here (held from an
+    /// earlier run, or the whole file when it was held before the `/get`)
+    /// are opened from the chunk file, what was not hashed in turn is read
+    /// back, and the whole is checked against the offer's hash and named.
+    /// The path it was given and its hash.
     func finish(_ row: Store.FileRow, store: Store) throws -> (String, [UInt8]) {
         try state.withLock { s throws -> (String, [UInt8]) in
             defer { close(&s) }
-            if let failure = s.failure { throw NodeError.fileNotSaved(path: folder, reason: failure) }
+            if let failure = s.failure { throw failure }
             guard s.fd >= 0 else { throw NodeError.fileNotSaved(path: folder, reason: "the transfer was stopped") }
             for index in 0..<row.chunks where !s.written.contains(index) {
                 guard let sealed = try store.readChunk(index, of: row) else { throw NodeError.fileNotSaved(path: folder, reason: "chunk \(index) is missing") }
-                let plain: [UInt8]
-                do { plain = try key.open(chunk: sealed, index: index) } catch {
-                    throw NodeError.fileNotSaved(path: folder, reason: "chunk \(index) does not open with the offer's key (\(error))")
-                }
-                do { try Syscall.writeAll(s.fd, plain, at: off_t(index) * off_t(FileOffer.chunkSize)) } catch {
-                    throw NodeError.fileNotSaved(path: folder, reason: "\(error)")
-                }
-                s.written.insert(index)
+                try put(sealed, index: index, into: &s)
             }
-            // What was not hashed in turn is read back, in order.
             var buffer = [UInt8](repeating: 0, count: FileOffer.chunkSize)
             while s.hashed < row.chunks {
                 let length = FileOffer.plainLength(of: s.hashed, size: offer.size)

@@ -27,11 +27,10 @@ extension Files {
     struct Opening: Sendable {
         let row: Store.FileRow
         let offer: FileOffer
-        let folder: String
         let number: Int
         let place: String
-        /// What opened the chunks as they came, if anything did.
-        var opener: FileOpener?
+        /// Opens the chunks into the file's folder (as they come, and what is left at the end).
+        let opener: FileOpener
     }
 
     /// `/get`: fetches `offer` (the envelope `e`, message `number` in
@@ -49,10 +48,10 @@ extension Files {
         try repository.save(row)
         try repository.createChunkFile(offer.root)
         // A second /get of a file under way: the first one's temporary file goes before the next is made.
-        wanted[offer.root]?.opener?.abandon()
-        wanted[offer.root] = Wanted(offer: offer, folder: folder, number: number, place: place)
+        wanted[offer.root]?.opener.abandon()
+        // The temporary file first: a folder that takes no file fails the /get now, not after the fetch.
+        wanted[offer.root] = Wanted(offer: offer, number: number, place: place, opener: try FileOpener(offer: offer, folder: folder))
         if row.complete { return finish(offer.root).map { [$0] } ?? [] }
-        wanted[offer.root]?.opener = FileOpener(offer: offer, folder: folder)
         // Leaves of chunks held from an earlier run, read back.
         var known: [UInt64: [UInt8]] = leaves[offer.root] ?? [:]
         for index in 0..<row.chunks where row.holds(index) && known[index] == nil {
@@ -208,9 +207,9 @@ extension Files {
                 try repository.saveLeaves(ordered, of: root)
             }
             guard let w else { return nil }
-            return .opening(Opening(row: row, offer: w.offer, folder: w.folder, number: w.number, place: w.place, opener: w.opener))
+            return .opening(Opening(row: row, offer: w.offer, number: w.number, place: w.place, opener: w.opener))
         } catch {
-            w?.opener?.abandon()
+            w?.opener.abandon()
             failures.heard(error)
             guard let w else {
                 failures.failed("keeping a file fetched to serve", error)
@@ -224,42 +223,11 @@ extension Files {
     /// only its chunk file (`Store.readChunk`, no database), so it runs off the loop.
     static func save(_ o: Opening, store: Store) -> Progress {
         do {
-            let (path, hash) = try o.opener?.finish(o.row, store: store) ?? openChunks(o.row, offer: o.offer, into: o.folder, store: store)
+            let (path, hash) = try o.opener.finish(o.row, store: store)
             return .done(number: o.number, place: o.place, root: o.offer.root, path: path, hash: hash)
         } catch {
             return .failed(number: o.number, place: o.place, root: o.offer.root, reason: "\(error)")
         }
-    }
-
-    /// Opens every chunk of `row` with the offer's key into a temporary file
-    /// in `folder`, checks the whole against the offer's hash, and gives it its name.
-    private static func openChunks(_ row: Store.FileRow, offer: FileOffer, into folder: String, store: Store) throws -> (String, [UInt8]) {
-        guard let key = FileKey(exactly: offer.key) else { throw NodeError.fileNotSaved(path: folder, reason: "the offer's key is not a key") }
-        let temporary = FileOpener.temporaryPath(offer, in: folder)
-        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o666)
-        guard fd >= 0 else { throw NodeError.fileNotSaved(path: folder, reason: String(cString: strerror(errno))) }
-        var closed = false
-        defer {
-            if !closed { close(fd) }
-            unlink(temporary)
-        }
-        let hash = BLAKE2bStream()
-        for index in 0..<row.chunks {
-            guard let sealed = try store.readChunk(index, of: row) else { throw NodeError.fileNotSaved(path: folder, reason: "chunk \(index) is missing") }
-            let plain: [UInt8]
-            do { plain = try key.open(chunk: sealed, index: index) } catch {
-                throw NodeError.fileNotSaved(path: folder, reason: "chunk \(index) does not open with the offer's key (\(error))")
-            }
-            hash.update(plain)
-            do { try Syscall.writeAll(fd, plain) } catch { throw NodeError.fileNotSaved(path: folder, reason: "\(error)") }
-        }
-        let digest = hash.finish()
-        guard digest == offer.plainHash else { throw NodeError.fileNotSaved(path: folder, reason: "the file's hash is not the one the offer names") }
-        fsync(fd)
-        close(fd)
-        closed = true
-        let path = try SavedFile.place(temporary, in: folder, as: offer.name)
-        return (path, digest)
     }
 
     /// A peer does not hold these chunks.
@@ -324,7 +292,7 @@ extension Files {
 
     func erase(_ root: [UInt8]) {
         fetch.cancel(root)
-        wanted[root]?.opener?.abandon()
+        wanted[root]?.opener.abandon()
         wanted[root] = nil
         rows[root] = nil
         leaves[root] = nil

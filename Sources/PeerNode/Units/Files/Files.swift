@@ -36,7 +36,6 @@ final class Files {
     /// A transfer someone asked for: where it goes and how it is told.
     struct Wanted {
         let offer: FileOffer
-        let folder: String
         /// The message number and the place it was offered in, for events.
         let number: Int
         let place: String
@@ -44,8 +43,8 @@ final class Files {
         var sinceMapWrite = 0
         /// Said to be waiting for someone who holds it (`Files.waiting`), since the last chunk.
         var toldWaiting = false
-        /// Opens the file into its folder as chunks come (nil: opened after, `Files.save`).
-        var opener: FileOpener?
+        /// Opens the file into its folder as its chunks come (`FileOpener`).
+        let opener: FileOpener
     }
 
     let repository: FileRepository
