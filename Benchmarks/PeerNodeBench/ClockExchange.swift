@@ -59,7 +59,7 @@ func exchangeClocks(_ a: inout Replicator, _ b: inout Replicator, memoryA: PeerC
             case let .clock(entries, full): return r.clockReceived(1, entries: entries, full: full, now: 0)
             case let .clockSince(base, entries): return r.clockSinceReceived(1, base: base, entries: entries, now: 0)
             case .fullClockWanted: return r.fullClockWanted(1)
-            case .envelopes, .request, .stored, .overlay, .ihave, .prune, .graft, .typing, .file: return []
+            case .envelopes, .request, .stored, .overlay, .ihave, .prune, .graft, .typing, .presence, .file: return []
             }
         }
         take(to == 0 ? deliver(&a) : deliver(&b), from: to)

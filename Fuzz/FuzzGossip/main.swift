@@ -43,6 +43,7 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var progress = SyncProgress()
     var claims = OwnHistoryClaims()
     var typing = TypingBoard(me: me)
+    var presence = PresenceBoard(me: me)
     var files = FileFetch()
     for link in 0..<3 {
         up.insert(link)
@@ -85,6 +86,10 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                 // Checked as the node checks it, the signature taken as holding (a fuzzer cannot sign).
                 if typing.examine(notice, from: selector, now: now, wall: 1_800_000_000_000) == .check { typing.accept(notice, from: selector, now: now) }
                 invariant(typing.typing(in: notice.room, now: now).count <= TypingBoard.maximumTracked, "more typers shown than tracked")
+            case let .presence(beacon):
+                // Checked as the node checks it, the signature taken as holding.
+                if presence.examine(beacon, from: selector, now: now, wall: 1_800_000_000_000) == .check { presence.accept(beacon, now: now, wall: 1_800_000_000_000) }
+                invariant(presence.entries.count <= PresenceBoard.maximumTracked, "more devices on the presence board than tracked")
             case let .file(message):
                 // The receiver's side of a transfer: a chunk checked against the tree, a "not held" taken.
                 let peer = try? PublicKey(bytes: [UInt8](repeating: UInt8(truncatingIfNeeded: selector), count: 32))

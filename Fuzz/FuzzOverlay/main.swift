@@ -68,7 +68,7 @@ struct Pair {
             queue.append((1, .opened(here, dialer: d, session: dialling, version: .newest, address: "10.0.0.1:7733")))
         case let .up(id, _, _, _):
             queue.append((side, .replicate(id, memory: nil)))
-        case .peerDown, .catchUp, .verifyAndStore, .remember, .ownStored, .warning, .typing, .file:
+        case .peerDown, .catchUp, .verifyAndStore, .remember, .ownStored, .warning, .typing, .presence, .file:
             break
         }
     }

@@ -81,6 +81,8 @@ public enum ChatInput: Equatable, Sendable {
     case help
     /// With a reason, it is posted (as an action) to the current room first.
     case quit(reason: String)
+    /// `/away [reason]` (nil: `/back`): what our presence says.
+    case away(String?)
     case empty
     case error(String)
 
@@ -113,7 +115,7 @@ public enum ChatInput: Equatable, Sendable {
         (["invites"], "/invites", "invites to private rooms waiting for your answer"),
         (["accept", "decline"], "/accept [#room]", "join the private room you were invited to (/decline [#room] refuses it); nothing joins you without this"),
         (["rooms"], "/rooms", "your rooms, most recent first, with unread counts and the last message"),
-        (["switch"], "/switch ROOM|N", "go to a room by name or by its number in /rooms (also /1../9 and Alt-1..9)"),
+        (["switch", "window"], "/switch ROOM|N", "open a window: a room by name, or a room or conversation by its number in /rooms (also /window N, /1../9, Alt-1..9)"),
         (["msg", "m"], "/msg WHO TEXT", "a direct message; WHO is a nick, nick·fp or a 64-hex id; /m for short"),
         (["query", "q"], "/query [WHO]", "open your direct conversation with WHO in place of the room: lines go to WHO, /history, /edit, /reply… act on it; /query or /part closes it"),
         (["me"], "/me TEXT", "an action: * alice waves"),
@@ -133,7 +135,8 @@ public enum ChatInput: Equatable, Sendable {
         (["set"], "/set receipts on|off", "send read receipts when you read a room (on by default at a terminal)"),
         (["stats"], "/stats", "the node's counters: links, clock exchanges, refusals by reason"),
         (["help"], "/help [CMD]", "this list, or one command"),
-        (["quit", "exit"], "/quit [reason]", "leave; a reason is posted to the room first (Ctrl-D or Ctrl-C on an empty line leave too; Ctrl-C clears a typed line)"),
+        (["quit", "exit"], "/quit [reason]", "leave; everyone online sees you quit, with the reason (Ctrl-D or Ctrl-C on an empty line leave too; Ctrl-C clears a typed line)"),
+        (["away"], "/away [reason]", "say you are away (in /who and on the page, network-wide); /back says you are here again"),
     ]
 
     /// A path (in double quotes when it has spaces) and the text after it.
@@ -163,8 +166,6 @@ public enum ChatInput: Equatable, Sendable {
     static let reflexes: [String: String] = [
         "list": "/list: there is no list of public rooms yet; /rooms lists yours, /join #name joins one",
         "topic": "/topic: rooms have no topics yet",
-        "away": "/away: there is no away state yet; your receipts and typing show when you are here",
-        "back": "/back: there is no away state yet",
         "clear": "/clear: not yet; /history N shows the last N messages again",
     ]
 
@@ -298,11 +299,20 @@ public enum ChatInput: Equatable, Sendable {
             return argument.isEmpty ? .error("/search needs some words: /search lunch friday") : .search(argument)
         case "switch":
             return argument.isEmpty || argument.contains(" ") ? .error("/switch needs a room or a number: /switch #random") : .switchRoom(argument)
+        case "window":
+            // irssi's: /window N opens window N; /window alone lists them.
+            if argument.isEmpty { return .rooms }
+            guard let n = Int(argument), n > 0 else { return .error("/window takes a window's number from /rooms: /window 2") }
+            return .switchRoom(String(n))
         case "1", "2", "3", "4", "5", "6", "7", "8", "9":
             return argument.isEmpty ? .switchRoom(String(name)) : .error("/\(name) takes no argument")
         case "quit", "exit":
             return .quit(reason: argument)
-        case "list", "topic", "away", "back", "clear":
+        case "away":
+            return .away(argument.trimmingCharacters(in: .whitespaces))
+        case "back":
+            return argument.isEmpty ? .away(nil) : .error("/back takes no argument")
+        case "list", "topic", "clear":
             // IRC reflexes with no peernode command yet: say what there is instead of "unknown".
             return .error(Self.reflexes[String(name)] ?? "unknown command /\(name) (try /help)")
         default:

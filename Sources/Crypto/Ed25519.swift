@@ -110,6 +110,8 @@ public enum SignatureContext: Sendable {
     case typing
     /// An account's certificate for one of its devices (docs/PROTOCOL.md §15).
     case deviceCertificate
+    /// A presence beacon (docs/PROTOCOL.md §10, "Presence").
+    case presence
 
     var tag: [UInt8] {
         switch self {
@@ -119,6 +121,7 @@ public enum SignatureContext: Sendable {
         case .announcement: return Array("peernode/1 announcement\0".utf8)
         case .typing: return Array("peernode/1 typing\0".utf8)
         case .deviceCertificate: return Array("peernode/1 device-certificate\0".utf8)
+        case .presence: return Array("peernode/1 presence\0".utf8)
         }
     }
 

@@ -34,6 +34,8 @@ public enum GossipMessage: Equatable, Sendable {
     case graft([PublicKey])
     /// Someone is typing in a room (link version 6 on; `TypingNotice`).
     case typing(TypingNotice)
+    /// A device is online, away or gone (link version 9 on; `PresenceBeacon`).
+    case presence(PresenceBeacon)
     /// Chunks of a file asked for, sent, or not held (link version 7 on; `FileMessage`).
     case file(FileMessage)
 
@@ -75,7 +77,7 @@ public enum GossipMessage: Equatable, Sendable {
     enum Tag: UInt8 {
         case fullClock = 1, deltaClock = 2, envelopes = 3, request = 4, clockSince = 5, fullClockWanted = 6, stored = 7
         case overlay = 8, ihave = 9, prune = 10, graft = 11, typing = 12
-        case fileWant = 13, fileChunk = 14, fileNone = 15, fileWantOffered = 16
+        case fileWant = 13, fileChunk = 14, fileNone = 15, fileWantOffered = 16, presence = 17
     }
 
     private static func writeEntries(_ entries: [Dependency], to w: inout ByteWriter) {
@@ -150,6 +152,9 @@ public enum GossipMessage: Equatable, Sendable {
         case let .typing(notice):
             w.u8(Tag.typing.rawValue)
             notice.write(&w)
+        case let .presence(beacon):
+            w.u8(Tag.presence.rawValue)
+            beacon.write(&w)
         case let .file(message):
             switch message {
             case let .want(_, _, _, offer): w.u8(offer == nil ? Tag.fileWant.rawValue : Tag.fileWantOffered.rawValue)
@@ -206,6 +211,8 @@ public enum GossipMessage: Equatable, Sendable {
             message = .graft(try readAuthors(&r))
         case .typing:
             message = .typing(try TypingNotice.read(&r))
+        case .presence:
+            message = .presence(try PresenceBeacon.read(&r))
         case .fileWant, .fileChunk, .fileNone, .fileWantOffered:
             message = .file(try FileMessage.read(&r, tag: tag))
         case .envelopes:

@@ -28,11 +28,13 @@ public enum LinkProtocol: Int, Sendable, CaseIterable, Comparable, CustomStringC
     /// As version 7, and an ask for chunks may name the envelope that
     /// offered the file (type 16), so a relay erases the file with it.
     case v8 = 8
+    /// As version 8, and presence beacons (type 17) travel on it.
+    case v9 = 9
 
     public static func < (a: LinkProtocol, b: LinkProtocol) -> Bool { a.rawValue < b.rawValue }
 
     /// The newest version this build speaks.
-    public static let newest = LinkProtocol.v8
+    public static let newest = LinkProtocol.v9
 
     /// The WebSocket subprotocol that names it: `peernode.N`.
     public var subprotocol: String { "peernode.\(rawValue)" }
@@ -68,6 +70,9 @@ public enum LinkProtocol: Int, Sendable, CaseIterable, Comparable, CustomStringC
 
     /// Whether an ask for chunks may name the offer's envelope (type 16) on a link of this version.
     public var namesFileOffers: Bool { self >= .v8 }
+
+    /// Whether presence beacons may be sent on a link of this version.
+    public var speaksPresence: Bool { self >= .v9 }
 
     public var description: String { "\(rawValue)" }
 }

@@ -86,6 +86,10 @@ public enum Counter: String, CaseIterable, Sendable, Comparable {
     case typingDropped = "typing_dropped"
     /// An accepted typing notice past `TypingBoard.maximumPassedOnPerSecond`: shown, not passed on.
     case typingNotPassedOn = "typing_not_passed_on"
+    case presenceSent = "presence_sent"
+    case presenceReceived = "presence_received"
+    /// A presence beacon refused: on an older link, stale, repeated, too soon, a full board, a flooding link, a bad signature.
+    case presenceDropped = "presence_dropped"
     // Files (docs/PROTOCOL.md §16).
     /// Chunks asked of peers, and sealed chunks sent and received.
     case fileChunksWanted = "file_chunks_wanted"

@@ -56,6 +56,23 @@ public struct LinkCore {
         /// Send a typing notice (ours, or one passed on) on every link
         /// that speaks them, but `except`.
         case typing(TypingNotice, except: LinkID?)
+        /// Send presence beacons (ours, passed on, or those held for a new link) on the links `to` names that speak them.
+        case presence([PresenceBeacon], to: Recipients)
+    }
+
+    /// Which links an input goes to.
+    public enum Recipients: Equatable, Sendable {
+        case all
+        case allBut(LinkID)
+        case only(LinkID)
+
+        func includes(_ id: LinkID) -> Bool {
+            switch self {
+            case .all: true
+            case let .allBut(except): id != except
+            case let .only(wanted): id == wanted
+            }
+        }
     }
 
     /// How the shell closes a link (the WebSocket close code it sends).
@@ -90,6 +107,8 @@ public struct LinkCore {
         case warning(String, reason: String?)
         /// A typing notice arrived on a link (not yet checked: `TypingBoard`, then its signature).
         case typing(TypingNotice, from: LinkID)
+        /// A presence beacon arrived on a link (not yet checked: `PresenceBoard`, then its signature).
+        case presence(PresenceBeacon, from: LinkID)
         /// A file message arrived on a link of version 7 or later, from `peer` (`FileMessage`; checked by the files unit).
         case file(FileMessage, from: LinkID, peer: PublicKey)
     }
@@ -195,6 +214,10 @@ public struct LinkCore {
             for (id, link) in links.sorted(by: { $0.key < $1.key }) where id != except && link.version.speaksTyping && table.links[id]?.remote != nil {
                 send(.typing(notice), on: id, now: now, into: &out)
             }
+        case let .presence(beacons, to):
+            for (id, link) in links.sorted(by: { $0.key < $1.key }) where to.includes(id) && link.version.speaksPresence && table.links[id]?.remote != nil {
+                for beacon in beacons { send(.presence(beacon), on: id, now: now, into: &out) }
+            }
         }
         return out
     }
@@ -296,6 +319,10 @@ public struct LinkCore {
             guard links[id]?.version.speaksTyping == true else { return count(.typingDropped) }
             count(.typingReceived)
             out.append(.typing(notice, from: id))
+        case let .presence(beacon):
+            guard links[id]?.version.speaksPresence == true else { return count(.presenceDropped) }
+            count(.presenceReceived)
+            out.append(.presence(beacon, from: id))
         case let .file(message):
             guard let version = links[id]?.version, version.speaksFiles, let remote = table.links[id]?.remote else { return count(.fileMessageDropped) }
             if case .want(_, _, _, .some) = message, !version.namesFileOffers { return count(.fileMessageDropped) }
@@ -358,6 +385,7 @@ public struct LinkCore {
         case let .prune(authors): count(.pruneSent, by: authors.count)
         case let .graft(authors): count(.graftSent, by: authors.count)
         case .typing: count(.typingSent)
+        case .presence: count(.presenceSent)
         case let .file(.want(_, _, chunks, _)): count(.fileChunksWanted, by: chunks.count)
         case .file(.chunk): count(.fileChunksSent)
         case .file(.none): break

@@ -34,6 +34,11 @@ final class ChatSession {
 
     /// Every room id what is shown in the open place may have: a
     /// conversation's older one (envelope version 1) too.
+    /// The open window's name on the act list: the room's, or `@` and the other account's id.
+    var openPlaceKey: String { conversationPeer.map { Self.conversationKey(node.people.account($0)) } ?? room.value }
+
+    static func conversationKey(_ account: PublicKey) -> String { "@" + account.hex }
+
     var openRoomIDs: Set<RoomID> {
         guard let peer = conversationPeer, let c = node.conversations.conversation(with: peer) else { return [node.roomID(room)] }
         return [c.room, c.roomVersion1]
@@ -150,7 +155,11 @@ final class ChatSession {
             conversationPeer = nil
             return ["-- closed your conversation with \(plainLabel(peer))"] + (try history(ChatInput.defaultHistory))
         }
-        let peer = try node.people.resolve(who)
+        return try query(peer: node.people.resolve(who))
+    }
+
+    /// Opens the direct conversation with `peer`: its last lines.
+    func query(peer: PublicKey) throws -> [String] {
         guard node.people.account(peer) != node.account else { throw NodeError.conversationWithYourself }
         guard node.conversations.conversation(with: peer) != nil else { throw NodeError.notSealable(peer) }
         conversationPeer = peer

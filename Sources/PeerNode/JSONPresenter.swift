@@ -65,6 +65,11 @@ struct JSONPresenter: JSONLinePresenter {
             return [JSONEvents.line(pairs: [("type", .string("typing"))]
                 + (room.map { [("room", .string($0.value))] } ?? [("with", .string(person.key.hex))])
                 + [("id", .string(person.key.hex)), ("nick", .text(person.nick ?? PeerText(""))), ("fp", .string(person.key.shortFingerprint))])]
+        case let .presence(person, device, beacon):
+            return [JSONEvents.line(pairs: [("type", .string("presence")), ("id", .string(person.key.hex)), ("device", .string(device.hex)),
+                                            ("nick", .text(person.nick ?? PeerText(String(decoding: beacon.nick, as: UTF8.self)))),
+                                            ("fp", .string(person.key.shortFingerprint)), ("state", .string(beacon.state.name)),
+                                            ("reason", .text(PeerText(String(decoding: beacon.reason, as: UTF8.self))))])]
         case let .receipt(id, by, state):
             return [JSONEvents.line(["type": .string("receipt"), "id": .string(id.hex), "by": .string(by.hex), "state": .string(state.rawValue)])]
         case let .fork(person, sequence, kept, fork):
@@ -137,7 +142,8 @@ struct JSONPresenter: JSONLinePresenter {
             return members.map { member in
                 JSONEvents.line(["type": .string("member"), "room": .string(room.value), "id": .string(member.person.key.hex),
                                  "nick": .text(member.person.nick ?? PeerText("")), "fp": .string(member.person.key.shortFingerprint),
-                                 "state": .string(member.state.rawValue)])
+                                 "state": .string(member.state.rawValue), "presence": .string(member.presence.state?.name ?? "offline"),
+                                 "reason": .text(PeerText(member.presence.reason)), "last_seen": .number(member.presence.lastSeen ?? 0)])
             }
         case let .sync(report):
             return [JSONEvents.line(["type": .string("sync"), "complete": .string(report.gaps.isEmpty ? "yes" : "no"),

@@ -46,7 +46,7 @@ extension NetworkNode {
         do {
             session = try LinkSession(
                 initiator: dialer != nil, identity: node.identity, networkKey: node.network, now: monotonic(),
-                expectedRemote: table.expectedRemote(of: dialer), isBlocked: { blocked.contains($0) }, nick: node.nick ?? ownHistory.pendingNick, version: version)
+                expectedRemote: table.expectedRemote(of: dialer), isBlocked: { blocked.contains($0) }, nick: node.nick ?? ownHistory.pendingNick ?? presence.nick, version: version)
         } catch {
             log.warning("cannot start the link handshake with \(c.remoteAddress): \(error)")
             return refuse(.internalError, "cannot start the link handshake")
@@ -85,5 +85,44 @@ extension NetworkNode {
         case .send:
             break
         }
+    }
+
+    // MARK: limits
+
+    /// `--max-per-address`, `--push-rate` and `--max-links` (already checked by the parser).
+    func applyLimits(_ options: Options) {
+        if let limit = options.maxPerAddress.flatMap({ Int($0) }) { maximumConnectionsPerAddress = limit }
+        if let rate = options.pushRate.flatMap({ Double($0) }) { core.limitPushes(perSecond: rate) }
+        var overlay = Overlay.Configuration()
+        if relay {
+            overlay.maximumLinks = Overlay.relayLinks
+            overlay.maximumPinned = Overlay.relayPinned
+        }
+        if let links = options.maxLinks.flatMap({ Int($0) }) { overlay.maximumLinks = links }
+        core.configureOverlay(overlay, random: SystemRandomNumberGenerator())
+    }
+
+    // MARK: presence (`Presence`)
+
+    /// Ours, when due, to every link (at each tick).
+    func sendPresence(now: Double) {
+        if let beacon = presence.ours(now: now, wall: Node.now()) { feed(.presence([beacon], to: .all)) }
+    }
+
+    /// `/away REASON`, `/back`, `/quit REASON`: ours changes and goes out now.
+    func setPresence(_ state: PresenceBeacon.State, reason: String) {
+        if let beacon = presence.set(state, reason: reason, now: monotonic(), wall: Node.now()) { feed(.presence([beacon], to: .all)) }
+    }
+
+    /// A beacon a link brought: checked, passed on to every other link, and
+    /// said (a `presence` event; a line at the terminal when someone quit with a reason).
+    func presenceArrived(_ beacon: PresenceBeacon, from link: LinkID) {
+        let arrival = presence.arrived(beacon, from: link, now: monotonic(), wall: Node.now())
+        if arrival.dropped { count(.presenceDropped) }
+        if let next = arrival.passOn { feed(.presence([next], to: .allBut(link))) }
+        guard !relay, arrival.changed, !blocked.contains(beacon.device) else { return }
+        let account = node.people.account(beacon.device)
+        guard account != node.account else { return }
+        emit(.presence(node.people[account], device: beacon.device, beacon: beacon))
     }
 }

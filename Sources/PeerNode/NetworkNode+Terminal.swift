@@ -41,26 +41,64 @@ extension NetworkNode {
     /// `/rooms`' second part: the direct conversations with a message, most
     /// recent first, with unread counts and the last message; `*` marks the
     /// one open (`/query`).
-    func conversationLines() throws -> [String] {
+    /// Numbered after the rooms (`rooms` of them), as `/switch N` and the act list count windows.
+    func conversationLines(after rooms: Int) throws -> [String] {
         let rows = try conversations().filter { $0.room == nil }
         guard !rows.isEmpty else { return [] }
         let renderer = Renderer(people: node.people)
         let open = session.conversationPeer.map { node.people.account($0) }
-        return ["-- direct conversations (/query WHO opens one):"] + rows.compactMap { row in
-            guard let peer = row.peer else { return nil }
-            let unread = row.unread > 0 ? " (\(row.unread) unread)" : ""
-            let preview = row.last.map { renderer.preview($0.envelope, text: $0.opened.text.description) } ?? ""
-            return "\(peer.key == open ? "*" : " ")  @\(renderer.label(peer))\(unread)\(preview)"
+        return ["-- direct conversations (/query WHO opens one):"] + rows.compactMap(\.peer).enumerated().map { index, peer in
+            let row = rows.first { $0.peer?.key == peer.key }
+            let unread = (row?.unread ?? 0) > 0 ? " (\(row?.unread ?? 0) unread)" : ""
+            let preview = row?.last.map { renderer.preview($0.envelope, text: $0.opened.text.description) } ?? ""
+            return "\(peer.key == open ? "*" : " ")\(rooms + index + 1). @\(renderer.label(peer))\(unread)\(preview)"
         }
+    }
+
+    /// Opens a window with `open`, whose lines (its last `TerminalWindows.backlogRows`) follow a line
+    /// counting what came there while it was closed, when that is more than they show.
+    func entering(_ open: () throws -> [String]) throws -> [String] {
+        let lines = try open()
+        let unseen = activity.unseen[session.openPlaceKey]?.messages ?? 0
+        guard unseen > TerminalWindows.backlogRows else { return lines }
+        return ["-- \(counted(unseen, "new message")) came here while you were elsewhere: the last \(TerminalWindows.backlogRows) below, /history N for more"] + lines
+    }
+
+    /// The windows in `/rooms` order: the rooms, then the direct conversations (act-list keys).
+    func windowOrder() throws -> [String] {
+        try session.joinedRooms().map(\.value) + conversationsInOrder().map(ChatSession.conversationKey)
+    }
+
+    /// The other accounts of the direct conversations, most recent first (as `/rooms` lists them).
+    func conversationsInOrder() throws -> [PublicKey] {
+        try conversations().compactMap { $0.room == nil ? $0.peer?.key : nil }
+    }
+
+    /// `/switch N`, `/window N`, Alt-N: a room, or past the rooms a conversation (`/rooms` numbers both).
+    func switchWindow(_ which: String) throws -> [String] {
+        let rooms = try session.joinedRooms().count
+        guard let n = Int(which), n > rooms else { return try session.switchTo(which) }
+        let partners = try conversationsInOrder()
+        guard n - rooms <= partners.count else { throw NodeError.noRoomNumbered(n) }
+        return try session.query(peer: partners[n - rooms - 1])
     }
 
     /// `/who`: who has posted in `room` (the open one when nil); who of them is linked now.
     func members(in room: RoomName? = nil) throws -> NodeEvent {
         let online = Set(linkedPeers.values)
         let room = room ?? session.room
-        let authors = try node.store.authors(in: node.roomID(room))
-        return .members(room: room, authors.map { author in
-            Member(person: node.people[author], state: author == node.me ? .you : online.contains(author) ? .linked : .notLinked)
+        // One row per account: its devices are one person.
+        var accounts: [PublicKey] = []
+        for author in try node.store.authors(in: node.roomID(room)) where !accounts.contains(node.people.account(author)) {
+            accounts.append(node.people.account(author))
+        }
+        let linked = Set(online.map { node.people.account($0) })
+        let status = presence.status(of: Set(accounts), account: { node.people.account($0) }, now: monotonic())
+        return .members(room: room, accounts.map { account in
+            var member = Member(person: node.people[account], state: account == node.account ? .you : linked.contains(account) ? .linked : .notLinked)
+            if let s = status[account] { member.presence = s }
+            if account == node.account { member.presence = Presence.Status(state: presence.state, reason: presence.reason, lastSeen: Node.now()) }
+            return member
         })
     }
 

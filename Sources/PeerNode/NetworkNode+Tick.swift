@@ -1,3 +1,5 @@
+import ChatText
+import NetworkText
 import NodeCore
 import Gossip
 import Crypto
@@ -35,6 +37,26 @@ extension NetworkNode {
         guard !caughtUp, !relay, linkedPeers.keys.contains(where: { replicator.declaredClock(of: $0) != nil }), missingFromLinked == 0 else { return }
         caughtUp = true
         emit(.caughtUp(held: replicator.clock.total))
+        sumUpBacklog(now: monotonic())
+    }
+
+    /// At a terminal: the backlog held back (`TerminalWindows`) in one line
+    /// of counts, then the open window's last rows when some of it came there.
+    func sumUpBacklog(now: Double) {
+        guard let windows, windows.backlogDue(caughtUp: caughtUp, now: now) else { return }
+        var places: [String: Int] = [:]
+        let (held, rows) = windows.takeHeldBack(showing: session.openRoomIDs)
+        for (room, count) in held where count.messages > 0 {
+            let name = node.roomName(room).map { TerminalText.sanitize($0.value) }
+                ?? node.conversations.peer(in: room).map { "\(session.plainLabel(node.people.account($0))) (direct)" } ?? "elsewhere"
+            places[name, default: 0] += count.messages
+        }
+        let here = held.filter { session.openRoomIDs.contains($0.key) }.values.reduce(0) { $0 + $1.lines }
+        let total = places.values.reduce(0, +)
+        let list = places.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        let line = "-- \(counted(total, "message")) came in \(caughtUp ? "while catching up" : "so far"): \(list)"
+            + (here > rows.count ? "; the last \(rows.count) here below, /history N for more" : "")
+        emit((total == 0 ? [] : chatLines([line])) + rows)
     }
 
     func tick() {
@@ -64,7 +86,9 @@ extension NetworkNode {
             _ = malloc_trim(0)
         }
         typing.expire(now: now)
+        sendPresence(now: now)
         checkCaughtUp()
+        sumUpBacklog(now: now)
         // Links that became neighbours since they came up are told of now.
         for remote in linkLines.unsettled where linkSettled(remote) { emit(linkLines.settled(remote)) }
         if !node.privateRooms.memberships.isEmpty, now - lastRoomRotationCheck >= Self.roomRotationCheckInterval {

@@ -28,7 +28,7 @@ extension NetworkNode {
             events += applyDelivered(stored, early: early)
         }
         emit(events)
-        if readsOpenPlace { markOpenPlaceRead(fresh) }
+        if windows != nil { markOpenPlaceRead(fresh) }
         if activity != before { refreshPrompt() }
         checkCaughtUp()
     }
@@ -157,8 +157,15 @@ extension NetworkNode {
             if node.conversations.remembered.insert(e.room).inserted {
                 do { try node.store.rememberConversation(e.room, with: peer) } catch { log.warning("cannot record a conversation: \(error)") }
             }
-            // A direct message is shown wherever the person is: it counts as read there.
-            receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: true, current: true)
+            // Without windows a direct message is shown wherever the person is, and counts as read there;
+            // at a terminal it is read once its window is open, and until then it is on the act list.
+            let here = windows == nil || session.openRoomIDs.contains(e.room)
+            receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: true, current: here)
+            let from = node.people.account(e.author)
+            if !here, from != node.account {
+                activity.arrived(in: ChatSession.conversationKey(from), mention: true)
+                roomOrderStale = true
+            }
             var shown = ShownMessage(envelope: e, opened: opened, room: nil, to: node.people.account(e.author) == node.account ? peer : node.account, me: node.me, book: node.people)
             shown.backlog = isBacklog(e)
             var fetching: [NodeEvent] = []
@@ -172,7 +179,8 @@ extension NetworkNode {
         guard let roomName = node.roomName(e.room) else { return [] }
         // Nothing is owed for what our own account signed (another device of ours).
         let fromUs = node.people.account(e.author) == node.account
-        receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: opened.isMessage && !fromUs, current: roomName == session.room)
+        let isOpen = session.openRoomIDs.contains(e.room)
+        receipts.shown(author: e.author, sequence: e.sequence, in: e.room, isMessage: opened.isMessage && !fromUs, current: isOpen)
         var shown = node.reactions.quoted(ShownMessage(envelope: e, opened: opened, room: roomName, to: nil, me: node.me, book: node.people), book: node.people)
         if opened.isMessage { shown.number = readLogged("a message's number") { try node.store.number(of: stored) } ?? nil }
         shown.backlog = isBacklog(e)
@@ -184,7 +192,7 @@ extension NetworkNode {
         }
         // A message in any room may move it up `/rooms`, whose numbers the act list shows.
         roomOrderStale = roomOrderStale || opened.isMessage
-        if roomName != session.room, opened.isMessage, !fromUs {
+        if !isOpen, opened.isMessage, !fromUs {
             activity.arrived(in: roomName.value, mention: shown.mention)
         }
         return [.message(shown)] + (opened.isMessage ? node.reactions.filled(by: e, book: node.people).map(NodeEvent.replyQuoted) : []) + fetching
@@ -296,11 +304,12 @@ extension NetworkNode {
             try act(message: true) { try $0.reactions.reply(to: try $0.messageLife.message(in: place.room, named: place.name, number: number), text: parts[0]) }
             for part in parts.dropFirst() { try postText(part, kind: .text, to: session.conversationPeer) }
         case let .quit(reason):
-            // Like IRC's QUIT message: the room sees why (and it stays in its history).
-            var events: [NodeEvent] = []
-            // A refused post does not keep the person from leaving.
-            if !reason.isEmpty { do { try post("has quit (\(reason))", kind: .action) } catch { events.append(.failed("\(error)")) } }
-            return (events, false)
+            // Like IRC's QUIT message: everyone online sees it, with why (presence, never history).
+            setPresence(.gone, reason: reason)
+            return ([], false)
+        case let .away(reason):
+            setPresence(reason == nil ? .online : .away, reason: reason ?? "")
+            return ([.chatLines([reason.map { "-- you are away\($0.isEmpty ? "" : ": \(TerminalText.sanitize($0))"); /back when you return" } ?? "-- you are back"])], true)
         case .stats:
             return ([stats()], true)
         case let .invite(who, room):
@@ -350,7 +359,7 @@ extension NetworkNode {
             guard node.people.account(peer) != node.account else { throw NodeError.messageToSelf }
             try postText(text, kind: .text, to: peer, split: !answersScripts)
         case let .query(who):
-            return (try chatLines(session.query(who)), true)
+            return (try chatLines(entering { try session.query(who) }), true)
         case .empty:
             break
         case let .nick(name):
@@ -372,9 +381,10 @@ extension NetworkNode {
             return ([.chatLines(ChatInput.helpText.split(separator: "\n").map(String.init))], true)
         case .rooms:
             if answersScripts { return ([.answer(.rooms(try conversations()))], true) }
-            return (try chatLines(session.roomList(mentioned: activity.mentioned(in:)) + conversationLines()), true)
+            let rooms = try session.roomList(mentioned: activity.mentioned(in:))
+            return (try chatLines(rooms + conversationLines(after: rooms.count - 1)), true)
         case let .switchRoom(which):
-            return (try chatLines(session.switchTo(which)), true)
+            return (try chatLines(entering { try switchWindow(which) }), true)
         case .part:
             return (try chatLines(session.part()), true)
         case let .createPrivate(name):
@@ -401,7 +411,7 @@ extension NetworkNode {
     func chatLines(_ lines: [String]) -> [NodeEvent] {
         lastShown = max(lastShown, node.store.lastDeliveryNumber)
         // The open room (perhaps a new one) is seen; the act list's numbers may have moved.
-        activity.seen(session.room.value)
+        activity.seen(session.openPlaceKey)
         roomOrderStale = true
         refreshPrompt()
         return [.chatLines(lines)]

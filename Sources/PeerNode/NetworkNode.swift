@@ -55,9 +55,9 @@ final class NetworkNode: @unchecked Sendable {
     var linkOf: [ObjectIdentifier: LinkID] = [:]
     var nextLink = 1
     var lastShown: Int64
-    /// A person at a terminal reads what is shown in the open room or conversation: its read mark
-    /// follows (its unread count in `/rooms` and on the page stays 0). Scripts and the page say what they read.
-    var readsOpenPlace = false
+    /// At a terminal: its windows (`TerminalWindows`). The person reads what is shown in the open window: its read
+    /// mark follows (its unread count in `/rooms` and on the page stays 0). Scripts and the page say what they read.
+    var windows: TerminalWindows?
     /// `--json`: `/history`, `/search`, `/mentions` and `/rooms` answer as events (`ScriptAnswer`), not chat lines.
     var answersScripts = false
     var pendingPaste: [String]?  // a multi-line paste waiting for the person's yes (`pasted`)
@@ -78,6 +78,8 @@ final class NetworkNode: @unchecked Sendable {
     var activity = Activity()
     /// Who is typing where, and when ours last went (`Units/Typing`).
     let typing: Typing
+    /// Who is online network-wide, and what ours says (`Units/Presence`).
+    let presence: Presence
     /// Room names in `/rooms` order (the act list's numbers), read again
     /// from the store when `roomOrderStale` and the act list is not empty.
     var roomOrder: [String] = []
@@ -139,6 +141,7 @@ final class NetworkNode: @unchecked Sendable {
         receipts = Receipts(me: node.me, sendsRead: sendsReadReceipts, repository: .init(store: node.store), envelopes: node, poster: node,
                             failures: node.storeFailures)
         typing = Typing(identity: node.identity)
+        presence = Presence(identity: node.identity, relay: relay)
         ownHistory = OwnHistoryGate(pendingNick: pendingNick, machineStoppedAt: node.ownDurability.unsure ? started : nil)
         blocked.set(try node.store.blockedIdentities())
         core.stopwatch = { monotonicNow() }
@@ -158,19 +161,6 @@ final class NetworkNode: @unchecked Sendable {
     }
 
     // MARK: start
-
-    /// `--max-per-address`, `--push-rate` and `--max-links` (already checked by the parser).
-    func applyLimits(_ options: Options) {
-        if let limit = options.maxPerAddress.flatMap({ Int($0) }) { maximumConnectionsPerAddress = limit }
-        if let rate = options.pushRate.flatMap({ Double($0) }) { core.limitPushes(perSecond: rate) }
-        var overlay = Overlay.Configuration()
-        if relay {
-            overlay.maximumLinks = Overlay.relayLinks
-            overlay.maximumPinned = Overlay.relayPinned
-        }
-        if let links = options.maxLinks.flatMap({ Int($0) }) { overlay.maximumLinks = links }
-        core.configureOverlay(overlay, random: SystemRandomNumberGenerator())
-    }
 
     func start(listen: String?, peers: [String], discovery: DiscoveryService.Configuration? = nil) throws {
         discoveryConfiguration = discovery
@@ -295,6 +285,8 @@ final class NetworkNode: @unchecked Sendable {
                 log.warning(line)
             case let .typing(notice, from):
                 typingArrived(notice, from: from)
+            case let .presence(beacon, from):
+                presenceArrived(beacon, from: from)
             case let .file(message, from, peer):
                 fileArrived(message, from: from, peer: peer)
             }
@@ -317,11 +309,14 @@ final class NetworkNode: @unchecked Sendable {
         }
         // What we remember of this peer makes the clock exchange cost what changed.
         feed(.replicate(id, memory: peerClocks(of: remote)))
+        // Who is online, as far as we know, ours first.
+        feed(.presence(presence.beaconsForNewLink(now: now, wall: Node.now()), to: .only(id)))
     }
 
     func closed(_ c: WebSocketConnection, reason: PeerText) {
         guard let id = linkOf.removeValue(forKey: ObjectIdentifier(c)), links.removeValue(forKey: id) != nil else { return }
         feed(.closed(id, reason: reason))
+        presence.linkDown(id)
         // What it was asked for goes to the other links.
         if !node.files.fetch.roots.isEmpty { assignFiles(node.files.fetch.linkDown(id, links: fileLinks, now: monotonic())) }
     }
@@ -437,7 +432,7 @@ final class NetworkNode: @unchecked Sendable {
     func refreshPrompt() {
         guard let promptChanged else { return }
         // The room list is read again only while the act list has something to number.
-        if roomOrderStale, !activity.unseen.isEmpty, let order = readLogged("the room list", { try session.joinedRooms().map(\.value) }) {
+        if roomOrderStale, !activity.unseen.isEmpty, let order = readLogged("the room list", { try windowOrder() }) {
             roomOrder = order
             roomOrderStale = false
         }

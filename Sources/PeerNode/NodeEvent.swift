@@ -38,6 +38,8 @@ enum NodeEvent {
     case versions(ShownMessage, [(envelope: Envelope, text: PeerText)])
     /// Someone typing in a room (`room`) or in our conversation (`room` nil).
     case typing(Person, room: RoomName?)
+    /// Someone's device said it is online, away, gone or a relay (`Presence`): what is shown of it changed.
+    case presence(Person, device: PublicKey, beacon: PresenceBeacon)
     /// How far one of our messages has got with a peer.
     case receipt(MessageID, by: PublicKey, state: ReceiptState)
     /// An author signed two different envelopes at one sequence; the first held is kept.
@@ -240,6 +242,8 @@ struct Member {
 
     let person: Person
     let state: State
+    /// Online, away (why), gone, or when last seen: from its devices' beacons (`Presence`).
+    var presence = Presence.Status(state: nil, reason: "", lastSeen: nil)
 }
 
 /// `/sync`: what this node lacks of what its peers declared, and forks found.

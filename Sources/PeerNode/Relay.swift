@@ -15,13 +15,12 @@ func runRelay(_ options: Options, environment: [String: String]) throws {
     let log = try Logger(format: options.logFormat == "json" ? .json : .plain, path: options.logFile)
     let node = try Node(options: options, environment: environment)
     node.ownDurability.startRunning()
-    // The relay's own history is not waited for (a relay posts nothing else); a
-    // relay whose database was lost should be started once without --nick.
-    if let wanted = options.nick, node.nick != wanted, node.ownDurability.historyIsKnown {
-        try node.post(try Nick(wanted).value, kind: .nick, in: .general)
-    }
+    // A relay's name is presence, not history: its beacons carry it, and it
+    // posts nothing, so it is no room's member (docs/DECISIONS.md, "Presence").
+    let name = try options.nick.map { try Nick($0).value }
     raiseDescriptorLimit(log)
     let network = try NetworkNode(node: node, room: .general, presenter: RelayLogPresenter(log: log), log: log, relay: true)
+    network.presence.nick = name
     network.maximumStore = options.maxStore.flatMap(CommandLineSpec.parseSize)
     // Files others fetch through the relay: 1 GB unless said (docs/PROTOCOL.md §16).
     node.files.maximumHeld = options.maxFiles == "0" ? 0 : options.maxFiles.flatMap(CommandLineSpec.parseSize) ?? Files.relayDefaultQuota

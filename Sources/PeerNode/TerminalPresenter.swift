@@ -45,6 +45,11 @@ struct TerminalPresenter: LinePresenter {
         case .typing:
             // Shown in the prompt line ("bob is typing…"), not as a line.
             return []
+        case let .presence(person, _, beacon):
+            // Away and back show in /who; a quit is said, as IRC's QUIT is (never stored).
+            guard beacon.state == .gone else { return [] }
+            let reason = String(decoding: beacon.reason, as: UTF8.self)
+            return ["-- \(plain.label(person)) has quit" + (reason.isEmpty ? "" : " (\(PeerText(reason)))")]
         case let .versions(m, versions):
             let renderer = Renderer(people: m.people)
             return ["-- \(versions.count == 1 ? "the only version" : "\(versions.count) versions") of \(renderer.label(m.envelope.author))'s message, oldest first:"]
@@ -112,7 +117,12 @@ struct TerminalPresenter: LinePresenter {
         case let .members(room, members):
             guard !members.isEmpty else { return ["-- nobody has posted in \(room.value) yet"] }
             return ["-- \(room.value): \(members.count) \(members.count == 1 ? "member" : "members")"]
-                + members.map { "   \(plain.label($0.person))  \($0.state.rawValue)" }
+                + members.map { m in
+                    // Ours says only what differs from being here; others' say who is online, then whether linked.
+                    let presence = m.state == .you ? (m.presence.state == .away ? ", " + m.presence.text : "")
+                        : "  " + m.presence.text + (m.state == .linked ? ", linked" : "")
+                    return "   \(plain.label(m.person))\(m.state == .you ? "  you" : "")\(PeerText(presence))"
+                }
         case let .sync(report):
             return syncLines(report)
         case let .failed(reason):

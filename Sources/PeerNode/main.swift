@@ -80,7 +80,14 @@ func run(_ command: Command) throws {
         }
         let log = try Logger(format: .chat)
         if let terminal { log.sink = { terminal.print([$0]) } }
-        let lines: any Presenter = options.json ? JSONPresenter(out: out) : TerminalPresenter(out: out)
+        // At a terminal, each room and conversation is a window (`TerminalWindows`); a pipe gets every line.
+        let windows = terminal.map { terminal in
+            let windows = TerminalWindows()
+            windows.ring = { terminal.bell() }
+            return windows
+        }
+        let lines: any Presenter = options.json ? JSONPresenter(out: out)
+            : windows.map { WindowedTerminalPresenter(lines: TerminalPresenter(out: out), windows: $0) } ?? TerminalPresenter(out: out)
         let web = try options.web.map { wanted throws(NodeError) -> WebService in
             guard let (host, port) = CommandLineSpec.webAddress(wanted) else {
                 throw NodeError.badAddress(option: "--web", needs: "PORT or HOST:PORT", got: wanted)
@@ -95,7 +102,8 @@ func run(_ command: Command) throws {
                                       pendingNick: startupNick, sendsReadReceipts: readReceipts)
         network.applyLimits(options)
         network.autoGet = options.autoGet.flatMap(CommandLineSpec.parseSize)
-        network.readsOpenPlace = terminal != nil
+        network.windows = windows
+        windows?.openRooms = { [unowned network] in network.session.openRoomIDs }
         network.answersScripts = options.json
         let done = DispatchSemaphore(value: 0)
         let input = StandardInput(network: network, terminal: terminal) { done.signal() }

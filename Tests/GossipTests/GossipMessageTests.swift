@@ -137,7 +137,7 @@ struct GossipMessageTests {
         unsorted = [1, 1] + keys[0].bytes + [0x81, 0x00]
         #expect(throws: EnvelopeError.dependenciesNotCanonical) { try GossipMessage.decode(unsorted) }
         #expect(throws: EnvelopeError.trailingBytes(count: 1)) { try GossipMessage.decode(GossipMessage.request([]).encoded + [0]) }
-        #expect(throws: EnvelopeError.unknownKind(17)) { try GossipMessage.decode([17, 0]) }
+        #expect(throws: EnvelopeError.unknownKind(18)) { try GossipMessage.decode([18, 0]) }
         #expect(throws: EnvelopeError.truncated(field: "message type")) { try GossipMessage.decode([]) }
         #expect(throws: EnvelopeError.trailingBytes(count: 1)) { try GossipMessage.decode([6, 0]) }
         #expect(throws: EnvelopeError.self) { try GossipMessage.decode([5] + [UInt8](repeating: 0, count: 15)) }

@@ -41,6 +41,6 @@ struct LinkVersionTests {
         let sent = r.localPost(e)
         #expect(sent.contains(.heldBack(1, 1)))
         #expect(sent.contains { if case .send(2, _) = $0 { true } else { false } })
-        #expect(LinkProtocol.v5.envelopeVersion == 3 && LinkProtocol.v4.envelopeVersion == 2 && LinkProtocol.newest == .v8 && LinkProtocol.v6.speaksTyping && !LinkProtocol.v5.speaksTyping && LinkProtocol.v7.speaksFiles && !LinkProtocol.v6.speaksFiles && LinkProtocol.v8.namesFileOffers && !LinkProtocol.v7.namesFileOffers)
+        #expect(LinkProtocol.v5.envelopeVersion == 3 && LinkProtocol.v4.envelopeVersion == 2 && LinkProtocol.newest == .v9 && LinkProtocol.v9.speaksPresence && !LinkProtocol.v8.speaksPresence && LinkProtocol.v6.speaksTyping && !LinkProtocol.v5.speaksTyping && LinkProtocol.v7.speaksFiles && !LinkProtocol.v6.speaksFiles && LinkProtocol.v8.namesFileOffers && !LinkProtocol.v7.namesFileOffers)
     }
 }

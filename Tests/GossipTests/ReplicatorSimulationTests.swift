@@ -180,7 +180,7 @@ final class Simulation {
             case let .ihave(entries): perform(to, nodes[to].replicator.ihaveReceived(from, entries: entries, now: now))
             case let .prune(authors): nodes[to].replicator.pruneReceived(from, authors: authors)
             case let .graft(authors): nodes[to].replicator.graftReceived(from, authors: authors)
-            case .overlay, .typing, .file: break
+            case .overlay, .typing, .presence, .file: break
             }
             clockBytes += message.isClock ? message.encoded.count : 0
         case let .tick(n):
@@ -292,7 +292,7 @@ extension GossipMessage {
     var isClock: Bool {
         switch self {
         case .clock, .clockSince, .fullClockWanted: true
-        case .envelopes, .request, .stored, .overlay, .ihave, .prune, .graft, .typing, .file: false
+        case .envelopes, .request, .stored, .overlay, .ihave, .prune, .graft, .typing, .presence, .file: false
         }
     }
 }

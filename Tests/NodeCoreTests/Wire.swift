@@ -176,7 +176,7 @@ struct Wire {
             }
             let clock = Set(batch.map(\.envelope.author)).map { Dependency(author: $0, sequence: contiguous(side, $0)) }
             queue.append((side, .stored(from: id, checked: batch, inserted: inserted, invalid: batch.count - valid, newClock: clock)))
-        case .remember, .ownStored, .warning, .typing, .file:
+        case .remember, .ownStored, .warning, .typing, .presence, .file:
             break
         }
     }

@@ -30,7 +30,9 @@ struct RoomCommandTests {
         // IRC reflexes (issue 44): the ones peernode has under another name work; the others say what there is.
         #expect(ChatInput.parse("/names") == .who && ChatInput.parse("/close") == .part)
         #expect(ChatInput.parse("/ignore bob") == .block("bob", true) && ChatInput.parse("/unignore bob") == .block("bob", false))
-        for reflex in ["/list", "/topic", "/away", "/back", "/clear"] {
+        #expect(ChatInput.parse("/away lunch, back at 2") == .away("lunch, back at 2") && ChatInput.parse("/away") == .away("")
+                && ChatInput.parse("/back") == .away(nil) && ChatInput.parse("/window 3") == .switchRoom("3") && ChatInput.parse("/window") == .rooms)
+        for reflex in ["/list", "/topic", "/clear"] {
             guard case let .error(message) = ChatInput.parse(reflex) else { Issue.record("\(reflex) is no error"); continue }
             #expect(message.hasPrefix(reflex + ": ") && !message.contains("unknown"), "\(message)")
         }

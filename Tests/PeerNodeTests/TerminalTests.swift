@@ -23,3 +23,23 @@ struct TerminalTests {
         return (result.status, result.stdout, result.stderr)
     }
 }
+
+@Suite("Windows at the terminal: a room or conversation each, the act list, bounded backlog")
+struct WindowsTests {
+    @Test("a fresh node's catch-up prints counts and the last 20 rows; other rooms and direct messages go to the act list; /switch and /window open them; entering says how many came")
+    func windows() async throws {
+        let result = try await TerminalTests.run("windows_session.py")
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdout.contains("all checked"), "\(result.stdout)")
+    }
+}
+
+@Suite("Presence: who is online network-wide, away, quit, a relay's name")
+struct PresenceTests {
+    @Test("through a relay and two hops: online, /away with a reason, /who per account, /back, /quit with a reason (not history); the relay's beacon names it and it is no room's member")
+    func presence() async throws {
+        let result = try await TerminalTests.run("presence_check.py")
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdout.contains("all checked"), "\(result.stdout)")
+    }
+}

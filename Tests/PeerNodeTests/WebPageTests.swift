@@ -59,7 +59,7 @@ struct WebPageTests {
         // direct message, comes after everything else in his chain.
         let history = (1...120).map { String(format: "h%03d", $0) }
         let story = ["/join #random", "first in random", "/join #history"] + history
-            + ["/private #team", "/invite \(alice) #team", "/join #general", "rtl \u{202E}olleh\u{202C} zero\u{200B}width end", "/msg \(alice) psst"]
+            + ["/private #team", "/invite \(alice) #team", "/join #general", "rtl \u{202E}olleh\u{202C} zero\u{200B}width end", "/msg \(alice) psst", "/away at lunch"]
         for line in story { b.send(line) }
         #expect(await a.wait(timeout: 60) { $0["type"] == "message" && $0["kind"] == "dm" && $0["text"] == "psst" } != nil)
         let shot = Self.screenshot.replacingOccurrences(of: "web-page.png", with: "web-page-rooms.png")

@@ -74,6 +74,7 @@ struct WebCommand {
         "nick": ["nick"],
         "rooms": [], "search": ["text"], "mentions": [],
         "who": ["room"],
+        "away": ["reason"], "back": [],
         "peers": [], "sync": [], "stats": [], "invites": [],
         "accept": ["room"], "decline": ["room"],
         "invite": ["who", "room"],
@@ -226,6 +227,8 @@ struct WebCommand {
         case "accept": action = .input(.answerInvite(room: try need("room"), accept: true))
         case "decline": action = .input(.answerInvite(room: try need("room"), accept: false))
         case "invite": action = .input(.invite(who: try need("who"), room: try need("room")))
+        case "away": action = .input(.away(try string("reason", required: false) ?? ""))
+        case "back": action = .input(.away(nil))
         default: throw Failure(ref: ref, message: "unknown cmd \(WebAccess.quoted(name))")
         }
         return WebCommand(name: name, ref: ref, action: action)

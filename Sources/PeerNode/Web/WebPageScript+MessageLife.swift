@@ -14,6 +14,12 @@ extension WebPage {
           : m.reply_to_state === "deleted" ? "↪ a deleted message" : "↪ a message not here yet";
         return el("span", "quote", text.length > 60 ? text.slice(0, 59) + "…" : text);
       }
+      // Who is online (`member` rows of /who): online, away with why, or when last seen (issue 44).
+      function presenceText(m) {
+        if (m.state === "you") return m.presence === "away" ? "you, away" + (m.reason ? ": " + m.reason : "") : "you";
+        if (m.presence === "offline") return Number(m.last_seen) ? "offline, last seen " + new Date(Number(m.last_seen)).toLocaleString() : "not seen";
+        return m.presence + (m.reason ? ": " + m.reason : "") + (m.state === "linked" ? ", linked" : "");
+      }
       function reactionText(counts) { return [...counts].filter(([, n]) => n > 0).map(([r, n]) => r + " " + n).join("  "); }
       function decorate(li, m) {
         li.counts = new Map();

@@ -305,7 +305,7 @@ extension WebPage {
           }
           case "found": if (e.ref === panelRef) panelList.append(foundRow(e)); break;
           case "member":
-            if (e.ref === panelRef) { const li = el("li"); li.append(label(e.nick, e.fp, e), el("div", "muted", e.state)); panelList.append(li); }
+            if (e.ref === panelRef) { const li = el("li"); li.append(label(e.nick, e.fp, e), el("div", "muted", presenceText(e))); panelList.append(li); }
             break;
           case "peers": linkedCount = e.linked; renderSync(); break;
           case "peer": if (e.ref === panelRef) panelList.append(peerRow(e)); break;
@@ -376,7 +376,7 @@ extension WebPage {
           case "mentions":
             showPanel("Messages that name you", "mentions", {}, (ok) => { if (!ok.count) panelList.append(el("li", "muted", "nothing names you yet")); });
             return;
-          case "who": who(); return;
+          case "who": who(); return;  case "away": send("away", { reason: arg }, () => say("you are away" + (arg ? ": " + arg : ""))); return;  case "back": send("back", {}, () => say("you are back")); return;
           case "peers": peers(); return;
           case "help": help(); return;
           default: say("no command /" + name + " here (/help lists them; //text posts a line starting with /)");

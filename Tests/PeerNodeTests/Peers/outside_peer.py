@@ -210,8 +210,8 @@ async def older(node):
 async def dialled(node, listener):
     """The node dials our listener for --peer."""
     link = await asyncio.wait_for(listener.links.get(), 30)
-    check("the node dials path /peernode/1, offering peernode.8 down to peernode.1",
-          listener.path == "/peernode/1" and listener.offered == [f"peernode.{v}" for v in (8, 7, 6, 5, 4, 3, 2, 1)],
+    check("the node dials path /peernode/1, offering peernode.9 down to peernode.1",
+          listener.path == "/peernode/1" and listener.offered == [f"peernode.{v}" for v in (9, 8, 7, 6, 5, 4, 3, 2, 1)],
           (listener.path, listener.offered))
     check("the dialling node binds its identity", link.remote == node.id, link.remote.hex())
     keep = await link.until(lambda m: m if m[:2] == b"\x08\x08" else None)

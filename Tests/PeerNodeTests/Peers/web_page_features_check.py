@@ -3,8 +3,8 @@ phone width and dark mode, in real headless Chromium over DevTools.
 
 Usage: web_page_features_check.py ADDRESS TOKEN SCREENSHOT
 Before it starts, the other node (bob) has posted in #general, #random
-and #history (HISTORY messages "h001"…), sent a direct message "psst" and
-invited this node to the private room #team. Talks with the test in lines:
+and #history (HISTORY messages "h001"…), sent a direct message "psst", said he is away
+("/away at lunch") and invited this node to the private room #team. Talks with the test in lines:
 prints "JOINED" once the page joined #random and waits for "POSTED" (bob
 posted "news in random" there). Prints "ok NAME" or "FAIL NAME DETAIL" per
 check; exits non-zero if any check failed.
@@ -164,6 +164,11 @@ async def run(b):
     await b.js(page, "document.getElementById('whobtn').click()")
     who = await b.until(page, "document.getElementById('panellist').children.length >= 1 && document.getElementById('panellist').textContent")
     check("who lists bob in the room", bool(who) and "bob·" in who, who)
+    away = await b.until(page, "document.getElementById('panellist').textContent.includes('away: at lunch') && document.getElementById('panellist').textContent")
+    check("and says he is away, with why (his presence)", bool(away), who)
+    shot = await b.call("Page.captureScreenshot", {"format": "png"}, session=page)
+    with open(SCREENSHOT.replace(".png", "-who.png"), "wb") as f:
+        f.write(base64.b64decode(shot["result"]["data"]))
     await key(b, page, "Escape", "Escape", 0)
 
     # Leaving a room from the page.
