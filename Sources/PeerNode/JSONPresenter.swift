@@ -24,7 +24,7 @@ struct JSONPresenter: JSONLinePresenter {
             // `id` is the linked node, as in peer_down; a device also names its account.
             return [JSONEvents.line(pairs: [("type", .string("peer_up")), ("id", .string(node.hex)), ("nick", .text(person.nick ?? PeerText(""))),
                                             ("addr", .string(address))] + (person.key == node ? [] : [("account", .string(person.key.hex))]))]
-        case let .peerDown(key, _):
+        case let .peerDown(key, _, _):
             return [JSONEvents.line(["type": .string("peer_down"), "id": .string(key.hex)])]
         case let .caughtUp(held):
             return [JSONEvents.line(["type": .string("caught_up"), "held": .number(held)])]

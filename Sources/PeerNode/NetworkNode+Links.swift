@@ -26,9 +26,19 @@ extension NetworkNode {
             onClose: { [self] c, info in closed(c, reason: info.reason) },
             onHandshakeFailure: { [self] c, error in
                 count(.websocketHandshakeFailed)
-                log.warning("link to \(c.remoteAddress) failed: \(error)")
+                linkFailed(c.remoteAddress, dialer: dialer, error: "\(error)")
                 if let dialer { feed(.dialFailed(dialer)) }
             })
+    }
+
+    /// A connection that never became a link. Scripts and a relay's log are
+    /// told of each; a person at a terminal only of a `--peer` address they
+    /// gave, once until it links (its redials, and peers that discovery found,
+    /// are counted in /stats, not printed into the chat).
+    func linkFailed(_ address: String, dialer: LinkTable.DialerID?, error: String) {
+        guard windows != nil else { return log.warning("link to \(address) failed: \(error)") }
+        guard let dialer, let d = table.dialers[dialer], !d.discovered, !d.oneShot, unlinkedPeerAddresses.insert(d.address).inserted else { return }
+        emit(.chatLines(["-- cannot link to \(TerminalText.sanitize(d.address)) (--peer): \(TerminalText.sanitize(error)); trying again in the background"]))
     }
 
     func opened(_ c: WebSocketConnection, dialer: LinkTable.DialerID?) {

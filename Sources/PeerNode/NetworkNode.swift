@@ -55,6 +55,8 @@ final class NetworkNode: @unchecked Sendable {
     var linkOf: [ObjectIdentifier: LinkID] = [:]
     var nextLink = 1
     var lastShown: Int64
+    /// `--peer` addresses whose failure the terminal has said (`linkFailed`), until they link.
+    var unlinkedPeerAddresses: Set<String> = []
     /// At a terminal: its windows (`TerminalWindows`). The person reads what is shown in the open window: its read
     /// mark follows (its unread count in `/rooms` and on the page stays 0). Scripts and the page say what they read.
     var windows: TerminalWindows?
@@ -268,7 +270,7 @@ final class NetworkNode: @unchecked Sendable {
                 linkUp(id, remote: remote, announce: announce, nick: nick)
             case let .peerDown(remote, reason):
                 discovery?.setLinked(remote, false)
-                let event = NodeEvent.peerDown(remote, reason: reason)
+                let event = NodeEvent.peerDown(remote, reason: reason, person: node.people[remote])
                 emit(answersScripts || relay ? [event] : linkLines.down(event, remote: remote, reason: reason))
             case let .catchUp(id, author, from, through):
                 queueCatchUp(id, author: author, from: from, through: through)
@@ -301,6 +303,7 @@ final class NetworkNode: @unchecked Sendable {
         // clock exchange, a catch-up) would be timed with it.
         links[id]?.probe.lastProbe = now
         discovery?.setLinked(remote, true)
+        for d in table.dialers.values where d.remote == remote { unlinkedPeerAddresses.remove(d.address) }
         if announce {
             // The nick from its messages if we have them, else the one it claimed in the handshake.
             let person = node.people[remote].claiming(nick.map(PeerText.init))

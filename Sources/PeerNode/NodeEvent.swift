@@ -23,7 +23,7 @@ enum NodeEvent {
     /// account when `node` is a device, and then `device` is the device's name.
     case peerUp(Person, address: String, node: PublicKey, device: String?)
     /// No link to the peer is left (`reason`: what its last link said when it closed).
-    case peerDown(PublicKey, reason: PeerText?)
+    case peerDown(PublicKey, reason: PeerText?, person: Person)
     case message(ShownMessage)
     /// An edit (`shown` is the edit envelope, its text the new one) of `original`.
     case edited(ShownMessage, original: Envelope)

@@ -75,7 +75,7 @@ struct RelayLogPresenter: Presenter {
             switch event {
             case let .peerUp(person, address, node, _):
                 log.info("link up", ["peer": node.hex, "account": person.key.hex, "nick": person.nick?.unsanitized ?? "", "addr": address])
-            case let .peerDown(key, reason):
+            case let .peerDown(key, reason, _):
                 log.info("link down", ["peer": key.hex, "reason": reason?.description ?? ""])
             default:
                 break

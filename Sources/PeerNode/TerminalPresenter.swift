@@ -28,8 +28,9 @@ struct TerminalPresenter: LinePresenter {
             // A device of someone's account: which of their machines this is.
             let which = person.key == node ? "" : " (device \(device.map { "\(PeerText($0)) " } ?? "")\(node.shortFingerprint))"
             return ["-- linked to \(plain.label(person))\(which) at \(address)"]
-        case let .peerDown(key, reason):
-            return ["-- link to \(key.shortFingerprint) closed" + (reason.map { ": \($0)" } ?? "")]
+        case let .peerDown(key, reason, person):
+            // Named as the link line named it: nick·fp (and which device, when it is not the account's key).
+            return ["-- link to \(plain.label(person))\(person.key == key ? "" : " (device \(key.shortFingerprint))") closed" + (reason.map { ": \($0)" } ?? "")]
         case let .message(m), let .replyQuoted(m):
             // A reply quoted late (the answered message came after it) is shown again, with its quote.
             let renderer = Renderer(people: m.people)

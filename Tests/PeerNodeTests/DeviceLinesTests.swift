@@ -53,6 +53,8 @@ struct DeviceLinkUpTests {
 /// Which links a person is told of (`LinkLines`).
 @Suite("Link lines at the terminal")
 struct LinkLinesTests {
+    static func bob(_ key: PublicKey) -> Person { Person(key: key, nick: PeerText("bob"), trusted: false, lookAlike: false, forked: false) }
+
     static func up(_ key: PublicKey) -> NodeEvent {
         .peerUp(Person(key: key, nick: PeerText("bob"), trusted: false, lookAlike: false, forked: false), address: "10.0.0.7:7733", node: key, device: nil)
     }
@@ -70,13 +72,13 @@ struct LinkLinesTests {
         // b becomes a neighbour: its line now, and its close later is told of.
         #expect(lines.settled(b).count == 1 && lines.settled(b).isEmpty)
         let notNeighbour = PeerText(LinkCore.notNeighbourReason)
-        #expect(lines.down(.peerDown(b, reason: notNeighbour), remote: b, reason: notNeighbour).count == 1)
+        #expect(lines.down(.peerDown(b, reason: notNeighbour, person: Self.bob(b)), remote: b, reason: notNeighbour).count == 1)
         // c was asked and refused: nothing, either way.
-        #expect(lines.down(.peerDown(c, reason: notNeighbour), remote: c, reason: notNeighbour).isEmpty)
+        #expect(lines.down(.peerDown(c, reason: notNeighbour, person: Self.bob(c)), remote: c, reason: notNeighbour).isEmpty)
         // d closed with a reason of its own before it settled: both lines, the reason shown (through the one sanitizing path).
         let bye = PeerText("bye\u{1B}[2J")
-        let told = lines.down(.peerDown(d, reason: bye), remote: d, reason: bye)
-        #expect(told.count == 2 && told.flatMap(TerminalPresenter.lines).last?.contains("closed: bye") == true, "\(told.flatMap(TerminalPresenter.lines))")
+        let told = lines.down(.peerDown(d, reason: bye, person: Self.bob(d)), remote: d, reason: bye)
+        #expect(told.count == 2 && told.flatMap(TerminalPresenter.lines).last?.contains("-- link to bob·\(d.shortFingerprint) closed: bye") == true, "\(told.flatMap(TerminalPresenter.lines))")
         #expect(lines.unsettled.isEmpty)
     }
 }

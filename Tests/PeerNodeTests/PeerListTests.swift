@@ -4,7 +4,7 @@ import Testing
 
 @Suite("Who is there: /peers with round-trip times, /who, /quit with a reason", .serialized)
 struct PeerListTests {
-    @Test("--json /peers: each linked peer with its address, round-trip time and sync state; /who lists the room; /quit REASON reaches the room")
+    @Test("--json /peers: each linked peer with its address, round-trip time and sync state; /who lists the room; /quit REASON reaches the others as presence, not a message")
     func peersWhoQuit() async throws {
         let (dirs, a, b) = try await aliceAndBob()
         a.send("hi bob")
@@ -35,10 +35,10 @@ struct PeerListTests {
         #expect(members.first { $0["id"] == a.id }?["state"] == "linked")
         #expect(members.first { $0["id"] == b.id }?["state"] == "you")
 
-        // /quit with a reason: the room is told, as an action, before the link closes.
+        // /quit with a reason: the others are told by its presence (gone, with the reason) before the link closes; no message is posted.
         b.send("/quit gone home")
-        let told = await a.wait { $0["kind"] == "action" && $0["author"] == b.id }
-        #expect(told?["text"] == "has quit (gone home)", "alice saw: \(a.events.value.suffix(6)); bob saw: \(b.events.value.suffix(6)); bob logged: \(b.log.suffix(1_000)); alice logged: \(a.log.suffix(1_000))")
+        let told = await a.wait { $0["type"] == "presence" && $0["id"] == b.id && $0["state"] == "gone" }
+        #expect(told?["reason"] == "gone home" && !a.events.value.contains { $0["kind"] == "action" && $0["author"] == b.id }, "alice saw: \(a.events.value.suffix(6)); bob saw: \(b.events.value.suffix(6)); bob logged: \(b.log.suffix(1_000)); alice logged: \(a.log.suffix(1_000))")
         #expect(await b.child.exited() == 0)
         await a.quit()
         withExtendedLifetime(dirs) {}  // the data directories outlive the nodes

@@ -8,7 +8,7 @@ not printed in the open window but goes to the act list; a direct message
 rings the bell, is not printed, and is on the act list as a window numbered
 after the rooms; /switch N and /window N open rooms and conversations; a
 window entered with more news than it shows says how many came and shows
-its last 20. Prints what it checked; exits non-zero with the screen so far
+its last 20; a --peer that does not answer is said once. Prints what it checked; exits non-zero with the screen so far
 on the first failure.
 usage: windows_session.py PEERNODE WORKDIR
 """
@@ -71,7 +71,7 @@ if pid == 0:
     os.environ["TERM"] = "xterm"
     os.environ["NO_COLOR"] = "1"
     os.execv(PEERNODE, [PEERNODE, "--data-dir", os.path.join(WORK, "a"), "--no-discovery", "--nick", "alice",
-                        "--listen", "127.0.0.1:0", "--peer", "ws://" + ready["listen"]])
+                        "--listen", "127.0.0.1:0", "--peer", "ws://" + ready["listen"], "--peer", "ws://127.0.0.1:1"])
 
 # Catch-up: one line of counts, then the last 20 rows of #general (old 11 … old 30), not 30 rows.
 summary = read_until(a, b"old 30", start=0)
@@ -151,6 +151,12 @@ shown = lines_of(entered)
 if shown[-20:] != [f"burst {i}".encode() for i in range(6, 26)] or b"burst 5" in shown:
     fail(f"entering #general showed {shown!r}, not its last 20")
 print("entering a window with 25 new messages says so and shows the last 20")
+
+# A --peer that never answers is said once in the chat, not at each redial.
+failures = screen.count(b"-- cannot link to 127.0.0.1:1 (--peer)")
+if failures != 1:
+    fail(f"a --peer that does not answer was said {failures} times")
+print("a --peer that does not answer is said once, not at each redial")
 
 os.write(a, b"\x03")
 _, status = os.waitpid(pid, 0)
