@@ -83,6 +83,8 @@ public enum ChatInput: Equatable, Sendable {
     case quit(reason: String)
     /// `/away [reason]` (nil: `/back`): what our presence says.
     case away(String?)
+    /// `/clear`: the terminal's screen cleared (Ctrl-L).
+    case clear
     case empty
     case error(String)
 
@@ -136,6 +138,7 @@ public enum ChatInput: Equatable, Sendable {
         (["stats"], "/stats", "the node's counters: links, clock exchanges, refusals by reason"),
         (["help"], "/help [CMD]", "this list, or one command"),
         (["quit", "exit"], "/quit [reason]", "leave; everyone online sees you quit, with the reason (Ctrl-D or Ctrl-C on an empty line leave too; Ctrl-C clears a typed line)"),
+        (["clear"], "/clear", "clear the screen (also Ctrl-L); /history N shows the last N messages again"),
         (["away"], "/away [reason]", "say you are away (in /who and on the page, network-wide); /back says you are here again"),
     ]
 
@@ -166,7 +169,6 @@ public enum ChatInput: Equatable, Sendable {
     static let reflexes: [String: String] = [
         "list": "/list: there is no list of public rooms yet; /rooms lists yours, /join #name joins one",
         "topic": "/topic: rooms have no topics yet",
-        "clear": "/clear: not yet; /history N shows the last N messages again",
     ]
 
     public static func parse(_ raw: String) -> ChatInput {
@@ -312,7 +314,9 @@ public enum ChatInput: Equatable, Sendable {
             return .away(argument.trimmingCharacters(in: .whitespaces))
         case "back":
             return argument.isEmpty ? .away(nil) : .error("/back takes no argument")
-        case "list", "topic", "clear":
+        case "clear":
+            return argument.isEmpty ? .clear : .error("/clear takes no argument")
+        case "list", "topic":
             // IRC reflexes with no peernode command yet: say what there is instead of "unknown".
             return .error(Self.reflexes[String(name)] ?? "unknown command /\(name) (try /help)")
         default:

@@ -65,7 +65,13 @@ final class ChatSession {
     var roomLabel: String {
         if let peer = conversationPeer { return "@" + plainLabel(peer) }
         return TerminalText.sanitize(room.value) + (lookAlikeWarning(room) == nil ? "" : "⚠")
+            + (invitedAs[room].map { " (invited as \(TerminalText.sanitize($0)))" } ?? "")
     }
+
+    /// Private rooms accepted under another name than their invite's (that
+    /// name was taken here), with the invite's: the prompt says so while
+    /// this session lasts, so `#secret-2` is not taken for `#secret`.
+    var invitedAs: [RoomName: String] = [:]
 
     var prompt: String { roomLabel + "> " }
 

@@ -214,6 +214,7 @@ extension NetworkNode {
             return [.inviteDeclined(room: pending.name, by: pending.inviter)]
         }
         let name = try node.privateRooms.accept(pending)
+        if name.value != pending.name { session.invitedAs[name] = pending.name }
         if open { session.open(name) }
         // What the room said before we joined, now that we can read it.
         let earlier = readLogged("the history of the room joined") { try node.store.history(of: pending.room, limit: ChatInput.maximumHistory) } ?? []

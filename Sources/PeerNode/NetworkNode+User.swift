@@ -29,7 +29,7 @@ extension NetworkNode {
         }
         emit(events)
         if windows != nil { markOpenPlaceRead(fresh) }
-        if activity != before { refreshPrompt() }
+        if activity != before || windows?.completerStale == true { refreshPrompt() }
         checkCaughtUp()
     }
 
@@ -99,6 +99,8 @@ extension NetworkNode {
         // What this node cannot open (others' conversations, rooms it is not in) is not shown.
         guard let opened = node.open(e) else { return [] }
         let nickBefore = opened.kind == .nick ? node.people.nick(e.author) : nil
+        // Tab completes the new nick at once, not after the next line typed.
+        if opened.kind == .nick { windows?.completerStale = true }
         node.observe(e, opened)
         // A blocked identity's messages are kept (and relayed) but not shown.
         if blocked.contains(e.author) { return [] }
@@ -307,6 +309,10 @@ extension NetworkNode {
             // Like IRC's QUIT message: everyone online sees it, with why (presence, never history).
             setPresence(.gone, reason: reason)
             return ([], false)
+        case .clear:
+            guard let windows else { return ([.chatLines(["-- /clear clears a terminal's screen; here there is none"])], true) }
+            windows.clear()
+            return ([], true)
         case let .away(reason):
             setPresence(reason == nil ? .online : .away, reason: reason ?? "")
             return ([.chatLines([reason.map { "-- you are away\($0.isEmpty ? "" : ": \(TerminalText.sanitize($0))"); /back when you return" } ?? "-- you are back"])], true)

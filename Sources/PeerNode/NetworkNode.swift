@@ -439,6 +439,7 @@ final class NetworkNode: @unchecked Sendable {
             roomOrder = order
             roomOrderStale = false
         }
+        if let windows, windows.completerStale { windows.completerChanged(completer()) }
         let current = prompt()
         if current != lastPrompt {
             lastPrompt = current

@@ -1,5 +1,6 @@
 import Foundation
 import Gossip
+import TermUI
 
 /// At a terminal, each room and each direct conversation is a window, as
 /// in irssi: only the open window's lines print; a message elsewhere goes
@@ -24,8 +25,12 @@ final class TerminalWindows {
 
     /// The rooms of the open window (a conversation has two).
     var openRooms: () -> Set<RoomID> = { [] }
-    /// Rings the terminal's bell.
+    /// Rings the terminal's bell, and clears its screen (`/clear`).
     var ring: () -> Void = {}
+    var clear: () -> Void = {}
+    /// A nick was learned or changed: Tab's completer is given again (`completerChanged`) at the next prompt refresh.
+    var completerStale = false
+    var completerChanged: (Completer) -> Void = { _ in }
 
     /// What was held back as backlog since the last summary, per room: its
     /// messages, and all its lines (nick changes, leaves and the like too).

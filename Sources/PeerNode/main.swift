@@ -84,6 +84,7 @@ func run(_ command: Command) throws {
         let windows = terminal.map { terminal in
             let windows = TerminalWindows()
             windows.ring = { terminal.bell() }
+            windows.clear = { terminal.clear() }
             return windows
         }
         let lines: any Presenter = options.json ? JSONPresenter(out: out)
@@ -104,6 +105,10 @@ func run(_ command: Command) throws {
         network.autoGet = options.autoGet.flatMap(CommandLineSpec.parseSize)
         network.windows = windows
         windows?.openRooms = { [unowned network] in network.session.openRoomIDs }
+        windows?.completerChanged = { [weak windows] completer in
+            windows?.completerStale = false
+            terminal?.setCompleter(completer)
+        }
         network.answersScripts = options.json
         let done = DispatchSemaphore(value: 0)
         let input = StandardInput(network: network, terminal: terminal) { done.signal() }

@@ -64,6 +64,9 @@ public final class TerminalSession: @unchecked Sendable {
 
     public func bell() { lock.withLock { write("\u{07}") } }
 
+    /// `/clear`, as Ctrl-L: the screen cleared, the prompt and the line drawn again at the top.
+    public func clear() { lock.withLock { write(Self.clearScreen + line.render(editor)) } }
+
     /// Bytes read from stdin (by whoever watches it): what the person
     /// submitted or asked for, in order.
     public func feed(_ bytes: [UInt8]) -> [TerminalInput] {

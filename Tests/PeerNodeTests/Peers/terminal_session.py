@@ -6,7 +6,7 @@ terminal (A). Checks: the prompt; a message arriving while a line is half
 typed is printed above and the half line is drawn again; line editing keys;
 Tab completion; a mention and a direct message ring the bell; a 10,000-byte line arrives as
 three messages cut on word boundaries, and a long edit is refused; a
-multi-line paste asks before it sends; Ctrl-L clears the screen; the prompt's mark on our last
+multi-line paste asks before it sends; Ctrl-L and /clear clear the screen; the prompt's mark on our last
 message (read, local only, stored); Ctrl-C clears a typed line, and on an
 empty one quits with exit code 0 and the
 terminal settings as they were; so does a crash signal (then dies of it). Prints what it checked; exits non-zero
@@ -299,6 +299,11 @@ read_until(master, b"\x1b[H\x1b[2J", start=mark)
 read_until(master, b"kept", start=mark)
 os.write(master, b"\x15")  # Ctrl-U: the line emptied again
 print("Ctrl-L clears the screen and redraws the prompt with the line")
+mark = len(screen)
+os.write(master, b"/clear\r")
+read_until(master, b"\x1b[H\x1b[2J", start=mark)
+read_until(master, b"\x1b[K#random", start=mark + screen[mark:].index(b"\x1b[H\x1b[2J"))
+print("/clear does the same")
 # Ctrl-C on a half-typed line clears it and the node goes on; on an empty line it quits: exit 0, terminal settings back.
 mark = len(screen)
 os.write(master, b"half a thought")

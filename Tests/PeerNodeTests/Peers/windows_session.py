@@ -61,9 +61,9 @@ def lines_of(text):
 b = JsonPeer([PEERNODE, "--data-dir", os.path.join(WORK, "b"), "--json", "--no-discovery", "--nick", "bob",
               "--listen", "127.0.0.1:0"], lambda why: fail(why))
 ready = b.wait(lambda e: e.get("type") == "ready", "ready")
-for i in range(1, 31):
+for i in range(1, 1001):
     b.say(f"old {i}")
-b.wait(lambda e: e.get("type") == "message" and e.get("text") == "old 30", "its 30th message")
+b.wait(lambda e: e.get("type") == "message" and e.get("text") == "old 1000", "its 1,000th message", timeout=120)
 
 pid, a = pty.fork()
 if pid == 0:
@@ -73,14 +73,14 @@ if pid == 0:
     os.execv(PEERNODE, [PEERNODE, "--data-dir", os.path.join(WORK, "a"), "--no-discovery", "--nick", "alice",
                         "--listen", "127.0.0.1:0", "--peer", "ws://" + ready["listen"], "--peer", "ws://127.0.0.1:1"])
 
-# Catch-up: one line of counts, then the last 20 rows of #general (old 11 … old 30), not 30 rows.
-summary = read_until(a, b"old 30", start=0)
-if b"-- 30 messages came in while catching up: #general 30; the last 20 here below, /history N for more" not in summary:
-    fail("no catch-up line counting 30 messages in #general")
+# Catch-up: one line of counts, then the last 20 rows of #general (old 981 … old 1000), not 1,000 rows.
+summary = read_until(a, b"old 1000", start=0, timeout=60)
+if b"-- 1000 messages came in while catching up: #general 1000; the last 20 here below, /history N for more" not in summary:
+    fail("no catch-up line counting 1,000 messages in #general")
 shown = lines_of(summary)
-if shown != [f"old {i}".encode() for i in range(11, 31)]:
-    fail(f"the catch-up showed {shown!r}, not old 11 … old 30")
-print("a fresh node's catch-up: one line of counts and the last 20 rows, not 30")
+if shown != [f"old {i}".encode() for i in range(981, 1001)]:
+    fail(f"the catch-up showed {shown!r}, not old 981 … old 1000")
+print("a fresh node catching up 1,000 messages: one line of counts and the last 20 rows")
 
 
 def type_line(text):
@@ -152,7 +152,48 @@ if shown[-20:] != [f"burst {i}".encode() for i in range(6, 26)] or b"burst 5" in
     fail(f"entering #general showed {shown!r}, not its last 20")
 print("entering a window with 25 new messages says so and shows the last 20")
 
-# A --peer that never answers is said once in the chat, not at each redial.
+# An invite to a private room whose name alice already has (a public #secret): /accept opens it under
+# another name, the prompt says which invite it was, and the next line goes to the private room.
+mark = len(screen)
+type_line("/join #secret")
+read_until(a, b"#secret> ", start=mark)
+b.say("/private #secret")
+b.say("/invite alice #secret")
+mark = len(screen)
+read_until(a, b"/accept #secret", start=mark)
+type_line("/accept #secret")
+read_until(a, b"#secret-2 (invited as #secret)> ", start=mark)
+type_line("for the private room only")
+heard = b.wait(lambda e: e.get("type") == "message" and e.get("text") == "for the private room only", "alice's line")
+if heard.get("room") != "#secret":
+    fail(f"alice's line after /accept went to {heard.get('room')}, not bob's private #secret")
+print("/accept of a renamed private room opens it, the prompt says '#secret-2 (invited as #secret)', the next line lands there")
+
+# Tab completes a nick learned while alice typed nothing (the completer follows nick changes).
+mark = len(screen)
+b.say("/nick zebrafish")
+read_until(a, b"is now known as zebrafish", start=mark)
+mark = len(screen)
+os.write(a, b"zebr\t")
+read_until(a, b"zebrafish", start=mark)
+os.write(a, b"\x03")  # Ctrl-C clears the typed line
+read_until(a, b"\x1b[K#secret-2", start=mark)
+print("Tab completes a nick heard a moment ago, with nothing typed since")
+
+# A --peer that never answers is said once in the chat, not at each redial: wait for a third attempt.
+import re
+deadline = time.monotonic() + 30
+while True:
+    mark = len(screen)
+    type_line("/stats")
+    stats = read_until(a, b"-- stats:", start=mark)
+    stats = read_until(a, b"\n", start=mark + stats.index(b"-- stats:"))
+    tried = re.search(rb"websocket_handshake_failed=(\d+)", stats)
+    if tried and int(tried.group(1)) >= 3:
+        break
+    if time.monotonic() > deadline:
+        fail(f"the --peer to 127.0.0.1:1 was not tried three times: {stats!r}")
+    select.select([], [], [], 0.5)
 failures = screen.count(b"-- cannot link to 127.0.0.1:1 (--peer)")
 if failures != 1:
     fail(f"a --peer that does not answer was said {failures} times")
