@@ -89,14 +89,18 @@ extension NetworkNode {
         let room = room ?? session.room
         // One row per account: its devices are one person.
         var accounts: [PublicKey] = []
-        for author in try node.store.authors(in: node.roomID(room)) where !accounts.contains(node.people.account(author)) {
-            accounts.append(node.people.account(author))
+        var devices: [PublicKey: [String]] = [:]
+        for author in try node.store.authors(in: node.roomID(room)) {
+            let account = node.people.account(author)
+            if !accounts.contains(account) { accounts.append(account) }
+            if let name = node.devices.name(of: author) { devices[account, default: []].append(name) }
         }
         let linked = Set(online.map { node.people.account($0) })
         let status = presence.status(of: Set(accounts), account: { node.people.account($0) }, now: monotonic())
         return .members(room: room, accounts.map { account in
             var member = Member(person: node.people[account], state: account == node.account ? .you : linked.contains(account) ? .linked : .notLinked)
             if let s = status[account] { member.presence = s }
+            member.devices = devices[account] ?? []
             if account == node.account { member.presence = Presence.Status(state: presence.state, reason: presence.reason, lastSeen: Node.now()) }
             return member
         })
@@ -151,6 +155,7 @@ extension NetworkNode {
                               receiving: known.count(beyond: replicator.clock))
             row.view = linkView(id, remote: remote).rawValue
             row.lazyAuthors = replicator.lazyAuthors(of: id) ?? 0
+            row.device = node.devices.name(of: remote)
             rows.append(row)
         }
         for (_, dialer) in table.dialersInOrder where !dialer.retired {

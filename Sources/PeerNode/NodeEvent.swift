@@ -230,6 +230,8 @@ struct PeerRow {
     /// Authors whose new messages go to it as ids only (their tree reaches it
     /// by another link); everyone else's go in full.
     var lazyAuthors = 0
+    /// The device's name, when the peer is a device of an account (two of one account's devices are two rows).
+    var device: String?
 }
 
 /// One author of a room, for `/who`.
@@ -244,6 +246,8 @@ struct Member {
     let state: State
     /// Online, away (why), gone, or when last seen: from its devices' beacons (`Presence`).
     var presence = Presence.Status(state: nil, reason: "", lastSeen: nil)
+    /// The names of its devices that posted here (not its account key): one person, several machines.
+    var devices: [String] = []
 }
 
 /// `/sync`: what this node lacks of what its peers declared, and forks found.

@@ -122,7 +122,8 @@ struct TerminalPresenter: LinePresenter {
                     // Ours says only what differs from being here; others' say who is online, then whether linked.
                     let presence = m.state == .you ? (m.presence.state == .away ? ", " + m.presence.text : "")
                         : "  " + m.presence.text + (m.state == .linked ? ", linked" : "")
-                    return "   \(plain.label(m.person))\(m.state == .you ? "  you" : "")\(PeerText(presence))"
+                    let devices = m.devices.isEmpty ? "" : " (" + m.devices.map { "\(PeerText($0))" }.joined(separator: ", ") + ")"
+                    return "   \(plain.label(m.person))\(devices)\(m.state == .you ? "  you" : "")\(PeerText(presence))"
                 }
         case let .sync(report):
             return syncLines(report)
@@ -145,7 +146,7 @@ struct TerminalPresenter: LinePresenter {
         let renderer = Renderer(people: list.people)
         let bound = list.maximumLinks > 0 ? " (at most \(list.maximumLinks) besides --peer), \(list.reserve) in reserve" : " (every peer found)"
         return ["-- peers: \(list.linked) linked\(bound)"] + list.rows.map { row -> String in
-            let who = row.id.map { renderer.label($0) } ?? "?"
+            let who = (row.id.map { renderer.label($0) } ?? "?") + (row.device.map { " (device \(PeerText($0)))" } ?? "")
             guard let linkedFor = row.linkedFor else {
                 return "   \(who)  \(row.address)  \(row.state)\(row.state.hasPrefix("--peer,") ? "" : ", not linked")"
             }

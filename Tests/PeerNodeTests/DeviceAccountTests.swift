@@ -201,6 +201,13 @@ struct DeviceAccountTests {
         #expect(first?["account"] == alice && second?["account"] == alice && second?["name"] == "laptop" && second?["last_seen"] != nil,
                 "\(bob.recent(4))")
 
+        // /who: alice is one person (one row), though her laptop and her desktop both posted in #general.
+        bob.send("/who")
+        bob.send("/stats")
+        #expect(await bob.wait { $0["type"] == "stats" } != nil)
+        let rows = bob.events.value.filter { $0["type"] == "member" && $0["room"] == "#general" }
+        #expect(rows.filter { $0["id"] == alice }.count == 1 && !rows.contains { $0["id"] == laptop.id }, "\(rows)")
+
         // Read on the laptop (receipts on, as at a terminal): the same room counts as read on the desktop.
         laptop.send("/set receipts on")
         laptop.send("/stats")

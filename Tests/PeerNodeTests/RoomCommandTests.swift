@@ -1,4 +1,5 @@
 import ChatText
+import Crypto
 @testable import PeerNode
 import Gossip
 import NodeCore
@@ -9,7 +10,7 @@ import Testing
 @Suite("Room commands")
 struct RoomCommandTests {
     @Test("parsing: /rooms /switch /1../9 /part /who /peers /help CMD; bad arguments are one-line errors, never posts")
-    func parsing() {
+    func parsing() throws {
         #expect(ChatInput.parse("/rooms") == .rooms)
         #expect(ChatInput.parse("/switch #random") == .switchRoom("#random"))
         #expect(ChatInput.parse("/3") == .switchRoom("3"))
@@ -27,6 +28,13 @@ struct RoomCommandTests {
         let page = TerminalPresenter.lines(.webPage(url: url))
         #expect(page.count == 2 && page[1] == url && page[0].hasPrefix("-- the chat page"))
         #expect(counted(1, "author") == "1 author" && counted(0, "author") == "0 authors" && counted(2, "more author") == "2 more authors")
+        // /who: one row per person, naming the devices that posted, and what their presence says.
+        let bobKey = try SigningKey.generate().publicKey
+        var member = Member(person: Person(key: bobKey, nick: PeerText("bob"), trusted: false, lookAlike: false, forked: false), state: .linked)
+        member.devices = ["laptop", "phone\u{1B}[2J"]
+        member.presence = Presence.Status(state: .away, reason: "lunch", lastSeen: 1)
+        let who = TerminalPresenter.lines(.members(room: .general, [member]))
+        #expect(who.count == 2 && who[1] == "   bob·\(bobKey.shortFingerprint) (laptop, phone^[[2J)  away: lunch, linked", "\(who)")
         // IRC reflexes (issue 44): the ones peernode has under another name work; the others say what there is.
         #expect(ChatInput.parse("/names") == .who && ChatInput.parse("/close") == .part)
         #expect(ChatInput.parse("/ignore bob") == .block("bob", true) && ChatInput.parse("/unignore bob") == .block("bob", false))
