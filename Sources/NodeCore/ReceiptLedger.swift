@@ -117,6 +117,14 @@ public struct ReceiptLedger: Sendable {
         return (receipt.state, before + 1...mark.sequence)
     }
 
+    /// How far our message `sequence` in `room` has got, by the best any
+    /// peer said this session: read, delivered, stored, or here only (what a
+    /// page loaded again shows beside each of our messages).
+    public func reached(_ sequence: UInt64, in room: RoomID) -> Receipt.State? {
+        func any(_ state: Receipt.State) -> Bool { acknowledged.contains { $0.key.room == room && $0.key.state == state && $0.value >= sequence } }
+        return any(.read) ? .read : any(.delivered) ? .delivered : nil
+    }
+
     /// Where our last message in `room` has got to (nil: none posted this
     /// session). `claims`: each linked peer's declared clock entry for us.
     /// Members are the linked peers that have sent receipts in the room.

@@ -241,6 +241,7 @@ struct JSONPresenter: JSONLinePresenter {
         if author.forked { pairs.append(("forked", .string("yes"))) }
         if m.mention { pairs.append(("mention", .string("yes"))) }
         if m.backlog { pairs.append(("backlog", .string("yes"))) }
+        if let reached = m.reached { pairs.append(("receipt", .string(reached.rawValue))) }
         if let offer = m.opened.offer {
             pairs += [("name", .text(PeerText(offer.name))), ("size", .number(offer.size)), ("hash", .string(Hex.encode(offer.plainHash))),
                       ("root", .string(Hex.encode(offer.root))), ("media", .text(PeerText(offer.type))), ("caption", .text(PeerText(offer.caption))),

@@ -168,6 +168,8 @@ struct ShownMessage {
     var backlog = false
     /// A nick change: the nick it replaces, for "bob·fnwq is now known as robert".
     var nickBefore: PeerText?
+    /// Ours, read back for the page: how far it has got (`Receipts.reached`).
+    var reached: ReceiptState?
 
     /// `people` is taken from the node's book for those it names.
     init(envelope: Envelope, opened: OpenedEnvelope, room: RoomName?, to: PublicKey?, me: PublicKey, book: People) {

@@ -124,6 +124,7 @@ extension NetworkNode {
             node.observe(shown.envelope, shown.opened)
             var now = asItIsNow(shown)
             if now.opened.isMessage { now.number = node.storeFailures.read("a message's number") { try node.store.number(of: entry) } }
+            if now.opened.isMessage, entry.envelope.author == node.me { now.reached = receipts.reached(entry.envelope.sequence, in: entry.envelope.room) }
             return .message(now)
         }
         return (events, entries.count == limit ? entries.first.map(HistoryCursor.init(before:)) : nil)

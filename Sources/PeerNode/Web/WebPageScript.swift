@@ -155,7 +155,7 @@ extension WebPage {
         if (m.root) li.append(fileBox(li, m)); else li.append(el("span", "text", m.text));
         decorate(li, m);
         if (m.author === me.id) {
-          const s = el("span", "status", "stored"); s.dataset.state = "stored"; li.append(s);
+          const s = el("span", "status", "stored"); s.dataset.state = "stored"; li.append(s); if (m.receipt) setStatus(s, m.receipt);
           if (m.id) mine.set(m.id, s);
         }
         return li;

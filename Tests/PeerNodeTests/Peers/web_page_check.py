@@ -79,6 +79,13 @@ async def run(b):
     read = await b.until(page, "[...document.querySelectorAll('#messages li')].filter(li => li.querySelector('.text').textContent === 'hello from the page')"
                                ".every(li => li.querySelector('.status').dataset.state === 'read')", 40)
     check("own message reaches read", bool(read), await b.js(page, "document.getElementById('messages').textContent"))
+    # Loaded again (a reload: the token is kept for the tab): our message still says read, not stored.
+    await b.call("Page.reload", {}, session=page)
+    again = await b.until(page, "window.loadedOnce === undefined && [...document.querySelectorAll('#messages li')].some(li => li.querySelector('.text') && li.querySelector('.text').textContent === 'hello from the page') && "
+                                "[...document.querySelectorAll('#messages li')].filter(li => li.querySelector('.text').textContent === 'hello from the page')"
+                                ".map(li => li.querySelector('.status').dataset.state)[0]", 20)
+    check("after a reload our message still says read", again == "read", again)
+    await b.js(page, "window.loadedOnce = 1; window.alerted = 0; window.alert = () => { window.alerted = 1; };")
     texts = await b.js(page, "[...document.querySelectorAll('#messages .text')].map(t => t.textContent)")
     check("hostile text shown as its characters", HOSTILE in (texts or []), texts)
     # No element was made of it, so no handler of it can run later.

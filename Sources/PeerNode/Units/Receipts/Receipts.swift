@@ -59,6 +59,15 @@ final class Receipts {
         ledger.state(in: room, linked: linked, claims: claims)
     }
 
+    /// How far our message `sequence` in `room` has got ("read", "delivered", "stored"), for a page loaded again; nil: here only.
+    func reached(_ sequence: UInt64, in room: RoomID) -> ReceiptState? {
+        switch ledger.reached(sequence, in: room) {
+        case .read?: return .read
+        case .delivered?: return .delivered
+        case nil: return ledger.storedThrough >= sequence ? .stored : nil
+        }
+    }
+
     // MARK: ours
 
     /// Posts what is owed, for rooms whose interval has passed: the
