@@ -139,6 +139,8 @@ async def run(b):
     await b.js(page, "document.querySelector('#convs li[data-key^=\"@\"] button').click()")
     psst = await b.until(page, "(" + TEXTS + ").includes('psst') && " + TEXTS)
     check("the direct conversation opens with its messages", bool(psst), psst)
+    title = await b.js(page, "document.getElementById('room').textContent")
+    check("its title is bob's label (nick·fp), as the terminal's prompt says it", bool(title) and title.startswith("bob·") and len(title) < 20, title)
     await submit(b, page, "composer", "text", "hi bob, privately")
     sent = await b.until(page, "[...document.querySelectorAll('#messages li')].some(li => li.textContent.includes('hi bob, privately') && "
                                "li.querySelector('.status') && li.querySelector('.status').dataset.state !== 'sending')")
