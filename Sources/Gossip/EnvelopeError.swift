@@ -57,7 +57,7 @@ public enum EnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
         case .badSignature: return "signature does not verify"
         case let .wrongPrevious(s): return "sequence \(s) does not link to the author's previous envelope"
         case let .badLength(f, e, a): return "\(f) must be \(e) bytes, got \(a)"
-        case let .badRoomName(n): return "not a valid room name: \(n.debugDescription)"
+        case let .badRoomName(n): return "not a valid room name: \(n.debugDescription) (a room name is # and 1 to \(RoomName.maximumLength - 1) more bytes, with no spaces or control characters: #team-lunch)"
         case let .sequenceTooLarge(s, l): return "sequence \(s) exceeds \(l)"
         case let .bodyNotPadded(size): return "a version-2 body of \(size) bytes is not one of the padded sizes"
         case let .badValue(field, v): return "\(field) may not be \(v)"

@@ -19,9 +19,32 @@ public struct PromptLine {
 
     static let clearLine = "\r\u{1B}[K"
 
+    /// Columns always left for typing: a prompt wider than the rest is cut
+    /// from its start ("…" then its end: the room and the mark stay). A
+    /// prompt wider than the terminal would fold onto a second row that
+    /// clearing the bottom row does not clear, and each redraw would leave
+    /// a stale row behind.
+    public var typingRoom: Int { max(10, columns / 3) }
+
+    /// The prompt as drawn: whole when it fits beside `typingRoom`, else its end after "…".
+    public var fittedPrompt: (text: String, width: Int) {
+        let widths = prompt.unicodeScalars.map { max(0, width($0)) }
+        let whole = widths.reduce(0, +)
+        let limit = max(2, columns - typingRoom - 1)
+        guard whole > limit else { return (prompt, whole) }
+        let scalars = Array(prompt.unicodeScalars)
+        var start = scalars.count
+        var used = 1  // the "…"
+        while start > 0, used + widths[start - 1] <= limit {
+            start -= 1
+            used += widths[start]
+        }
+        return ("…" + String(String.UnicodeScalarView(scalars[start...])), used)
+    }
+
     /// Rewrites the bottom row: prompt, the visible part of the line, cursor placed.
     public func render(_ editor: LineEditor) -> String {
-        let promptWidth = prompt.unicodeScalars.reduce(0) { $0 + max(0, width($1)) }
+        let (prompt, promptWidth) = fittedPrompt
         let room = max(1, columns - promptWidth - 1)
         // A pasted tab is shown as one space: a real one would move the cursor to a tab stop.
         let widths = editor.scalars.map { $0 == "\t" ? 1 : max(0, width($0)) }

@@ -176,6 +176,22 @@ struct PromptLineTests {
         #expect(DisplayWidth.of("😀") == 2 && DisplayWidth.of("\u{301}") == 0 && DisplayWidth.of("a") == 1)
     }
 
+    @Test("a prompt wider than the terminal is cut from its start, so it never folds onto a second row: '…' and its end (room and mark) stay, a third of the row is left for typing")
+    func widePrompt() {
+        var e = LineEditor()
+        e.set("hi")
+        let prompt = "[Act: " + (1...40).map(String.init).joined(separator: ",") + "] #secret-2 (invited as #secret) ✓✓> "
+        let p = PromptLine(prompt: prompt, columns: 80, width: DisplayWidth.of)
+        let (shown, width) = p.fittedPrompt
+        #expect(shown.hasPrefix("…") && shown.hasSuffix("#secret-2 (invited as #secret) ✓✓> ") && width == 80 - p.typingRoom - 1, "\(shown) \(width)")
+        #expect(p.render(e) == "\r\u{1B}[K" + shown + "hi\r\u{1B}[\(width + 2)C")
+        // One that fits is drawn whole.
+        let fits = PromptLine(prompt: String(repeating: "x", count: 80 - p.typingRoom - 1), columns: 80, width: DisplayWidth.of)
+        #expect(fits.fittedPrompt.text == fits.prompt)
+        let over = PromptLine(prompt: String(repeating: "x", count: 80 - p.typingRoom), columns: 80, width: DisplayWidth.of)
+        #expect(over.fittedPrompt.text.hasPrefix("…") && over.fittedPrompt.width == 80 - p.typingRoom - 1)
+    }
+
     @Test("lines printed above the prompt come first, then the half-typed line is drawn again")
     func printAbove() {
         var e = LineEditor()
