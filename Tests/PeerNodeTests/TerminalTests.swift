@@ -50,3 +50,13 @@ struct PresenceTests {
         #expect(result.stdout.contains("all checked"), "\(result.stdout)")
     }
 }
+
+@Suite("Who is who at the terminal: the newcomer's mark, /block with the screen's label, /edit N alone")
+struct IdentityScreenTests {
+    @Test("two identities named bob: the first keeps a clean label, the newcomer carries ⚠; /block bob⚠·fp as shown hides the right one; /edit 1 alone is refused")
+    func identities() async throws {
+        let result = try await TerminalTests.run("identity_session.py")
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdout.contains("all checked"), "\(result.stdout)")
+    }
+}
