@@ -168,7 +168,7 @@ public enum ChatInput: Equatable, Sendable {
     /// What an IRC user's commands that peernode does not have yet are answered.
     static let reflexes: [String: String] = [
         "list": "/list: there is no list of public rooms yet; /rooms lists yours, /join #name joins one",
-        "topic": "/topic: rooms have no topics yet",
+        "topic": "/topic: rooms have no topics; say what a room is for in a message there (/history shows it to whoever joins), and /rooms shows each room's last message",
     ]
 
     public static func parse(_ raw: String) -> ChatInput {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Gossip
 import TermUI
@@ -23,6 +24,8 @@ final class TerminalWindows {
     /// serve must not keep the screen silent).
     static let backlogQuiet = 2.0
 
+    /// This machine's key: what it posts prints in any window.
+    let me: PublicKey
     /// The rooms of the open window (a conversation has two).
     var openRooms: () -> Set<RoomID> = { [] }
     /// Rings the terminal's bell, and clears its screen (`/clear`).
@@ -47,6 +50,10 @@ final class TerminalWindows {
     /// When the last of them came.
     private(set) var lastHeldBack = 0.0
 
+    init(me: PublicKey) {
+        self.me = me
+    }
+
     /// Whether the terminal prints `event` now. A message of another
     /// window rings the bell when it names us or is written to us.
     func admits(_ event: NodeEvent, now: Double) -> Bool {
@@ -62,7 +69,9 @@ final class TerminalWindows {
             if let count = kept[shown.envelope.room]?.count, count > Self.backlogRows { kept[shown.envelope.room]?.removeFirst(count - Self.backlogRows) }
             return false
         }
-        if openRooms().contains(shown.envelope.room) { return true }
+        // What this machine posted prints where it was typed (`/msg bob …` from #random says it went),
+        // as irssi echoes a /msg in the window it was typed in.
+        if openRooms().contains(shown.envelope.room) || shown.envelope.author == me { return true }
         if case .message = event, shown.opened.isMessage, shown.mention || shown.room == nil,
            Renderer(people: shown.people).isFromSomeoneElse(shown.envelope) { ring() }
         return false

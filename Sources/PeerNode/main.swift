@@ -82,7 +82,7 @@ func run(_ command: Command) throws {
         if let terminal { log.sink = { terminal.print([$0]) } }
         // At a terminal, each room and conversation is a window (`TerminalWindows`); a pipe gets every line.
         let windows = terminal.map { terminal in
-            let windows = TerminalWindows()
+            let windows = TerminalWindows(me: node.me)
             windows.ring = { terminal.bell() }
             windows.clear = { terminal.clear() }
             return windows

@@ -180,6 +180,13 @@ os.write(a, b"\x03")  # Ctrl-C clears the typed line
 read_until(a, b"\x1b[K#secret-2", start=mark)
 print("Tab completes a nick heard a moment ago, with nothing typed since")
 
+# What alice sends to bob from another window prints where she typed it (as irssi echoes a /msg).
+mark = len(screen)
+type_line("/msg zebrafish a word from elsewhere")
+read_until(a, b"a word from elsewhere", start=mark)
+b.wait(lambda e: e.get("type") == "message" and e.get("text") == "a word from elsewhere", "alice's direct message")
+print("a direct message typed in another window prints there")
+
 # A --peer that never answers is said once in the chat, not at each redial: wait for a third attempt.
 import re
 deadline = time.monotonic() + 30
