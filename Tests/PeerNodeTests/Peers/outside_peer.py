@@ -40,11 +40,13 @@ import struct
 import sys
 import time
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
 from checks import check, run_checks
 from outside_hostile import counter, handshakes, hostile
 from outside_link import Dialled, Link, Multicast, Node
-from outside_wire import (GROUP, Identity, datagram, entries, envelopes_message, make_envelope,
-                          open_body, overlay, read_batch, read_entries, read_envelope, request_message, typing_notice, varint)
+from outside_wire import (GROUP, PRESENCE_CONTEXT, Identity, datagram, entries, envelopes_message, make_envelope, open_body, overlay,
+                          presence_beacon, read_batch, read_entries, read_envelope, read_presence, request_message, typing_notice, varint)
 
 def batch_of(author):
     """A want(): the envelopes of `author` in a type-3 message, parsed."""
@@ -207,6 +209,37 @@ async def older(node):
     await link.close()
 
 
+async def presence(node):
+    """A link of version 9 (§10, §11 "Presence"): the node sends its own
+    beacon when the link comes up, signed as the document says; ours is
+    shown as a presence event; the same beacon again is dropped and counted."""
+    me = Identity()
+    link = await Link(me, nick=None).open(node.port, versions=(9, 8, 7, 6, 5, 4, 3, 2, 1))
+    check("offered 9 down to 1, the node answers peernode.9", link.version == 9, link.version)
+    await link.send(overlay(8, struct.pack(">H", 0)))  # keep
+    theirs = await link.until(lambda m: m if m[:1] == b"\x11" else None)
+    fields = read_presence(theirs) if theirs else {}
+    key = Ed25519PublicKey.from_public_bytes(node.id)
+    try:
+        key.verify(fields.get("signature", b""), PRESENCE_CONTEXT + fields.get("signed", b""))
+        signed = True
+    except Exception:
+        signed = False
+    check("the node's own beacon comes at link-up: its device, online, 180 s, signed as §11 says",
+          theirs is not None and fields["device"] == node.id and fields["state"] == 0 and fields["lifetime"] == 180
+          and fields["rest"] == 0 and signed, fields)
+    mark = len(node.events)
+    beacon = presence_beacon(me, state=1, reason="at lunch".encode())
+    await link.send(beacon)
+    shown = await node.wait(lambda e: e["type"] == "presence" and e.get("id") == me.public.hex(), since=mark)
+    check("our beacon is shown: away, at lunch", shown is not None and shown.get("state") == "away" and shown.get("reason") == "at lunch", shown)
+    before = counter(await node.stats(), "presence_dropped")
+    await link.send(beacon)
+    stats = await node.counters_reach({"presence_dropped": before + 1})
+    check("the same beacon again is dropped and counted (presence_dropped)", counter(stats, "presence_dropped") == before + 1, stats.get("presence_dropped"))
+    await link.close()
+
+
 async def dialled(node, listener):
     """The node dials our listener for --peer."""
     link = await asyncio.wait_for(listener.links.get(), 30)
@@ -303,6 +336,7 @@ async def main():
         me, link = await chat(node)
         await tree(node, link)
         await older(node)
+        await presence(node)
         await handshakes(node)
         await hostile(node)
         node.send("still here")

@@ -223,6 +223,29 @@ def typing_notice(who, room=GENERAL_ID, forwards=0, when=None):
     return b"\x0c" + signed + bytes([forwards]) + who.sign(TYPING_CONTEXT, signed)
 
 
+PRESENCE_CONTEXT = b"peernode/1 presence\x00"
+
+
+def presence_beacon(who, state=0, lifetime=180, nick=b"", reason=b"", when=None):
+    """A presence beacon (§11 "Presence", type 17): device ‖ time ‖ state ‖ lifetime ‖ nick ‖ reason, then the signature."""
+    signed = (who.public + struct.pack(">Q", when if when is not None else int(time.time() * 1000)) + bytes([state])
+              + struct.pack(">H", lifetime) + bytes([len(nick)]) + nick + bytes([len(reason)]) + reason)
+    return b"\x11" + signed + who.sign(PRESENCE_CONTEXT, signed)
+
+
+def read_presence(message):
+    """A type 17 read as §11 lays it out: its fields, and the bytes its signature covers."""
+    body = message[1:]
+    device, when, state, lifetime = body[:32], struct.unpack(">Q", body[32:40])[0], body[40], struct.unpack(">H", body[41:43])[0]
+    nick_len = body[43]
+    nick = body[44:44 + nick_len]
+    reason_len = body[44 + nick_len]
+    reason = body[45 + nick_len:45 + nick_len + reason_len]
+    end = 45 + nick_len + reason_len
+    return {"device": device, "time": when, "state": state, "lifetime": lifetime, "nick": nick, "reason": reason,
+            "signed": body[:end], "signature": body[end:], "rest": len(body) - end - 64}
+
+
 # ---- §12 discovery ---------------------------------------------------------
 
 DISCOVERY_KEY = derive(b"peernode/1 discovery", b"")
