@@ -163,6 +163,34 @@ struct RelayQuotaTests {
         #expect(files.fetch.roots.isEmpty)
     }
 
+    @Test("a file still being fetched is served in part: each chunk held with the proof it came with (it verifies against the root), 'not held' for the rest; once whole, every chunk from the tree")
+    func servesWhatItHolds() throws {
+        let dir = TemporaryDirectory(), work = TemporaryDirectory()
+        let node = try relayNode(dir, quota: 1_000_000)
+        let files = node.files
+        let file = try sealedFile(work, "three.bin", size: 150_000)
+        #expect(file.chunks.count == 3)
+        let root = file.offer.root
+        #expect(files.relay(root, size: file.offer.size, now: 1))
+        #expect(files.answer(root, chunks: [0, 1, 2]) == [.none(root: root, chunks: [0, 1, 2])], "nothing held yet")
+        for i in [0, 2] {
+            _ = files.fetch.assign(links: [1: peer], now: 1)
+            _ = files.received(root, index: UInt64(i), proof: FileTree.proof(index: i, levels: file.levels), sealed: file.chunks[i],
+                               from: peer, links: [1: peer], now: 1)
+        }
+        let partial = files.answer(root, chunks: [0, 1, 2])
+        #expect(partial.count == 3 && partial.last == .none(root: root, chunks: [1]), "\(partial.count)")
+        for case let .chunk(r, index, proof, sealed) in partial {
+            #expect(r == root && sealed == file.chunks[Int(index)])
+            #expect(FileTree.verify(leaf: FileTree.leaf(index: index, sealed: sealed), index: index, chunks: 3, proof: proof, root: root))
+        }
+        _ = files.fetch.assign(links: [1: peer], now: 2)
+        _ = files.received(root, index: 1, proof: FileTree.proof(index: 1, levels: file.levels), sealed: file.chunks[1], from: peer, links: [1: peer], now: 2)
+        #expect(files.holdsWhole(root) && files.proofs[root] == nil, "whole: the proofs kept while fetching are gone")
+        let whole = files.answer(root, chunks: [0, 1, 2])
+        #expect(whole.count == 3 && whole.allSatisfy { if case .chunk = $0 { true } else { false } })
+    }
+
     @Test("a chunk not asked of the peer that sends it is not looked at (no hashing, no write); once asked, it is")
     func unasked() throws {
         let dir = TemporaryDirectory(), work = TemporaryDirectory()

@@ -110,13 +110,13 @@ extension Files {
             let leaf = FileTree.leaf(index: index, sealed: sealed)
             guard sealed.count == row.sealedLength(of: index),
                   FileTree.verify(leaf: leaf, index: index, chunks: row.chunks, proof: proof, root: root) else {
-                return ChunkOutcome(root: root, index: index, peer: peer, leaf: nil, valid: false, failure: nil)
+                return ChunkOutcome(root: root, index: index, peer: peer, leaf: nil, proof: [], valid: false, failure: nil)
             }
             do { try store.writeChunk(sealed, index: index, of: row) } catch {
-                return ChunkOutcome(root: root, index: index, peer: peer, leaf: nil, valid: true, failure: error)
+                return ChunkOutcome(root: root, index: index, peer: peer, leaf: nil, proof: [], valid: true, failure: error)
             }
             opener?.take(sealed, index: index)
-            return ChunkOutcome(root: root, index: index, peer: peer, leaf: leaf, valid: true, failure: nil)
+            return ChunkOutcome(root: root, index: index, peer: peer, leaf: leaf, proof: proof, valid: true, failure: nil)
         }
     }
 
@@ -125,6 +125,8 @@ extension Files {
         let index: UInt64
         let peer: PublicKey
         let leaf: [UInt8]?
+        /// The proof it came with, when it verified: it is served with the chunk to others while the file is still being fetched.
+        let proof: [[UInt8]]
         let valid: Bool
         let failure: (any Error)?
     }
@@ -158,6 +160,7 @@ extension Files {
             }
             row.mark(index)
             leaves[root, default: [:]][index] = leaf
+            proofs[root, default: [:]][index] = outcome.proof
             rows[root] = row
             if var w = wanted[root] {
                 w.toldWaiting = false
@@ -197,6 +200,7 @@ extension Files {
     func finish(_ root: [UInt8]) -> Progress? {
         let w = wanted.removeValue(forKey: root)
         fetch.cancel(root)
+        proofs[root] = nil
         do {
             guard var row = try rows.removeValue(forKey: root) ?? repository.file(root) else { throw NodeError.notAFile(w?.number ?? 0) }
             for index in 0..<row.chunks { row.mark(index) }
@@ -238,17 +242,29 @@ extension Files {
     // MARK: serving
 
     /// Answers an ask for chunks of `root`: each chunk with its proof, where
-    /// the file is held whole here; else "not held" for all of them.
+    /// the file is held whole here, or, for a file still being fetched, each
+    /// chunk already held with the proof it came with (a swarm: whoever has
+    /// part of a file serves that part); "not held" for the rest.
     func answer(_ root: [UInt8], chunks: [UInt64]) -> [FileMessage] {
-        guard let row = failures.read({ () throws(RepositoryError) in try repository.file(root) }), row.complete,
-              let levels = tree(root, chunks: row.chunks) else { return [.none(root: root, chunks: chunks)] }
+        let proof: (UInt64) -> [[UInt8]]?
+        let row: Store.FileRow
+        if let fetching = rows[root], !fetching.complete, let known = proofs[root] {
+            row = fetching
+            proof = { fetching.holds($0) ? known[$0] : nil }
+        } else {
+            guard let whole = failures.read({ () throws(RepositoryError) in try repository.file(root) }), whole.complete,
+                  let levels = tree(root, chunks: whole.chunks) else { return [.none(root: root, chunks: chunks)] }
+            row = whole
+            proof = { FileTree.proof(index: Int($0), levels: levels) }
+        }
         var out: [FileMessage] = [], lacking: [UInt64] = []
         for index in chunks {
-            guard index < row.chunks, let sealed = failures.read({ () throws(RepositoryError) in try repository.read(index, of: row) }) else {
+            guard index < row.chunks, let path = proof(index),
+                  let sealed = failures.read({ () throws(RepositoryError) in try repository.read(index, of: row) }) else {
                 lacking.append(index)
                 continue
             }
-            out.append(.chunk(root: root, index: index, proof: FileTree.proof(index: Int(index), levels: levels), sealed: sealed))
+            out.append(.chunk(root: root, index: index, proof: path, sealed: sealed))
         }
         if !lacking.isEmpty { out.append(.none(root: root, chunks: lacking)) }
         return out
@@ -296,6 +312,7 @@ extension Files {
         wanted[root] = nil
         rows[root] = nil
         leaves[root] = nil
+        proofs[root] = nil
         trees.removeAll { $0.root == root }
         _ = failures.read { () throws(RepositoryError) in try repository.erase(root) }
     }

@@ -55,6 +55,8 @@ final class Files {
     var rows: [[UInt8]: Store.FileRow] = [:]
     /// Leaves of the chunks fetched so far, per transfer.
     var leaves: [[UInt8]: [UInt64: [UInt8]]] = [:]
+    /// Root → chunk → the proof it came with, for files being fetched (served with their chunks; gone once the file is whole).
+    var proofs: [[UInt8]: [UInt64: [[UInt8]]]] = [:]
     var trees: [(root: [UInt8], levels: [[[UInt8]]])] = []
     /// Bytes of files a relay keeps to serve (`--max-files`); nil: it fetches none.
     var maximumHeld: UInt64?
