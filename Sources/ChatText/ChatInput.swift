@@ -37,6 +37,8 @@ public enum ChatInput: Equatable, Sendable {
     case switchRoom(String)
     case part
     case who
+    /// `/who *` (or `/online`): everyone online on the network, from presence.
+    case online
     case peers
     /// `/sync`: does this node hold everything its peers announced?
     case sync
@@ -122,7 +124,8 @@ public enum ChatInput: Equatable, Sendable {
         (["query", "q"], "/query [WHO]", "open your direct conversation with WHO in place of the room: lines go to WHO, /history, /edit, /reply… act on it; /query or /part closes it"),
         (["me"], "/me TEXT", "an action: * alice waves"),
         (["nick"], "/nick NAME", "change the nick shown next to your fingerprint"),
-        (["who", "names"], "/who", "who has posted in this room, and who of them is linked now (/names is the same)"),
+        (["who", "names"], "/who", "who has posted in this room: online, away or last seen, and linked or not (/names is the same)"),
+        (["online"], "/who *", "everyone online on the network now, in any room (also /online)"),
         (["peers"], "/peers", "linked and discovered nodes: fingerprint, address, since, round trip, sync state"),
         (["sync"], "/sync", "whether this node holds everything its peers have announced, and what is missing from whom"),
         (["history"], "/history [N]", "the last N messages of the room (default 20)"),
@@ -269,6 +272,8 @@ public enum ChatInput: Equatable, Sendable {
             let wanted = argument.hasPrefix("/") ? String(argument.dropFirst()) : argument
             guard let entry = commands.first(where: { $0.names.contains(wanted) }) else { return .error("no command /\(wanted) (try /help)") }
             return .helpOn(entry.usage + "  " + entry.help)
+        case "who" where argument == "*", "online" where argument.isEmpty:
+            return .online
         case "rooms", "who", "names", "peers", "part", "close", "sync", "invites", "mentions", "typing":
             guard argument.isEmpty else { return .error("/\(name) takes no argument") }
             return ["rooms": .rooms, "who": .who, "names": .who, "peers": .peers, "part": .part, "close": .part, "sync": .sync,

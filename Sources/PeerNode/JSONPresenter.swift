@@ -138,6 +138,12 @@ struct JSONPresenter: JSONLinePresenter {
                 if let seen = d.lastSeen { pairs.append(("last_seen", .number(seen))) }
                 return JSONEvents.line(pairs: pairs)
             }
+        case let .online(members):
+            return members.map { member in
+                JSONEvents.line(pairs: [("type", .string("online")), ("id", .string(member.person.key.hex)), ("nick", .text(member.person.nick ?? PeerText(""))),
+                                        ("fp", .string(member.person.key.shortFingerprint)), ("state", .string(member.state.rawValue)),
+                                        ("presence", .string(member.presence.state?.name ?? "offline")), ("reason", .text(PeerText(member.presence.reason)))])
+            }
         case let .members(room, members):
             return members.map { member in
                 JSONEvents.line(["type": .string("member"), "room": .string(room.value), "id": .string(member.person.key.hex),

@@ -106,6 +106,30 @@ extension NetworkNode {
         })
     }
 
+    /// `/who *`: everyone whose presence holds now, one row per account (ours first), with the names of their devices.
+    func onlineNow() -> NodeEvent {
+        let now = monotonic()
+        let linked = Set(linkedPeers.values.map { node.people.account($0) })
+        var devices: [PublicKey: [String]] = [:]
+        var relayNames: [PublicKey: String] = [:]
+        for beacon in presence.board.currentBeacons(now: now) where !blocked.contains(beacon.device) {
+            let account = node.people.account(beacon.device)
+            devices[account, default: []] += node.devices.name(of: beacon.device).map { [$0] } ?? []
+            if !beacon.nick.isEmpty { relayNames[account] = String(decoding: beacon.nick, as: UTF8.self) }
+        }
+        let status = presence.status(of: Set(devices.keys), account: { node.people.account($0) }, now: now)
+        let others = devices.keys.filter { $0 != node.account && status[$0]?.state != .gone && status[$0]?.state != nil }
+        var rows = [Member(person: node.people[node.account], state: .you,
+                           presence: Presence.Status(state: presence.state, reason: presence.reason, lastSeen: Node.now()))]
+        for account in others.sorted(by: { (node.people.nick($0)?.unsanitized ?? "", $0.hex) < (node.people.nick($1)?.unsanitized ?? "", $1.hex) }) {
+            var person = node.people[account]
+            if person.nick == nil, let name = relayNames[account] { person = person.claiming(PeerText(name)) }
+            rows.append(Member(person: person, state: linked.contains(account) ? .linked : .notLinked,
+                               presence: status[account] ?? Presence.Status(state: nil, reason: "", lastSeen: nil), devices: devices[account] ?? []))
+        }
+        return .online(rows)
+    }
+
     /// `/devices`, `/whois`: the account `key` signs for, and each of its devices.
     func devices(of key: PublicKey) throws -> NodeEvent {
         let online = Set(linkedPeers.values)

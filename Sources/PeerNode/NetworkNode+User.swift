@@ -350,6 +350,8 @@ extension NetworkNode {
         case .who:
             try refuseInConversation(line)
             return ([try members()], true)
+        case .online:
+            return ([onlineNow()], true)
         case .peers:
             return ([.peers(peerList())], true)
         case .sync:

@@ -38,6 +38,8 @@ enum NodeEvent {
     case versions(ShownMessage, [(envelope: Envelope, text: PeerText)])
     /// Someone typing in a room (`room`) or in our conversation (`room` nil).
     case typing(Person, room: RoomName?)
+    /// `/who *`: every account with a beacon that holds now (ours first).
+    case online([Member])
     /// Someone's device said it is online, away, gone or a relay (`Presence`): what is shown of it changed.
     case presence(Person, device: PublicKey, beacon: PresenceBeacon)
     /// How far one of our messages has got with a peer.
@@ -250,6 +252,13 @@ struct Member {
     var presence = Presence.Status(state: nil, reason: "", lastSeen: nil)
     /// The names of its devices that posted here (not its account key): one person, several machines.
     var devices: [String] = []
+
+    init(person: Person, state: State, presence: Presence.Status = Presence.Status(state: nil, reason: "", lastSeen: nil), devices: [String] = []) {
+        self.person = person
+        self.state = state
+        self.presence = presence
+        self.devices = devices
+    }
 }
 
 /// `/sync`: what this node lacks of what its peers declared, and forks found.

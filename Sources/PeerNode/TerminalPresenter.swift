@@ -115,16 +115,11 @@ struct TerminalPresenter: LinePresenter {
                 + (times.isEmpty ? [] : ["-- time per stage (µs: median/p99/max ×runs): " + times.joined(separator: ", ")])
         case let .peers(list):
             return peerLines(list)
+        case let .online(members):
+            return ["-- \(counted(members.count, "person", plural: "people")) online on the network now:"] + memberLines(members)
         case let .members(room, members):
             guard !members.isEmpty else { return ["-- nobody has posted in \(room.value) yet"] }
-            return ["-- \(room.value): \(members.count) \(members.count == 1 ? "member" : "members")"]
-                + members.map { m in
-                    // Ours says only what differs from being here; others' say who is online, then whether linked.
-                    let presence = m.state == .you ? (m.presence.state == .away ? ", " + m.presence.text : "")
-                        : "  " + m.presence.text + (m.state == .linked ? ", linked" : "")
-                    let devices = m.devices.isEmpty ? "" : " (" + m.devices.map { "\(PeerText($0))" }.joined(separator: ", ") + ")"
-                    return "   \(plain.label(m.person))\(devices)\(m.state == .you ? "  you" : "")\(PeerText(presence))"
-                }
+            return ["-- \(room.value): \(members.count) \(members.count == 1 ? "member" : "members")"] + memberLines(members)
         case let .sync(report):
             return syncLines(report)
         case let .failed(reason):
@@ -138,6 +133,18 @@ struct TerminalPresenter: LinePresenter {
             return ["-- /get \(n): nobody linked holds it now; it goes on by itself when someone does"]
         case let .fileFailed(n, _, _, reason):
             return ["error: /get \(n) failed: \(TerminalText.sanitize(reason))"]
+        }
+    }
+
+    /// `/who`'s and `/who *`'s rows: a person, the devices they posted from, what their presence says.
+    static func memberLines(_ members: [Member]) -> [String] {
+        let plain = Renderer(people: People())
+        return members.map { m in
+            // Ours says only what differs from being here; others' say who is online, then whether linked.
+            let presence = m.state == .you ? (m.presence.state == .away ? ", " + m.presence.text : "")
+                : "  " + m.presence.text + (m.state == .linked ? ", linked" : "")
+            let devices = m.devices.isEmpty ? "" : " (" + m.devices.map { "\(PeerText($0))" }.joined(separator: ", ") + ")"
+            return "   \(plain.label(m.person))\(devices)\(m.state == .you ? "  you" : "")\(PeerText(presence))"
         }
     }
 

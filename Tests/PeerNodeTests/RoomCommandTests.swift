@@ -39,7 +39,8 @@ struct RoomCommandTests {
         #expect(ChatInput.parse("/names") == .who && ChatInput.parse("/close") == .part)
         #expect(ChatInput.parse("/ignore bob") == .block("bob", true) && ChatInput.parse("/unignore bob") == .block("bob", false))
         #expect(ChatInput.parse("/away lunch, back at 2") == .away("lunch, back at 2") && ChatInput.parse("/away") == .away("")
-                && ChatInput.parse("/back") == .away(nil) && ChatInput.parse("/window 3") == .switchRoom("3") && ChatInput.parse("/window") == .rooms && ChatInput.parse("/clear") == .clear)
+                && ChatInput.parse("/back") == .away(nil) && ChatInput.parse("/window 3") == .switchRoom("3") && ChatInput.parse("/window") == .rooms && ChatInput.parse("/clear") == .clear
+                && ChatInput.parse("/who *") == .online && ChatInput.parse("/online") == .online && ChatInput.parse("/who") == .who)
         for reflex in ["/list", "/topic"] {
             guard case let .error(message) = ChatInput.parse(reflex) else { Issue.record("\(reflex) is no error"); continue }
             #expect(message.hasPrefix(reflex + ": ") && !message.contains("unknown"), "\(message)")

@@ -96,6 +96,25 @@ if hub_beacon["id"] in rows:
     fail("the relay is listed as a member of #general")
 print("carol's /who: alice away (lunch, back at two); the relay is not a member")
 
+# /who *: everyone online on the network, whatever room: bob too (he never posted where carol reads),
+# the relay as a relay with its name, carol herself first.
+carol.say("/who *")
+carol.say("/stats")
+online = []
+while True:
+    e = carol.wait(lambda e: e.get("type") in ("online", "stats"), "/who *'s rows")
+    if e["type"] == "stats":
+        break
+    online.append(e)
+by_id = {o["id"]: o for o in online}
+if not online or online[0]["id"] != carol.id or online[0]["state"] != "you":
+    fail(f"/who * does not start with carol: {online}")
+if by_id.get(alice.id, {}).get("presence") != "away" or bob.id not in by_id:
+    fail(f"/who * misses alice away or bob: {online}")
+if by_id.get(hub_beacon["id"], {}).get("presence") != "relay" or by_id[hub_beacon["id"]].get("nick") != "hub":
+    fail(f"/who * does not show the relay by its name: {online}")
+print("/who *: everyone online on the network (carol, alice away, bob, the relay hub)")
+
 alice.say("/back")
 presence_of(carol, alice.id, "online")
 print("/back reaches carol")
