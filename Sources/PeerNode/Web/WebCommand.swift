@@ -74,7 +74,7 @@ struct WebCommand {
         "nick": ["nick"],
         "rooms": [], "search": ["text"], "mentions": [],
         "who": ["room"],
-        "away": ["reason"], "back": [],
+        "away": ["reason"], "back": [], "online": [],
         "peers": [], "sync": [], "stats": [], "invites": [],
         "accept": ["room"], "decline": ["room"],
         "invite": ["who", "room"],
@@ -229,6 +229,7 @@ struct WebCommand {
         case "invite": action = .input(.invite(who: try need("who"), room: try need("room")))
         case "away": action = .input(.away(try string("reason", required: false) ?? ""))
         case "back": action = .input(.away(nil))
+        case "online": action = .input(.online)
         default: throw Failure(ref: ref, message: "unknown cmd \(WebAccess.quoted(name))")
         }
         return WebCommand(name: name, ref: ref, action: action)

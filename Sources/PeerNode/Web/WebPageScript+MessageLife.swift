@@ -14,6 +14,10 @@ extension WebPage {
           : m.reply_to_state === "deleted" ? "↪ a deleted message" : "↪ a message not here yet";
         return el("span", "quote", text.length > 60 ? text.slice(0, 59) + "…" : text);
       }
+      // Who is online network-wide (`online` rows on load, `presence` events after): marked on direct conversations.
+      const presenceOf = new Map();   // account id -> "online" | "away" | "gone" | "relay"
+      function presenceSeen(e) { presenceOf.set(e.id, e.type === "online" ? e.presence : e.state); renderConvs(); }
+      function presenceMark(id) { const p = presenceOf.get(id); return p === "online" ? " · online" : p === "away" ? " · away" : ""; }
       // Who is online (`member` rows of /who): online, away with why, or when last seen (issue 44).
       function presenceText(m) {
         if (m.state === "you") return m.presence === "away" ? "you, away" + (m.reason ? ": " + m.reason : "") : "you";

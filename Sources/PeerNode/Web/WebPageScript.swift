@@ -94,7 +94,7 @@ extension WebPage {
           const title = el("span");
           title.append(convLabel(c));
           if (c.private && c.room) title.append(el("span", "lock", " (private)"));
-          if (!c.room) title.append(el("span", "lock", " (direct)"));
+          if (!c.room) title.append(el("span", "lock", " (direct)" + presenceMark(c.with)));
           name.append(title);
           if (c.unread > 0) name.append(el("span", "badge", (c.mentioned ? "@ " : "") + String(c.unread)));
           b.append(name);
@@ -286,7 +286,7 @@ extension WebPage {
             // Opened at once (its history asked for first), so a live message
             // that comes meanwhile is kept below the page when it loads.
             openConv(open);
-            send("rooms");
+            send("rooms"); send("online");
             send("invites");
             pollSync();
             break;
@@ -303,7 +303,7 @@ extension WebPage {
             if (e.last_id) { c.ts = Number(e.last_ts); c.last = { nick: e.last_nick, fp: e.last_fp, text: e.last_text, kind: e.last_kind }; }
             break;
           }
-          case "found": if (e.ref === panelRef) panelList.append(foundRow(e)); break;
+          case "found": if (e.ref === panelRef) panelList.append(foundRow(e)); break;  case "presence": case "online": presenceSeen(e); break;
           case "member":
             if (e.ref === panelRef) { const li = el("li"); li.append(label(e.nick, e.fp, e), el("div", "muted", presenceText(e))); panelList.append(li); }
             break;

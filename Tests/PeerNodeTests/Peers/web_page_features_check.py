@@ -51,6 +51,8 @@ async def run(b):
     check("the room list holds #general", "#general" in keys, keys)
     dm = next((c for c in listed or [] if c["key"].startswith("@")), None)
     check("a direct conversation is listed, with bob's label and its last message", dm is not None and "bob·" in dm["text"] and "psst" in dm["text"], listed)
+    marked = await b.until(page, "[...document.querySelectorAll('#convs li')].map(li => li.textContent).find(t => t.includes('(direct)') && t.includes('· away'))")
+    check("and marked with bob's presence (away), known network-wide", bool(marked), await b.js(page, CONVS))
     check("its unread count is shown", dm is not None and dm["badge"] == "1", dm)
     check("#general is open", any(c["current"] and c["key"] == "#general" for c in listed or []), listed)
     # A bidi override and a zero-width space from the network are shown as what they are, and act on nothing.
