@@ -6,6 +6,8 @@ public struct MessageID: Hashable, Comparable, Sendable, CustomStringConvertible
     public static let zero = MessageID(unchecked: [UInt8](repeating: 0, count: byteCount))
 
     public let bytes: [UInt8]
+    /// Hashed in one call, not byte by byte (as `PublicKey`).
+    public func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
 
     public init(bytes: some Collection<UInt8>) throws(EnvelopeError) {
         guard bytes.count == Self.byteCount else { throw .badLength(field: "message id", expected: Self.byteCount, actual: bytes.count) }
@@ -30,6 +32,8 @@ public struct MessageID: Hashable, Comparable, Sendable, CustomStringConvertible
 public struct RoomID: Hashable, Sendable, CustomStringConvertible {
     public static let byteCount = 32
     public let bytes: [UInt8]
+    /// Hashed in one call, not byte by byte (as `PublicKey`).
+    public func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
 
     public init(bytes: some Collection<UInt8>) throws(EnvelopeError) {
         guard bytes.count == Self.byteCount else { throw .badLength(field: "room id", expected: Self.byteCount, actual: bytes.count) }
