@@ -88,8 +88,10 @@ public enum Counter: String, CaseIterable, Sendable, Comparable {
     case typingNotPassedOn = "typing_not_passed_on"
     case presenceSent = "presence_sent"
     case presenceReceived = "presence_received"
-    /// A presence beacon refused: on an older link, stale, repeated, too soon, a full board, a flooding link, a bad signature.
+    /// A presence beacon refused: on an older link, stale, a changes budget spent, a full board, a flooding link, a bad signature.
     case presenceDropped = "presence_dropped"
+    /// A presence beacon already held (not newer, or the same said again within 10 s): most come with a new link's board.
+    case presenceRepeated = "presence_repeated"
     // Files (docs/PROTOCOL.md §16).
     /// Chunks asked of peers, and sealed chunks sent and received.
     case fileChunksWanted = "file_chunks_wanted"

@@ -35,8 +35,10 @@ public struct PresenceBoard: Sendable {
         case own
         /// Expired, or dated too far ahead.
         case stale
-        /// Not newer than the one held for its device, or too soon after it.
+        /// Not newer than the one held for its device, or saying the same again too soon after it.
         case repeated
+        /// A change beyond the device's budget of changes.
+        case tooManyChanges
         /// Every place is held by a current beacon.
         case full
         /// Its link brought more than its budget.
@@ -71,7 +73,7 @@ public struct PresenceBoard: Sendable {
         if var held = entries[beacon.device] {
             guard beacon.time > held.beacon.time else { return .repeated }
             if beacon.state == held.beacon.state, beacon.reason == held.beacon.reason { return now - held.arrived >= Self.minimumInterval ? .check : .repeated }
-            guard held.changes.take(now: now, rate: 1 / Self.changeInterval, capacity: Self.changeBurst) else { return .repeated }
+            guard held.changes.take(now: now, rate: 1 / Self.changeInterval, capacity: Self.changeBurst) else { return .tooManyChanges }
             entries[beacon.device] = held
             return .check
         }

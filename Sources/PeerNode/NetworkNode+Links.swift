@@ -129,6 +129,7 @@ extension NetworkNode {
     func presenceArrived(_ beacon: PresenceBeacon, from link: LinkID) {
         let arrival = presence.arrived(beacon, from: link, now: monotonic(), wall: Node.now())
         if arrival.dropped { count(.presenceDropped) }
+        if arrival.repeated { count(.presenceRepeated) }
         if let next = arrival.passOn { feed(.presence([next], to: .allBut(link))) }
         guard !relay, arrival.changed, !blocked.contains(beacon.device) else { return }
         let account = node.people.account(beacon.device)

@@ -82,7 +82,7 @@ struct PresenceBoardTests {
             let accepted = board.accept(change, now: 21, wall: wall)
             #expect(accepted)
         }
-        #expect(board.examine(beacon(bob, at: wall + 3000, .gone), from: 1, now: 21, wall: wall) == .repeated)
+        #expect(board.examine(beacon(bob, at: wall + 3000, .gone), from: 1, now: 21, wall: wall) == .tooManyChanges)
         #expect(board.examine(beacon(bob, at: wall + 3000, .gone), from: 1, now: 31, wall: wall) == .check)
         // A link's budget: 4,096 at once, then 50 a second.
         var flooded = PresenceBoard(me: me.publicKey)

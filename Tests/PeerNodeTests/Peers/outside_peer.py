@@ -233,10 +233,10 @@ async def presence(node):
     await link.send(beacon)
     shown = await node.wait(lambda e: e["type"] == "presence" and e.get("id") == me.public.hex(), since=mark)
     check("our beacon is shown: away, at lunch", shown is not None and shown.get("state") == "away" and shown.get("reason") == "at lunch", shown)
-    before = counter(await node.stats(), "presence_dropped")
+    before = counter(await node.stats(), "presence_repeated")
     await link.send(beacon)
-    stats = await node.counters_reach({"presence_dropped": before + 1})
-    check("the same beacon again is dropped and counted (presence_dropped)", counter(stats, "presence_dropped") == before + 1, stats.get("presence_dropped"))
+    stats = await node.counters_reach({"presence_repeated": before + 1})
+    check("the same beacon again is dropped and counted (presence_repeated)", counter(stats, "presence_repeated") == before + 1, stats.get("presence_repeated"))
     await link.close()
 
 

@@ -22,8 +22,10 @@ final class Presence {
 
     /// What became of a beacon a link brought.
     struct Arrival: Equatable {
-        /// Dropped (stale, repeated, a full board, a flooding link, a bad signature): counted as `presence_dropped`.
+        /// Dropped (stale, too many changes, a full board, a flooding link, a bad signature): counted as `presence_dropped`.
         var dropped = false
+        /// Held already (not newer, or the same again within 10 s): counted as `presence_repeated`.
+        var repeated = false
         /// The beacon to pass on to every other link.
         var passOn: PresenceBeacon?
         /// What is shown of its device changed.
@@ -83,7 +85,8 @@ final class Presence {
         switch board.examine(beacon, from: link, now: now, wall: wall) {
         case .check: break
         case .own: return Arrival()
-        case .stale, .repeated, .full, .flood: return Arrival(dropped: true)
+        case .repeated: return Arrival(repeated: true)
+        case .stale, .tooManyChanges, .full, .flood: return Arrival(dropped: true)
         }
         guard beacon.isSigned else { return Arrival(dropped: true) }
         return Arrival(passOn: beacon, changed: board.accept(beacon, now: now, wall: wall))
