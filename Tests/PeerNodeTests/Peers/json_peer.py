@@ -34,6 +34,17 @@ class JsonPeer:
                 *complete, self.buffer = self.buffer.split(b"\n")
                 self.lines.extend(complete)
 
+    def rows(self, command, row_type, timeout=15):
+        """The `row_type` events that answer `command`; a /stats sent after it marks their end."""
+        self.say(command)
+        self.say("/stats")
+        found = []
+        while True:
+            e = self.wait(lambda e: e.get("type") in (row_type, "stats"), f"the answer to {command}", timeout)
+            if e["type"] == "stats":
+                return found
+            found.append(e)
+
     def say(self, text):
         self.process.stdin.write((text + "\n").encode())
         self.process.stdin.flush()

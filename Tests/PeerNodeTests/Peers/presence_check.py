@@ -79,14 +79,7 @@ presence_of(bob, alice.id, "away", "lunch, back at two")
 print("/away reaches carol and bob (two hops, one of them the relay)")
 alice.say("hello from alice")
 carol.wait(lambda e: e.get("type") == "message" and e.get("text") == "hello from alice", "alice's message")
-carol.say("/who")
-carol.say("/stats")  # its answer follows the last of /who's rows
-members = []
-while True:
-    e = carol.wait(lambda e: e.get("type") in ("member", "stats"), "/who's rows")
-    if e["type"] == "stats":
-        break
-    members.append(e)
+members = carol.rows("/who", "member")
 rows = {m["id"]: m for m in members}
 if alice.id not in rows or rows[alice.id].get("presence") != "away" or rows[alice.id].get("reason") != "lunch, back at two":
     fail(f"carol's /who does not show alice away: {members}")
@@ -98,14 +91,7 @@ print("carol's /who: alice away (lunch, back at two); the relay is not a member"
 
 # /who *: everyone online on the network, whatever room: bob too (he never posted where carol reads),
 # the relay as a relay with its name, carol herself first.
-carol.say("/who *")
-carol.say("/stats")
-online = []
-while True:
-    e = carol.wait(lambda e: e.get("type") in ("online", "stats"), "/who *'s rows")
-    if e["type"] == "stats":
-        break
-    online.append(e)
+online = carol.rows("/who *", "online")
 by_id = {o["id"]: o for o in online}
 if not online or online[0]["id"] != carol.id or online[0]["state"] != "you":
     fail(f"/who * does not start with carol: {online}")

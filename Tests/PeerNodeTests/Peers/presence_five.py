@@ -43,15 +43,8 @@ ids = {n.id for n in nodes}
 
 
 def who(n):
-    """n's /who rows, by id (a /stats after it marks the end of its answer)."""
-    n.say("/who")
-    n.say("/stats")
-    rows = {}
-    while True:
-        e = n.wait(lambda e: e.get("type") in ("member", "stats"), f"{n.name}'s /who")
-        if e["type"] == "stats":
-            return rows
-        rows[e["id"]] = e
+    """n's /who rows, by id."""
+    return {e["id"]: e for e in n.rows("/who", "member")}
 
 
 def until(what, test, timeout=20):
