@@ -38,6 +38,33 @@ AIM_RATE, AIM_P99_MS = 20_000, 50
 MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
 
 
+def relay_stages(metrics):
+    """The relay's time per stage from its /metrics (median and p99 in µs, runs), one line: what holds
+    it, stage by stage, beside the model's ceiling (issue 41)."""
+    import urllib.request
+    try:
+        text = urllib.request.urlopen(f"http://{metrics}/metrics", timeout=5).read().decode()
+    except OSError as error:
+        return f"(its /metrics did not answer: {error})"
+    stages = {}
+    for line in text.splitlines():
+        if not line.startswith("peernode_stage_seconds"):
+            continue
+        name, value = line.rsplit(" ", 1)
+        stage = name.split('stage="')[1].split('"')[0]
+        entry = stages.setdefault(stage, {})
+        if 'quantile="0.5"' in name:
+            entry["p50"] = float(value) * 1e6
+        elif 'quantile="0.99"' in name:
+            entry["p99"] = float(value) * 1e6
+        elif name.startswith("peernode_stage_seconds_count"):
+            entry["count"] = int(float(value))
+        elif name.startswith("peernode_stage_seconds_sum"):
+            entry["sum"] = float(value)
+    return ", ".join(f"{stage} {e.get('p50', 0):.0f}/{e.get('p99', 0):.0f} µs ×{e.get('count', 0):,} (total {e.get('sum', 0):.2f} s)"
+                     for stage, e in sorted(stages.items(), key=lambda kv: -kv[1].get("sum", 0)))
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -69,18 +96,22 @@ try:
     words = model_out[-1].split()
     relay_ceiling = float(words[words.index("relay50-per-s") + 1])
     expected = COUNT * LINKS
-    relay, listen, _ = start_relay(PEERNODE, os.path.join(root, "relay"))
+    metrics = f"127.0.0.1:{free_port()}"
+    relay, listen, _ = start_relay(PEERNODE, os.path.join(root, "relay"), "--metrics-listen", metrics)
     ours = fan_out([BENCH, "fanout-receive", listen, str(LINKS), str(expected), "120"],
                    [BENCH, "fanout-send", listen, str(COUNT)])
+    burst_stages = relay_stages(metrics)
     relay.terminate()
     relay.wait()
     # Paced, on a fresh relay (so nothing from the burst is sent again): live chat's
     # shape, one message at a time; latency here is delivery, not queueing.
-    ours_paced = {}
+    ours_paced, paced_stages = {}, {}
     for rate in RATES:
-        relay, listen, _ = start_relay(PEERNODE, os.path.join(root, f"relay-paced-{rate}"))
+        metrics = f"127.0.0.1:{free_port()}"
+        relay, listen, _ = start_relay(PEERNODE, os.path.join(root, f"relay-paced-{rate}"), "--metrics-listen", metrics)
         ours_paced[rate] = fan_out([BENCH, "fanout-receive", listen, str(LINKS), str(rate * SECONDS * LINKS), "60"],
                                    [BENCH, "fanout-send", listen, str(rate * SECONDS), str(rate)])
+        paced_stages[rate] = relay_stages(metrics)
         relay.terminate()
         relay.wait()
 
@@ -107,6 +138,9 @@ try:
         for name, r in (("relay", ours_paced[rate]), ("mosquitto", theirs_paced[rate])):
             print(f"paced {name}: {r['deliveries']:,} of {rate * SECONDS * LINKS:,} deliveries at {rate:,} messages/s to {r['links']} links "
                   f"({rate * LINKS:,} deliveries/s); latency p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms (ms resolution)")
+    print(f"relay stages in the burst (median/p99 per run, the largest total first): {burst_stages}")
+    for rate in RATES:
+        print(f"relay stages paced at {rate:,}/s: {paced_stages[rate]}")
     def knee(paced):
         """The first rate whose p99 passes the aim or that loses deliveries."""
         bad = [rate for rate in RATES if paced[rate]["p99_ms"] > AIM_P99_MS or paced[rate]["deliveries"] < rate * SECONDS * LINKS]
