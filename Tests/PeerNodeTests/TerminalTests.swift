@@ -43,7 +43,7 @@ struct PresenceTests {
         #expect(result.stdout.contains("all checked"), "\(result.stdout)")
     }
 
-    @Test("five nodes found by multicast with --max-links 1: every /who shows all five online; /away seen everywhere; a /quit shows as gone with its reason; nothing of it in any node's files")
+    @Test("five nodes in a line with --max-links 1: every /who shows all five online; /away seen everywhere; a /quit shows as gone with its reason; nothing of it in any node's files")
     func five() async throws {
         let result = try await TerminalTests.run("presence_five.py")
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
