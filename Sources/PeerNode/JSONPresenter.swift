@@ -139,17 +139,11 @@ struct JSONPresenter: JSONLinePresenter {
                 return JSONEvents.line(pairs: pairs)
             }
         case let .online(members):
-            return members.map { member in
-                JSONEvents.line(pairs: [("type", .string("online")), ("id", .string(member.person.key.hex)), ("nick", .text(member.person.nick ?? PeerText(""))),
-                                        ("fp", .string(member.person.key.shortFingerprint)), ("state", .string(member.state.rawValue)),
-                                        ("presence", .string(member.presence.state?.name ?? "offline")), ("reason", .text(PeerText(member.presence.reason)))])
-            }
+            return members.map { JSONEvents.line(pairs: [("type", .string("online"))] + memberPairs($0)) }
         case let .members(room, members):
             return members.map { member in
-                JSONEvents.line(["type": .string("member"), "room": .string(room.value), "id": .string(member.person.key.hex),
-                                 "nick": .text(member.person.nick ?? PeerText("")), "fp": .string(member.person.key.shortFingerprint),
-                                 "state": .string(member.state.rawValue), "presence": .string(member.presence.state?.name ?? "offline"),
-                                 "reason": .text(PeerText(member.presence.reason)), "last_seen": .number(member.presence.lastSeen ?? 0)])
+                JSONEvents.line(pairs: [("type", .string("member")), ("room", .string(room.value))] + memberPairs(member)
+                                + [("last_seen", .number(member.presence.lastSeen ?? 0))])
             }
         case let .sync(report):
             return [JSONEvents.line(["type": .string("sync"), "complete": .string(report.gaps.isEmpty ? "yes" : "no"),
@@ -214,6 +208,13 @@ struct JSONPresenter: JSONLinePresenter {
     }
 
     /// A text, `/me` or direct message; other kinds (nicks, joins) are not events here.
+    /// A `/who` or `/who *` row's fields: who, linked or not, what their presence says.
+    static func memberPairs(_ member: Member) -> [(String, JSONEvents.Value)] {
+        [("id", .string(member.person.key.hex)), ("nick", .text(member.person.nick ?? PeerText(""))), ("fp", .string(member.person.key.shortFingerprint)),
+         ("state", .string(member.state.rawValue)), ("presence", .string(member.presence.state?.name ?? "offline")),
+         ("reason", .text(PeerText(member.presence.reason)))]
+    }
+
     static func message(_ m: ShownMessage) -> String? { message(m, type: m.opened.kind == .file ? "file" : "message") }
 
     /// The same fields under another `type` (`found`: a search match).

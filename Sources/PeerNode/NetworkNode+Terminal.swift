@@ -47,10 +47,10 @@ extension NetworkNode {
         guard !rows.isEmpty else { return [] }
         let renderer = Renderer(people: node.people)
         let open = session.conversationPeer.map { node.people.account($0) }
-        return ["-- direct conversations (/query WHO opens one):"] + rows.compactMap(\.peer).enumerated().map { index, peer in
-            let row = rows.first { $0.peer?.key == peer.key }
-            let unread = (row?.unread ?? 0) > 0 ? " (\(row?.unread ?? 0) unread)" : ""
-            let preview = row?.last.map { renderer.preview($0.envelope, text: $0.opened.text.description) } ?? ""
+        return ["-- direct conversations (/query WHO opens one):"] + rows.compactMap { row in row.peer.map { (row, $0) } }.enumerated().map { index, entry in
+            let (row, peer) = entry
+            let unread = row.unread > 0 ? " (\(row.unread) unread)" : ""
+            let preview = row.last.map { renderer.preview($0.envelope, text: $0.opened.text.description) } ?? ""
             return "\(peer.key == open ? "*" : " ")\(rooms + index + 1). @\(renderer.label(peer))\(unread)\(preview)"
         }
     }
@@ -85,31 +85,33 @@ extension NetworkNode {
 
     /// `/who`: who has posted in `room` (the open one when nil); who of them is linked now.
     func members(in room: RoomName? = nil) throws -> NodeEvent {
-        let online = Set(linkedPeers.values)
         let room = room ?? session.room
         // One row per account: its devices are one person.
-        var accounts: [PublicKey] = []
+        var accounts: [PublicKey] = [], seen: Set<PublicKey> = []
         var devices: [PublicKey: [String]] = [:]
         for author in try node.store.authors(in: node.roomID(room)) {
             let account = node.people.account(author)
-            if !accounts.contains(account) { accounts.append(account) }
+            if seen.insert(account).inserted { accounts.append(account) }
             if let name = node.devices.name(of: author) { devices[account, default: []].append(name) }
         }
-        let linked = Set(online.map { node.people.account($0) })
-        let status = presence.status(of: Set(accounts), account: { node.people.account($0) }, now: monotonic())
-        return .members(room: room, accounts.map { account in
-            var member = Member(person: node.people[account], state: account == node.account ? .you : linked.contains(account) ? .linked : .notLinked)
-            if let s = status[account] { member.presence = s }
-            member.devices = devices[account] ?? []
-            if account == node.account { member.presence = Presence.Status(state: presence.state, reason: presence.reason, lastSeen: Node.now()) }
-            return member
-        })
+        return .members(room: room, memberRows(accounts, devices: devices, now: monotonic()))
+    }
+
+    /// One row per account of `accounts`, in that order: ours as `.you` with what we say, the others
+    /// linked or not with what their beacons say, and the names of their devices in `devices`.
+    private func memberRows(_ accounts: [PublicKey], devices: [PublicKey: [String]], now: Double) -> [Member] {
+        let linked = Set(linkedPeers.values.map { node.people.account($0) })
+        let status = presence.status(of: Set(accounts), account: { node.people.account($0) }, now: now)
+        return accounts.map { account in
+            let mine = account == node.account
+            return Member(person: node.people[account], state: mine ? .you : linked.contains(account) ? .linked : .notLinked,
+                          presence: mine ? presence.ownStatus : status[account] ?? .unknown, devices: devices[account] ?? [])
+        }
     }
 
     /// `/who *`: everyone whose presence holds now, one row per account (ours first), with the names of their devices.
     func onlineNow() -> NodeEvent {
         let now = monotonic()
-        let linked = Set(linkedPeers.values.map { node.people.account($0) })
         var devices: [PublicKey: [String]] = [:]
         var relayNames: [PublicKey: String] = [:]
         for beacon in presence.board.currentBeacons(now: now) where !blocked.contains(beacon.device) {
@@ -119,15 +121,12 @@ extension NetworkNode {
         }
         let status = presence.status(of: Set(devices.keys), account: { node.people.account($0) }, now: now)
         let others = devices.keys.filter { $0 != node.account && status[$0]?.state != .gone && status[$0]?.state != nil }
-        var rows = [Member(person: node.people[node.account], state: .you,
-                           presence: Presence.Status(state: presence.state, reason: presence.reason, lastSeen: Node.now()))]
-        for account in others.sorted(by: { (node.people.nick($0)?.unsanitized ?? "", $0.hex) < (node.people.nick($1)?.unsanitized ?? "", $1.hex) }) {
-            var person = node.people[account]
-            if person.nick == nil, let name = relayNames[account] { person = person.claiming(PeerText(name)) }
-            rows.append(Member(person: person, state: linked.contains(account) ? .linked : .notLinked,
-                               presence: status[account] ?? Presence.Status(state: nil, reason: "", lastSeen: nil), devices: devices[account] ?? []))
-        }
-        return .online(rows)
+            .sorted { (node.people.nick($0)?.unsanitized ?? "", $0.hex) < (node.people.nick($1)?.unsanitized ?? "", $1.hex) }
+        return .online(memberRows([node.account] + others, devices: devices, now: now).map { row in
+            // A relay has no nick in history: the name its beacons carry.
+            guard row.person.nick == nil, let name = relayNames[row.person.key] else { return row }
+            return Member(person: row.person.claiming(PeerText(name)), state: row.state, presence: row.presence, devices: row.devices)
+        })
     }
 
     /// `/devices`, `/whois`: the account `key` signs for, and each of its devices.

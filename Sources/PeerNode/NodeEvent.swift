@@ -249,11 +249,11 @@ struct Member {
     let person: Person
     let state: State
     /// Online, away (why), gone, or when last seen: from its devices' beacons (`Presence`).
-    var presence = Presence.Status(state: nil, reason: "", lastSeen: nil)
+    var presence = Presence.Status.unknown
     /// The names of its devices that posted here (not its account key): one person, several machines.
     var devices: [String] = []
 
-    init(person: Person, state: State, presence: Presence.Status = Presence.Status(state: nil, reason: "", lastSeen: nil), devices: [String] = []) {
+    init(person: Person, state: State, presence: Presence.Status = .unknown, devices: [String] = []) {
         self.person = person
         self.state = state
         self.presence = presence

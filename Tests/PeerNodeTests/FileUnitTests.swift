@@ -98,12 +98,12 @@ struct RelayQuotaTests {
         return node
     }
 
-    /// Feeds every chunk of a file to `files` as if a peer served it.
-    func serve(_ file: (offer: FileOffer, chunks: [[UInt8]], levels: [[[UInt8]]]), to files: Files) {
-        for (i, chunk) in file.chunks.enumerated() {
-            _ = files.fetch.assign(links: [1: peer], now: 1)
-            _ = files.received(file.offer.root, index: UInt64(i), proof: FileTree.proof(index: i, levels: file.levels), sealed: chunk,
-                               from: peer, links: [1: peer], now: 1)
+    /// Feeds the chunks `only` names (every one by default) of a file to `files` as if a peer served them.
+    func serve(_ file: (offer: FileOffer, chunks: [[UInt8]], levels: [[[UInt8]]]), to files: Files, only: [Int]? = nil, now: Double = 1) {
+        for i in only ?? Array(file.chunks.indices) {
+            _ = files.fetch.assign(links: [1: peer], now: now)
+            _ = files.received(file.offer.root, index: UInt64(i), proof: FileTree.proof(index: i, levels: file.levels), sealed: file.chunks[i],
+                               from: peer, links: [1: peer], now: now)
         }
     }
 
@@ -173,19 +173,14 @@ struct RelayQuotaTests {
         let root = file.offer.root
         #expect(files.relay(root, size: file.offer.size, now: 1))
         #expect(files.answer(root, chunks: [0, 1, 2]) == [.none(root: root, chunks: [0, 1, 2])], "nothing held yet")
-        for i in [0, 2] {
-            _ = files.fetch.assign(links: [1: peer], now: 1)
-            _ = files.received(root, index: UInt64(i), proof: FileTree.proof(index: i, levels: file.levels), sealed: file.chunks[i],
-                               from: peer, links: [1: peer], now: 1)
-        }
+        serve(file, to: files, only: [0, 2])
         let partial = files.answer(root, chunks: [0, 1, 2])
         #expect(partial.count == 3 && partial.last == .none(root: root, chunks: [1]), "\(partial.count)")
         for case let .chunk(r, index, proof, sealed) in partial {
             #expect(r == root && sealed == file.chunks[Int(index)])
             #expect(FileTree.verify(leaf: FileTree.leaf(index: index, sealed: sealed), index: index, chunks: 3, proof: proof, root: root))
         }
-        _ = files.fetch.assign(links: [1: peer], now: 2)
-        _ = files.received(root, index: 1, proof: FileTree.proof(index: 1, levels: file.levels), sealed: file.chunks[1], from: peer, links: [1: peer], now: 2)
+        serve(file, to: files, only: [1], now: 2)
         #expect(files.holdsWhole(root) && files.proofs[root] == nil, "whole: the proofs kept while fetching are gone")
         let whole = files.answer(root, chunks: [0, 1, 2])
         #expect(whole.count == 3 && whole.allSatisfy { if case .chunk = $0 { true } else { false } })

@@ -40,6 +40,9 @@ final class Presence {
         /// When a beacon of it last came (ms since 1970); nil: never, since this node started.
         var lastSeen: UInt64?
 
+        /// No beacon of it seen since this node started.
+        static let unknown = Status(state: nil, reason: "", lastSeen: nil)
+
         /// "online", "away: lunch", "gone: going home", "last seen 14:02", "not seen".
         var text: String {
             switch state {
@@ -56,6 +59,9 @@ final class Presence {
     private(set) var state: PresenceBeacon.State
     private(set) var reason = ""
     private var lastSent = -Double.infinity
+    /// Ours as last signed: a new link is sent it again while half its life is left, so a link
+    /// coming up does not sign (and flood the network with) a beacon that says nothing new.
+    private var last: PresenceBeacon?
     /// The name our beacons carry: a relay's (`--nick`); a person's nick is in their messages.
     var nick: String?
 
@@ -69,9 +75,14 @@ final class Presence {
     func ours(now: Double, wall: UInt64, force: Bool = false) -> PresenceBeacon? {
         guard force || now - lastSent >= Self.beaconInterval else { return nil }
         lastSent = now
-        return PresenceBeacon.sign(by: identity, time: wall, state: state, lifetime: state == .gone ? Self.goneLifetime : Self.lifetime,
-                                   nick: nick ?? "", reason: reason)
+        let beacon = PresenceBeacon.sign(by: identity, time: wall, state: state, lifetime: state == .gone ? Self.goneLifetime : Self.lifetime,
+                                         nick: nick ?? "", reason: reason)
+        last = beacon
+        return beacon
     }
+
+    /// What ours says now, as `/who` shows it.
+    var ownStatus: Status { Status(state: state, reason: reason, lastSeen: Node.now()) }
 
     /// `/away REASON`, `/back` (`.online`), `/quit REASON` (`.gone`): ours changes and goes out now.
     func set(_ state: PresenceBeacon.State, reason: String, now: Double, wall: UInt64) -> PresenceBeacon? {
@@ -94,7 +105,8 @@ final class Presence {
 
     /// Every beacon that holds now, ours first (what a new link is sent).
     func beaconsForNewLink(now: Double, wall: UInt64) -> [PresenceBeacon] {
-        [ours(now: now, wall: wall, force: true)].compactMap { $0 } + board.currentBeacons(now: now)
+        let fresh = last.flatMap { $0.expires > wall &+ UInt64($0.lifetime) * 500 ? $0 : nil }
+        return [fresh ?? ours(now: now, wall: wall, force: true)].compactMap { $0 } + board.currentBeacons(now: now)
     }
 
     func linkDown(_ link: LinkID) { board.linkDown(link) }
@@ -106,7 +118,7 @@ final class Presence {
         for (device, entry) in board.entries {
             let owner = account(device)
             guard accounts.contains(owner) else { continue }
-            var status = out[owner] ?? Status(state: nil, reason: "", lastSeen: nil)
+            var status = out[owner] ?? .unknown
             status.lastSeen = max(status.lastSeen ?? 0, entry.seenAt)
             if entry.until > now, Self.rank(entry.beacon.state) > Self.rank(status.state) {
                 status.state = entry.beacon.state
