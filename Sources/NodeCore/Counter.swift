@@ -21,6 +21,11 @@ public enum Counter: String, CaseIterable, Sendable, Comparable {
     case invalidEnvelope = "invalid_envelope"
     case fork
     case storeFull = "store_full"
+    /// Messages shown before their store's transaction (docs/DECISIONS.md, "Shown before stored").
+    case shownAhead = "shown_ahead"
+    /// Of those, ones the transaction did not deliver as shown (it failed):
+    /// shown again when they are delivered.
+    case shownAgain = "shown_again"
     case envelopesTooNewForLink = "envelopes_too_new_for_link"
     case inviteRefused = "invite_refused"
     case ownHistoryClaimIgnored = "own_history_claim_ignored"

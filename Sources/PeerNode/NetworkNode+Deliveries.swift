@@ -13,8 +13,11 @@ extension NetworkNode {
     // MARK: deliveries
 
     /// Applies what was delivered since last time (nicks, receipts,
-    /// invites, receipts owed), then shows it as one batch.
-    func showDeliveries() {
+    /// invites, receipts owed), then shows it as one batch. `shownAhead`:
+    /// what `showAhead` showed before this store's transaction, passed over
+    /// here where it was delivered as shown (else shown again: a line twice
+    /// rather than a wrong number).
+    func showDeliveries(shownAhead: [StoredEnvelope] = []) {
         guard !relay else { return }
         let fresh: [StoredEnvelope]
         do { fresh = try node.store.delivered(after: lastShown) } catch {
@@ -24,14 +27,54 @@ extension NetworkNode {
         var events: [NodeEvent] = []
         let before = activity
         let early = accountsFirst(fresh)
+        var ahead = shownAhead[...]
         for stored in fresh {
             lastShown = stored.delivery
+            if let shown = ahead.first, shown.envelope.id == stored.envelope.id {
+                ahead.removeFirst()
+                if shown.delivery == stored.delivery, shown.number == stored.number, shown.causalTime == stored.causalTime { continue }
+                count(.shownAgain)
+            }
             events += applyDelivered(stored, early: early)
         }
+        // Not stored after all: shown again when they come back.
+        if !ahead.isEmpty { count(.shownAgain, by: ahead.count) }
         emit(events)
         if windows != nil { markOpenPlaceRead(fresh) }
         if activity != before || windows?.completerStale == true { refreshPrompt() }
         checkCaughtUp()
+    }
+
+    /// The kinds shown before their store's transaction: messages whose
+    /// showing reads nothing of the store about themselves. Any other kind
+    /// (an edit, a reaction, a receipt, a nick, a file, membership) waits for
+    /// the store, and every envelope after it in the batch with it.
+    static let kindsShownAhead: Set<Kind> = [.text, .action, .reply]
+
+    /// Shows, before the store's transaction, the leading run of `verified`
+    /// that the transaction will deliver as it inserts it, numbered as it
+    /// will number it (`Store.deliveredOnInsert`): a message that continues
+    /// its author's chain reaches the screen without waiting for the disk
+    /// (docs/DECISIONS.md, "Shown before stored"). Returns what it showed,
+    /// for `showDeliveries` to pass over once stored. Nothing while anything
+    /// delivered is still to be shown (it comes first), nor from a batch
+    /// carrying account changes (a revocation taken first may hide a post).
+    func showAhead(_ verified: [Envelope]) -> [StoredEnvelope] {
+        guard !relay, !verified.isEmpty, lastShown == node.store.lastDeliveryNumber,
+              !verified.contains(where: { $0.room == node.accountsRoom }),
+              let run = readLogged("what the store will deliver", { try node.store.deliveredOnInsert(verified) }) else { return [] }
+        var events: [NodeEvent] = []
+        var shown: [StoredEnvelope] = []
+        let before = activity
+        for stored in run {
+            guard let opened = node.open(stored.envelope), Self.kindsShownAhead.contains(opened.kind), opened.offer == nil else { break }
+            events += applyDelivered(stored, opened: opened)
+            shown.append(stored)
+        }
+        emit(events)
+        if activity != before || windows?.completerStale == true { refreshPrompt() }
+        count(.shownAhead, by: shown.count)
+        return shown
     }
 
     /// What was just shown in the open room or conversation was read there.
@@ -87,8 +130,9 @@ extension NetworkNode {
     }
 
     /// One delivered envelope: the model changes it makes, and what to show
-    /// of it; `early` are the batch's revocations already kept.
-    private func applyDelivered(_ stored: StoredEnvelope, early: EarlyAccounts = EarlyAccounts()) -> [NodeEvent] {
+    /// of it; `early` are the batch's revocations already kept, `opened` its
+    /// body where already opened.
+    private func applyDelivered(_ stored: StoredEnvelope, early: EarlyAccounts = EarlyAccounts(), opened: OpenedEnvelope? = nil) -> [NodeEvent] {
         let e = stored.envelope
         // A revoked device's envelopes past its limit (or forks below it): kept and relayed, never shown or applied.
         if node.devices.isRevoked(e) {
@@ -98,7 +142,7 @@ extension NetworkNode {
             return []
         }
         // What this node cannot open (others' conversations, rooms it is not in) is not shown.
-        guard let opened = node.open(e) else { return [] }
+        guard let opened = opened ?? node.open(e) else { return [] }
         let nickBefore = opened.kind == .nick ? node.people.nick(e.author) : nil
         // Tab completes the new nick at once, not after the next line typed.
         if opened.kind == .nick { windows?.completerStale = true }

@@ -143,6 +143,9 @@ extension NetworkNode {
         let kept = all.indices.filter { valid[$0] }
         if kept.count < all.count { count(.invalidEnvelope, by: all.count - kept.count) }
         let forwardedAhead = forwardAhead(kept.map { all[$0] })
+        let showing = monotonicNow()
+        let shownAhead = showAhead(kept.map { all[$0].envelope })
+        let shownAheadTook = monotonicNow() - showing
         var inserted: [LinkID: [CarriedEnvelope]] = [:]
         var brokenAuthors: Set<PublicKey> = []
         var clock: [Dependency] = []
@@ -192,8 +195,8 @@ extension NetworkNode {
         node.files.erase(takenBackBy: stored)
         // A revoked device's genuine envelope refused as not linking (a fork of the thief's held below it) may be proven now.
         for author in brokenAuthors where node.devices.revokedHeads[author] != nil { node.devices.promoteNamedChain(author) }
-        showDeliveries()
-        if !inserted.isEmpty, !relay { core.stages.record(.deliver, monotonicNow() - delivering) }
+        showDeliveries(shownAhead: shownAhead)
+        if !inserted.isEmpty, !relay { core.stages.record(.deliver, shownAheadTook + monotonicNow() - delivering) }
     }
 
     /// Revocations are taken when stored, not only when delivered: one

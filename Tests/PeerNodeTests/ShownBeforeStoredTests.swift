@@ -1,0 +1,77 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// A message that continues its author's chain is shown before the store's
+/// transaction that keeps it (docs/DECISIONS.md, "Shown before stored"):
+/// the line must be the one the store then delivers, once, numbered as
+/// `/history` numbers it; everything that reads the store about it (an
+/// edit, a reaction, a delete) waits for the store and still finds it.
+@Suite("Messages shown before they are stored")
+struct ShownBeforeStoredTests {
+    @Test("live messages are shown ahead of their store, each once, numbered as /history numbers them; an edit, a reaction and a delete that follow land on them; nothing is shown twice")
+    func liveMessagesShownAhead() async throws {
+        let (_, a, b) = try await aliceAndBob()
+        let texts = ["one", "two", "three", "four"]
+        for text in texts {
+            a.send(text)
+            #expect(await b.wait { $0["type"] == "message" && $0["text"] == text } != nil, "\(b.recent(3))")
+        }
+        // Each came alone on a live link: every one was shown before its store, none again.
+        #expect(await counterAtLeast(b, "shown_ahead", texts.count))
+        a.send("/edit 2 two, edited")
+        let edit = await b.wait { $0["type"] == "edit" }
+        let two = b.events.value.first { $0["type"] == "message" && $0["text"] == "two" }
+        #expect(edit?["original"] == two?["id"] && edit?["text"] == "two, edited", "\(String(describing: edit))")
+        a.send("/react 3 👍")
+        #expect(await b.wait { $0["type"] == "reaction" && $0["reaction"] == "👍" && $0["count"] == "1" } != nil, "\(b.recent(3))")
+        a.send("/delete 1")
+        let one = b.events.value.first { $0["type"] == "message" && $0["text"] == "one" }
+        #expect(await b.wait { $0["type"] == "delete" && $0["id"] == one?["id"] } != nil, "\(b.recent(3))")
+        a.send("five")
+        #expect(await b.wait { $0["type"] == "message" && $0["text"] == "five" } != nil)
+
+        // Each line once, numbered 1…5 in the order shown, as bob's /history has them.
+        let lines = b.events.value.filter { $0["type"] == "message" && $0["author"] == a.id }
+        #expect(lines.compactMap { $0["text"] } == texts + ["five"], "\(lines)")
+        #expect(lines.compactMap { $0["n"] } == ["1", "2", "3", "4", "5"], "\(lines)")
+        let mark = b.events.value.count
+        b.send("/history 10")
+        let history = await eventuallyValue(30) { () -> [[String: String]]? in
+            let rows = b.events.value.dropFirst(mark).filter { $0["type"] == "history_message" }
+            return rows.count >= 4 ? rows : nil
+        } ?? []
+        let numbered = Dictionary(history.compactMap { row in row["n"].map { ($0, row["text"] ?? "") } }, uniquingKeysWith: { first, _ in first })
+        #expect(numbered["2"] == "two, edited" && numbered["3"] == "three" && numbered["4"] == "four" && numbered["5"] == "five", "\(history)")
+        let stats = await b.stats()
+        #expect((Int(stats?["shown_ahead"] ?? "") ?? 0) >= 5, "\(stats ?? [:])")
+        #expect(stats?["shown_again"] == nil || stats?["shown_again"] == "0", "\(stats ?? [:])")
+        await a.quit(); await b.quit()
+    }
+
+    @Test("a catch-up shows every message once, in order, numbered 1…N as /history numbers them, whether shown ahead of its store or after it")
+    func catchUpOnce() async throws {
+        let dirs = (0..<2).map { _ in TemporaryDirectory() }
+        let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])
+        #expect(await started(a))
+        let count = 300
+        for i in 1...count { a.send("line \(i)") }
+        #expect(await a.wait { $0["type"] == "message" && $0["text"] == "line \(count)" } != nil)
+        // An edit in the middle of the history: the run shown ahead stops at it, the store shows the rest.
+        a.send("/edit 150 line 150, edited")
+        #expect(await a.wait { $0["type"] == "edit" } != nil)
+        for i in count + 1...count + 20 { a.send("line \(i)") }
+        #expect(await a.wait { $0["type"] == "message" && $0["text"] == "line \(count + 20)" } != nil)
+        let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
+        #expect(await started(b))
+        #expect(await b.wait(timeout: 60) { $0["type"] == "message" && $0["text"] == "line \(count + 20)" } != nil, "\(b.recent(3))")
+        let lines = b.events.value.filter { $0["type"] == "message" && $0["author"] == a.id }
+        #expect(lines.count == count + 20, "\(lines.count) lines")
+        #expect(lines.compactMap { $0["n"] } == (1...count + 20).map(String.init))
+        #expect(lines.compactMap { $0["text"] } == (1...count + 20).map { "line \($0)" })
+        let stats = await b.stats()
+        #expect((Int(stats?["shown_ahead"] ?? "") ?? 0) > 0, "\(stats ?? [:])")
+        #expect(stats?["shown_again"] == nil || stats?["shown_again"] == "0", "\(stats ?? [:])")
+        await a.quit(); await b.quit()
+    }
+}
