@@ -25,8 +25,9 @@ public struct StageTimes: Sendable {
         case forward
         /// One store transaction of the turn's envelopes (no fsync).
         case store
-        /// New deliveries read back and handed to the presenter (the
-        /// terminal, `--json`, a page).
+        /// New deliveries handed to the presenter (the terminal, `--json`,
+        /// a page): those shown before the store's transaction and those
+        /// after it, together.
         case deliver
         /// A whole loop turn that stored envelopes: from the wake to every
         /// socket written.

@@ -17,7 +17,7 @@ extension NetworkNode {
     /// what `showAhead` showed before this store's transaction, passed over
     /// here where it was delivered as shown (else shown again: a line twice
     /// rather than a wrong number).
-    func showDeliveries(shownAhead: [StoredEnvelope] = []) {
+    func showDeliveries(shownAhead: [StoredEnvelope] = [], promptStale: Bool = false) {
         guard !relay else { return }
         let fresh: [StoredEnvelope]
         do { fresh = try node.store.delivered(after: lastShown) } catch {
@@ -41,7 +41,7 @@ extension NetworkNode {
         if !ahead.isEmpty { count(.shownAgain, by: ahead.count) }
         emit(events)
         if windows != nil { markOpenPlaceRead(fresh) }
-        if activity != before || windows?.completerStale == true { refreshPrompt() }
+        if promptStale || activity != before || windows?.completerStale == true { refreshPrompt() }
         checkCaughtUp()
     }
 
@@ -56,25 +56,29 @@ extension NetworkNode {
     /// will number it (`Store.deliveredOnInsert`): a message that continues
     /// its author's chain reaches the screen without waiting for the disk
     /// (docs/DECISIONS.md, "Shown before stored"). Returns what it showed,
-    /// for `showDeliveries` to pass over once stored. Nothing while anything
-    /// delivered is still to be shown (it comes first), nor from a batch
-    /// carrying account changes (a revocation taken first may hide a post).
-    func showAhead(_ verified: [Envelope]) -> [StoredEnvelope] {
-        guard !relay, !verified.isEmpty, lastShown == node.store.lastDeliveryNumber,
+    /// for `showDeliveries` to pass over once stored, and whether the prompt
+    /// is to be drawn again once they are (the act list's window numbers
+    /// come from the store). Nothing while anything delivered is still to
+    /// be shown (it comes first), nor from a batch carrying account changes
+    /// (a revocation taken first may hide a post), nor while the store's
+    /// last write failed (a full disk: what cannot be stored is not shown).
+    func showAhead(_ verified: [Envelope]) -> (shown: [StoredEnvelope], promptStale: Bool) {
+        guard !relay, !verified.isEmpty, !node.store.lastWriteFailed, lastShown == node.store.lastDeliveryNumber,
               !verified.contains(where: { $0.room == node.accountsRoom }),
-              let run = readLogged("what the store will deliver", { try node.store.deliveredOnInsert(verified) }) else { return [] }
+              let run = readLogged("what the store will deliver", { try node.store.deliveredOnInsert(verified) }) else { return ([], false) }
         var events: [NodeEvent] = []
         var shown: [StoredEnvelope] = []
         let before = activity
         for stored in run {
-            guard let opened = node.open(stored.envelope), Self.kindsShownAhead.contains(opened.kind), opened.offer == nil else { break }
+            // A reply shown before the message it answers quotes it from the store: that one waits.
+            guard let opened = node.open(stored.envelope), Self.kindsShownAhead.contains(opened.kind), opened.offer == nil,
+                  !node.reactions.awaited(stored.envelope) else { break }
             events += applyDelivered(stored, opened: opened)
             shown.append(stored)
         }
         emit(events)
-        if activity != before || windows?.completerStale == true { refreshPrompt() }
         count(.shownAhead, by: shown.count)
-        return shown
+        return (shown, activity != before || windows?.completerStale == true)
     }
 
     /// What was just shown in the open room or conversation was read there.

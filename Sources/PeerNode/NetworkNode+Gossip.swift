@@ -144,7 +144,7 @@ extension NetworkNode {
         if kept.count < all.count { count(.invalidEnvelope, by: all.count - kept.count) }
         let forwardedAhead = forwardAhead(kept.map { all[$0] })
         let showing = monotonicNow()
-        let shownAhead = showAhead(kept.map { all[$0].envelope })
+        let (shownAhead, promptStale) = showAhead(kept.map { all[$0].envelope })
         let shownAheadTook = monotonicNow() - showing
         var inserted: [LinkID: [CarriedEnvelope]] = [:]
         var brokenAuthors: Set<PublicKey> = []
@@ -195,7 +195,7 @@ extension NetworkNode {
         node.files.erase(takenBackBy: stored)
         // A revoked device's genuine envelope refused as not linking (a fork of the thief's held below it) may be proven now.
         for author in brokenAuthors where node.devices.revokedHeads[author] != nil { node.devices.promoteNamedChain(author) }
-        showDeliveries(shownAhead: shownAhead)
+        showDeliveries(shownAhead: shownAhead, promptStale: promptStale)
         if !inserted.isEmpty, !relay { core.stages.record(.deliver, shownAheadTook + monotonicNow() - delivering) }
     }
 

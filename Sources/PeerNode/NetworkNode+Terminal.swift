@@ -296,16 +296,31 @@ extension NetworkNode {
         feed(.posted(e))
         if !feeding { loop.flushNow() }
         let syncing = monotonicNow()
+        // Sent before its row (`OwnIntent`): committed now, after the sockets were written.
+        if node.ownIntent.pending?.id == e.id { commitOwnIntent() }
+        let committed = monotonicNow()
         syncOwn()
         let synced = monotonicNow()
         core.stages.record(.send, syncing - sending)
-        core.stages.record(.sync, synced - syncing)
+        if committed > syncing { core.stages.record(.row, committed - syncing) }
+        core.stages.record(.sync, synced - committed)
         showDeliveries()
+    }
+
+    /// Commits our post that went before its row; a failure is said once
+    /// per post, and every later post tries it again first.
+    private func commitOwnIntent() {
+        do { try node.ownIntent.commitPending(to: node.store) } catch {
+            emit(.failed("your message went out but could not be written to the disk here (\(error)); it is written before your next one"))
+        }
     }
 
     /// Own envelopes committed without their fsync are made durable (after
     /// the sockets were written); at the latest at the end of the turn.
+    /// One sent before its row and not committed yet is committed first.
     func syncOwn() {
+        // (Its failure was said when the post went; it is tried again at each turn and post.)
+        if node.ownIntent.pending != nil { _ = try? node.ownIntent.commitPending(to: node.store) }
         do {
             try node.store.syncOwn()
             ownSyncFailing = false
@@ -351,10 +366,11 @@ extension NetworkNode {
         try ensureOwnHistoryIsBack()
         if let nick = ownHistory.takePendingNick() { post(nick: nick) }
         let posting = monotonicNow()
-        let e = try node.post(text, kind: kind, in: room ?? session.room)
+        let e = try node.post(text, kind: kind, in: room ?? session.room, sendsFirst: true)
         core.stages.record(.post, monotonicNow() - posting)
         core.stages.record(.sign, node.lastPostTimes.sign)
-        core.stages.record(.row, node.lastPostTimes.row)
+        // Where its row follows the send, `sendOwn` times it.
+        if node.ownIntent.pending == nil { core.stages.record(.row, node.lastPostTimes.row) }
         receipts.posted(e.sequence, in: e.room)
         sendOwn(e)
         return e

@@ -149,7 +149,7 @@ final class NetworkNode: @unchecked Sendable {
         core.stopwatch = { monotonicNow() }
         loop.turnEnded = { [unowned self] woke, flushed in
             // Ours signed in the turn (a receipt, a membership change) are on the disk before the next.
-            if node.store.ownUnsynced { syncOwn() }
+            if node.store.ownUnsynced || node.ownIntent.pending != nil { syncOwn() }
             guard storedThisTurn else { return }
             storedThisTurn = false
             core.stages.record(.turn, flushed - woke)
@@ -393,6 +393,7 @@ final class NetworkNode: @unchecked Sendable {
             if let waiting { loop.cancel(waiting) }
             waiting = nil
             savePeerClocks(now: monotonic(), force: true)
+            syncOwn()
             do { try node.ownDurability.recordCleanStop() } catch { log.warning("recording the clean stop failed: \(error)") }
             node.store.checkpointForExit()
             done()

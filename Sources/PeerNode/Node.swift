@@ -35,6 +35,8 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
     let storeFailures = StoreFailures()
     /// Whether our own history is safe from reusing a sequence number (`OwnDurability`).
     let ownDurability: OwnDurability
+    /// Our post sent before its row, written aside (`OwnIntent`).
+    let ownIntent: OwnIntent
     /// Edits and deletes, and which message a command names (`Units/MessageLife`).
     private(set) lazy var messageLife = MessageLife(repository: .init(store: store), envelopes: self, author: self, failures: storeFailures)
     /// Reactions and replies (`Units/Reactions`).
@@ -77,6 +79,7 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
         accountsKey = network.accountsRoomKey
         store = try Store(directory: directory)
         ownDurability = try OwnDurability(repository: .init(store: store), me: identity.publicKey, identityIsNew: identityIsNew, failures: storeFailures)
+        ownIntent = OwnIntent(directory: directory)
         try store.checkpointInBackground()
         for (id, name) in try store.namedRooms() {
             // A stored name that breaks the rules is the database's fault: said, and the room left unnamed.
@@ -98,6 +101,8 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
         repairs = try privateRooms.repairPrivateRooms()
         people.trusted = try store.trustedIdentities()
         people.forked = Set(try store.forks().map(\.author))
+        // A post a process that died had sent before its row (`OwnIntent`): stored before anything of ours is signed.
+        _ = try ownIntent.recover(into: store, me: me)
     }
 
     var me: PublicKey { identity.publicKey }
@@ -186,19 +191,20 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
     /// Signs and stores a new envelope of ours (fsynced before return, or
     /// after the send where `OwnDurability.sendsBeforeSync`).
     @discardableResult
-    func post(_ text: String, kind: Kind, in room: RoomName) throws -> Envelope {
-        let envelope = try post(content: Array(text.utf8), kind: kind, in: room)
+    func post(_ text: String, kind: Kind, in room: RoomName, sendsFirst: Bool = false) throws -> Envelope {
+        let envelope = try post(content: Array(text.utf8), kind: kind, in: room, sendsFirst: sendsFirst)
         if kind == .nick { setNick(PeerText(text), of: me) }
         return envelope
     }
 
-    /// Signs and stores `content` of `kind` in a room we may write to.
-    func post(content: [UInt8], kind: Kind, in room: RoomName) throws -> Envelope {
+    /// Signs and stores `content` of `kind` in a room we may write to;
+    /// `sendsFirst`: its row may follow the send (`OwnIntent`).
+    func post(content: [UInt8], kind: Kind, in room: RoomName, sendsFirst: Bool = false) throws -> Envelope {
         let id = try join(room)
         if let state = privateRooms.memberships[id], state.head != nil, state.roles[account] == nil { throw NodeError.notAMember }
         guard privateRooms.mayPost(in: id) else { throw NodeError.waitingForNewKey(room) }
         guard let key = roomKey(id) else { throw NodeError.noRoomKey(room) }
-        return try appendOwn(room: id, kind: kind, content: content, key: key)
+        return try appendOwn(room: id, kind: kind, content: content, key: key, erases: [], requires: nil, alsoRequires: nil, sendsFirst: sendsFirst)
     }
 
     /// Signs and stores a receipt in a room (sealed with its key) or
@@ -224,17 +230,30 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
     /// so that every node delivers that message first.
     func appendOwn(room: RoomID, kind: Kind, content: [UInt8], key: SymmetricKey, erases: [UInt64] = [],
                    requires: Envelope? = nil, alsoRequires: Dependency? = nil) throws -> Envelope {
+        try appendOwn(room: room, kind: kind, content: content, key: key, erases: erases, requires: requires, alsoRequires: alsoRequires, sendsFirst: false)
+    }
+
+    /// `appendOwn`; `sendsFirst`: not committed where the intent file holds it (`OwnIntent`), the send going first.
+    func appendOwn(room: RoomID, kind: Kind, content: [UInt8], key: SymmetricKey, erases: [UInt64],
+                   requires: Envelope?, alsoRequires: Dependency?, sendsFirst: Bool) throws -> Envelope {
         // Sealed first: content over the limit is refused before the gate counts a post.
         let body = try SealedBody.seal(kind: kind, content: content, key: key, author: me, room: room)
         try postingGate?()
+        // One sent before its row is committed first: its sequence is taken.
+        try ownIntent.commitPending(to: store)
         let started = monotonicNow()
-        let head = try store.head(of: me)
+        let head = try store.chainEnd(of: me).flatMap { $0.sequence == 0 ? nil : $0 } ?? store.head(of: me)
         let envelope = try Envelope.sign(
             by: identity, sequence: (head?.sequence ?? 0) + 1, previous: head?.id ?? .zero,
             dependencies: try store.dependenciesForNextPost(by: me)
                 .requiring(requires.map { Dependency(author: $0.author, sequence: $0.sequence) }, by: me).requiring(alsoRequires, by: me),
             timestamp: Self.now(), room: room, erases: erases, body: body)
         let signed = monotonicNow()
+        // Sent first where the intent file holds it (`OwnIntent`); its row follows the send.
+        if sendsFirst, ownDurability.sendsBeforeSync, !store.lastWriteFailed, ownIntent.hold(envelope) {
+            lastPostTimes = (signed - started, 0)
+            return envelope
+        }
         _ = try store.insertOwn(envelope, at: Self.now(), durable: !ownDurability.sendsBeforeSync)
         lastPostTimes = (signed - started, monotonicNow() - signed)
         return envelope

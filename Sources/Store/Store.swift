@@ -59,6 +59,8 @@ public final class Store {
     /// The clocks last written for each of a few peers (`savePeerClocks`), so
     /// that a write compares with these instead of reading the rows back.
     var writtenPeerClocks: [PublicKey: PeerClocks] = [:]
+    /// The last write transaction failed (a full disk, say): until one succeeds, nothing is shown before it is stored.
+    public private(set) var lastWriteFailed = false
     /// An own envelope was committed without its fsync (`insertOwn(durable: false)`) and `syncOwn` has not run since.
     public private(set) var ownUnsynced = false
 
@@ -348,8 +350,11 @@ public final class Store {
         undo = [:]
         defer { undo = nil }
         do {
-            return try db.transaction(body)
+            let result = try db.transaction(body)
+            lastWriteFailed = false
+            return result
         } catch {
+            lastWriteFailed = true
             (roomRows, lastDelivery, dirtyAuthors) = saved
             recentDeliveries.removeAll()
             // Read again from the rows, which the rollback put back.

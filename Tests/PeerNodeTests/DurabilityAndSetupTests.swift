@@ -49,14 +49,14 @@ struct DurabilityAndSetupTests {
         #expect(posting - idle >= 5, "idle run: \(idle) syncs, 5 posts: \(posting)")
     }
 
-    @Test("an own post goes to the link before the WAL's fsync, and is shown after it (strace orders the calls)")
+    @Test("an own post is written aside (own-intent), goes to the link, then its row is written to the WAL and fsynced, and only then shown (strace orders the calls)")
     func ownPostSentBeforeItsSync() async throws {
         let dir = TemporaryDirectory()
         let b = try NodeProcess(dir: dir.file("b"), [])
         #expect(await started(b))
         let trace = dir.file("trace.txt")
         let a = try NodeProcess(dir: dir.file("a"), ["--peer", b.url], wrapper: [
-            "/usr/bin/strace", "-f", "-y", "-s", "256", "-e", "trace=read,sendto,fdatasync,fsync,write", "-o", trace])
+            "/usr/bin/strace", "-f", "-y", "-s", "256", "-e", "trace=read,sendto,fdatasync,fsync,write,pwrite64", "-o", trace])
         #expect(await started(a), "strace comes with make test")
         #expect(await linked(a, to: b))
         a.send("sent before synced")
@@ -64,15 +64,18 @@ struct DurabilityAndSetupTests {
         #expect(await a.wait { $0["text"] == "sent before synced" } != nil)
         await a.quit(); await b.quit()
         let calls = String(decoding: readFile(trace), as: UTF8.self).split(separator: "\n").map(String.init)
-        // The line read from standard input, then: the post on the link, the WAL's sync, the line shown.
+        // The line read from standard input, then: the post written aside, on the link, its row in the WAL,
+        // the WAL's sync, the line shown.
         let read = calls.firstIndex { $0.contains("read(0") && $0.contains("sent before synced") }
         let after = { (match: (String) -> Bool) in read.flatMap { r in calls[(r + 1)...].firstIndex(where: match) } }
+        let aside = after { $0.contains("pwrite64(") && $0.contains("own-intent") }
         let sent = after { $0.contains("sendto(") && $0.contains("MSG_NOSIGNAL") }
+        let row = after { $0.contains("pwrite64(") && $0.contains("peernode.db-wal") }
         let synced = after { ($0.contains("fdatasync(") || $0.contains("fsync(")) && $0.contains("peernode.db-wal") }
         let shown = after { $0.contains("write(1") && $0.contains("sent before synced") }
-        #expect(read != nil && sent != nil && synced != nil && shown != nil, "\(calls.suffix(40).joined(separator: "\n"))")
-        if let sent, let synced, let shown {
-            #expect(sent < synced && synced < shown, "\(calls[(read ?? 0)...].prefix(40).joined(separator: "\n"))")
+        #expect(read != nil && aside != nil && sent != nil && row != nil && synced != nil && shown != nil, "\(calls.suffix(40).joined(separator: "\n"))")
+        if let aside, let sent, let row, let synced, let shown {
+            #expect(aside < sent && sent < row && row < synced && synced < shown, "\(calls[(read ?? 0)...].prefix(40).joined(separator: "\n"))")
         }
     }
 

@@ -10,7 +10,8 @@ import Testing
 /// record) and check that no sequence number is used twice.
 @Suite("A machine that stops while its node runs", .serialized)
 struct MachineStopTests {
-    static let databaseFiles = ["peernode.db", "peernode.db-wal", "peernode.db-shm"]
+    /// What a machine's stop can take back: the database and the post written aside before its row (`own-intent`).
+    static let databaseFiles = ["peernode.db", "peernode.db-wal", "peernode.db-shm", "own-intent"]
 
     static func copyDatabase(from source: String, to target: String) throws {
         for name in databaseFiles {

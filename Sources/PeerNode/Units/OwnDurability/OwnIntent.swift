@@ -1,0 +1,104 @@
+import Crypto
+import Glibc
+import Gossip
+import Reactor
+import Store
+
+/// Our post that is on the links before its row is committed
+/// (docs/DECISIONS.md, "Own posts are sent before their row"): written to
+/// a file of its own in the data directory before the send, with no
+/// fsync, so a process that dies between the send and the commit loses
+/// nothing (the kernel writes the page whatever becomes of the process)
+/// and the next start stores it from here before anything else of ours is
+/// signed (`Node.recoverOwnIntent`). A machine that stops may lose this
+/// file as it loses an unsynced commit; the boot id covers both
+/// (`OwnDurability`).
+///
+/// The file: the four bytes `PNOI`, the envelope's length (4 bytes, big
+/// endian, at most `Envelope.maximumSize`), the envelope as on the wire.
+/// Each post writes over the last; what does not read whole and verify is
+/// no intent.
+final class OwnIntent {
+    static let fileName = "own-intent"
+    static let magic: [UInt8] = Array("PNOI".utf8)
+    /// Bytes free on the data directory's filesystem below which a post is
+    /// committed before it is sent, as before: on a disk about to fill, a
+    /// post that cannot be stored is refused, never sent (a commit that
+    /// still fails after the send is said and retried: `commitPending`).
+    static let minimumFreeBytes: UInt64 = 1 << 20
+
+    /// Whether `available` bytes free let a post go before its row.
+    static func roomToSendFirst(available: UInt64) -> Bool { available >= minimumFreeBytes }
+
+    let path: String
+    private var fd: Int32 = -1
+    /// Our envelope sent and not yet committed: committed before anything
+    /// else of ours is signed (`commitPending`), so no sequence is used twice.
+    private(set) var pending: Envelope?
+
+    init(directory: DataDirectory) {
+        path = directory.file(Self.fileName)
+    }
+
+    deinit { if fd >= 0 { Glibc.close(fd) } }
+
+    /// Writes `e` over the last intent. False where it could not be written
+    /// whole: then the post is committed before it is sent, as before.
+    func write(_ e: Envelope) -> Bool {
+        if fd < 0 { fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600) }
+        guard fd >= 0 else { return false }
+        var fs = statvfs()
+        guard fstatvfs(fd, &fs) == 0, Self.roomToSendFirst(available: UInt64(fs.f_bavail) &* UInt64(fs.f_frsize)) else { return false }
+        let count = UInt32(e.encoded.count)
+        let bytes = Self.magic + [UInt8(count >> 24), UInt8((count >> 16) & 0xff), UInt8((count >> 8) & 0xff), UInt8(count & 0xff)] + e.encoded
+        let written = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        return written == bytes.count
+    }
+
+    /// Writes `e` and holds it as pending: true where the send may go
+    /// before its commit (`commitPending` then follows the send).
+    func hold(_ e: Envelope) -> Bool {
+        guard write(e) else { return false }
+        pending = e
+        return true
+    }
+
+    /// Commits the pending envelope, if any (not fsynced: the sync follows
+    /// as for every own post). Seconds it took, for the `row` stage. A
+    /// failure keeps it pending: every later post tries again first, and
+    /// fails with it, rather than sign another at its sequence.
+    @discardableResult
+    func commitPending(to store: Store) throws -> Double {
+        guard let e = pending else { return 0 }
+        let started = monotonicNow()
+        _ = try store.insertOwn(e, at: Node.now(), durable: false)
+        pending = nil
+        return monotonicNow() - started
+    }
+
+    /// At start, before anything of ours is signed: the intent a process
+    /// that died left behind, committed where it continues our chain here
+    /// (durably). Anything else in the file (older, or already stored) is
+    /// left alone. Returns the envelope recovered.
+    func recover(into store: Store, me: PublicKey) throws -> Envelope? {
+        guard let e = read(), e.author == me else { return nil }
+        let head = try store.head(of: me)
+        guard e.sequence == (head?.sequence ?? 0) + 1, e.previous == head?.id ?? .zero else { return nil }
+        _ = try store.insertOwn(e, at: Node.now(), durable: true)
+        return e
+    }
+
+    /// The envelope written last, if the file holds one whole with a good signature.
+    func read() -> Envelope? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { Glibc.close(fd) }
+        let most = Self.magic.count + 4 + Envelope.maximumSize
+        var buffer = [UInt8](repeating: 0, count: most)
+        let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, most, 0) }
+        guard n >= Self.magic.count + 4, Array(buffer[0..<4]) == Self.magic else { return nil }
+        let length = buffer[4..<8].reduce(0) { $0 << 8 | Int($1) }
+        guard length <= Envelope.maximumSize, n >= 8 + length else { return nil }
+        return try? Envelope.decode(Array(buffer[8..<(8 + length)]), verification: .signature)
+    }
+}
