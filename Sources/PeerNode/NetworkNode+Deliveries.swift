@@ -70,9 +70,12 @@ extension NetworkNode {
         var shown: [StoredEnvelope] = []
         let before = activity
         for stored in run {
-            // A reply shown before the message it answers quotes it from the store: that one waits.
+            // A reply quotes what it answers from the store: one after others shown ahead (what it answers
+            // may be among them) waits, and so does a message that replies shown before it wait for; so
+            // does a conversation's first message, whose showing records the conversation in its row.
             guard let opened = node.open(stored.envelope), Self.kindsShownAhead.contains(opened.kind), opened.offer == nil,
-                  !node.reactions.awaited(stored.envelope) else { break }
+                  opened.kind != .reply || shown.isEmpty, !node.reactions.awaited(stored.envelope),
+                  opened.peer == nil || node.conversations.remembered.contains(stored.envelope.room) else { break }
             events += applyDelivered(stored, opened: opened)
             shown.append(stored)
         }

@@ -50,7 +50,7 @@ struct ShownBeforeStoredTests {
         await a.quit(); await b.quit()
     }
 
-    @Test("a catch-up shows every message once, in order, numbered 1…N as /history numbers them, whether shown ahead of its store or after it")
+    @Test("a catch-up shows every message once, in order, numbered 1…N as /history numbers them, whether shown ahead of its store or after it; a reply in the same batch as what it answers quotes it")
     func catchUpOnce() async throws {
         let dirs = (0..<2).map { _ in TemporaryDirectory() }
         let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])
@@ -58,17 +58,24 @@ struct ShownBeforeStoredTests {
         let count = 300
         for i in 1...count { a.send("line \(i)") }
         #expect(await a.wait { $0["type"] == "message" && $0["text"] == "line \(count)" } != nil)
+        // A reply to the message before it: both come in one batch, and the reply must quote it.
+        a.send("/reply \(count - 1) an answer")
+        #expect(await a.wait { $0["type"] == "message" && $0["text"] == "an answer" } != nil)
         // An edit in the middle of the history: the run shown ahead stops at it, the store shows the rest.
         a.send("/edit 150 line 150, edited")
         #expect(await a.wait { $0["type"] == "edit" } != nil)
         for i in count + 1...count + 20 { a.send("line \(i)") }
         #expect(await a.wait { $0["type"] == "message" && $0["text"] == "line \(count + 20)" } != nil)
+
         let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
         #expect(await started(b))
-        #expect(await b.wait(timeout: 60) { $0["type"] == "message" && $0["text"] == "line \(count + 20)" } != nil, "\(b.recent(3))")
-        let lines = b.events.value.filter { $0["type"] == "message" && $0["author"] == a.id }
+        let answer = await b.wait(timeout: 60) { $0["type"] == "message" && $0["text"] == "an answer" }
+        #expect(answer?["reply_to_state"] == "here" && answer?["reply_to_text"] == "line \(count - 1)", "\(String(describing: answer))")
+        let lines = b.events.value.filter { $0["type"] == "message" && $0["author"] == a.id && $0["text"] != "an answer" }
         #expect(lines.count == count + 20, "\(lines.count) lines")
-        #expect(lines.compactMap { $0["n"] } == (1...count + 20).map(String.init))
+        // The reply took number count + 1.
+        #expect(lines.compactMap { $0["n"] } == ((1...count).map(String.init) + (count + 2...count + 21).map(String.init)))
+        #expect(answer?["n"] == String(count + 1))
         #expect(lines.compactMap { $0["text"] } == (1...count + 20).map { "line \($0)" })
         let stats = await b.stats()
         #expect((Int(stats?["shown_ahead"] ?? "") ?? 0) > 0, "\(stats ?? [:])")
