@@ -61,9 +61,13 @@ extension NetworkNode {
     /// come from the store). Nothing while anything delivered is still to
     /// be shown (it comes first), nor from a batch carrying account changes
     /// (a revocation taken first may hide a post), nor while the store's
-    /// last write failed (a full disk: what cannot be stored is not shown).
+    /// last write failed (a full disk: what cannot be stored is not shown),
+    /// nor for a batch larger than `inlineVerifyLimit`: live traffic comes
+    /// a few at a time, a catch-up in hundreds, where nobody waits on a
+    /// line and telling ahead would cost each envelope a second open.
     func showAhead(_ verified: [Envelope]) -> (shown: [StoredEnvelope], promptStale: Bool) {
-        guard !relay, !verified.isEmpty, !node.store.lastWriteFailed, lastShown == node.store.lastDeliveryNumber,
+        guard !relay, !verified.isEmpty, verified.count <= Self.inlineVerifyLimit, !node.store.lastWriteFailed,
+              lastShown == node.store.lastDeliveryNumber,
               !verified.contains(where: { $0.room == node.accountsRoom }),
               let run = readLogged("what the store will deliver", { try node.store.deliveredOnInsert(verified) }) else { return ([], false) }
         var events: [NodeEvent] = []

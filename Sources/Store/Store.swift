@@ -419,7 +419,7 @@ public final class Store {
         return try s.single { ($0.int64(0), $0.blob(1)) }
     }
 
-    private func id(of st: AuthorState, _ sequence: UInt64) throws -> MessageID? {
+    func id(of st: AuthorState, _ sequence: UInt64) throws -> MessageID? {
         if sequence == st.contiguous, let known = st.contiguousID { return known }
         let s = try db.statement("SELECT id FROM envelopes WHERE author = ?1 AND sequence = ?2")
             .bind(1, st.rowid).bind(2, Int64(clamping: sequence))

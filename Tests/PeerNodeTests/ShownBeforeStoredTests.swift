@@ -50,7 +50,7 @@ struct ShownBeforeStoredTests {
         await a.quit(); await b.quit()
     }
 
-    @Test("a catch-up shows every message once, in order, numbered 1…N as /history numbers them, whether shown ahead of its store or after it; a reply in the same batch as what it answers quotes it")
+    @Test("a catch-up shows every message once, in order, numbered 1…N as /history numbers them (its large batches after their store, as before)")
     func catchUpOnce() async throws {
         let dirs = (0..<2).map { _ in TemporaryDirectory() }
         let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])
@@ -58,9 +58,6 @@ struct ShownBeforeStoredTests {
         let count = 300
         for i in 1...count { a.send("line \(i)") }
         #expect(await a.wait { $0["type"] == "message" && $0["text"] == "line \(count)" } != nil)
-        // A reply to the message before it: both come in one batch, and the reply must quote it.
-        a.send("/reply \(count - 1) an answer")
-        #expect(await a.wait { $0["type"] == "message" && $0["text"] == "an answer" } != nil)
         // An edit in the middle of the history: the run shown ahead stops at it, the store shows the rest.
         a.send("/edit 150 line 150, edited")
         #expect(await a.wait { $0["type"] == "edit" } != nil)
@@ -69,17 +66,35 @@ struct ShownBeforeStoredTests {
 
         let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
         #expect(await started(b))
-        let answer = await b.wait(timeout: 60) { $0["type"] == "message" && $0["text"] == "an answer" }
-        #expect(answer?["reply_to_state"] == "here" && answer?["reply_to_text"] == "line \(count - 1)", "\(String(describing: answer))")
-        let lines = b.events.value.filter { $0["type"] == "message" && $0["author"] == a.id && $0["text"] != "an answer" }
+        #expect(await b.wait(timeout: 60) { $0["type"] == "message" && $0["text"] == "line \(count + 20)" } != nil, "\(b.recent(3))")
+        let lines = b.events.value.filter { $0["type"] == "message" && $0["author"] == a.id }
         #expect(lines.count == count + 20, "\(lines.count) lines")
-        // The reply took number count + 1.
-        #expect(lines.compactMap { $0["n"] } == ((1...count).map(String.init) + (count + 2...count + 21).map(String.init)))
-        #expect(answer?["n"] == String(count + 1))
+        #expect(lines.compactMap { $0["n"] } == (1...count + 20).map(String.init))
         #expect(lines.compactMap { $0["text"] } == (1...count + 20).map { "line \($0)" })
         let stats = await b.stats()
-        #expect((Int(stats?["shown_ahead"] ?? "") ?? 0) > 0, "\(stats ?? [:])")
         #expect(stats?["shown_again"] == nil || stats?["shown_again"] == "0", "\(stats ?? [:])")
         await a.quit(); await b.quit()
+    }
+
+    @Test("a small batch after a link comes back (a message and a reply to it, bob away meanwhile): the reply quotes it, each shown once and numbered")
+    func replyBesideWhatItAnswers() async throws {
+        let (dirs, a, b) = try await aliceAndBob()
+        a.send("before")
+        #expect(await b.wait { $0["type"] == "message" && $0["text"] == "before" } != nil)
+        await b.quit()
+        a.send("the question")
+        #expect(await a.wait { $0["type"] == "message" && $0["text"] == "the question" } != nil)
+        a.send("/reply 2 the answer")
+        #expect(await a.wait { $0["type"] == "message" && $0["text"] == "the answer" } != nil)
+        // Bob back: the two come in one small batch, shown before their store; the reply after what it answers.
+        let back = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
+        #expect(await started(back))
+        let answer = await back.wait { $0["type"] == "message" && $0["text"] == "the answer" }
+        #expect(answer?["reply_to_state"] == "here" && answer?["reply_to_text"] == "the question" && answer?["n"] == "3", "\(back.recent(4))")
+        let question = back.events.value.filter { $0["type"] == "message" && $0["text"] == "the question" }
+        #expect(question.count == 1 && question.first?["n"] == "2", "\(question)")
+        let stats = await back.stats()
+        #expect((Int(stats?["shown_ahead"] ?? "") ?? 0) >= 1, "\(stats ?? [:]) \(back.recent(12))")
+        await a.quit(); await back.quit()
     }
 }
