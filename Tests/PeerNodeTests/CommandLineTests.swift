@@ -70,6 +70,12 @@ struct ChatInputTests {
     func parse() {
         #expect(ChatInput.parse("hello") == .message("hello"))
         #expect(ChatInput.parse("  ") == .empty)
+        // Blank is what Foundation calls white space (tabs, no-break and ideographic spaces…), as its trimming had it.
+        #expect(ChatInput.parse("\t \u{A0}\u{3000}\r") == .empty)
+        #expect(ChatInput.parse("") == .empty)
+        for line in [" \u{200B} ", "\u{2028}", "\u{85}", " . ", "\u{FEFF}", "\u{1680}"] {
+            #expect((ChatInput.parse(line) == .empty) == line.trimmingCharacters(in: .whitespaces).isEmpty, "\(line.unicodeScalars.map(\.value))")
+        }
         #expect(ChatInput.parse("//etc/passwd is a path") == .message("/etc/passwd is a path"))
         #expect(ChatInput.parse("/me waves") == .action("waves"))
         #expect(ChatInput.parse("/me") == .error("/me needs some text: /me waves"))
