@@ -24,59 +24,74 @@ enum JSONEvents {
 
     /// The same, for fields known only at run time.
     static func line(pairs fields: [(String, Value)]) -> String {
-        // Written into one string: a catch-up prints a line per message.
-        var out = "{"
-        out.reserveCapacity(64 * fields.count)
-        var first = true
-        for (key, value) in fields {
-            if !first { out += "," }
-            first = false
+        // Written as bytes into one buffer, then made a string once: a catch-up
+        // prints a line per message, and appending to a String was a sixth of
+        // its loop's time (perf, 2026-12-05).
+        var out: [UInt8] = []
+        out.reserveCapacity(48 * fields.count)
+        out.append(UInt8(ascii: "{"))
+        for (i, (key, value)) in fields.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
             appendQuoted(key, to: &out)
-            out += ":"
+            out.append(UInt8(ascii: ":"))
             switch value {
             case let .string(s): appendQuoted(s, to: &out)
             case let .text(t): appendQuoted(t.unsanitized, to: &out)
-            case let .number(n): out += String(n)
+            case let .number(n): appendDecimal(n, to: &out)
             }
         }
-        out += "}"
-        return out
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// RFC 8259 §7: quote, backslash and control characters escaped; so are
     /// C1 controls, line separators and invisible formatting characters
     /// (bidi overrides…), so the output is inert even if printed raw.
     static func quoted(_ s: String) -> String {
-        var out = ""
+        var out: [UInt8] = []
         appendQuoted(s, to: &out)
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
-    /// `quoted(s)`, appended to `out`.
-    static func appendQuoted(_ s: String, to out: inout String) {
-        out += "\""
+    /// `quoted(s)`, appended to `out` as UTF-8.
+    static func appendQuoted(_ s: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
         // Fast path: printable ASCII without quote or backslash needs nothing.
-        if s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }) {
-            out += s
-            out += "\""
-            return
-        }
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x7F || (scalar.value >= 0x80 && TerminalText.isInvisibleOrControl(scalar)) {
-                    out += escaped(scalar.value)
-                } else {
-                    out.unicodeScalars.append(scalar)
+        let plain = { (b: UInt8) in b >= 0x20 && b < 0x7F && b != 0x22 && b != 0x5C }
+        let copied = s.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            guard bytes.allSatisfy(plain) else { return false }
+            out.append(contentsOf: bytes)
+            return true
+        } ?? false
+        if !copied {
+            for scalar in s.unicodeScalars {
+                switch scalar {
+                case "\"": out += Array(#"\""#.utf8)
+                case "\\": out += Array(#"\\"#.utf8)
+                case "\n": out += Array(#"\n"#.utf8)
+                case "\r": out += Array(#"\r"#.utf8)
+                case "\t": out += Array(#"\t"#.utf8)
+                default:
+                    if scalar.value < 0x20 || scalar.value == 0x7F || (scalar.value >= 0x80 && TerminalText.isInvisibleOrControl(scalar)) {
+                        out += Array(escaped(scalar.value).utf8)
+                    } else {
+                        UTF8.encode(scalar) { out.append($0) }
+                    }
                 }
             }
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// `n` in decimal, appended without a string in between.
+    static func appendDecimal(_ n: UInt64, to out: inout [UInt8]) {
+        var digits: (UInt64, Int) = (n, 0)
+        var buffer = [UInt8](repeating: 0, count: 20)
+        repeat {
+            buffer[19 - digits.1] = UInt8(ascii: "0") + UInt8(digits.0 % 10)
+            digits = (digits.0 / 10, digits.1 + 1)
+        } while digits.0 > 0
+        out.append(contentsOf: buffer[(20 - digits.1)...])
     }
 
     /// `\uXXXX`, as a surrogate pair above U+FFFF (RFC 8259 §7).

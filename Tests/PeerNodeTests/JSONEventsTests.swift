@@ -20,6 +20,11 @@ struct JSONEventsTests {
             #expect(!"\(PeerText(input))".unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || TerminalText.isInvisibleOrControl($0) })
         }
         #expect(JSONEvents.line(["a": .string("\"\\")]) == #"{"a":"\"\\"}"#)
+        // Numbers at their bounds; short and long, plain and escaped strings in one line.
+        #expect(JSONEvents.line(["n": .number(0), "m": .number(UInt64.max), "k": .number(10)]) == #"{"n":0,"m":18446744073709551615,"k":10}"#)
+        let long = String(repeating: "word ", count: 40)
+        #expect(JSONEvents.line(["s": .string("é"), "l": .string(long), "t": .string("a\tb")]) == "{\"s\":\"é\",\"l\":\"\(long)\",\"t\":\"a\\tb\"}")
+        #expect(JSONEvents.quoted("x\ny") == #""x\ny""#)
         // A format character above U+FFFF (a tag character) becomes a surrogate pair.
         let tag = JSONEvents.line(["t": .string("\u{E0041}")])
         #expect(tag == #"{"t":"\udb40\udc41"}"#)
