@@ -380,7 +380,7 @@ extension NetworkNode {
     @discardableResult
     func postDirect(_ text: String, to peer: PublicKey, kind: Kind = .text) throws -> Envelope {
         // `node.postingGate` refuses it while our history may be elsewhere.
-        let e = try node.postDirect(text, to: peer, kind: kind)
+        let e = try node.postDirect(text, to: peer, kind: kind, sendsFirst: true)
         // The prompt's mark follows it in a `/query`, as a post's in a room.
         receipts.posted(e.sequence, in: e.room)
         sendOwn(e)

@@ -69,6 +69,20 @@ struct OwnIntentTests {
         await a.quit()
     }
 
+    @Test("a direct message goes the same way: written aside before it is sent, then stored (the file holds it, and so does the database)")
+    func directMessageWrittenAside() async throws {
+        let (dirs, a, b) = try await aliceAndBob()
+        a.send("/msg \(b.id) just between us")
+        let got = await b.wait { $0["type"] == "message" && $0["kind"] == "dm" && $0["text"] == "just between us" }
+        #expect(got != nil, "\(b.recent(4))")
+        await a.quit(); await b.quit()
+        let directory = try DataDirectory(path: dirs[0].path)
+        let aside = OwnIntent(directory: directory).read()
+        #expect(aside?.id.hex == got?["id"] && aside?.author.hex == a.id, "\(String(describing: aside))")
+        let store = try Store(directory: directory)
+        #expect(try store.head(of: try #require(aside).author)?.sequence == aside?.sequence)
+    }
+
     @Test("a post goes before its row only with OwnIntent.minimumFreeBytes free on the data directory's filesystem: at the limit yes, one byte less no")
     func freeSpaceLimit() {
         #expect(OwnIntent.roomToSendFirst(available: OwnIntent.minimumFreeBytes))

@@ -19,6 +19,9 @@ protocol OwnPosting: AnyObject {
     /// Signs and stores our next envelope (`Node.appendOwn`).
     func appendOwn(room: RoomID, kind: Kind, content: [UInt8], key: SymmetricKey, erases: [UInt64],
                    requires: Envelope?, alsoRequires: Dependency?) throws -> Envelope
+    /// The same; `sendsFirst`: its row may follow the send (`OwnIntent`).
+    func appendOwn(room: RoomID, kind: Kind, content: [UInt8], key: SymmetricKey, erases: [UInt64],
+                   requires: Envelope?, alsoRequires: Dependency?, sendsFirst: Bool) throws -> Envelope
 }
 
 extension OwnPosting {

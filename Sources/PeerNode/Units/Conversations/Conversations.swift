@@ -86,11 +86,13 @@ final class Conversations {
         return c
     }
 
-    /// Signs and stores `content` of `kind` in the conversation with `peer`.
+    /// Signs and stores `content` of `kind` in the conversation with `peer`;
+    /// `sendsFirst`: its row may follow the send (`OwnIntent`).
     @discardableResult
-    func post(_ content: [UInt8], kind: Kind, to peer: PublicKey) throws -> Envelope {
+    func post(_ content: [UInt8], kind: Kind, to peer: PublicKey, sendsFirst: Bool = false) throws -> Envelope {
         guard let c = conversation(with: peer) else { throw NodeError.notSealable(peer) }
-        return try author.appendOwn(room: c.room, kind: kind, content: content, key: c.key.conversationKey, erases: [], requires: nil, alsoRequires: sendingEpochDependency)
+        return try author.appendOwn(room: c.room, kind: kind, content: content, key: c.key.conversationKey, erases: [], requires: nil,
+                                    alsoRequires: sendingEpochDependency, sendsFirst: sendsFirst)
     }
 
     /// The other party of a conversation room mapped so far.
