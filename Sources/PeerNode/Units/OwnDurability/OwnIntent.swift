@@ -16,8 +16,8 @@ import Store
 ///
 /// The file: the four bytes `PNOI`, the envelope's length (4 bytes, big
 /// endian, at most `Envelope.maximumSize`), the envelope as on the wire.
-/// Each post writes over the last; what does not read whole and verify is
-/// no intent.
+/// Each post writes over the last, and the bytes are zeroed once its row
+/// is committed; what does not read whole and verify is no intent.
 final class OwnIntent {
     static let fileName = "own-intent"
     static let magic: [UInt8] = Array("PNOI".utf8)
@@ -32,6 +32,8 @@ final class OwnIntent {
 
     let path: String
     private var fd: Int32 = -1
+    /// Bytes the last `write` put in the file (zeroed once its row is committed).
+    private var written = 0
     /// Our envelope sent and not yet committed: committed before anything
     /// else of ours is signed (`commitPending`), so no sequence is used twice.
     private(set) var pending: Envelope?
@@ -51,8 +53,18 @@ final class OwnIntent {
         guard fstatvfs(fd, &fs) == 0, Self.roomToSendFirst(available: UInt64(fs.f_bavail) &* UInt64(fs.f_frsize)) else { return false }
         let count = UInt32(e.encoded.count)
         let bytes = Self.magic + [UInt8(count >> 24), UInt8((count >> 16) & 0xff), UInt8((count >> 8) & 0xff), UInt8(count & 0xff)] + e.encoded
-        let written = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
-        return written == bytes.count
+        let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        written = max(written, n)
+        return n == bytes.count
+    }
+
+    /// Overwrites the file's bytes with zeros, keeping its blocks: once the
+    /// row is committed the copy aside has no use, and a message deleted
+    /// later must not stay readable here (an erasure erases its bytes).
+    private func clear() {
+        guard fd >= 0, written > 0 else { return }
+        let zeros = [UInt8](repeating: 0, count: written)
+        if zeros.withUnsafeBytes({ pwrite(fd, $0.baseAddress, $0.count, 0) }) == zeros.count { written = 0 }
     }
 
     /// Writes `e` and holds it as pending: true where the send may go
@@ -73,7 +85,9 @@ final class OwnIntent {
         let started = monotonicNow()
         _ = try store.insertOwn(e, at: Node.now(), durable: false)
         pending = nil
-        return monotonicNow() - started
+        let took = monotonicNow() - started
+        clear()
+        return took
     }
 
     /// At start, before anything of ours is signed: the intent a process
@@ -81,10 +95,17 @@ final class OwnIntent {
     /// (durably). Anything else in the file (older, or already stored) is
     /// left alone. Returns the envelope recovered.
     func recover(into store: Store, me: PublicKey) throws -> Envelope? {
-        guard let e = read(), e.author == me else { return nil }
+        guard let e = read() else { return nil }
+        // Zeroed once it is stored, or found to be nothing to store; kept where the store failed.
+        if fd < 0 { fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW) }
+        written = Self.magic.count + 4 + e.encoded.count
         let head = try store.head(of: me)
-        guard e.sequence == (head?.sequence ?? 0) + 1, e.previous == head?.id ?? .zero else { return nil }
+        guard e.author == me, e.sequence == (head?.sequence ?? 0) + 1, e.previous == head?.id ?? .zero else {
+            clear()
+            return nil
+        }
         _ = try store.insertOwn(e, at: Node.now(), durable: true)
+        clear()
         return e
     }
 
