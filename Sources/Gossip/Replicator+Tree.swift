@@ -151,4 +151,54 @@ extension Replicator {
         }
         return actions
     }
+
+    /// `batch` pushed on every link but `except`: in full to links eager for
+    /// its authors, as ids at the next tick to lazy ones (tree push); none
+    /// is sent what it is known to hold, nor what it is too old to read.
+    mutating func push(_ batch: [CarriedEnvelope], except: LinkID?) -> [Action] {
+        guard !batch.isEmpty else { return [] }
+        var actions: [Action] = []
+        let newestVersion = batch.map(\.envelope.version).max() ?? 0
+        // Each author's lowest and highest sequence in the batch: whether a link lacks all of
+        // it, and what it knows after, are asked per author, not per envelope (a relay's burst
+        // pushes hundreds of one author's envelopes to each of 50 links).
+        var span: [PublicKey: (low: UInt64, high: UInt64)] = [:]
+        for c in batch {
+            let s = c.envelope.sequence
+            span[c.envelope.author] = span[c.envelope.author].map { (min($0.low, s), max($0.high, s)) } ?? (s, s)
+        }
+        let travels = batch.allSatisfy { $0.hops < CarriedEnvelope.maximumHops }
+        for id in links.keys.sorted() where id != except {
+            // Taken out while changed (a copy would copy its clock, per link and push), put back at the end.
+            guard var l = links.removeValue(forKey: id) else { continue }
+            defer { links[id] = l }
+            // Too new for the peer: not sent, and not counted as known to it.
+            let readable = newestVersion <= l.envelopeVersion ? batch : batch.filter { $0.envelope.version <= l.envelopeVersion }
+            if readable.count < batch.count { actions.append(.heldBack(id, batch.count - readable.count)) }
+            // The whole batch when the peer lacks all of it (the usual case): the
+            // same array for every such link, which the link layer encodes once.
+            let whole = travels && readable.count == batch.count && span.allSatisfy { $0.value.low > l.known[$0.key] }
+            let lacking = whole ? readable : readable.filter { $0.envelope.sequence > l.known[$0.envelope.author] && $0.hops < CarriedEnvelope.maximumHops }
+            guard !lacking.isEmpty else { continue }
+            // Lazy authors' ids go at the next tick (the peer does not hold them yet); the rest in full.
+            var full = lacking
+            if l.tree && !l.lazy.isEmpty {
+                full = []
+                for c in lacking {
+                    if l.lazy.contains(c.envelope.author) {
+                        l.lazyQueue[c.envelope.author] = max(l.lazyQueue[c.envelope.author] ?? 0, c.envelope.sequence)
+                    } else {
+                        full.append(c)
+                    }
+                }
+            }
+            if whole && full.count == batch.count {
+                for (author, s) in span { l.known[author] = max(l.known[author], s.high) }
+            } else {
+                for c in full { l.known[c.envelope.author] = max(l.known[c.envelope.author], c.envelope.sequence) }
+            }
+            if !full.isEmpty { actions.append(.send(id, .envelopes(full))) }
+        }
+        return actions
+    }
 }

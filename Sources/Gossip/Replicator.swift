@@ -406,40 +406,6 @@ public struct Replicator {
 
     // MARK: helpers
 
-    private mutating func push(_ batch: [CarriedEnvelope], except: LinkID?) -> [Action] {
-        guard !batch.isEmpty else { return [] }
-        var actions: [Action] = []
-        let newestVersion = batch.map(\.envelope.version).max() ?? 0
-        for id in links.keys.sorted() where id != except {
-            // Taken out while changed (a copy would copy its clock, per link and push), put back at the end.
-            guard var l = links.removeValue(forKey: id) else { continue }
-            defer { links[id] = l }
-            // Too new for the peer: not sent, and not counted as known to it.
-            let readable = newestVersion <= l.envelopeVersion ? batch : batch.filter { $0.envelope.version <= l.envelopeVersion }
-            if readable.count < batch.count { actions.append(.heldBack(id, batch.count - readable.count)) }
-            // The whole batch when the peer lacks all of it (the usual case): the
-            // same array for every such link, which the link layer encodes once.
-            let lacking = readable.allSatisfy { $0.envelope.sequence > l.known[$0.envelope.author] && $0.hops < CarriedEnvelope.maximumHops }
-                ? readable : readable.filter { $0.envelope.sequence > l.known[$0.envelope.author] && $0.hops < CarriedEnvelope.maximumHops }
-            guard !lacking.isEmpty else { continue }
-            // Lazy authors' ids go at the next tick (the peer does not hold them yet); the rest in full.
-            var full = lacking
-            if l.tree && !l.lazy.isEmpty {
-                full = []
-                for c in lacking {
-                    if l.lazy.contains(c.envelope.author) {
-                        l.lazyQueue[c.envelope.author] = max(l.lazyQueue[c.envelope.author] ?? 0, c.envelope.sequence)
-                    } else {
-                        full.append(c)
-                    }
-                }
-            }
-            for c in full { l.known[c.envelope.author] = max(l.known[c.envelope.author], c.envelope.sequence) }
-            if !full.isEmpty { actions.append(.send(id, .envelopes(full))) }
-        }
-        return actions
-    }
-
     private func remember(_ link: LinkID) -> Action {
         let l = links[link]
         return .remember(link, PeerClocks(sent: l?.lastSent ?? clock, declared: l?.declared))

@@ -56,6 +56,25 @@ struct TreePushTests {
         #expect(r.isEager(3, for: a.key.publicKey) == true)
     }
 
+    @Test("a batch of many envelopes of two authors: a link that lacks all of it gets it whole; one that holds part of an author's run gets only what it lacks; what each is known to hold after is each author's highest it was sent, so a second push of the same sends nothing")
+    func batchPushedPerAuthor() throws {
+        var r = try Self.replicator()
+        let a = try Author(), b = try Author()
+        var chainA: [Envelope] = [], chainB: [Envelope] = []
+        for n in 1...40 { chainA.append(try a.envelope(UInt64(n), previous: chainA.last?.id ?? .zero)) }
+        for n in 1...3 { chainB.append(try b.envelope(UInt64(n), previous: chainB.last?.id ?? .zero)) }
+        // Link 2 already holds a's first ten (it says so in its clock).
+        _ = r.clockReceived(2, entries: [Dependency(author: a.key.publicKey, sequence: 10)], full: true, now: 1)
+        let batch = (chainA + chainB).map(Self.carried)
+        let sent = Self.sends(r.verifiedAhead(batch))
+        let to1 = sent.first { $0.0 == 1 }?.1, to2 = sent.first { $0.0 == 2 }?.1
+        #expect(to1 == .envelopes(batch.map { CarriedEnvelope(hops: 1, envelope: $0.envelope) }))
+        #expect(to2 == .envelopes(Array(batch.dropFirst(10)).map { CarriedEnvelope(hops: 1, envelope: $0.envelope) }))
+        #expect(r.knownClock(of: 1)?[a.key.publicKey] == 40 && r.knownClock(of: 1)?[b.key.publicKey] == 3)
+        #expect(r.knownClock(of: 2)?[a.key.publicKey] == 40 && r.knownClock(of: 2)?[b.key.publicKey] == 3)
+        #expect(Self.sends(r.verifiedAhead(batch)).isEmpty)
+    }
+
     @Test("envelopes held past a gap are not pushed on (a link would count them known and never get the gap); once the gap fills, it goes in full and the rest as ids to tree links, which ask for it; a request is served then")
     func gapFilled() throws {
         var r = try Self.replicator()
