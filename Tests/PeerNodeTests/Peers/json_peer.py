@@ -1,5 +1,6 @@
 """A peernode driven through pipes in --json, for the terminal scripts:
 lines in, events out, each wait with a deadline."""
+import collections
 import json
 import os
 import select
@@ -13,6 +14,8 @@ class JsonPeer:
         self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.fail = fail
         self.lines, self.buffer = [], b""
+        # The last events read, whatever they were: said when a wait fails.
+        self.recent = collections.deque(maxlen=12)
 
     def wait(self, match, what, timeout=15):
         """The next event that matches. Output is read with os.read into our
@@ -23,11 +26,12 @@ class JsonPeer:
         while True:
             while self.lines:
                 event = json.loads(self.lines.pop(0))
+                self.recent.append(event)
                 if match(event):
                     return event
             left = deadline - time.monotonic()
             if left <= 0:
-                self.fail(f"the --json peer never got {what}")
+                self.fail(f"the --json peer never got {what}; its last events: {list(self.recent)}")
             r, _, _ = select.select([out], [], [], left)
             if r:
                 self.buffer += os.read(out, 65536)
