@@ -75,7 +75,11 @@ final class Presence {
     func ours(now: Double, wall: UInt64, force: Bool = false) -> PresenceBeacon? {
         guard force || now - lastSent >= Self.beaconInterval else { return nil }
         lastSent = now
-        let beacon = PresenceBeacon.sign(by: identity, time: wall, state: state, lifetime: state == .gone ? Self.goneLifetime : Self.lifetime,
+        // Each later than the last, even within one millisecond: a `/back` and a `/quit` typed in the
+        // same one made the second look like the first again to every board (`PresenceBoard.examine`
+        // takes only a later time), so the quit was never seen.
+        let time = max(wall, (last?.time ?? 0) &+ 1)
+        let beacon = PresenceBeacon.sign(by: identity, time: time, state: state, lifetime: state == .gone ? Self.goneLifetime : Self.lifetime,
                                          nick: nick ?? "", reason: reason)
         last = beacon
         return beacon
