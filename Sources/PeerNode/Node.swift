@@ -133,8 +133,18 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
 
     /// A private room we are in wins over the public room of the same name.
     func roomID(_ name: RoomName) -> RoomID {
-        privateRooms.id(named: name) ?? RoomID.publicRoom(name, network: network)
+        if let id = privateRooms.id(named: name) { return id }
+        if let id = publicRoomIDs[name.value] { return id }
+        // Derived once a name: the open room's id is asked for each message shown (a hash each time).
+        if publicRoomIDs.count >= Self.maximumCachedRoomIDs { publicRoomIDs.removeAll(keepingCapacity: true) }
+        let id = RoomID.publicRoom(name, network: network)
+        publicRoomIDs[name.value] = id
+        return id
     }
+
+    /// Public room names whose ids are kept derived (past it, all are forgotten and derived again).
+    static let maximumCachedRoomIDs = 256
+    private var publicRoomIDs: [String: RoomID] = [:]
 
     /// The key of a room we know: a private room's own, or the public one derived from its name.
     func roomKey(_ id: RoomID) -> SymmetricKey? {
