@@ -319,8 +319,10 @@ extension NetworkNode {
     /// the sockets were written); at the latest at the end of the turn.
     /// One sent before its row and not committed yet is committed first.
     func syncOwn() {
-        // (Its failure was said when the post went; it is tried again at each turn and post.)
-        if node.ownIntent.pending != nil { _ = try? node.ownIntent.commitPending(to: node.store) }
+        // Tried again at each turn and post; still failing, it is counted and said (`StoreFailures`).
+        if node.ownIntent.pending != nil {
+            do { try node.ownIntent.commitPending(to: node.store) } catch { node.storeFailures.failed("writing your message to the disk", error) }
+        }
         do {
             try node.store.syncOwn()
             ownSyncFailing = false
@@ -368,9 +370,9 @@ extension NetworkNode {
         let posting = monotonicNow()
         let e = try node.post(text, kind: kind, in: room ?? session.room, sendsFirst: true)
         core.stages.record(.post, monotonicNow() - posting)
-        core.stages.record(.sign, node.lastPostTimes.sign)
+        core.stages.record(.sign, node.ownChain.lastTimes.sign)
         // Where its row follows the send, `sendOwn` times it.
-        if node.ownIntent.pending == nil { core.stages.record(.row, node.lastPostTimes.row) }
+        if node.ownIntent.pending == nil { core.stages.record(.row, node.ownChain.lastTimes.row) }
         receipts.posted(e.sequence, in: e.room)
         sendOwn(e)
         return e

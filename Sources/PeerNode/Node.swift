@@ -37,6 +37,8 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
     let ownDurability: OwnDurability
     /// Our post sent before its row, written aside (`OwnIntent`).
     let ownIntent: OwnIntent
+    /// Our own chain: what signs each envelope of ours.
+    let ownChain: OwnChain
     /// Edits and deletes, and which message a command names (`Units/MessageLife`).
     private(set) lazy var messageLife = MessageLife(repository: .init(store: store), envelopes: self, author: self, failures: storeFailures)
     /// Reactions and replies (`Units/Reactions`).
@@ -80,6 +82,7 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
         store = try Store(directory: directory)
         ownDurability = try OwnDurability(repository: .init(store: store), me: identity.publicKey, identityIsNew: identityIsNew, failures: storeFailures)
         ownIntent = OwnIntent(directory: directory)
+        ownChain = OwnChain(identity: identity, store: store, durability: ownDurability, intent: ownIntent)
         try store.checkpointInBackground()
         for (id, name) in try store.namedRooms() {
             // A stored name that breaks the rules is the database's fault: said, and the room left unnamed.
@@ -196,9 +199,57 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
         }
     }
 
-    /// Seconds the last envelope of ours took to sign (its dependencies
-    /// found, signed) and to commit: `StageTimes` `sign` and `row` (set by `appendOwn`).
-    var lastPostTimes = (sign: 0.0, row: 0.0)
+    // MARK: posting (our chain itself: `OwnChain`)
+
+    /// Signs and stores a new envelope of ours (fsynced before return, or
+    /// after the send where `OwnDurability.sendsBeforeSync`).
+    @discardableResult
+    func post(_ text: String, kind: Kind, in room: RoomName, sendsFirst: Bool = false) throws -> Envelope {
+        let envelope = try post(content: Array(text.utf8), kind: kind, in: room, sendsFirst: sendsFirst)
+        if kind == .nick { setNick(PeerText(text), of: me) }
+        return envelope
+    }
+
+    /// Signs and stores `content` of `kind` in a room we may write to;
+    /// `sendsFirst`: its row may follow the send (`OwnIntent`).
+    func post(content: [UInt8], kind: Kind, in room: RoomName, sendsFirst: Bool = false) throws -> Envelope {
+        let id = try join(room)
+        if let state = privateRooms.memberships[id], state.head != nil, state.roles[account] == nil { throw NodeError.notAMember }
+        guard privateRooms.mayPost(in: id) else { throw NodeError.waitingForNewKey(room) }
+        guard let key = roomKey(id) else { throw NodeError.noRoomKey(room) }
+        return try appendOwn(room: id, kind: kind, content: content, key: key, erases: [], requires: nil, alsoRequires: nil, sendsFirst: sendsFirst)
+    }
+
+    /// Signs and stores a receipt in a room (sealed with its key) or
+    /// a direct conversation (with the other party's conversation key).
+    @discardableResult
+    func postReceipt(_ receipt: Receipt, in room: RoomID) throws -> Envelope {
+        if let key = roomKey(room) { return try appendOwn(room: room, kind: .receipt, content: receipt.encoded, key: key) }
+        guard let peer = conversations.peer(in: room) else { throw NodeError.receiptRoomNotWritable }
+        return try conversations.post(receipt.encoded, kind: .receipt, to: peer)
+    }
+
+    /// Signs and stores a direct message to `peer` (a text, or an action: `/me`).
+    @discardableResult
+    func postDirect(_ text: String, to peer: PublicKey, kind: Kind = .text, sendsFirst: Bool = false) throws -> Envelope {
+        try conversations.post(Array(text.utf8), kind: kind, to: peer, sendsFirst: sendsFirst)
+    }
+
+    /// Our next envelope (`OwnChain`): `erases` names earlier ones of ours to erase;
+    /// `requires` a message it refers to (a reaction's, a reply's), named among
+    /// its dependencies so that every node delivers that message first.
+    func appendOwn(room: RoomID, kind: Kind, content: [UInt8], key: SymmetricKey, erases: [UInt64] = [],
+                   requires: Envelope? = nil, alsoRequires: Dependency? = nil) throws -> Envelope {
+        try appendOwn(room: room, kind: kind, content: content, key: key, erases: erases, requires: requires, alsoRequires: alsoRequires, sendsFirst: false)
+    }
+
+    /// `appendOwn`; `sendsFirst`: its row may follow the send (`OwnChain`).
+    func appendOwn(room: RoomID, kind: Kind, content: [UInt8], key: SymmetricKey, erases: [UInt64],
+                   requires: Envelope?, alsoRequires: Dependency?, sendsFirst: Bool) throws -> Envelope {
+        try ownChain.append(room: room, kind: kind, content: content, key: key, erases: erases, requires: requires,
+                            alsoRequires: alsoRequires, sendsFirst: sendsFirst, gate: postingGate)
+    }
+
 
     /// Nick messages refused by `setNick` (counted as `bad_nick`).
     private(set) var refusedNicks = 0

@@ -85,10 +85,7 @@ extension Store {
             guard let causal = try causalTime(of: e, after: st, state: { scratch[$0] }) else { break }
             var number: Int?
             if Self.isNumbered(kindColumn(e)) {
-                let last = try numbers[e.room] ?? roomRows[e.room].map { row in
-                    try lastNumbers[row] ?? Int(db.statement("SELECT coalesce(max(number), 0) FROM envelopes WHERE room = ?1")
-                        .bind(1, row).single { $0.int64(0) } ?? 0)
-                } ?? 0
+                let last = try numbers[e.room] ?? roomRows[e.room].map(lastNumber(room:)) ?? 0
                 number = last + 1
                 numbers[e.room] = last + 1
             }

@@ -21,10 +21,15 @@ extension Store {
 
     /// Takes the next number of the room whose row is `room`.
     func nextNumber(room: Int64) throws -> Int {
-        let last = try lastNumbers[room] ?? Int(db.statement("SELECT coalesce(max(number), 0) FROM envelopes WHERE room = ?1")
-            .bind(1, room).single { $0.int64(0) } ?? 0)
+        let last = try lastNumber(room: room)
         lastNumbers[room] = last + 1
         return last + 1
+    }
+
+    /// The highest number given in the room whose row is `room` (0: none yet).
+    func lastNumber(room: Int64) throws -> Int {
+        try lastNumbers[room] ?? Int(db.statement("SELECT coalesce(max(number), 0) FROM envelopes WHERE room = ?1")
+            .bind(1, room).single { $0.int64(0) } ?? 0)
     }
 
     /// Writes the delivery of `author`'s (a row) envelope `sequence` as
