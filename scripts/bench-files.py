@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from benchnodes import JSONNode, cpu_seconds, pump, ready, start_relay
+from benchnodes import JSONNode, cpu_seconds, pump, ready, start_relay, thread_cpu_seconds
 
 
 PEERNODE = sys.argv[1]
@@ -125,6 +125,7 @@ def main():
     print(ceiling.rstrip().rsplit("\n", 1)[0])
     model = ceiling.split("ceiling-receiver-ms ")[1].split()
     receiver_ms, sender_ms = float(model[0]), float(model[2])
+    pass_less = {"chunks outside the link's AEAD": float(model[4]), "no plaintext hash": float(model[6]), "both": float(model[8])}
     floor = disk_floor(path)
     print(f"cat to /dev/null (the disk floor): {mb(floor):8.0f} MB/s")
     http = http_fetch(path)
@@ -139,9 +140,15 @@ def main():
     n = offer(b)["n"]
     pump([a, b], lambda: any(e.get("type") == "file" for e in a.events), 600)
     print(f"/send (read, seal, tree):          {mb(time.monotonic() - started):8.0f} MB/s at the sender")
+    # Each measured transfer starts with nothing dirty in the page cache: the kernel's writeback of an
+    # earlier phase's files would otherwise take a core in the middle of this one (four sources measured
+    # 0.50× one source in a run that had 1.5 GB to write back, 0.95–1.05× after a sync).
+    os.sync()
     cpu_a, cpu_b = cpu_seconds(a.proc.pid), cpu_seconds(b.proc.pid)
+    threads_before = thread_cpu_seconds(b.proc.pid)
     one = get([a, b], b, n)
     used_a, used_b = cpu_seconds(a.proc.pid) - cpu_a, cpu_seconds(b.proc.pid) - cpu_b
+    threads = {t: (name, s - threads_before.get(t, ("", 0))[1]) for t, (name, s) in thread_cpu_seconds(b.proc.pid).items()}
     print(f"one source to one receiver:        {mb(one):8.0f} MB/s   (to /get's file_done: fetched, checked, opened and written)")
     cpu_send, cpu_receive = used_a / (SIZE / 1e6) * 1000, used_b / (SIZE / 1e6) * 1000
     print(f"  CPU per MB: sender {cpu_send:.2f} ms (its ceiling's primitives {sender_ms:.2f} ms), receiver {cpu_receive:.2f} ms (primitives {receiver_ms:.2f} ms)")
@@ -149,6 +156,17 @@ def main():
     if http:
         print(f"  ratio to curl from nginx: {http / one:.4f}×   (aim ≥ 0.5×: nginx sends with sendfile and no per-byte work; the receiver's primitives alone allow {(1000 / receiver_ms) / mb(http):.4f}× on one core, both processes' primitives {(2000 / (receiver_ms + sender_ms)) / mb(http):.4f}× on both cores)")
     print(f"  cores busy: {(used_a + used_b) / one:.2f} of 2; the two processes spend {cpu_send + cpu_receive - receiver_ms - sender_ms:.2f} ms/MB beside their primitives")
+    # Where the receiver's CPU went, by thread: its loop (link open, framing) and the files worker (leaf hash, writes, open, plain hash).
+    loop_id = max((t for t, (name, _) in threads.items() if name == "peernode"), key=lambda t: threads[t][1], default=None)
+    loop = threads[loop_id][1] if loop_id else 0
+    others = sorted((s for t, (_, s) in threads.items() if t != loop_id), reverse=True)
+    worker = others[0] if others else 0
+    per = lambda s: s / (SIZE / 1e6) * 1000
+    print(f"  by thread: the receiver's loop {per(loop):.2f} ms/MB ({loop / one:.2f} of a core), its busiest other thread (the files worker) {per(worker):.2f} ms/MB ({worker / one:.2f} of a core), the rest {per(sum(others) - worker):.2f}; the sender {cpu_send:.2f} ms/MB ({used_a / one:.2f} of a core)")
+    print(f"  what both cores allow at the two processes' CPU per MB: {2000 / (cpu_send + cpu_receive):.0f} MB/s; at their primitives alone {2000 / (receiver_ms + sender_ms):.0f} MB/s")
+    if http:
+        print("  a pass less (a protocol decision, docs/SCALE.md \"Files\"), the two processes' primitives on both cores: "
+              + ", ".join(f"{what} {2000 / ms:.0f} MB/s = {(2000 / ms) / mb(http):.2f}× curl" for what, ms in pass_less.items()))
     print(f"  ratio to the disk floor:  {floor / one:.4f}×   (aim ≥ 150 MB/s)")
 
     # Three more holders, then a receiver linked to all four.
@@ -158,6 +176,7 @@ def main():
         get([a, b] + holders, h, offer(h)["n"])
     r = node("r", a.listen, *[h.listen for h in holders])
     linked(r, 4)
+    os.sync()
     four = get([a, b, r] + holders, r, offer(r)["n"])
     print(f"four sources to one receiver:      {mb(four):8.0f} MB/s   ({one / four:.2f}× one source; aim > 1×)")
 
@@ -170,7 +189,7 @@ def main():
         linked(c)
     s.post("/send " + path)
     numbers = [offer(c)["n"] for c in receivers]
-    outs = []
+    os.sync()
     started = time.monotonic()
     for c, number in zip(receivers, numbers):
         out = os.path.join(WORK, "relayed-" + c.proc.args[2].split("/")[-1])

@@ -108,6 +108,22 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu_seconds(pid):
+    """(name, CPU seconds: user plus system) of each thread of the process so far, by thread id.
+    The node's event loop is a thread named like the program; Dispatch's workers have other names."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue  # the thread ended between the listing and the read
+        name = text.split("(", 1)[1].rsplit(")", 1)[0]
+        fields = text.rsplit(")", 1)[1].split()
+        out[int(tid)] = (name, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+    return out
+
+
 def start_relay(peernode, data, *extra):
     """A relay on loopback with no discovery, its per-address limit lifted
     (every benchmark peer comes from 127.0.0.1); returns the process, its

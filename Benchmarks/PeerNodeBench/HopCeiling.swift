@@ -242,7 +242,7 @@ private func pipeFloor() throws -> Double {
 }
 
 /// Two ends of a loopback TCP connection, without Nagle's delay.
-private func connectedPair() throws -> (Int32, Int32) {
+func connectedPair() throws -> (Int32, Int32) {
     let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(listener) }
     var address = sockaddr_in()
