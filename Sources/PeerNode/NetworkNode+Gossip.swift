@@ -218,7 +218,7 @@ extension NetworkNode {
             if relay, opened.kind == .device { _ = node.acceptDeviceClaim(e, opened) }
             guard let row = node.devices.takeRevocationEarly(e, opened) else { continue }
             kept = true
-            if let event = revokedEvent(row) { events.append(event) }
+            if let event = node.devices.revokedEvent(row, book: node.people) { events.append(event) }
         }
         guard kept, !relay else { return }
         conversationKeysChanged()

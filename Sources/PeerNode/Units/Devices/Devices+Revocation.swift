@@ -165,6 +165,13 @@ extension Devices {
         return shownRevocationLimits[device] != limit
     }
 
+    /// The line for a kept revocation, once per change of the device's limit
+    /// (its two forms, 40 and 72 bytes, are told once).
+    func revokedEvent(_ row: Store.RevocationRow, book people: People) -> NodeEvent? {
+        guard revocationIsNews(row.device) else { return nil }
+        return .deviceRevoked(people[row.device], device: row.device, by: row.by, last: revokedAfter[row.device] ?? row.last)
+    }
+
     /// When this machine's own key is revoked: what it tells the user at
     /// each post, with who revoked it and when ("this machine was revoked
     /// from carol's account at 13:26; nothing it posts is accepted").
