@@ -81,13 +81,20 @@ extension Store {
     }
 
     /// Where an author's chain ends here, when an envelope that continues it
-    /// is certain to be inserted as it is: nothing is held past a gap, and
-    /// the last id is known without a query. (0, zero) for an author with
-    /// nothing here. The node forwards such envelopes before storing them.
+    /// is certain to be inserted as it is: nothing is held past a gap. (0,
+    /// zero) for an author with nothing here. The node forwards such
+    /// envelopes before storing them. The last id is kept in memory; after a
+    /// start it is read once (one indexed row), and a read that fails
+    /// answers nil: the envelope then waits for the store, as past a gap.
     public func chainEnd(of author: PublicKey) -> (sequence: UInt64, id: MessageID)? {
-        guard let st = authors[author] else { return (0, .zero) }
+        guard var st = authors[author] else { return (0, .zero) }
         guard st.highest == st.contiguous else { return nil }
         if st.contiguous == 0 { return (0, .zero) }
+        if st.contiguousID == nil {
+            do { st.contiguousID = try id(of: st, st.contiguous) } catch { return nil }
+            guard st.contiguousID != nil else { return nil }
+            setAuthor(author, st)
+        }
         return st.contiguousID.map { (st.contiguous, $0) }
     }
 

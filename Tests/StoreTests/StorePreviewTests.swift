@@ -85,6 +85,29 @@ struct StorePreviewTests {
         #expect(preview.map(\.number) == [4, 5])
     }
 
+    @Test("where a chain ends is known after a reopen (read once, then from memory), so the first live envelope after a start is forwarded ahead; past a gap, nil")
+    func chainEndAfterReopen() throws {
+        let f = try StoreFixture()
+        let a = try ChainAuthor(), b = try ChainAuthor()
+        do {
+            let store = try #require(f.store)
+            _ = try store.insert([try a.next("one"), try a.next("two")], receivedAt: 1)
+            _ = try b.next("one")
+            _ = try store.insert([try b.next("two")], receivedAt: 1)  // b's first is missing: a gap
+            #expect(store.chainEnd(of: a.publicKey)?.sequence == 2)
+        }
+        try f.reopen()
+        let store = try #require(f.store)
+        let end = try #require(store.chainEnd(of: a.publicKey))
+        #expect(end.sequence == 2 && end.id == a.chain[1].id)
+        #expect(store.chainEnd(of: b.publicKey) == nil)
+        let stranger = try ChainAuthor()
+        #expect(store.chainEnd(of: stranger.publicKey)?.sequence == 0)
+        // Once read, it follows the inserts from memory.
+        _ = try store.insert([try a.next("three")], receivedAt: 1)
+        #expect(store.chainEnd(of: a.publicKey)?.id == a.chain[2].id)
+    }
+
     @Test("seeded batches of five authors in two rooms, arriving out of order, duplicated and interleaved: every preview is what the insert delivered")
     func seededBatches() throws {
         let f = try StoreFixture()
