@@ -82,7 +82,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Crypto", "Seeded"], path: "Tests/TestSupport"),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Reactor", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "CEpoll"]),
-        .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], exclude: ["Peers"]),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CSodium", "Seeded", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "GossipTests", dependencies: ["Gossip", "Crypto", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Gossip", "Crypto", "TestSupport"]),
         .testTarget(name: "TermUITests", dependencies: ["TermUI"]),
