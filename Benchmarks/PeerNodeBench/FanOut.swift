@@ -26,6 +26,10 @@ import WebSocket
 // Each prints "linked" on stderr once its links are up, so the script can
 // start the sender after the receivers.
 
+
+/// The content of each message `fanout-send` signs (`bench-relay.py`'s messages of 256 bytes);
+/// the relay's ceiling model (`hop-ceiling`) sizes its messages by it.
+let fanOutBodyBytes = 256
 /// One link endpoint: WebSocket + Noise, no replication logic.
 final class LeanLink: @unchecked Sendable {
     var session: LinkSession
@@ -168,7 +172,7 @@ func runFanOutSender(target: String, count: Int, rate: Double? = nil) throws {
     loop.execute { link.send(.clock(entries: [], full: true)) }
     var previous = MessageID.zero
     var sequence: UInt64 = 0
-    let body = [UInt8](repeating: 0x61, count: 256)
+    let body = [UInt8](repeating: 0x61, count: fanOutBodyBytes)
     func signed(at timestamp: UInt64) throws -> CarriedEnvelope {
         sequence += 1
         let sealed = try SealedBody.seal(kind: .text, content: body, key: key, author: identity.publicKey, room: general)
