@@ -60,8 +60,10 @@ extension NetworkNode {
     /// link. A large batch, or any batch while one is being verified, goes to
     /// the verifier thread (in order) and is stored when it comes back, with
     /// any others back by then (`storeVerified`). A relay sends every batch
-    /// there: batches gather while its loop forwards, one write per link
-    /// carrying several (docs/DECISIONS.md, "A relay verifies off its loop").
+    /// there: its loop's turn is forwarding to many links, and the verify on
+    /// the other core lets batches gather while it forwards, so one write per
+    /// link carries several (paced at 8,000 messages/s to 50 links, p99
+    /// 42–54 ms where it was 69–570; docs/SCALE.md).
     func verifyAndStore(_ batch: [CarriedEnvelope], from id: LinkID) {
         if storeFull {
             // Refused, not lost: the clock exchange offers them again once there is room.
@@ -86,8 +88,8 @@ extension NetworkNode {
             loop.execute { [self] in
                 core.stages.record(.verify, took)
                 verifiedWaiting.append((id, batch, valid))
-                // The first to wait stores it and whatever comes back before its turn; while gathering, each asks.
-                if verifiedWaiting.count == 1 || gathering { loop.execute { [self] in storeVerified() } }
+                // The first to wait stores it and whatever comes back before its turn.
+                if verifiedWaiting.count == 1 { loop.execute { [self] in storeVerified() } }
             }
         }
     }
@@ -98,25 +100,10 @@ extension NetworkNode {
     /// one answer per link serve them all. At most `maximumVerifiedPerStore`
     /// envelopes at once (whole batches); the rest wait for the next turn.
     func storeVerified() {
-        gathering = !Self.storesNow(waiting: verifiedWaiting.reduce(0) { $0 + $1.envelopes.count },
-                                    stillVerifying: batchesVerifying - verifiedWaiting.count)
-        guard !gathering, !verifiedWaiting.isEmpty else { return }
         let (taken, valid) = Self.nextStore(from: &verifiedWaiting)
         if !verifiedWaiting.isEmpty { loop.execute { [self] in storeVerified() } }
         batchesVerifying -= taken.count
         store(taken, valid: valid)
-    }
-
-    /// Whether what came back from the verifier is stored now: once
-    /// `gatherEnvelopes` wait, or nothing more is being verified. A catch-up's
-    /// batches (a link message each, about a hundred envelopes) otherwise
-    /// went in a transaction each, and each commit wrote again the index
-    /// pages the next one wrote too (an envelope's id index is in random
-    /// order): gathered, catch-up took 80–81 µs of CPU an envelope where it
-    /// took 82–84 (three alternated runs). Nothing waits for a batch that is
-    /// not coming: each one back asks again, and the last one stores.
-    static func storesNow(waiting: Int, stillVerifying: Int) -> Bool {
-        waiting >= gatherEnvelopes || stillVerifying <= 0
     }
 
     /// The first of `waiting`, in order, as whole batches of at most

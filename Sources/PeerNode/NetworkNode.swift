@@ -336,22 +336,22 @@ final class NetworkNode: @unchecked Sendable {
         }
     }
 
-    /// Verification runs off the loop thread, one batch after another (stored
-    /// in the order they came), while the loop reads, stores and shows. A small
-    /// batch with nothing ahead of it (live traffic) is verified on the loop.
+    /// Verification runs off the loop thread, one batch after another (so
+    /// batches are stored in the order they came), while the loop goes on
+    /// reading, storing and showing: the two overlap on a two-core machine.
+    /// A small batch with nothing ahead of it in the verifier (live traffic)
+    /// is verified on the loop thread: two thread hops cost more than it does.
     let verifier = DispatchQueue(label: "peernode.verify")
     let fileWorker = DispatchQueue(label: NetworkNode.fileWorkerLabel)  // files' chunks checked and written (NetworkNode+Gossip)
     var batchesVerifying = 0
     static let inlineVerifyLimit = 8
-    /// Batches back from the verifier, not yet stored: stored together, in one
-    /// transaction (`storeVerified`), up to `maximumVerifiedPerStore` envelopes;
-    /// while fewer than `gatherEnvelopes` wait and more are being verified, they
-    /// wait for those (`gathering`; `storesNow`).
+    /// Batches back from the verifier, not yet stored: those that came back
+    /// while the loop was busy are stored together, in one transaction
+    /// (`storeVerified`), up to `maximumVerifiedPerStore` envelopes.
     var verifiedWaiting: [VerifiedBatch] = []
     /// A batch back from the verifier: the link it came on, its envelopes, and whether each verified.
     typealias VerifiedBatch = (link: LinkID, envelopes: [CarriedEnvelope], valid: [Bool])
-    static let maximumVerifiedPerStore = 1_024, gatherEnvelopes = 512
-    var gathering = false
+    static let maximumVerifiedPerStore = 1_024
     /// Batches that arrived this turn, verified and stored at its end (`storeArrivals`).
     var arrivals: [(LinkID, [CarriedEnvelope])] = []
     lazy var turnEnd = TurnEnd { [unowned self] in storeArrivals() }

@@ -44,19 +44,3 @@ struct VerifiedStoreTests {
         #expect(nothing.batches.isEmpty && nothing.valid.isEmpty)
     }
 }
-
-/// While batches are still being verified, those back wait for them up to
-/// `NetworkNode.gatherEnvelopes`, so a catch-up commits hundreds at once.
-@Suite("Verified batches gathered")
-struct VerifiedGatherTests {
-    @Test("stored at gatherEnvelopes waiting, not one under it while more are verifying; stored whatever waits once nothing is verifying")
-    func atTheGatherLimit() {
-        let limit = NetworkNode.gatherEnvelopes
-        #expect(!NetworkNode.storesNow(waiting: limit - 1, stillVerifying: 1))
-        #expect(NetworkNode.storesNow(waiting: limit, stillVerifying: 1))
-        #expect(NetworkNode.storesNow(waiting: limit + 1, stillVerifying: 3))
-        #expect(NetworkNode.storesNow(waiting: 1, stillVerifying: 0))
-        #expect(NetworkNode.storesNow(waiting: 0, stillVerifying: 0))
-        #expect(limit <= NetworkNode.maximumVerifiedPerStore)
-    }
-}
