@@ -267,7 +267,10 @@ extension NetworkNode {
     }
 
     /// Whether each envelope's signature verifies, in order. Large batches
-    /// are split across the machine's cores.
+    /// are split across the machine's cores in slices of `verifySlice`, each
+    /// taken by whichever core is free: in two halves, the half whose core the
+    /// loop shared finished late while the other core waited (catch-up used
+    /// 1.70–1.73 of 2 cores; in slices 1.82–1.85, and 8 % more envelopes/s).
     static func verified(_ batch: [CarriedEnvelope]) -> [Bool] {
         guard batch.count >= 32, cores > 1 else {
             return batch.map { verifies($0.envelope) }
@@ -275,11 +278,10 @@ extension NetworkNode {
         let flags = UnsafeMutableBufferPointer<Bool>.allocate(capacity: batch.count)
         flags.initialize(repeating: false)
         defer { flags.deallocate() }
-        let slice = (batch.count + cores - 1) / cores
+        let slice = Self.verifySlice
         nonisolated(unsafe) let shared = flags
-        DispatchQueue.concurrentPerform(iterations: cores) { part in
+        DispatchQueue.concurrentPerform(iterations: (batch.count + slice - 1) / slice) { part in
             let start = part * slice
-            guard start < batch.count else { return }
             for i in start..<min(batch.count, start + slice) {
                 // Each index is written by one iteration only.
                 shared[i] = verifies(batch[i].envelope)
@@ -296,6 +298,8 @@ extension NetworkNode {
     /// it from the cgroup files each time (six system calls), which was
     /// a fifth of a received message's time in the node.
     static let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    /// Envelopes a core verifies before it takes the next slice of a batch.
+    static let verifySlice = 8
 
     func count(_ counter: Counter, by n: Int = 1) {
         core.count(counter, by: n)

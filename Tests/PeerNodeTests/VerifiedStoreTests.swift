@@ -44,3 +44,33 @@ struct VerifiedStoreTests {
         #expect(nothing.batches.isEmpty && nothing.valid.isEmpty)
     }
 }
+
+/// A batch's signatures checked across the cores in slices of
+/// `NetworkNode.verifySlice`, taken by whichever core is free.
+@Suite("Signatures checked in slices")
+struct VerifiedSlicesTests {
+    /// `count` envelopes in a chain; those at `bad` with their last byte of signed content changed.
+    func batch(_ count: Int, bad: Set<Int>) throws -> [CarriedEnvelope] {
+        let key = try SigningKey.generate()
+        var previous = MessageID.zero
+        return try (0..<count).map { i in
+            let e = try Envelope.sign(by: key, sequence: UInt64(i + 1), previous: previous, dependencies: [], timestamp: 1,
+                                      room: RoomID.random(), kind: .text, body: [UInt8](repeating: UInt8(i % 251), count: 16))
+            previous = e.id
+            guard bad.contains(i) else { return CarriedEnvelope(hops: 0, envelope: e) }
+            var bytes = e.encoded
+            bytes[e.signedBytes.count - 1] ^= 1
+            return CarriedEnvelope(hops: 0, envelope: try Envelope.decode(bytes, verification: .trustedStorage))
+        }
+    }
+
+    @Test("every flag where its envelope is, below the parallel size, at it, and with a last slice cut short")
+    func flagsInOrder() throws {
+        let slice = NetworkNode.verifySlice
+        for count in [31, 32, 33, 4 * slice + 3] {
+            let bad: Set<Int> = [0, slice - 1, slice, count - 1]
+            let flags = NetworkNode.verified(try batch(count, bad: bad))
+            #expect(flags == (0..<count).map { !bad.contains($0) }, "batch of \(count)")
+        }
+    }
+}
