@@ -101,11 +101,16 @@ def timed_posts(nodes, sender, receiver, count, label, gap=0.02, timeout=60):
     return p50_p99(sent, {e["text"]: e["_t"] for e in receiver.events if e.get("text") in sent})
 
 
+def _stat_cpu(text):
+    """User plus system CPU seconds from the text of a /proc stat file."""
+    fields = text.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_seconds(pid):
     """User plus system CPU seconds the process has used so far (all its threads)."""
     with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return _stat_cpu(f.read())
 
 
 def thread_cpu_seconds(pid):
@@ -118,9 +123,7 @@ def thread_cpu_seconds(pid):
                 text = f.read()
         except OSError:
             continue  # the thread ended between the listing and the read
-        name = text.split("(", 1)[1].rsplit(")", 1)[0]
-        fields = text.rsplit(")", 1)[1].split()
-        out[int(tid)] = (name, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+        out[int(tid)] = (text.split("(", 1)[1].rsplit(")", 1)[0], _stat_cpu(text))
     return out
 
 

@@ -66,14 +66,14 @@ enum JSONEvents {
         if !copied {
             for scalar in s.unicodeScalars {
                 switch scalar {
-                case "\"": out += Array(#"\""#.utf8)
-                case "\\": out += Array(#"\\"#.utf8)
-                case "\n": out += Array(#"\n"#.utf8)
-                case "\r": out += Array(#"\r"#.utf8)
-                case "\t": out += Array(#"\t"#.utf8)
+                case "\"": out.append(contentsOf: #"\""#.utf8)
+                case "\\": out.append(contentsOf: #"\\"#.utf8)
+                case "\n": out.append(contentsOf: #"\n"#.utf8)
+                case "\r": out.append(contentsOf: #"\r"#.utf8)
+                case "\t": out.append(contentsOf: #"\t"#.utf8)
                 default:
                     if scalar.value < 0x20 || scalar.value == 0x7F || (scalar.value >= 0x80 && TerminalText.isInvisibleOrControl(scalar)) {
-                        out += Array(escaped(scalar.value).utf8)
+                        out.append(contentsOf: escaped(scalar.value).utf8)
                     } else {
                         UTF8.encode(scalar) { out.append($0) }
                     }
@@ -83,15 +83,16 @@ enum JSONEvents {
         out.append(UInt8(ascii: "\""))
     }
 
-    /// `n` in decimal, appended without a string in between.
+    /// `n` in decimal, appended without a string in between: the digits
+    /// lowest first, then turned around in place.
     static func appendDecimal(_ n: UInt64, to out: inout [UInt8]) {
-        var digits: (UInt64, Int) = (n, 0)
-        var buffer = [UInt8](repeating: 0, count: 20)
+        let start = out.count
+        var rest = n
         repeat {
-            buffer[19 - digits.1] = UInt8(ascii: "0") + UInt8(digits.0 % 10)
-            digits = (digits.0 / 10, digits.1 + 1)
-        } while digits.0 > 0
-        out.append(contentsOf: buffer[(20 - digits.1)...])
+            out.append(UInt8(ascii: "0") + UInt8(rest % 10))
+            rest /= 10
+        } while rest > 0
+        out[start...].reverse()
     }
 
     /// `\uXXXX`, as a surrogate pair above U+FFFF (RFC 8259 §7).

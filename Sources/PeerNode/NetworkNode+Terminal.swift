@@ -296,13 +296,16 @@ extension NetworkNode {
         feed(.posted(e))
         if !feeding { loop.flushNow() }
         let syncing = monotonicNow()
-        // Sent before its row (`OwnIntent`): committed now, after the sockets were written.
-        if node.ownIntent.pending?.id == e.id { commitOwnIntent() }
+        // Sent before its row (`OwnIntent`): committed now, after the sockets were written. Only it can be
+        // pending here (a post commits any earlier one before it is signed); one that fails stays pending,
+        // tried again at the turn's end and before the next post, not again at once.
+        let heldAside = node.ownIntent.pending?.id == e.id
+        if heldAside { commitOwnIntent() }
         let committed = monotonicNow()
-        syncOwn()
+        syncOwnRows()
         let synced = monotonicNow()
         core.stages.record(.send, syncing - sending)
-        if committed > syncing { core.stages.record(.row, committed - syncing) }
+        if heldAside { core.stages.record(.row, committed - syncing) }
         core.stages.record(.sync, synced - committed)
         showDeliveries()
     }
@@ -323,6 +326,11 @@ extension NetworkNode {
         if node.ownIntent.pending != nil {
             do { try node.ownIntent.commitPending(to: node.store) } catch { node.storeFailures.failed("writing your message to the disk", error) }
         }
+        syncOwnRows()
+    }
+
+    /// Own rows committed without their fsync made durable.
+    private func syncOwnRows() {
         do {
             try node.store.syncOwn()
             ownSyncFailing = false

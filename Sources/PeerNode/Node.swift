@@ -105,7 +105,7 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
         people.trusted = try store.trustedIdentities()
         people.forked = Set(try store.forks().map(\.author))
         // A post a process that died had sent before its row (`OwnIntent`): stored before anything of ours is signed.
-        _ = try ownIntent.recover(into: store, me: me)
+        try ownIntent.recover(into: store, me: me)
     }
 
     var me: PublicKey { identity.publicKey }

@@ -38,7 +38,8 @@ final class OwnChain {
         // One sent before its row is committed first: its sequence is taken.
         try intent.commitPending(to: store)
         let started = monotonicNow()
-        let head = try store.chainEnd(of: me).flatMap { $0.sequence == 0 ? nil : $0 } ?? store.head(of: me)
+        // From memory (`chainEnd`: (0, zero) for nothing yet); read past a gap, where our highest is the head.
+        let head = try store.chainEnd(of: me) ?? store.head(of: me)
         let envelope = try Envelope.sign(
             by: identity, sequence: (head?.sequence ?? 0) + 1, previous: head?.id ?? .zero,
             dependencies: try store.dependenciesForNextPost(by: me)

@@ -10,7 +10,7 @@ import Store
 /// fsync, so a process that dies between the send and the commit loses
 /// nothing (the kernel writes the page whatever becomes of the process)
 /// and the next start stores it from here before anything else of ours is
-/// signed (`Node.recoverOwnIntent`). A machine that stops may lose this
+/// signed (`recover`, from `Node.init`). A machine that stops may lose this
 /// file as it loses an unsynced commit; the boot id covers both
 /// (`OwnDurability`).
 ///
@@ -76,41 +76,34 @@ final class OwnIntent {
     }
 
     /// Commits the pending envelope, if any (not fsynced: the sync follows
-    /// as for every own post). Seconds it took, for the `row` stage. A
-    /// failure keeps it pending: every later post tries again first, and
-    /// fails with it, rather than sign another at its sequence.
-    @discardableResult
-    func commitPending(to store: Store) throws -> Double {
-        guard let e = pending else { return 0 }
-        let started = monotonicNow()
+    /// as for every own post). A failure keeps it pending: every later post
+    /// tries again first, and fails with it, rather than sign another at its
+    /// sequence.
+    func commitPending(to store: Store) throws {
+        guard let e = pending else { return }
         _ = try store.insertOwn(e, at: Node.now(), durable: false)
         pending = nil
-        let took = monotonicNow() - started
         clear()
-        return took
     }
 
     /// At start, before anything of ours is signed: the intent a process
     /// that died left behind, committed where it continues our chain here
     /// (durably). Anything else in the file (older, or already stored) is
-    /// left alone. Returns the envelope recovered.
-    func recover(into store: Store, me: PublicKey) throws -> Envelope? {
-        guard let e = read() else { return nil }
+    /// left alone.
+    func recover(into store: Store, me: PublicKey) throws {
+        guard let e = read() else { return }
         // Zeroed once it is stored, or found to be nothing to store; kept where the store failed.
         if fd < 0 { fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW) }
         written = Self.magic.count + 4 + e.encoded.count
         let head = try store.head(of: me)
-        guard e.author == me, e.sequence == (head?.sequence ?? 0) + 1, e.previous == head?.id ?? .zero else {
-            clear()
-            return nil
+        if e.author == me, e.sequence == (head?.sequence ?? 0) + 1, e.previous == head?.id ?? .zero {
+            _ = try store.insertOwn(e, at: Node.now(), durable: true)
         }
-        _ = try store.insertOwn(e, at: Node.now(), durable: true)
         clear()
-        return e
     }
 
     /// The envelope written last, if the file holds one whole with a good signature.
-    func read() -> Envelope? {
+    private func read() -> Envelope? {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return nil }
         defer { Glibc.close(fd) }

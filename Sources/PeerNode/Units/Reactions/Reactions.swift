@@ -108,10 +108,10 @@ final class Reactions {
         return shown
     }
 
-    /// A message was delivered: the replies that waited for it, quoted now.
     /// Whether replies shown before `e` wait for it (`filled` reads it from the store).
     func awaited(_ e: Envelope) -> Bool { !waitingReplies.isEmpty && waitingReplies[MessageRef(e)] != nil }
 
+    /// A message was delivered: the replies that waited for it, quoted now.
     func filled(by e: Envelope, book: People) -> [ShownMessage] {
         guard !waitingReplies.isEmpty, let waiting = waitingReplies.removeValue(forKey: MessageRef(e)) else { return [] }
         waitingCount -= waiting.count
