@@ -30,23 +30,30 @@ public enum BLAKE2b {
     static func hash(
         _ data: some Collection<UInt8>, outputLength: Int, keyPointer: UnsafePointer<UInt8>?, keyLength: Int
     ) -> [UInt8] {
-        _ = try? Sodium.ensureInitialised()
-        let length = min(max(outputLength, minimumOutput), maximumOutput)
-        var out = [UInt8](repeating: 0, count: length)
-        let run: (UnsafeBufferPointer<UInt8>) -> Void = { input in
-            _ = out.withUnsafeMutableBufferPointer { o in
-                crypto_generichash(o.baseAddress!, o.count, input.baseAddress, UInt64(input.count), keyPointer, keyLength)
-            }
+        if let out = data.withContiguousStorageIfAvailable({ hash(UnsafeRawBufferPointer($0), outputLength: outputLength, keyPointer: keyPointer, keyLength: keyLength) }) {
+            return out
         }
-        if data.withContiguousStorageIfAvailable(run) == nil {
-            Array(data).withUnsafeBufferPointer(run)
-        }
-        return out
+        return Array(data).withUnsafeBytes { hash($0, outputLength: outputLength, keyPointer: keyPointer, keyLength: keyLength) }
     }
 
     /// Hashes bytes behind a raw pointer without copying them.
     public static func hash(_ data: UnsafeRawBufferPointer, outputLength: Int = 32) -> [UInt8] {
-        hash(data.bindMemory(to: UInt8.self), outputLength: outputLength, keyPointer: nil, keyLength: 0)
+        hash(data, outputLength: outputLength, keyPointer: nil, keyLength: 0)
+    }
+
+    /// The one call into libsodium, written straight into the result: each
+    /// envelope that arrives is hashed twice (its body, its id), and a
+    /// captured output buffer cost an allocation more each time.
+    private static func hash(
+        _ data: UnsafeRawBufferPointer, outputLength: Int, keyPointer: UnsafePointer<UInt8>?, keyLength: Int
+    ) -> [UInt8] {
+        _ = try? Sodium.ensureInitialised()
+        let length = min(max(outputLength, minimumOutput), maximumOutput)
+        return [UInt8](unsafeUninitializedCapacity: length) { out, count in
+            crypto_generichash(out.baseAddress!, length, data.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(data.count),
+                               keyPointer, keyLength)
+            count = length
+        }
     }
 
     /// A labelled hash for deriving values from public inputs: the label and a

@@ -310,9 +310,8 @@ public struct Replicator {
             }
             // The sender holds it: remember, so we do not push it back.
             l.known[e.author] = max(l.known[e.author], e.sequence)
-            guard e.sequence > clock[e.author], !pending.contains(key), pending.count < Self.pendingLimit,
-                  c.hops < CarriedEnvelope.maximumHops else { continue }
-            pending.insert(key)
+            guard e.sequence > clock[e.author], pending.count < Self.pendingLimit, c.hops < CarriedEnvelope.maximumHops,
+                  pending.insert(key).inserted else { continue }
             fresh.append(c)
         }
         guard limited == 0 else {

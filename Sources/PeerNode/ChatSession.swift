@@ -75,12 +75,18 @@ final class ChatSession {
 
     var prompt: String { roomLabel + "> " }
 
+    /// Said at start, in `--help` and in README (issue 13, finding 12).
+    static func openNetworkWarning(_ name: String) -> String {
+        "network \(name) is open: anyone on this LAN can join it, read its public rooms and see who is here. "
+            + "For a private network: peernode network new FILE, copy FILE to each machine, start each with --network-key-file FILE"
+    }
+
     /// What to print when the session starts.
     func greeting(history count: Int = ChatInput.defaultHistory) throws -> [String] {
         let who = node.nick.map { TerminalText.sanitize($0) + "·" } ?? ""
         let invites = try node.privateRooms.pendingInvites().count
         return ["peernode: \(who)\(node.me.shortFingerprint) (id \(node.me.hex)) on \(node.networkLabel)"]
-            + (node.openNetworkName.map { ["-- ⚠ " + Node.openNetworkWarning($0)] } ?? [])
+            + (node.openNetworkName.map { ["-- ⚠ " + Self.openNetworkWarning($0)] } ?? [])
             + node.repairs.map { "-- ⚠ " + $0 }
             + (invites > 0 ? ["-- \(invites) invite\(invites == 1 ? "" : "s") waiting: /invites lists them, /accept or /decline answers"] : [])
             + ["type a message and press Enter; /help lists commands"] + (try history(count))

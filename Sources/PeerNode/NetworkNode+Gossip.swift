@@ -200,6 +200,7 @@ extension NetworkNode {
         // A revoked device's genuine envelope refused as not linking (a fork of the thief's held below it) may be proven now.
         for author in brokenAuthors where node.devices.revokedHeads[author] != nil { node.devices.promoteNamedChain(author) }
         showDeliveries(shownAhead: shownAhead, promptStale: promptStale)
+        node.openedAhead.clear()
         if !inserted.isEmpty, !relay { core.stages.record(.deliver, shownAheadTook + monotonicNow() - delivering) }
     }
 

@@ -28,6 +28,7 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
     private var confusables = ConfusableIndex<PublicKey>()
     /// Rooms this node shows, by id: public rooms joined, and private rooms.
     var roomNames: [RoomID: RoomName] = [:]
+    var openedAhead = OpenedAhead()  // bodies opened while inserting, for the show after (`NetworkNode.store` clears it)
     /// The network's accounts room (device claims) and its key: every node reads it.
     let accountsRoom: RoomID
     let accountsKey: SymmetricKey
@@ -89,8 +90,8 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
             if let room = storeFailures.read("a room's name", { try RoomName(name) }) { roomNames[id] = room }
         }
         try privateRooms.load()
-        // Rows hold each envelope's kind where this node can open it.
-        store.kindOf = { [weak self] in self?.open($0)?.kind }
+        // Rows hold each envelope's kind where this node can open it; a public room's body is kept for its show.
+        store.kindOf = { [weak self] in self?.open($0, keeping: true)?.kind }
         // A revoked device erases nothing past its limit: a thief with its key cannot take back its owner's words.
         store.honoursErasures = { [weak self] in !(self?.devices.isRevoked($0) ?? false) }
         // What was indexed when it stood comes out whatever its standing now.
@@ -109,12 +110,6 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
     }
 
     var me: PublicKey { identity.publicKey }
-
-    /// Said at start, in `--help` and in README (issue 13, finding 12).
-    static func openNetworkWarning(_ name: String) -> String {
-        "network \(name) is open: anyone on this LAN can join it, read its public rooms and see who is here. "
-            + "For a private network: peernode network new FILE, copy FILE to each machine, start each with --network-key-file FILE"
-    }
 
     /// Called before every new envelope of ours is signed: the network node
     /// refuses while our own history may still be elsewhere (no sequence
@@ -343,9 +338,11 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
     /// `/search`, the page, the API, `--json`). What a revoked device signed
     /// and may not have (`Devices.isRevoked`) and a room post its author
     /// could not have written (`PrivateRooms.mayHaveWritten`) open nowhere.
-    func open(_ envelope: Envelope) -> OpenedEnvelope? {
+    func open(_ envelope: Envelope) -> OpenedEnvelope? { open(envelope, keeping: false) }
+    /// `keeping`: a public room's body kept for the show after an insert (`OpenedAhead`).
+    func open(_ envelope: Envelope, keeping: Bool) -> OpenedEnvelope? {
         if devices.isRevoked(envelope) { return nil }
-        return openBody(envelope, judged: true)
+        return openBody(envelope, judged: true, keeping: keeping)
     }
 
     /// The kind and content whether or not the envelope stands: for taking
@@ -354,7 +351,7 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
 
     // A body that does not open under a key is one this node cannot read (another room's, a forgery): nil is
     // the whole answer, the reason is not needed.
-    private func openBody(_ envelope: Envelope, judged: Bool) -> OpenedEnvelope? {
+    private func openBody(_ envelope: Envelope, judged: Bool, keeping: Bool = false) -> OpenedEnvelope? {
         if privateRooms[envelope.room] != nil {
             // A private room: each of its keys, the current one first.
             for (epoch, key) in privateRooms.openingKeys(envelope.room) {
@@ -366,8 +363,12 @@ final class Node: EnvelopeOpening, OwnPosting, AccountBook, RoomDirectory, Recei
             return nil
         }
         if let key = roomKey(envelope.room) {
+            let fixedKey = roomNames[envelope.room] != nil && following.rooms[envelope.room] == nil  // by its name (`OpenedAhead`)
+            if fixedKey, let kept = openedAhead.take(envelope) { return kept }
             guard let body = try? BodyCipher.openAny(envelope, key: key) else { return nil }
-            return OpenedEnvelope(kind: body.kind, content: body.content, peer: nil)
+            let opened = OpenedEnvelope(kind: body.kind, content: body.content, peer: nil)
+            if keeping, fixedKey { openedAhead.keep(opened, for: envelope) }
+            return opened
         }
         guard let (peer, key) = conversations.room(of: envelope) else { return nil }
         if let kind = envelope.clearKind {

@@ -43,3 +43,33 @@ struct OpenedEnvelope {
         "⎘ \(offer.name) (\(FileSize.text(offer.size)))" + (offer.caption.isEmpty ? "" : " " + offer.caption)
     }
 }
+
+/// Public-room bodies opened for the store's kind column while a batch is
+/// inserted, kept for the show that follows in the same turn: every
+/// envelope that comes is inserted, then shown, and was opened for each
+/// (each open 1–2 µs of a catch-up loop's ~30 an envelope). Only where the
+/// opening cannot come out otherwise a moment later: a public room's key is
+/// fixed by its name, and an envelope's id fixes its body; one pruned since
+/// opens nowhere, so it is never answered from here. Whether it stands (a
+/// revocation taken in between) is asked again by the caller.
+struct OpenedAhead {
+    /// Most kept at once: more than one store's batch (`maximumVerifiedPerStore`); past it all are dropped.
+    static let limit = 2_048
+    private var kept: [MessageID: OpenedEnvelope] = [:]
+
+    var count: Int { kept.count }
+
+    mutating func keep(_ opened: OpenedEnvelope, for envelope: Envelope) {
+        if kept.count >= Self.limit { kept.removeAll(keepingCapacity: true) }
+        kept[envelope.id] = opened
+    }
+
+    /// What was kept for `envelope`, taken out; nil for one pruned since.
+    mutating func take(_ envelope: Envelope) -> OpenedEnvelope? {
+        guard !kept.isEmpty, let opened = kept.removeValue(forKey: envelope.id) else { return nil }
+        return envelope.isPruned ? nil : opened
+    }
+
+    /// The end of a store's turn: nothing kept outlives it.
+    mutating func clear() { if !kept.isEmpty { kept.removeAll(keepingCapacity: true) } }
+}
