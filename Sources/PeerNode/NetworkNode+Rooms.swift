@@ -243,12 +243,11 @@ extension NetworkNode {
             try offerFile(path: full, name: nil, caption: caption, room: session.room, peer: session.conversationPeer) { [self] result in
                 if case let .failure(error) = result { emit(.failed("/send \(TerminalText.sanitize(path)): \(error)")) }
             }
-            // A large file takes a while to seal: said, so the wait is not a mystery.
             var info = stat()
-            if stat(full, &info) == 0, UInt64(info.st_size) >= Self.sealingNoticeBytes {
-                return chatLines(["-- sealing \(TerminalText.sanitize(path)) (\(FileSize.text(UInt64(info.st_size)))): it is offered here once that is done"])
+            guard stat(full, &info) == 0, let notice = Self.sealingNotice(path, size: UInt64(info.st_size), regular: info.st_mode & S_IFMT == S_IFREG) else {
+                return []
             }
-            return []
+            return chatLines([notice])
         case let .get(number, folder):
             let place = try session.openPlace()
             let e = try node.messageLife.message(in: place.room, named: place.name, number: number)
@@ -273,6 +272,14 @@ extension NetworkNode {
 
     /// Files at least this large are said to be sealing when `/send` starts.
     static let sealingNoticeBytes: UInt64 = 50_000_000
+
+    /// What `/send` says at once of a large file, so the wait is not a
+    /// mystery; nothing for one it will refuse (past the limit, not a
+    /// regular file): the refusal is the one line said.
+    static func sealingNotice(_ path: String, size: UInt64, regular: Bool) -> String? {
+        guard regular, size >= sealingNoticeBytes, size <= FileOffer.maximumSize else { return nil }
+        return "-- sealing \(TerminalText.sanitize(path)) (\(FileSize.text(size))): it is offered here once that is done"
+    }
 
     /// Offers the file at `path` (under `name`, else its own) in `room`, or
     /// to `peer` in your conversation: read and sealed into the data

@@ -49,6 +49,27 @@ struct FileUnitTests {
         #expect(SyncProgress.bar(done: 0.45) == "▓▓▓░░░░░ 45%" && SyncProgress.bar(done: 1) == "▓▓▓▓▓▓▓▓ 100%")
     }
 
+    @Test("/get into a folder that is not there, or a path that is a file, says which, and saves nothing")
+    func notAFolder() throws {
+        let dir = TemporaryDirectory(), into = TemporaryDirectory()
+        let node = try life.node(dir)
+        _ = try node.join(life.name)
+        let offered = try life.chain(bob, on: node, [(.file, offer(caption: "").encoded, [])])[0]
+        _ = try node.store.insert([offered], receivedAt: 1)
+        let theOffer = try #require(node.open(offered)?.offer)
+        let file = into.path + "/plain.txt"
+        #expect(FileManager.default.createFile(atPath: file, contents: Data([1])))
+        for (folder, reason) in [(into.path + "/missing", "no such folder"), (file, "not a folder")] {
+            do {
+                _ = try node.files.get(theOffer, from: offered, number: 1, place: life.name.value, folder: folder, now: 2, clock: 2)
+                Issue.record("/get into \(folder) went on")
+            } catch {
+                #expect("\(error)" == "cannot save to \(folder): \(reason)")
+            }
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: into.path) == ["plain.txt"])
+    }
+
     @Test("over a failing store: /get fails with the database's words; an ask is answered none and the failure said; a chunk that cannot be written is not held, and said")
     func failingStore() throws {
         let dir = TemporaryDirectory()

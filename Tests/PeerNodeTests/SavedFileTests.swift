@@ -63,4 +63,15 @@ struct FileFolderTests {
         #expect(throws: NodeError.self) { try Files.seal(path: path, name: nil, caption: "", folder: dir.path) }
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["sparse.iso"], "no staging file left")
     }
+
+    @Test("/send says a large file is sealing from 50 MB to the limit, and nothing first of one it then refuses")
+    func sealingNotice() {
+        let limit = FileOffer.maximumSize
+        #expect(NetworkNode.sealingNotice("a.iso", size: limit, regular: true) == "-- sealing a.iso (4.3 GB): it is offered here once that is done")
+        #expect(NetworkNode.sealingNotice("a.iso", size: NetworkNode.sealingNoticeBytes, regular: true) != nil)
+        #expect(NetworkNode.sealingNotice("a.iso", size: NetworkNode.sealingNoticeBytes - 1, regular: true) == nil)
+        #expect(NetworkNode.sealingNotice("a.iso", size: limit + 1, regular: true) == nil)
+        #expect(NetworkNode.sealingNotice("dir", size: NetworkNode.sealingNoticeBytes, regular: false) == nil)
+        #expect(NetworkNode.sealingNotice("\u{1b}[2Ja.iso", size: limit, regular: true)?.contains("\u{1b}") == false)
+    }
 }

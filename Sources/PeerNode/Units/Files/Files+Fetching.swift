@@ -38,9 +38,8 @@ extension Files {
     func get(_ offer: FileOffer, from e: Envelope, number: Int, place: String, folder: String, now: UInt64, clock: Double) throws -> [Progress] {
         guard offer.size <= FileOffer.maximumSize else { throw NodeError.fileTooLarge(path: offer.name, size: offer.size) }
         var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
-            throw NodeError.fileNotSaved(path: folder, reason: "no such folder")
-        }
+        let exists = FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder)
+        guard exists, isFolder.boolValue else { throw NodeError.fileNotSaved(path: folder, reason: exists ? "not a folder" : "no such folder") }
         var row = try repository.file(offer.root) ?? Store.FileRow(root: offer.root, size: offer.size, origin: .fetched, author: e.author, sequence: e.sequence, added: now)
         guard row.size == offer.size else { throw NodeError.fileNotSaved(path: folder, reason: "another file of that root is held here, of another size") }
         // Kept with the row: a restart goes on with it (`NetworkNode.resumeFiles`).
