@@ -309,11 +309,14 @@ extension NetworkNode {
 
     /// Fetches the file `e` offers (message `number` in `place`) into
     /// `folder`, else the download folder: the events that start it.
-    func getFile(_ e: Envelope, number: Int, place: String, folder: String?) throws -> [NodeEvent] {
+    /// `resumed`: taken up again at start, when the links are still to come (nobody is said to be missing yet).
+    func getFile(_ e: Envelope, number: Int, place: String, folder: String?, resumed: Bool = false) throws -> [NodeEvent] {
         guard let offer = node.open(e)?.offer else { throw NodeError.notAFile(number) }
         let target = try folder ?? Self.downloadFolder()
-        let said = try node.files.get(offer, from: e, number: number, place: place, folder: target, now: Node.now(), clock: monotonic())
-        assignFiles(node.files.fetch.assign(links: fileLinks, now: monotonic()))
+        var said = try node.files.get(offer, from: e, number: number, place: place, folder: target, now: Node.now(), clock: monotonic())
+        let links = fileLinks
+        assignFiles(node.files.fetch.assign(links: links, now: monotonic()))
+        if links.isEmpty, !resumed { said += node.files.waitingWithoutLinks(offer.root) }
         tell(said)
         return []
     }
@@ -384,7 +387,7 @@ extension NetworkNode {
                   let e = readLogged("a file's offer", { try node.store.envelope(by: author, sequence: sequence) }) ?? nil,
                   let stored = readLogged("a file's offer", { try node.store.delivered(id: e.id) }) ?? nil else { continue }
             let number = readLogged("a message's number") { try node.store.number(of: stored) } ?? nil
-            do { emit(try getFile(e, number: number ?? 0, place: node.roomName(e.room)?.value ?? "your conversation", folder: folder)) } catch {
+            do { emit(try getFile(e, number: number ?? 0, place: node.roomName(e.room)?.value ?? "your conversation", folder: folder, resumed: true)) } catch {
                 node.storeFailures.heard(error)
                 emit(.failed("going on with the fetch of a file failed: \(error)"))
             }

@@ -49,6 +49,26 @@ struct FileUnitTests {
         #expect(SyncProgress.bar(done: 0.45) == "▓▓▓░░░░░ 45%" && SyncProgress.bar(done: 1) == "▓▓▓▓▓▓▓▓ 100%")
     }
 
+    @Test("a /get with no link to ask is said to wait at once, and once: not again after waitingNotice")
+    func waitingWithoutLinks() throws {
+        let dir = TemporaryDirectory(), into = TemporaryDirectory()
+        let node = try life.node(dir)
+        _ = try node.join(life.name)
+        let offered = try life.chain(bob, on: node, [(.file, offer(caption: "").encoded, [])])[0]
+        _ = try node.store.insert([offered], receivedAt: 1)
+        let theOffer = try #require(node.open(offered)?.offer)
+        #expect(node.files.waitingWithoutLinks(theOffer.root).isEmpty, "nothing asked for yet")
+        _ = try node.files.get(theOffer, from: offered, number: 1, place: life.name.value, folder: into.path, now: 2, clock: 2)
+        let said = node.files.waitingWithoutLinks(theOffer.root)
+        guard case let .waiting(number, place, root)? = said.first, said.count == 1 else {
+            Issue.record("not said: \(said)")
+            return
+        }
+        #expect(number == 1 && place == life.name.value && root == theOffer.root)
+        #expect(node.files.waitingWithoutLinks(theOffer.root).isEmpty)
+        #expect(node.files.waiting(now: 2 + Files.waitingNotice + 1).isEmpty, "said once until a chunk comes")
+    }
+
     @Test("/get into a folder that is not there, or a path that is a file, says which, and saves nothing")
     func notAFolder() throws {
         let dir = TemporaryDirectory(), into = TemporaryDirectory()

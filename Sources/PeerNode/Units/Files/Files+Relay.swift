@@ -32,6 +32,15 @@ extension Files {
         return out
     }
 
+    /// A `/get` of `root` with no link to ask at all: said at once, not
+    /// after `waitingNotice` seconds of nothing (once, as `waiting` says it).
+    func waitingWithoutLinks(_ root: [UInt8]) -> [Progress] {
+        guard fetch.roots.contains(root), var w = wanted[root], !w.toldWaiting else { return [] }
+        w.toldWaiting = true
+        wanted[root] = w
+        return [.waiting(number: w.number, place: w.place, root: root)]
+    }
+
     /// Seconds a relay waits for the first chunk of a file it was asked
     /// for (or for the next one) before it drops the fetch: a root nobody
     /// holds costs it nothing for longer.
