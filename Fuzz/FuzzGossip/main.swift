@@ -134,7 +134,7 @@ public func fuzzGossip(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                 replicator.linkDown(link)
             case let .remember(link, clocks):
                 remembered[link] = clocks
-            case .clockEntriesIgnored, .heldBack, .duplicates:
+            case .clockEntriesIgnored, .heldBack, .duplicates, .pendingFull:
                 break
             }
         }

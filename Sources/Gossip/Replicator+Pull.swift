@@ -63,7 +63,12 @@ extension Replicator {
         }
         l.stalled = l.stalled.filter { now - $0.value < Self.stallMemory }
         let owed = outstanding(l)
-        var room = min(UInt64(Self.pullWindow).saturatingSubtract(owed), UInt64(max(0, l.pullTokens.rounded(.down))))
+        // What came and still waits to be verified and stored counts too: a
+        // sender faster than this node verifies would otherwise be asked for
+        // everything at once, held in memory, and past `pendingLimit` dropped
+        // (and asked again only after `pullTimeout`: a 30 s stall).
+        let unstoredHere = owed.saturatingAdd(UInt64(unstored))
+        var room = min(UInt64(Self.pullWindow).saturatingSubtract(unstoredHere), UInt64(max(0, l.pullTokens.rounded(.down))))
         // Catch-up is bounded by verifying, not by the senders: a few links
         // at a time bring it as fast, and more only add work on both ends.
         if owed == 0, pullingLinks(except: link, now: now) >= Self.maximumPullingLinks { room = 0 }
@@ -159,7 +164,7 @@ extension Replicator {
 
     /// Asks for more once half the window has been answered (not on every batch).
     mutating func pullWhenHalfAnswered(_ link: LinkID, now: Double) -> [Action] {
-        guard let l = links[link], outstanding(l) <= UInt64(Self.pullWindow / 2) else { return [] }
+        guard let l = links[link], outstanding(l).saturatingAdd(UInt64(unstored)) <= UInt64(Self.pullWindow / 2) else { return [] }
         return pull(link, now: now)
     }
 }

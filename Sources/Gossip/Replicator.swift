@@ -44,6 +44,10 @@ public struct Replicator {
         /// what it pushed over the budget was not taken. Nothing is lost: a
         /// new link starts with a clock exchange that brings it all again.
         case pushesLimited(LinkID, Int)
+        /// This many envelopes `link` sent were not taken: `pendingLimit`
+        /// were already waiting to be verified. Counted; the pull or the
+        /// next clock exchange asks for them again.
+        case pendingFull(LinkID, Int)
         /// `link` declared more authors we hold nothing of than
         /// `maximumUnknownAuthors`: this many entries were not taken.
         case clockEntriesIgnored(LinkID, Int)
@@ -89,6 +93,8 @@ public struct Replicator {
     /// Most envelopes waiting for verification at once (more are dropped and
     /// fetched again later through the clock exchange).
     public static let pendingLimit = 100_000
+    /// The bound in use (tests lower it).
+    public var pendingBound = Replicator.pendingLimit
     /// Envelopes per `sendStored` batch message.
     public static let batchSize = 256
 
@@ -107,6 +113,9 @@ public struct Replicator {
     var links: [LinkID: Link] = [:]
     /// (author, sequence) handed out for verification and not yet answered.
     private var pending: Set<Dependency> = []
+    /// Envelopes that came and wait to be verified and stored: they count
+    /// against the pull window as much as those still to come.
+    public var unstored: Int { pending.count }
     /// Authors a lazy link announced past our clock: the newest sequence
     /// announced, and since when we wait for it (`Replicator+Tree.swift`).
     var missing: [PublicKey: (sequence: UInt64, since: Double)] = [:]
@@ -281,6 +290,7 @@ public struct Replicator {
         // Per author: live pushes, and how many of them were held already.
         var pushed: [PublicKey: (count: Int, duplicates: Int)] = [:]
         var crossed = 0
+        var overflow = 0
         l.pushTokens = min(pushBudget.burst, l.pushTokens + max(0, now - l.refilledAt) * pushBudget.perSecond)
         l.refilledAt = now
         for c in batch {
@@ -310,8 +320,12 @@ public struct Replicator {
             }
             // The sender holds it: remember, so we do not push it back.
             l.known[e.author] = max(l.known[e.author], e.sequence)
-            guard e.sequence > clock[e.author], pending.count < Self.pendingLimit, c.hops < CarriedEnvelope.maximumHops,
-                  pending.insert(key).inserted else { continue }
+            guard e.sequence > clock[e.author], c.hops < CarriedEnvelope.maximumHops, !pending.contains(key) else { continue }
+            guard pending.count < pendingBound else {
+                overflow += 1
+                continue
+            }
+            pending.insert(key)
             fresh.append(c)
         }
         guard limited == 0 else {
@@ -321,7 +335,7 @@ public struct Replicator {
         }
         links[link] = l
         return (fresh.isEmpty ? [] : [.verifyAndStore(link, fresh)]) + pushedDuplicates(link, pushed, crossed: crossed)
-            + (answered ? pullWhenHalfAnswered(link, now: now) : [])
+            + (overflow > 0 ? [.pendingFull(link, overflow)] : []) + (answered ? pullWhenHalfAnswered(link, now: now) : [])
     }
 
     /// The shell's answer to `verifyAndStore`: what was stored, how the
@@ -353,6 +367,10 @@ public struct Replicator {
                 // Held past a gap: the link holds what is missing (it sent
                 // more), and is asked for it within the pull window.
                 actions += pull(link, now: now)
+            } else if !checked.isEmpty, !l.asked.isEmpty {
+                // A catch-up from this link: what waited to be stored is out of
+                // the window now, so the next ranges go once half of it is.
+                actions += pullWhenHalfAnswered(link, now: now)
             }
         }
         // Only what continues its author's chain here goes on: a link pushed

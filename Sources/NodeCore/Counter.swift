@@ -34,6 +34,8 @@ public enum Counter: String, CaseIterable, Sendable, Comparable {
     case disconnectedInvalid = "disconnected_invalid"
     case disconnectedFlood = "disconnected_flood"
     case pushRateLimited = "push_rate_limited"
+    /// Envelopes not taken because `Replicator.pendingLimit` were already waiting to be verified.
+    case pendingFull = "pending_full"
     case websocketHandshakeFailed = "websocket_handshake_failed"
     case tooManyConnectionsFromAddress = "too_many_connections_from_address"
     case wrongNetworkKey = "wrong_network_key"

@@ -358,6 +358,8 @@ public struct LinkCore {
                 count(.pushRateLimited, by: n)
                 count(.disconnectedFlood)
                 out.append(.close(id, .policyViolation, reason: "pushing faster than \(Int(replicator.pushBudget.perSecond)) envelopes/s"))
+            case let .pendingFull(_, n):
+                count(.pendingFull, by: n)
             case let .clockEntriesIgnored(_, n):
                 count(.clockEntriesIgnored, by: n)
             case let .heldBack(_, n):

@@ -125,12 +125,14 @@ struct PullTests {
         #expect(asked == [GossipRequest(author: a.key.publicKey, from: 1, count: UInt64(Replicator.pullWindow))])
         // Nothing more while the window is full, however long it waits (short of the timeout).
         #expect(requests(r.tick(now: 1)).isEmpty)
-        // Half the window answered (free: the push budget is zero): the next part is asked for.
+        // Half the window answered (free: the push budget is zero) and stored: the next part is asked for.
         let half = Replicator.pullWindow / 2
         let envelopes = try PushBudgetTests.pushes(a, 1...UInt64(half))
         let actions = r.envelopesReceived(1, envelopes, now: 2)
         #expect(!actions.contains { if case .pushesLimited = $0 { true } else { false } }, "answers are free")
-        asked = requests(actions)
+        #expect(requests(actions).isEmpty, "come but not yet stored: still in the window")
+        asked = requests(r.stored(from: 1, checked: envelopes, inserted: envelopes, invalid: 0,
+                                  newClock: [Dependency(author: a.key.publicKey, sequence: UInt64(half))], now: 2))
         #expect(asked == [GossipRequest(author: a.key.publicKey, from: UInt64(Replicator.pullWindow) + 1, count: UInt64(half))])
 
         // A pull budget of 10 at once and 10/s: 10 asked now, 5 more after half a second.
@@ -141,6 +143,42 @@ struct PullTests {
         #expect(asked.map(\.count) == [10])
         asked = requests(slow.tick(now: 0.5))
         #expect(asked == [GossipRequest(author: a.key.publicKey, from: 11, count: 5)])
+    }
+
+    @Test("what came and waits to be stored fills the window: a sender that answers at once is asked no more until half is stored; at pendingLimit waiting, one more is not taken and is counted")
+    func unstoredFillsTheWindow() throws {
+        let a = try Author()
+        var r = Replicator(me: try SigningKey.generate().publicKey, clock: VectorClock(), random: SystemRandomNumberGenerator())
+        r.pushBudget = (burst: 0, perSecond: 0)
+        _ = r.linkUp(1, now: 0)
+        let window = UInt64(Replicator.pullWindow)
+        let declared = window * 3
+        #expect(requests(r.clockReceived(1, entries: [Dependency(author: a.key.publicKey, sequence: declared)], full: true, now: 0)).count == 1)
+        // The whole window comes before any of it is stored (a fast sender, a slow verify).
+        let all = try PushBudgetTests.pushes(a, 1...window)
+        let came = r.envelopesReceived(1, all, now: 1)
+        #expect(requests(came).isEmpty && r.unstored == Int(window))
+        #expect(requests(r.tick(now: 2)).isEmpty, "the tick asks nothing while the window waits to be stored")
+        // A quarter stored: three quarters still wait, nothing asked.
+        let quarter = Int(window / 4)
+        #expect(requests(r.stored(from: 1, checked: Array(all[..<quarter]), inserted: Array(all[..<quarter]), invalid: 0,
+                                  newClock: [Dependency(author: a.key.publicKey, sequence: UInt64(quarter))], now: 3)).isEmpty)
+        // Half stored: the next half window is asked for.
+        let half = Int(window / 2)
+        let asked = requests(r.stored(from: 1, checked: Array(all[quarter..<half]), inserted: Array(all[quarter..<half]), invalid: 0,
+                                      newClock: [Dependency(author: a.key.publicKey, sequence: UInt64(half))], now: 4))
+        #expect(asked == [GossipRequest(author: a.key.publicKey, from: window + 1, count: window / 2)])
+
+        // The bound on what waits: at it, taken; one past it, not taken and counted.
+        var bounded = Replicator(me: try SigningKey.generate().publicKey, clock: VectorClock(), random: SystemRandomNumberGenerator())
+        bounded.pendingBound = 4
+        _ = bounded.linkUp(1, now: 0)
+        _ = bounded.clockReceived(1, entries: [Dependency(author: a.key.publicKey, sequence: 5)], full: true, now: 0)
+        let five = Array(all[..<5])
+        let taken = bounded.envelopesReceived(1, Array(five[..<4]), now: 1)
+        #expect(taken.contains(.verifyAndStore(1, Array(five[..<4]))) && !taken.contains { if case .pendingFull = $0 { true } else { false } })
+        #expect(bounded.envelopesReceived(1, [five[4]], now: 1) == [.pendingFull(1, 1)])
+        #expect(Replicator.pendingLimit == 100_000 && r.pendingBound == Replicator.pendingLimit)
     }
 
     @Test("as many envelopes as were asked for are free (in any order, even repeated); one more is charged; a range that stalls for pullTimeout is asked again from our clock")

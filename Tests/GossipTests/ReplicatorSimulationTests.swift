@@ -160,7 +160,7 @@ final class Simulation {
             case let .pushesLimited(link, count):
                 pushesLimited += count
                 bringDown(node, link)
-            case .clockEntriesIgnored, .heldBack, .duplicates:
+            case .clockEntriesIgnored, .heldBack, .duplicates, .pendingFull:
                 break
             }
         }
