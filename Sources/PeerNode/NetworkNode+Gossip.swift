@@ -80,16 +80,19 @@ extension NetworkNode {
             return
         }
         batchesVerifying += 1
-        verifier.async { [self] in
-            // The signature is checked here, on the bytes as they came, on every core.
-            let started = monotonicNow()
-            let valid = Self.verified(batch)
-            let took = monotonicNow() - started
+        guard verifyPipe.add(id, batch) else { return }
+        verifier.async { [self] in drainVerifyPipe() }
+    }
+
+    /// On the verifier: what waits, verified together, sent back to the loop in order (`VerifyPipe.drain`).
+    private func drainVerifyPipe() {
+        verifyPipe.drain(verify: Self.verified) { [self] back, took in
             loop.execute { [self] in
                 core.stages.record(.verify, took)
-                verifiedWaiting.append((id, batch, valid))
+                let first = verifiedWaiting.isEmpty
+                verifiedWaiting += back
                 // The first to wait stores it and whatever comes back before its turn.
-                if verifiedWaiting.count == 1 { loop.execute { [self] in storeVerified() } }
+                if first { loop.execute { [self] in storeVerified() } }
             }
         }
     }

@@ -342,6 +342,7 @@ final class NetworkNode: @unchecked Sendable {
     /// A small batch with nothing ahead of it in the verifier (live traffic)
     /// is verified on the loop thread: two thread hops cost more than it does.
     let verifier = DispatchQueue(label: "peernode.verify")
+    let verifyPipe = VerifyPipe()  // what waits for the verifier: all of it verified together (`drainVerifyPipe`)
     let fileWorker = DispatchQueue(label: NetworkNode.fileWorkerLabel)  // files' chunks checked and written (NetworkNode+Gossip)
     var batchesVerifying = 0
     static let inlineVerifyLimit = 8

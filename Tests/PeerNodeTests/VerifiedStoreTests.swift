@@ -74,3 +74,24 @@ struct VerifiedSlicesTests {
         }
     }
 }
+
+/// Batches handed to the verifier (`VerifyPipe`): one drain at a time,
+/// taking every batch waiting, in order.
+@Suite("Batches to the verifier, drained together")
+struct VerifyPipeTests {
+    @Test("the first batch starts a drain, those after it while it runs do not; a drain takes all in order, and ends when none waits")
+    func drains() throws {
+        let e = try Envelope.sign(by: try SigningKey.generate(), sequence: 1, previous: .zero, dependencies: [], timestamp: 1,
+                                  room: RoomID.random(), kind: .text, body: [1])
+        let one = [CarriedEnvelope(hops: 0, envelope: e)]
+        let pipe = VerifyPipe()
+        #expect(!pipe.isDraining && pipe.take().isEmpty)
+        #expect(pipe.add(1, one) && pipe.isDraining)
+        #expect(!pipe.add(2, one + one) && !pipe.add(3, one))
+        #expect(pipe.take().map(\.0) == [1, 2, 3] && pipe.isDraining)
+        #expect(!pipe.add(4, one), "still draining: the drain looks again before it ends")
+        #expect(pipe.take().map(\.0) == [4])
+        #expect(pipe.take().isEmpty && !pipe.isDraining)
+        #expect(pipe.add(5, one), "a batch after the drain ended starts the next")
+    }
+}
