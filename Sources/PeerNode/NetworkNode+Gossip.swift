@@ -86,7 +86,7 @@ extension NetworkNode {
 
     /// On the verifier: what waits, verified together, sent back to the loop in order (`VerifyPipe.drain`).
     private func drainVerifyPipe() {
-        verifyPipe.drain(verify: Self.verified) { [self] back, took in
+        verifyPipe.drain(together: !relay, verify: Self.verified) { [self] back, took in
             loop.execute { [self] in
                 core.stages.record(.verify, took)
                 let first = verifiedWaiting.isEmpty

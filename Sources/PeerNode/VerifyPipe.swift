@@ -35,21 +35,27 @@ final class VerifyPipe: @unchecked Sendable {
         return taken
     }
 
-    /// Until none waits: every batch waiting taken at once, checked
-    /// together by `verify` (one flag an envelope, in order), and handed to
-    /// `back` with their flags and the seconds the check took.
-    func drain(verify: ([CarriedEnvelope]) -> [Bool], back: ([NetworkNode.VerifiedBatch], Double) -> Void) {
+    /// Until none waits: every batch waiting taken at once, checked by
+    /// `verify` (one flag an envelope, in order), and handed to `back` with
+    /// their flags and the seconds the check took. `together`: all that was
+    /// taken checked as one and handed back as one (a catch-up: fewer ends
+    /// of a parallel section, fewer wake-ups); else each batch handed back as
+    /// soon as it is checked (a relay's live traffic: the first need not wait
+    /// for the last).
+    func drain(together: Bool, verify: ([CarriedEnvelope]) -> [Bool], back: ([NetworkNode.VerifiedBatch], Double) -> Void) {
         while true {
             let taken = take()
             if taken.isEmpty { return }
-            let started = monotonicNow()
-            let valid = verify(taken.flatMap(\.1))
-            let took = monotonicNow() - started
-            var at = 0
-            back(taken.map { id, batch in
-                defer { at += batch.count }
-                return (id, batch, Array(valid[at..<(at + batch.count)]))
-            }, took)
+            for group in together ? [taken] : taken.map({ [$0] }) {
+                let started = monotonicNow()
+                let valid = verify(group.flatMap(\.1))
+                let took = monotonicNow() - started
+                var at = 0
+                back(group.map { id, batch in
+                    defer { at += batch.count }
+                    return (id, batch, Array(valid[at..<(at + batch.count)]))
+                }, took)
+            }
         }
     }
 

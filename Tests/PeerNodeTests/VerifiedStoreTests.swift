@@ -94,4 +94,27 @@ struct VerifyPipeTests {
         #expect(pipe.take().isEmpty && !pipe.isDraining)
         #expect(pipe.add(5, one), "a batch after the drain ended starts the next")
     }
+
+    @Test("a drain checks what it took together, or each batch on its own (a relay's), and hands back flags in order for each")
+    func together() throws {
+        let key = try SigningKey.generate()
+        var previous = MessageID.zero
+        let envelopes = try (1...5).map { s in
+            let e = try Envelope.sign(by: key, sequence: UInt64(s), previous: previous, dependencies: [], timestamp: 1,
+                                      room: RoomID.random(), kind: .text, body: [UInt8(s)])
+            previous = e.id
+            return CarriedEnvelope(hops: 0, envelope: e)
+        }
+        for together in [true, false] {
+            let pipe = VerifyPipe()
+            #expect(pipe.add(1, Array(envelopes[0..<2])))
+            #expect(!pipe.add(2, Array(envelopes[2..<5])))
+            var calls: [[NetworkNode.VerifiedBatch]] = []
+            // Flags that tell the envelopes apart: odd sequences "verify".
+            pipe.drain(together: together, verify: { $0.map { $0.envelope.sequence % 2 == 1 } }) { back, _ in calls.append(back) }
+            #expect(calls.map { $0.map(\.link) } == (together ? [[1, 2]] : [[1], [2]]))
+            #expect(calls.flatMap { $0 }.map(\.valid) == [[true, false], [true, false, true]])
+            #expect(!pipe.isDraining)
+        }
+    }
 }
