@@ -78,8 +78,8 @@ extension Store {
             let st = scratch[e.author] ?? authors[e.author]
                 ?? AuthorState(rowid: 0, contiguous: 0, delivered: 0, highest: 0, lastCausalTime: 0, contiguousID: nil)
             guard e.sequence == st.highest &+ 1, st.highest == st.contiguous, st.delivered == st.contiguous,
-                  // (The last id is read where it is not in memory: after a start, say.)
-                  try e.sequence == 1 || e.previous == st.contiguousID ?? id(of: st, st.contiguous),
+                  // (Where the last id is not in memory, after a start say, `chainEnd` reads it once and keeps it.)
+                  e.sequence == 1 || e.previous == st.contiguousID ?? chainEnd(of: e.author)?.id,
                   // Far enough from the future-skew bound that the insert's clock orders it the same.
                   e.timestamp <= wallClock().saturatingAdd(Self.maximumFutureSkew / 2) else { break }
             guard let causal = try causalTime(of: e, after: st, state: { scratch[$0] }) else { break }

@@ -34,16 +34,21 @@ struct FileUnitTests {
         #expect(now.opened.text.unsanitized == "⎘ plan.pdf (100 kB) final")
     }
 
-    @Test("a /get under way draws a bar on the prompt, as a catch-up does")
-    func promptBar() throws {
-        let dir = TemporaryDirectory(), into = TemporaryDirectory()
+    /// A node in the room holding bob's offer of `plan.pdf` (not fetched), and the offer as it reads.
+    func offeredToNode(_ dir: TemporaryDirectory) throws -> (node: Node, offered: Envelope, offer: FileOffer) {
         let node = try life.node(dir)
         _ = try node.join(life.name)
         let offered = try life.chain(bob, on: node, [(.file, offer(caption: "").encoded, [])])[0]
         _ = try node.store.insert([offered], receivedAt: 1)
+        return (node, offered, try #require(node.open(offered)?.offer))
+    }
+
+    @Test("a /get under way draws a bar on the prompt, as a catch-up does")
+    func promptBar() throws {
+        let dir = TemporaryDirectory(), into = TemporaryDirectory()
+        let (node, offered, theOffer) = try offeredToNode(dir)
         #expect(node.files.promptTag == "")
-        let said = try node.files.get(try #require(node.open(offered)?.offer), from: offered, number: 1, place: life.name.value,
-                                      folder: into.path, now: 2, clock: 2)
+        let said = try node.files.get(theOffer, from: offered, number: 1, place: life.name.value, folder: into.path, now: 2, clock: 2)
         #expect(said.count == 1)
         #expect(node.files.promptTag == "[⎘ ░░░░░░░░ 0% plan.pdf] ")
         #expect(SyncProgress.bar(done: 0.45) == "▓▓▓░░░░░ 45%" && SyncProgress.bar(done: 1) == "▓▓▓▓▓▓▓▓ 100%")
@@ -52,11 +57,7 @@ struct FileUnitTests {
     @Test("a /get with no link to ask is said to wait at once, and once: not again after waitingNotice")
     func waitingWithoutLinks() throws {
         let dir = TemporaryDirectory(), into = TemporaryDirectory()
-        let node = try life.node(dir)
-        _ = try node.join(life.name)
-        let offered = try life.chain(bob, on: node, [(.file, offer(caption: "").encoded, [])])[0]
-        _ = try node.store.insert([offered], receivedAt: 1)
-        let theOffer = try #require(node.open(offered)?.offer)
+        let (node, offered, theOffer) = try offeredToNode(dir)
         #expect(node.files.waitingWithoutLinks(theOffer.root).isEmpty, "nothing asked for yet")
         _ = try node.files.get(theOffer, from: offered, number: 1, place: life.name.value, folder: into.path, now: 2, clock: 2)
         let said = node.files.waitingWithoutLinks(theOffer.root)
@@ -72,11 +73,7 @@ struct FileUnitTests {
     @Test("/get into a folder that is not there, or a path that is a file, says which, and saves nothing")
     func notAFolder() throws {
         let dir = TemporaryDirectory(), into = TemporaryDirectory()
-        let node = try life.node(dir)
-        _ = try node.join(life.name)
-        let offered = try life.chain(bob, on: node, [(.file, offer(caption: "").encoded, [])])[0]
-        _ = try node.store.insert([offered], receivedAt: 1)
-        let theOffer = try #require(node.open(offered)?.offer)
+        let (node, offered, theOffer) = try offeredToNode(dir)
         let file = into.path + "/plain.txt"
         #expect(FileManager.default.createFile(atPath: file, contents: Data([1])))
         for (folder, reason) in [(into.path + "/missing", "no such folder"), (file, "not a folder")] {

@@ -22,23 +22,21 @@ extension Files {
     /// The transfers someone asked for that took no chunk in for
     /// `waitingNotice` seconds, each said once until a chunk comes.
     func waiting(now: Double) -> [Progress] {
-        var out: [Progress] = []
-        for root in fetch.stalled(for: Self.waitingNotice, now: now) {
-            guard var w = wanted[root], !w.toldWaiting else { continue }
-            w.toldWaiting = true
-            wanted[root] = w
-            out.append(.waiting(number: w.number, place: w.place, root: root))
-        }
-        return out
+        fetch.stalled(for: Self.waitingNotice, now: now).compactMap(tellWaiting)
     }
 
     /// A `/get` of `root` with no link to ask at all: said at once, not
     /// after `waitingNotice` seconds of nothing (once, as `waiting` says it).
     func waitingWithoutLinks(_ root: [UInt8]) -> [Progress] {
-        guard fetch.roots.contains(root), var w = wanted[root], !w.toldWaiting else { return [] }
+        fetch.roots.contains(root) ? tellWaiting(root).map { [$0] } ?? [] : []
+    }
+
+    /// The transfer of `root` said to be waiting, unless it was already since its last chunk.
+    private func tellWaiting(_ root: [UInt8]) -> Progress? {
+        guard var w = wanted[root], !w.toldWaiting else { return nil }
         w.toldWaiting = true
         wanted[root] = w
-        return [.waiting(number: w.number, place: w.place, root: root)]
+        return .waiting(number: w.number, place: w.place, root: root)
     }
 
     /// Seconds a relay waits for the first chunk of a file it was asked
