@@ -218,4 +218,5 @@ def main():
     shutil.rmtree(WORK, ignore_errors=True)
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -18,6 +18,16 @@
 /* Declared by <sys/socket.h> only under _GNU_SOURCE, which a module build may not see. */
 extern int accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
 
+/* Declared by <fcntl.h> only under _GNU_SOURCE, as above. */
+extern int sync_file_range(int fd, int64_t offset, int64_t nbytes, unsigned int flags);
+
+/* Starts writing a file's dirty pages in [offset, offset + length) to the
+   disk and returns without waiting for them (SYNC_FILE_RANGE_WRITE, 2):
+   an fsync that follows then has little left to wait for. 0, or -1 and errno. */
+static inline int peernode_write_behind(int fd, int64_t offset, int64_t length) {
+    return sync_file_range(fd, offset, length, 2);
+}
+
 static const uint32_t peernode_EPOLLIN = EPOLLIN;
 static const uint32_t peernode_EPOLLOUT = EPOLLOUT;
 static const uint32_t peernode_EPOLLERR = EPOLLERR;

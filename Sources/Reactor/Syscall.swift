@@ -75,6 +75,15 @@ public enum Syscall {
         }
     }
 
+    /// Starts writing `length` bytes of a file from `offset` to the disk
+    /// and returns without waiting (sync_file_range(2) with
+    /// SYNC_FILE_RANGE_WRITE): a later fsync(2) finds them written or on
+    /// their way. Durability still comes from that fsync, never from this;
+    /// a failure here only means the fsync does all the work, so none is said.
+    public static func writeBehind(_ fd: Int32, offset: off_t, length: off_t) {
+        _ = peernode_write_behind(fd, Int64(offset), Int64(length))
+    }
+
     public static func setNonBlocking(_ fd: Int32) throws(SystemError) {
         let flags = try check("fcntl(F_GETFL)") { fcntl(fd, F_GETFL) }
         _ = try check("fcntl(F_SETFL)") { fcntl(fd, F_SETFL, flags | O_NONBLOCK) }

@@ -25,7 +25,7 @@ struct FileOpenerTests {
         ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).sorted()
     }
 
-    @Test("chunks in order, and in reverse past the early buffer (the hash then read back): the file named is the plaintext, its hash the offer's, no temporary file left")
+    @Test("chunks in order, and in reverse past the early buffer (those then read back in turn): the file named is the plaintext, its hash the offer's, no temporary file left")
     func orders() throws {
         let work = TemporaryDirectory(), dir = TemporaryDirectory()
         let node = try quota.life.node(dir)
@@ -40,6 +40,39 @@ struct FileOpenerTests {
             #expect([UInt8](try #require(FileManager.default.contents(atPath: path))) == f.plain, "\(name)")
             #expect(names(into) == ["opened.bin"], "\(name)")
         }
+    }
+
+    @Test("chunks past the early buffer are hashed when their turn comes, read back then, not in a pass at the end (four sources' chunks come out of order)")
+    func hashedInTurn() throws {
+        let work = TemporaryDirectory(), dir = TemporaryDirectory(), into = TemporaryDirectory()
+        let node = try quota.life.node(dir)
+        let f = try file(work, chunks: FileOpener.earlyChunks + 6)
+        let opener = try FileOpener(offer: f.offer, folder: into.path)
+        // Every chunk but the first: the buffer takes `earlyChunks` of them, the rest only go to the file.
+        for index in 1..<f.sealed.count { opener.take(f.sealed[index], index: UInt64(index)) }
+        #expect(opener.progress.hashed == 0)
+        opener.take(f.sealed[0], index: 0)
+        #expect(opener.progress.hashed == UInt64(f.sealed.count), "all hashed once the first came, those past the buffer read back")
+        let (path, hash) = try opener.finish(f.row, store: node.store)
+        #expect(hash == f.offer.plainHash)
+        #expect([UInt8](try #require(FileManager.default.contents(atPath: path))) == f.plain)
+    }
+
+    @Test("the writeback of what is hashed starts every writeBehindBytes: not one chunk before, and at the chunk that reaches it")
+    func writesBehind() throws {
+        let work = TemporaryDirectory(), dir = TemporaryDirectory(), into = TemporaryDirectory()
+        let node = try quota.life.node(dir)
+        let reaching = Int((FileOpener.writeBehindBytes + off_t(FileOffer.chunkSize) - 1) / off_t(FileOffer.chunkSize))
+        let f = try file(work, chunks: reaching + 1)
+        let opener = try FileOpener(offer: f.offer, folder: into.path)
+        for index in 0..<(reaching - 1) { opener.take(f.sealed[index], index: UInt64(index)) }
+        #expect(opener.progress.writtenBehind == 0, "one chunk short of the bound")
+        opener.take(f.sealed[reaching - 1], index: UInt64(reaching - 1))
+        #expect(opener.progress.writtenBehind == off_t(reaching * FileOffer.chunkSize))
+        opener.take(f.sealed[reaching], index: UInt64(reaching))
+        #expect(opener.progress.writtenBehind == off_t(reaching * FileOffer.chunkSize), "the next start waits for the next writeBehindBytes")
+        let (path, _) = try opener.finish(f.row, store: node.store)
+        #expect([UInt8](try #require(FileManager.default.contents(atPath: path))) == f.plain)
     }
 
     @Test("a chunk not taken (held from before) is opened from the chunk file at the end")

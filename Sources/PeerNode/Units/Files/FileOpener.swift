@@ -13,16 +13,22 @@ import Glibc
 /// worker), is opened with the offer's key and written at its place in a
 /// temporary file in the folder asked for. The plaintext's hash is taken
 /// in chunk order; a chunk that comes before its turn waits in a bounded
-/// buffer (`earlyChunks`), and past that bound the hash is left to be read
-/// back from the temporary file at the end. When every chunk is here,
-/// `finish` hashes what is left, checks the whole against the offer's hash
-/// and gives the file its name.
+/// buffer (`earlyChunks`), or past that bound is read back from the
+/// temporary file when its turn comes (several sources' chunks come out of
+/// order: the hash goes on with them, never left whole to the end). What is
+/// hashed is already being written to the disk (`writeBehind`), so the
+/// fsync at the end has little left to wait for. When every chunk is here,
+/// `finish` checks the whole against the offer's hash, syncs it and gives
+/// the file its name.
 ///
 /// Called from the files worker (chunks) and from the loop (`abandon`)
 /// or a worker (`finish`): every call holds its lock.
 final class FileOpener: Sendable {
-    /// Chunks that came before their turn to be hashed, held at most (4 MB); past it, the rest is read back at the end.
+    /// Chunks that came before their turn to be hashed, held at most (4 MB); past it, each is read back in its turn.
     static let earlyChunks = 64
+    /// Bytes hashed (and so written) between two starts of their writeback
+    /// (`Syscall.writeBehind`): the disk works while the transfer goes on.
+    static let writeBehindBytes: off_t = 8 << 20
 
     private struct State {
         var fd: Int32
@@ -30,8 +36,8 @@ final class FileOpener: Sendable {
         /// Chunks hashed so far, all below this index.
         var hashed: UInt64 = 0
         var early: [UInt64: [UInt8]] = [:]
-        /// The buffer overflowed: from `hashed` on, the hash is taken from the temporary file.
-        var readBack = false
+        /// Bytes from the file's start whose writeback was started.
+        var writtenBehind: off_t = 0
         /// Chunks written into the temporary file.
         var written: Set<UInt64> = []
         /// Why the file cannot be opened (a chunk the offer's key does not open, a write that failed).
@@ -58,6 +64,9 @@ final class FileOpener: Sendable {
         state = Mutex(State(fd: fd))
     }
 
+    /// Chunks hashed so far (all below this index), and bytes whose writeback was started: what the tests look at.
+    var progress: (hashed: UInt64, writtenBehind: off_t) { state.withLock { ($0.hashed, $0.writtenBehind) } }
+
     /// Where a file being opened is written before it is named: a hidden name in its folder.
     static func temporaryPath(_ offer: FileOffer, in folder: String) -> String {
         folder + "/.peernode-" + Hex.encode(offer.root.prefix(8)) + ".part"
@@ -72,8 +81,9 @@ final class FileOpener: Sendable {
         }
     }
 
-    /// Opens chunk `index` into the temporary file and hashes it, or keeps it
-    /// until its turn (past `earlyChunks`, the rest is read back at the end).
+    /// Opens chunk `index` into the temporary file and hashes it with those
+    /// after it that wait, or keeps it until its turn (past `earlyChunks`,
+    /// it is read back then).
     private func put(_ sealed: [UInt8], index: UInt64, into s: inout State) throws {
         guard !s.written.contains(index) else { return }
         let plain: [UInt8]
@@ -84,28 +94,42 @@ final class FileOpener: Sendable {
             throw NodeError.fileNotSaved(path: folder, reason: "\(error)")
         }
         s.written.insert(index)
-        guard !s.readBack, index >= s.hashed else { return }
-        if index > s.hashed {
-            guard s.early.count < Self.earlyChunks else {
-                s.readBack = true
-                s.early = [:]
-                return
-            }
-            s.early[index] = plain
-            return
-        }
+        if index > s.hashed, s.early.count < Self.earlyChunks { s.early[index] = plain }
+        guard index == s.hashed else { return }
         s.hash.update(plain)
         s.hashed += 1
-        while let next = s.early.removeValue(forKey: s.hashed) {
-            s.hash.update(next)
+        try hashInTurn(&s)
+    }
+
+    /// Hashes the chunks written whose turn has come: from the early
+    /// buffer, or read back from the temporary file; then starts the
+    /// writeback of what is hashed, every `writeBehindBytes`.
+    private func hashInTurn(_ s: inout State) throws {
+        var buffer: [UInt8] = []
+        while s.written.contains(s.hashed) {
+            if let next = s.early.removeValue(forKey: s.hashed) {
+                s.hash.update(next)
+            } else {
+                let length = FileOffer.plainLength(of: s.hashed, size: offer.size)
+                if buffer.isEmpty { buffer = [UInt8](repeating: 0, count: FileOffer.chunkSize) }
+                do { try Files.readFully(s.fd, into: &buffer, length, at: off_t(s.hashed) * off_t(FileOffer.chunkSize), path: temporary) } catch {
+                    throw NodeError.fileNotSaved(path: folder, reason: "\(error)")
+                }
+                buffer.withUnsafeBytes { s.hash.update(UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
+            }
             s.hashed += 1
+        }
+        let hashedBytes = min(off_t(s.hashed) * off_t(FileOffer.chunkSize), off_t(offer.size))
+        if hashedBytes - s.writtenBehind >= Self.writeBehindBytes {
+            Syscall.writeBehind(s.fd, offset: s.writtenBehind, length: hashedBytes - s.writtenBehind)
+            s.writtenBehind = hashedBytes
         }
     }
 
     /// Every chunk is held (`row`): those not taken here (held from an
     /// earlier run, or the whole file when it was held before the `/get`)
-    /// are opened from the chunk file, what was not hashed in turn is read
-    /// back, and the whole is checked against the offer's hash and named.
+    /// are opened from the chunk file and hashed in turn, and the whole is
+    /// checked against the offer's hash, synced and named.
     /// The path it was given and its hash.
     func finish(_ row: Store.FileRow, store: Store) throws -> (String, [UInt8]) {
         try state.withLock { s throws -> (String, [UInt8]) in
@@ -116,15 +140,7 @@ final class FileOpener: Sendable {
                 guard let sealed = try store.readChunk(index, of: row) else { throw NodeError.fileNotSaved(path: folder, reason: "chunk \(index) is missing") }
                 try put(sealed, index: index, into: &s)
             }
-            var buffer = [UInt8](repeating: 0, count: FileOffer.chunkSize)
-            while s.hashed < row.chunks {
-                let length = FileOffer.plainLength(of: s.hashed, size: offer.size)
-                do { try Files.readFully(s.fd, into: &buffer, length, at: off_t(s.hashed) * off_t(FileOffer.chunkSize), path: temporary) } catch {
-                    throw NodeError.fileNotSaved(path: folder, reason: "\(error)")
-                }
-                buffer.withUnsafeBytes { s.hash.update(UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
-                s.hashed += 1
-            }
+            guard s.hashed == row.chunks else { throw NodeError.fileNotSaved(path: folder, reason: "chunk \(s.hashed) was not written") }
             let digest = s.hash.finish()
             guard digest == offer.plainHash else { throw NodeError.fileNotSaved(path: folder, reason: "the file's hash is not the one the offer names") }
             guard ftruncate(s.fd, off_t(offer.size)) == 0, fsync(s.fd) == 0 else {
