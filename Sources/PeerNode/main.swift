@@ -188,7 +188,10 @@ signal(SIGPIPE, SIG_IGN)
 // Freed memory stays up to this much; the quiet-time malloc_trim returns it.
 _ = mallopt(M_TRIM_THRESHOLD, 32 << 20)
 
-// Files this process creates (database, WAL, lock) are private to the user.
+// Files this process creates (database, WAL, lock) are private to the user;
+// a file fetched with /get gets the rights the user's own umask gives it,
+// read before it is changed (`SavedFile.fileMode`).
+_ = SavedFile.fileMode
 umask(0o077)
 
 do {

@@ -39,6 +39,8 @@ struct FileOpenerTests {
             #expect(path == into.path + "/opened.bin" && hash == f.offer.plainHash, "\(name)")
             #expect([UInt8](try #require(FileManager.default.contents(atPath: path))) == f.plain, "\(name)")
             #expect(names(into) == ["opened.bin"], "\(name)")
+            var info = stat()
+            #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == SavedFile.fileMode, "the rights the umask gives, not the node's 0600")
         }
     }
 

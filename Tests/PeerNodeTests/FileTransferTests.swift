@@ -234,14 +234,14 @@ struct RelayFileTests {
 
 @Suite("Files fetched by themselves (--auto-get)")
 struct AutoGetTests {
-    @Test("--auto-get 100K fetches a file offered up to that size into the download folder by itself, and leaves a larger one for /get")
+    @Test("--auto-get 100K fetches a file offered up to that size into the download folder by itself, and leaves a larger one for /get; the file has the rights the person's umask gives (027: 0640), the database stays 0600")
     func autoGet() async throws {
         let dirs = (0..<2).map { _ in TemporaryDirectory() }
         let downloads = TemporaryDirectory(), source = TemporaryDirectory()
         let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])
         #expect(await started(a))
         let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url, "--auto-get", "100K"],
-                                wrapper: ["/usr/bin/env", "XDG_DOWNLOAD_DIR=" + downloads.path])
+                                wrapper: ["/bin/sh", "-c", "umask 027; exec \"$0\" \"$@\"", "/usr/bin/env", "XDG_DOWNLOAD_DIR=" + downloads.path])
         #expect(await started(b))
         #expect(await linked(b, to: a))
         #expect(FileManager.default.createFile(atPath: source.path + "/big.bin", contents: Data(repeating: 1, count: 200_000)))
@@ -252,8 +252,16 @@ struct AutoGetTests {
         let done = await b.wait { $0["type"] == "file_done" }
         #expect(done?["path"] == downloads.path + "/small.txt", "\(done ?? [:]) \(b.recent(4))")
         #expect(FileManager.default.contents(atPath: downloads.path + "/small.txt") == Data(repeating: 2, count: 10_000))
+        #expect(permissions(downloads.path + "/small.txt") == 0o640, "a saved file as the person's umask makes it")
+        #expect(permissions(dirs[1].path + "/peernode.db") == 0o600, "the node's own files stay private")
         #expect(!b.events.value.contains { $0["root"] == big["root"] && $0["type"] != "file" }, "the larger file is left for /get")
         for node in [a, b] { await node.quit() }
         withExtendedLifetime(dirs) {}
     }
+}
+
+/// A file's permission bits (nil: no such file).
+func permissions(_ path: String) -> mode_t? {
+    var info = stat()
+    return stat(path, &info) == 0 ? info.st_mode & 0o777 : nil
 }

@@ -143,7 +143,7 @@ final class FileOpener: Sendable {
             guard s.hashed == row.chunks else { throw NodeError.fileNotSaved(path: folder, reason: "chunk \(s.hashed) was not written") }
             let digest = s.hash.finish()
             guard digest == offer.plainHash else { throw NodeError.fileNotSaved(path: folder, reason: "the file's hash is not the one the offer names") }
-            guard ftruncate(s.fd, off_t(offer.size)) == 0, fsync(s.fd) == 0 else {
+            guard ftruncate(s.fd, off_t(offer.size)) == 0, fchmod(s.fd, SavedFile.fileMode) == 0, fsync(s.fd) == 0 else {
                 throw NodeError.fileNotSaved(path: folder, reason: String(cString: strerror(errno)))
             }
             let path = try SavedFile.place(temporary, in: folder, as: offer.name)

@@ -12,6 +12,17 @@ enum SavedFile {
     /// Bytes of a saved name at most (file systems allow 255).
     static let maximumNameBytes = 200
 
+    /// The rights a saved file is given: read and write as the umask the
+    /// process started with allows (`0644` under the usual `022`), as any
+    /// program the person runs would make it; never executable. Read once,
+    /// first thing in `main`, before the node narrows its own umask to
+    /// `077` for its data directory.
+    static let fileMode: mode_t = {
+        let started = umask(0o077)
+        umask(started)
+        return 0o666 & ~started
+    }()
+
     /// `name` as a file name: the last path component only, control
     /// characters, slashes and backslashes made `_`, no leading dots, a
     /// reserved device name prefixed, at most `maximumNameBytes`; "file"
