@@ -35,7 +35,9 @@ public struct FileFetch: Sendable {
 
     struct Transfer: Sendable {
         let chunks: UInt64
-        /// Chunks neither held nor asked for, lowest first.
+        /// Chunks neither held nor asked for, highest first: the lowest is
+        /// taken from the end (a 4 GiB file has 67,109 chunks; taking them
+        /// from the front moved all the others each time).
         var missing: [UInt64]
         var asked: [UInt64: (peer: PublicKey, link: LinkID, at: Double)] = [:]
         var lacking: [PublicKey: Double] = [:]
@@ -67,7 +69,7 @@ public struct FileFetch: Sendable {
     /// Starts fetching `root` (`chunks` in all), of which `held` are here already.
     public mutating func start(_ root: [UInt8], chunks: UInt64, held: (UInt64) -> Bool, now: Double = 0) {
         guard transfers[root] == nil else { return }
-        let missing = (0..<chunks).filter { !held($0) }
+        let missing = (0..<chunks).reversed().filter { !held($0) }
         transfers[root] = Transfer(chunks: chunks, missing: missing, left: UInt64(missing.count), lastChunk: now)
         order.append(root)
     }
@@ -83,23 +85,25 @@ public struct FileFetch: Sendable {
     /// asked for is ignored.
     public mutating func received(_ root: [UInt8], index: UInt64, from peer: PublicKey, valid: Bool,
                                   links: [LinkID: PublicKey], now: Double) -> [Action] {
-        guard var t = transfers[root], let ask = t.asked[index], ask.peer == peer else { return [] }
-        t.asked[index] = nil
-        if valid {
-            t.left -= 1
-            t.lastChunk = now
-        } else {
-            t.bad.insert(peer)
-            // What else it was asked for goes to the others.
-            for (i, a) in t.asked where a.peer == peer {
-                t.asked[i] = nil
-                t.missing.append(i)
+        guard transfers[root]?.asked[index]?.peer == peer else { return [] }
+        let left = update(root) { t -> UInt64 in
+            t.asked[index] = nil
+            if valid {
+                t.left -= 1
+                t.lastChunk = now
+            } else {
+                t.bad.insert(peer)
+                // What else it was asked for goes to the others.
+                for (i, a) in t.asked where a.peer == peer {
+                    t.asked[i] = nil
+                    t.missing.append(i)
+                }
+                t.missing.append(index)
+                t.missing.sort(by: >)
             }
-            t.missing.append(index)
-            t.missing.sort()
+            return t.left
         }
-        transfers[root] = t
-        if t.left == 0 {
+        if left == 0 {
             cancel(root)
             // A transfer waiting its turn may start now.
             return [.complete(root)] + assign(links: links, now: now)
@@ -110,24 +114,26 @@ public struct FileFetch: Sendable {
     /// Chunk `index` came from `peer` but could not be kept here (the disk):
     /// it goes back to be asked again, the peer not blamed.
     public mutating func requeue(_ root: [UInt8], index: UInt64, from peer: PublicKey, links: [LinkID: PublicKey], now: Double) -> [Action] {
-        guard var t = transfers[root], t.asked[index]?.peer == peer else { return [] }
-        t.asked[index] = nil
-        t.missing.append(index)
-        t.missing.sort()
-        transfers[root] = t
+        guard transfers[root]?.asked[index]?.peer == peer else { return [] }
+        update(root) { t in
+            t.asked[index] = nil
+            t.missing.append(index)
+            t.missing.sort(by: >)
+        }
         return assign(links: links, now: now)
     }
 
     /// `peer` does not hold these chunks of `root`.
     public mutating func lacking(_ root: [UInt8], chunks: [UInt64], from peer: PublicKey, links: [LinkID: PublicKey], now: Double) -> [Action] {
-        guard var t = transfers[root] else { return [] }
-        for i in chunks where t.asked[i]?.peer == peer {
-            t.asked[i] = nil
-            t.missing.append(i)
+        guard transfers[root] != nil else { return [] }
+        update(root) { t in
+            for i in chunks where t.asked[i]?.peer == peer {
+                t.asked[i] = nil
+                t.missing.append(i)
+            }
+            t.missing.sort(by: >)
+            t.lacking[peer] = now
         }
-        t.missing.sort()
-        t.lacking[peer] = now
-        transfers[root] = t
         return assign(links: links, now: now)
     }
 
@@ -139,13 +145,13 @@ public struct FileFetch: Sendable {
     /// A link went down: what it was asked for goes to the others.
     public mutating func linkDown(_ link: LinkID, links: [LinkID: PublicKey], now: Double) -> [Action] {
         for root in order {
-            guard var t = transfers[root] else { continue }
-            for (i, a) in t.asked where a.link == link {
-                t.asked[i] = nil
-                t.missing.append(i)
+            update(root) { t in
+                for (i, a) in t.asked where a.link == link {
+                    t.asked[i] = nil
+                    t.missing.append(i)
+                }
+                t.missing.sort(by: >)
             }
-            t.missing.sort()
-            transfers[root] = t
         }
         return assign(links: links, now: now)
     }
@@ -153,14 +159,14 @@ public struct FileFetch: Sendable {
     /// Once a second: asks unanswered too long go back, and every link with room is asked.
     public mutating func tick(links: [LinkID: PublicKey], now: Double) -> [Action] {
         for root in order {
-            guard var t = transfers[root] else { continue }
-            for (i, a) in t.asked where now - a.at >= Self.wantTimeout {
-                t.asked[i] = nil
-                t.missing.append(i)
-                t.lacking[a.peer] = now
+            update(root) { t in
+                for (i, a) in t.asked where now - a.at >= Self.wantTimeout {
+                    t.asked[i] = nil
+                    t.missing.append(i)
+                    t.lacking[a.peer] = now
+                }
+                t.missing.sort(by: >)
             }
-            t.missing.sort()
-            transfers[root] = t
         }
         return assign(links: links, now: now)
     }
@@ -169,30 +175,41 @@ public struct FileFetch: Sendable {
     /// to `perLink` outstanding chunks of each running transfer.
     public mutating func assign(links: [LinkID: PublicKey], now: Double) -> [Action] {
         var out: [Action] = []
-        for root in order.prefix(Self.maximumTransfers) {
-            guard var t = transfers[root], !t.missing.isEmpty else { continue }
-            let usable = links.filter { !t.bad.contains($0.value) }.sorted { $0.key < $1.key }
-            // A peer that said it lacks the file is asked again only after `lackMemory`.
-            let fresh = usable.filter { t.lacking[$0.value].map { now - $0 >= Self.lackMemory } ?? true }
-            let candidates = fresh
-            var wants: [LinkID: [UInt64]] = [:]
-            var load: [LinkID: Int] = [:]
-            for (_, a) in t.asked { load[a.link, default: 0] += 1 }
-            var progress = true
-            while !t.missing.isEmpty, progress {
-                progress = false
-                for (link, peer) in candidates where !t.missing.isEmpty && load[link, default: 0] < Self.perLink
-                    && wants[link, default: []].count < FileMessage.maximumIndices {
-                    let index = t.missing.removeFirst()
-                    t.asked[index] = (peer, link, now)
-                    wants[link, default: []].append(index)
-                    load[link, default: 0] += 1
-                    progress = true
-                }
-            }
-            transfers[root] = t
-            for (link, chunks) in wants.sorted(by: { $0.key < $1.key }) { out.append(.want(link, root: root, chunks: chunks.sorted())) }
+        for root in order.prefix(Self.maximumTransfers) where transfers[root]?.missing.isEmpty == false {
+            out += update(root) { Self.deal(&$0, root: root, links: links, now: now) } ?? []
         }
         return out
+    }
+
+    /// Deals `t`'s missing chunks, lowest first, round the links with room.
+    private static func deal(_ t: inout Transfer, root: [UInt8], links: [LinkID: PublicKey], now: Double) -> [Action] {
+        let usable = links.filter { !t.bad.contains($0.value) }.sorted { $0.key < $1.key }
+        // A peer that said it lacks the file is asked again only after `lackMemory`.
+        let candidates = usable.filter { t.lacking[$0.value].map { now - $0 >= lackMemory } ?? true }
+        var wants: [LinkID: [UInt64]] = [:]
+        var load: [LinkID: Int] = [:]
+        for (_, a) in t.asked { load[a.link, default: 0] += 1 }
+        var progress = true
+        while !t.missing.isEmpty, progress {
+            progress = false
+            for (link, peer) in candidates where load[link, default: 0] < perLink && wants[link, default: []].count < FileMessage.maximumIndices {
+                guard let index = t.missing.popLast() else { break }
+                t.asked[index] = (peer, link, now)
+                wants[link, default: []].append(index)
+                load[link, default: 0] += 1
+                progress = true
+            }
+        }
+        return wants.sorted(by: { $0.key < $1.key }).map { .want($0.key, root: root, chunks: $0.value.sorted()) }
+    }
+
+    /// Runs `body` on `root`'s transfer, taken out of the table meanwhile so
+    /// that its arrays are changed in place, not copied (nil: no such transfer).
+    @discardableResult
+    private mutating func update<R>(_ root: [UInt8], _ body: (inout Transfer) -> R) -> R? {
+        guard var t = transfers.removeValue(forKey: root) else { return nil }
+        let result = body(&t)
+        transfers[root] = t
+        return result
     }
 }

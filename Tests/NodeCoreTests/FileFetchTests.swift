@@ -41,6 +41,29 @@ struct FileFetchTests {
         #expect(everAsked.sorted() == Array(1...39).map(UInt64.init), "each missing chunk asked exactly once")
     }
 
+    @Test("a file of the largest size (4 GiB, 67,109 chunks) through one link: every chunk asked once, in order, and the transfer completes (the bookkeeping per chunk does not grow with the file: `make bench` prints it)")
+    func largest() {
+        var f = FileFetch()
+        let links: [LinkID: PublicKey] = [1: a]
+        let chunks = FileOffer.chunks(size: FileOffer.maximumSize)
+        #expect(chunks == 67_109)
+        f.start(root, chunks: chunks, held: { _ in false })
+        var pending = f.assign(links: links, now: 0)
+        var order: [UInt64] = []
+        var completed = false
+        while !pending.isEmpty {
+            let action = pending.removeFirst()
+            completed = completed || action == .complete(root)
+            guard case let .want(_, _, asked) = action else { continue }
+            for index in asked {
+                order.append(index)
+                pending += f.received(root, index: index, from: a, valid: true, links: links, now: 0)
+            }
+        }
+        #expect(completed && !f.fetches(root))
+        #expect(order == Array(0..<chunks), "each asked once, lowest first")
+    }
+
     @Test("a chunk that does not verify: its peer is asked nothing more for the file, and what it was asked goes to the other")
     func badChunk() {
         var f = FileFetch()
