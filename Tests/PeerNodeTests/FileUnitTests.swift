@@ -219,7 +219,7 @@ struct RelayQuotaTests {
             #expect(FileTree.verify(leaf: FileTree.leaf(index: index, sealed: sealed), index: index, chunks: 3, proof: proof, root: root))
         }
         serve(file, to: files, only: [1], now: 2)
-        #expect(files.holdsWhole(root) && files.proofs[root] == nil, "whole: the proofs kept while fetching are gone")
+        #expect(files.holdsWhole(root) && files.partial[root] == nil, "whole: the proofs kept while fetching are gone")
         let whole = files.answer(root, chunks: [0, 1, 2])
         #expect(whole.count == 3 && whole.allSatisfy { if case .chunk = $0 { true } else { false } })
     }

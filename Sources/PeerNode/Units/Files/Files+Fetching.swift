@@ -159,7 +159,8 @@ extension Files {
             }
             row.mark(index)
             leaves[root, default: [:]][index] = leaf
-            proofs[root, default: [:]][index] = outcome.proof
+            if partial[root] == nil { partial[root] = PartialTree(chunks: row.chunks) }
+            partial[root]?.learn(leaf: leaf, index: index, proof: outcome.proof)
             rows[root] = row
             if var w = wanted[root] {
                 w.toldWaiting = false
@@ -199,7 +200,7 @@ extension Files {
     func finish(_ root: [UInt8]) -> Progress? {
         let w = wanted.removeValue(forKey: root)
         fetch.cancel(root)
-        proofs[root] = nil
+        partial[root] = nil
         do {
             guard var row = try rows.removeValue(forKey: root) ?? repository.file(root) else { throw NodeError.notAFile(w?.number ?? 0) }
             for index in 0..<row.chunks { row.mark(index) }
@@ -247,9 +248,9 @@ extension Files {
     func answer(_ root: [UInt8], chunks: [UInt64]) -> [FileMessage] {
         let proof: (UInt64) -> [[UInt8]]?
         let row: Store.FileRow
-        if let fetching = rows[root], !fetching.complete, let known = proofs[root] {
+        if let fetching = rows[root], !fetching.complete, let known = partial[root] {
             row = fetching
-            proof = { fetching.holds($0) ? known[$0] : nil }
+            proof = { fetching.holds($0) ? known.proof(index: $0) : nil }
         } else {
             guard let whole = failures.read({ () throws(RepositoryError) in try repository.file(root) }), whole.complete,
                   let levels = tree(root, chunks: whole.chunks) else { return [.none(root: root, chunks: chunks)] }
@@ -311,7 +312,7 @@ extension Files {
         wanted[root] = nil
         rows[root] = nil
         leaves[root] = nil
-        proofs[root] = nil
+        partial[root] = nil
         trees.removeAll { $0.root == root }
         _ = failures.read { () throws(RepositoryError) in try repository.erase(root) }
     }

@@ -55,8 +55,10 @@ final class Files {
     var rows: [[UInt8]: Store.FileRow] = [:]
     /// Leaves of the chunks fetched so far, per transfer.
     var leaves: [[UInt8]: [UInt64: [UInt8]]] = [:]
-    /// Root → chunk → the proof it came with, for files being fetched (served with their chunks; gone once the file is whole).
-    var proofs: [[UInt8]: [UInt64: [[UInt8]]]] = [:]
+    /// What is known of the tree of each file being fetched: the leaves and
+    /// the hashes beside them that came with its chunks, from which a chunk
+    /// held is served with its proof (gone once the file is whole).
+    var partial: [[UInt8]: PartialTree] = [:]
     var trees: [(root: [UInt8], levels: [[[UInt8]]])] = []
     /// Bytes of files a relay keeps to serve (`--max-files`); nil: it fetches none.
     var maximumHeld: UInt64?
