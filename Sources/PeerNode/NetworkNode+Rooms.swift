@@ -327,14 +327,24 @@ extension NetworkNode {
         guard !said.isEmpty else { return }
         var events: [NodeEvent] = []
         for progress in said {
-            guard case let .opening(o) = progress else {
-                events += Self.event(progress).map { [$0] } ?? []
-                continue
-            }
             nonisolated(unsafe) let store = node.store
-            DispatchQueue.global().async { [self] in
-                let done = Files.save(o, store: store)
-                loop.execute { [self] in emit(Self.event(done).map { [$0] } ?? []) }
+            switch progress {
+            case let .opening(o):
+                DispatchQueue.global().async { [self] in
+                    let done = Files.save(o, store: store)
+                    loop.execute { [self] in emit(Self.event(done).map { [$0] } ?? []) }
+                }
+            case let .checkingHeld(check):
+                DispatchQueue.global().async { [self] in
+                    let held = check.run(store: store)
+                    loop.execute { [self] in
+                        let said = node.files.resume(held, clock: monotonic())
+                        assignFiles(node.files.fetch.assign(links: fileLinks, now: monotonic()))
+                        tell(said)
+                    }
+                }
+            default:
+                events += Self.event(progress).map { [$0] } ?? []
             }
         }
         emit(events)
@@ -347,7 +357,7 @@ extension NetworkNode {
         case let .done(n, place, root, path, hash): .fileDone(number: n, place: place, root: root, path: path, hash: hash)
         case let .failed(n, place, root, reason): .fileFailed(number: n, place: place, root: root, reason: reason)
         case let .waiting(n, place, root): .fileWaiting(number: n, place: place, root: root)
-        case .opening: nil
+        case .opening, .checkingHeld: nil
         }
     }
 

@@ -21,6 +21,10 @@ extension Files {
         /// Every chunk is here: the file is to be opened into its folder
         /// (`Files.save`, off the loop: a large file takes seconds).
         case opening(Opening)
+        /// Chunks held from an earlier run are to be read back and hashed
+        /// (`HeldCheck.run`, off the loop: seconds for a large file) before
+        /// the fetch goes on (`resume`).
+        case checkingHeld(HeldCheck)
     }
 
     /// A file held whole, to be opened into the folder a `/get` named.
@@ -31,41 +35,6 @@ extension Files {
         let place: String
         /// Opens the chunks into the file's folder (as they come, and what is left at the end).
         let opener: FileOpener
-    }
-
-    /// `/get`: fetches `offer` (the envelope `e`, message `number` in
-    /// `place`) into `folder`. A file held whole already is saved at once.
-    func get(_ offer: FileOffer, from e: Envelope, number: Int, place: String, folder: String, now: UInt64, clock: Double) throws -> [Progress] {
-        guard offer.size <= FileOffer.maximumSize else { throw NodeError.fileTooLarge(path: offer.name, size: offer.size) }
-        var isFolder: ObjCBool = false
-        let exists = FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder)
-        guard exists, isFolder.boolValue else { throw NodeError.fileNotSaved(path: folder, reason: exists ? "not a folder" : "no such folder") }
-        var row = try repository.file(offer.root) ?? Store.FileRow(root: offer.root, size: offer.size, origin: .fetched, author: e.author, sequence: e.sequence, added: now)
-        guard row.size == offer.size else { throw NodeError.fileNotSaved(path: folder, reason: "another file of that root is held here, of another size") }
-        // Kept with the row: a restart goes on with it (`NetworkNode.resumeFiles`).
-        row.folder = folder
-        try repository.save(row)
-        try repository.createChunkFile(offer.root)
-        // A second /get of a file under way: the first one's temporary file goes before the next is made.
-        wanted[offer.root]?.opener.abandon()
-        // The temporary file first: a folder that takes no file fails the /get now, not after the fetch.
-        wanted[offer.root] = Wanted(offer: offer, number: number, place: place, opener: try FileOpener(offer: offer, folder: folder))
-        if row.complete { return finish(offer.root).map { [$0] } ?? [] }
-        // Leaves of chunks held from an earlier run, read back.
-        var known: [UInt64: [UInt8]] = leaves[offer.root] ?? [:]
-        for index in 0..<row.chunks where row.holds(index) && known[index] == nil {
-            guard let sealed = try repository.read(index, of: row) else { continue }
-            let leaf = FileTree.leaf(index: index, sealed: sealed)
-            known[index] = leaf
-        }
-        leaves[offer.root] = known
-        // What is held but no longer matches (a crash mid-write) is fetched again.
-        row.held = [UInt8](repeating: 0, count: row.held.count)
-        row.heldCount = 0
-        for index in known.keys { row.mark(index) }
-        rows[offer.root] = row
-        fetch.start(offer.root, chunks: row.chunks, held: row.holds, now: clock)
-        return [.progress(number: number, place: place, root: offer.root, bytes: held(row), of: offer.size)]
     }
 
     /// The prompt's tag while files are fetched: `[⎘ ▓▓▓▓░░░░ 45% report.pdf] `, and how many more.

@@ -1,0 +1,84 @@
+import Crypto
+import Foundation
+import Gossip
+import Store
+
+/// `/get`: a fetch started, or taken up again from the chunks held.
+extension Files {
+    /// `/get`: fetches `offer` (the envelope `e`, message `number` in
+    /// `place`) into `folder`. A file held whole already is saved at once;
+    /// one held in part from an earlier run first has its chunks read back
+    /// and hashed off the loop (`checkingHeld`), then goes on (`resume`).
+    func get(_ offer: FileOffer, from e: Envelope, number: Int, place: String, folder: String, now: UInt64, clock: Double) throws -> [Progress] {
+        guard offer.size <= FileOffer.maximumSize else { throw NodeError.fileTooLarge(path: offer.name, size: offer.size) }
+        var isFolder: ObjCBool = false
+        let exists = FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder)
+        guard exists, isFolder.boolValue else { throw NodeError.fileNotSaved(path: folder, reason: exists ? "not a folder" : "no such folder") }
+        var row = try repository.file(offer.root) ?? Store.FileRow(root: offer.root, size: offer.size, origin: .fetched, author: e.author, sequence: e.sequence, added: now)
+        guard row.size == offer.size else { throw NodeError.fileNotSaved(path: folder, reason: "another file of that root is held here, of another size") }
+        // Kept with the row: a restart goes on with it (`NetworkNode.resumeFiles`).
+        row.folder = folder
+        try repository.save(row)
+        try repository.createChunkFile(offer.root)
+        // A second /get of a file under way: the first one's temporary file goes before the next is made.
+        wanted[offer.root]?.opener.abandon()
+        // The temporary file first: a folder that takes no file fails the /get now, not after the fetch.
+        let opener = try FileOpener(offer: offer, folder: folder)
+        wanted[offer.root] = Wanted(offer: offer, number: number, place: place, opener: opener)
+        if row.complete { return finish(offer.root).map { [$0] } ?? [] }
+        rows[offer.root] = row
+        // Chunks held from an earlier run, whose leaves are not known yet: read back and hashed on a worker.
+        let known = leaves[offer.root] ?? [:]
+        let unread = (0..<row.chunks).filter { row.holds($0) && known[$0] == nil }
+        guard unread.isEmpty else { return [.checkingHeld(HeldCheck(root: offer.root, row: row, indices: unread, opener: opener))] }
+        return start(offer.root, clock: clock)
+    }
+
+    /// Chunks held from an earlier run, to be read back and hashed off the
+    /// loop: the leaf of each that is whole, none for one a crash left
+    /// half-written (fetched again).
+    struct HeldCheck: Sendable {
+        let root: [UInt8]
+        let row: Store.FileRow
+        let indices: [UInt64]
+        /// The `/get` it was made for (a later one, or an erase, makes it stale).
+        let opener: FileOpener
+
+        func run(store: Store) -> HeldLeaves {
+            var leaves: [UInt64: [UInt8]] = [:]
+            for index in indices {
+                guard let sealed = try? store.readChunk(index, of: row), sealed.count == row.sealedLength(of: index) else { continue }
+                leaves[index] = FileTree.leaf(index: index, sealed: sealed)
+            }
+            return HeldLeaves(root: root, leaves: leaves, opener: opener)
+        }
+    }
+
+    struct HeldLeaves: Sendable {
+        let root: [UInt8]
+        let leaves: [UInt64: [UInt8]]
+        let opener: FileOpener
+    }
+
+    /// The chunks held were read back (`HeldCheck.run`): the fetch goes on
+    /// with those that are whole. Nothing when the `/get` it was made for
+    /// is gone (erased, or another `/get` of the file since).
+    func resume(_ held: HeldLeaves, clock: Double) -> [Progress] {
+        guard let w = wanted[held.root], w.opener === held.opener, rows[held.root] != nil else { return [] }
+        leaves[held.root, default: [:]].merge(held.leaves) { known, _ in known }
+        return start(held.root, clock: clock)
+    }
+
+    /// Starts fetching `root` with the chunks whose leaves are known as held
+    /// (what is held but no longer matches, a crash mid-write, is fetched again).
+    private func start(_ root: [UInt8], clock: Double) -> [Progress] {
+        guard var row = rows[root], let w = wanted[root] else { return [] }
+        let known = leaves[root] ?? [:]
+        row.held = [UInt8](repeating: 0, count: row.held.count)
+        row.heldCount = 0
+        for index in known.keys { row.mark(index) }
+        rows[root] = row
+        fetch.start(root, chunks: row.chunks, held: row.holds, now: clock)
+        return [.progress(number: w.number, place: w.place, root: root, bytes: held(row), of: row.size)]
+    }
+}
