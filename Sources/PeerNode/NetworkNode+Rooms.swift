@@ -390,6 +390,7 @@ extension NetworkNode {
     /// into the folder it was saving to.
     func resumeFiles() {
         node.files.removeStaging()
+        node.files.eraseLeftovers()
         guard !relay else { return }
         let rows = readLogged("the files held") { try node.files.repository.files() } ?? []
         for row in rows where !row.complete {

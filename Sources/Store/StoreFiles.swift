@@ -1,3 +1,4 @@
+import Foundation
 import Crypto
 import Gossip
 #if canImport(Glibc)
@@ -188,15 +189,36 @@ extension Store {
     /// Forgets a file and erases its chunks: the chunk file is overwritten
     /// with zeros, synced, and removed, so its sealed bytes are gone from the disk.
     public func eraseFile(_ root: [UInt8]) throws {
+        if let detached = try detachFile(root) { Self.overwrite(detached) }
+    }
+
+    /// Chunk files being erased are named this, then the root and a tag of their own.
+    public static let erasingPrefix = ".erasing-"
+
+    /// Forgets a file and moves its chunk file out of the way, at once,
+    /// under a name of its own (`erasingPrefix`): what to give `overwrite`
+    /// (nil: no chunk file). Its tree goes too. A fetch of the same root
+    /// after this makes a new chunk file; the old one is never served again.
+    public func detachFile(_ root: [UInt8]) throws -> String? {
         try db.statement("DELETE FROM files WHERE root = ?1").bind(1, root).run()
         let path = chunkPath(root)
         // The tree names no byte of the file, but it goes too, whatever became of the chunks.
         unlink(path + ".tree")
-        let fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else {
-            if errno == ENOENT { return }
-            throw StoreError.directory(path: path, operation: "opening to erase", errno: errno)
+        let detached = directory.path + "/" + Self.filesFolder + "/" + Self.erasingPrefix + Hex.encode(root) + "-"
+            + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        guard rename(path, detached) == 0 else {
+            if errno == ENOENT { return nil }
+            throw StoreError.directory(path: path, operation: "moving to erase", errno: errno)
         }
+        return detached
+    }
+
+    /// Overwrites the file at `path` with zeros, syncs it and removes it
+    /// (touches no database: runs on any thread). What it cannot do it
+    /// leaves: the next start finds the file by its name (`erasing`).
+    public static func overwrite(_ path: String) {
+        let fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return }
         var info = stat()
         if fstat(fd, &info) == 0, info.st_size > 0 {
             let zeros = [UInt8](repeating: 0, count: 1 << 20)
@@ -210,6 +232,14 @@ extension Store {
         }
         close(fd)
         unlink(path)
+    }
+
+    /// Chunk files whose erasing the process did not finish (it stopped
+    /// meanwhile): to be given to `overwrite` again.
+    public func erasing() -> [String] {
+        let folder = directory.path + "/" + Self.filesFolder
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return names.filter { $0.hasPrefix(Self.erasingPrefix) }.sorted().map { folder + "/" + $0 }
     }
 
     static func prepareFilesFolder(_ path: String) throws {

@@ -54,7 +54,8 @@ struct FileRepository {
         try storeCall("reading a file's offer") { try store.envelope(by: offer.author, sequence: offer.sequence) != nil }
     }
 
-    func erase(_ root: [UInt8]) throws(RepositoryError) {
-        try storeCall("erasing a file's chunks") { try store.eraseFile(root) }
+    /// Forgets a file and moves its chunk file aside to be overwritten (`Files.erase`).
+    func detach(_ root: [UInt8]) throws(RepositoryError) -> String? {
+        try storeCall("erasing a file's chunks") { try store.detachFile(root) }
     }
 }

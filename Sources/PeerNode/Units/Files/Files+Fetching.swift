@@ -283,7 +283,29 @@ extension Files {
         leaves[root] = nil
         partial[root] = nil
         trees.removeAll { $0.root == root }
-        _ = failures.read { () throws(RepositoryError) in try repository.erase(root) }
+        guard let detached = failures.read({ () throws(RepositoryError) in try repository.detach(root) }) ?? nil else { return }
+        Self.overwrite(detached)
+    }
+
+    /// Chunk files up to this size are overwritten at once, on the loop (64
+    /// MiB, ~50 ms); a larger one, already moved aside under a name of its
+    /// own, on `eraser` (a 4 GiB file takes seconds, which held the loop:
+    /// the chat, and a relay's forwarding).
+    static let eraseInlineLimit: off_t = 64 << 20
+    /// Where large chunk files are overwritten, one after another.
+    static let eraser = DispatchQueue(label: "peernode.erase")
+
+    /// Overwrites and removes a chunk file moved aside (`Store.detachFile`):
+    /// at once when it is small, else on `eraser`.
+    static func overwrite(_ detached: String) {
+        var info = stat()
+        guard stat(detached, &info) == 0, info.st_size > eraseInlineLimit else { return Store.overwrite(detached) }
+        eraser.async { Store.overwrite(detached) }
+    }
+
+    /// Chunk files a stopped process left half-erased: erased now, on `eraser`.
+    func eraseLeftovers() {
+        for path in repository.store.erasing() { Self.eraser.async { Store.overwrite(path) } }
     }
 }
 
