@@ -63,7 +63,7 @@ let package = Package(
         // libsodium and SQLite directly; no product code does.
         .executableTarget(
             name: "PeerNodeBench",
-            dependencies: ["Store", "Gossip", "Crypto", "CSodium", "CSQLite", "WebSocket", "Reactor", "OverlaySimulation", "NodeCore"],
+            dependencies: ["Store", "Gossip", "Crypto", "CSodium", "CSQLite", "WebSocket", "Reactor", "OverlaySimulation", "NodeCore", "CEpoll"],
             path: "Benchmarks/PeerNodeBench"
         ),
         .executableTarget(name: "WSEcho", dependencies: ["WebSocket", "Reactor"], path: "Benchmarks/WSEcho"),

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <signal.h>
 #include <pthread.h>
 #include <errno.h>
@@ -67,6 +69,22 @@ static inline int peernode_signalfd(const int *signals, int count) {
     sigemptyset(&set);
     for (int i = 0; i < count; i++) sigaddset(&set, signals[i]);
     return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+/* A timer file descriptor on CLOCK_MONOTONIC (non-blocking): readable when it fires. */
+static inline int peernode_timerfd(void) {
+    return timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+}
+
+/* Arms `fd` to fire once at `seconds` on CLOCK_MONOTONIC (a time already
+   past fires at once). 0, or -1 and errno. */
+static inline int peernode_timerfd_at(int fd, double seconds) {
+    struct itimerspec its = {0};
+    if (seconds < 0) seconds = 0;
+    its.it_value.tv_sec = (time_t)seconds;
+    its.it_value.tv_nsec = (long)((seconds - (double)its.it_value.tv_sec) * 1e9);
+    if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0) its.it_value.tv_nsec = 1;
+    return timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
 /* The next signal waiting on a signalfd: its number, 0 when none waits, -1 and errno on failure. */
