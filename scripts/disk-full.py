@@ -18,7 +18,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchnodes import JSONNode, pump  # noqa: E402
+from benchnodes import JSONNode, cpu_seconds, pump  # noqa: E402
 
 PEERNODE = os.path.abspath(sys.argv[1])
 # Room for the key, a fresh database and its WAL; small enough to fill at once.
@@ -129,6 +129,45 @@ try:
             fail(f"{command[1]} on a read-only data directory: status {r.returncode}, said {said!r}")
     print(f"a read-only data directory is refused at start: {said!r}")
     subprocess.run(["mount", "-o", "remount,rw", mount], check=True)
+
+    # A file fetched onto the full disk: the fetch stops at the first chunk it cannot keep, said once
+    # (file_failed, with why), and A goes on (it once asked again for every chunk as fast as the link,
+    # each failure said, a core busy on each side and the chat stalled).
+    a = JSONNode([PEERNODE, "--data-dir", data, "--json", "--no-discovery", "--nick", "alice", "--peer", url])
+    nodes.append(a)
+    wait_for(nodes, lambda: any(e.get("type") == "peer_up" for e in a.events), "A linked to B again")
+    big = os.path.join(root, "big.bin")
+    with open(big, "wb") as f:
+        f.write(os.urandom(3 * int(TMPFS_SIZE.rstrip("m")) << 20))
+    b.post("/send " + big)
+    wait_for(nodes, lambda: any(e.get("type") == "file" for e in a.events), "A to see B's file offered")
+    number = next(e for e in a.events if e.get("type") == "file")["n"]
+    into = os.path.join(root, "into")
+    os.makedirs(into)
+    mark = len(a.events)
+    a.post(f"/get {number} {into}")
+    wait_for(nodes, lambda: any(e.get("type") in ("file_failed", "file_done") for e in a.events[mark:]), "the /get onto a full disk to end")
+    end = next(e for e in a.events[mark:] if e.get("type") in ("file_failed", "file_done"))
+    if end["type"] != "file_failed" or "space" not in end.get("reason", ""):
+        fail(f"a /get onto a full disk did not fail saying so: {end}")
+    used = cpu_seconds(a.proc.pid)
+    try:
+        pump(nodes, lambda: False, 2)
+    except TimeoutError:
+        pass
+    used = cpu_seconds(a.proc.pid) - used
+    said = [e for e in a.events[mark:] if e.get("type") in ("error", "file_failed") and "chunk" in str(e)]
+    if len(said) > 2:
+        fail(f"the failed chunk was said {len(said)} times: {said[:4]}")
+    repeated = [w for w in set(errors(a)[-20:]) if errors(a)[-20:].count(w) > 1]
+    if repeated:
+        fail(f"the same failure said again within seconds: {repeated[0]!r}")
+    if used > 0.5:
+        fail(f"A used {used:.2f} s of CPU in the 2 s after the fetch stopped (asking again for what it cannot keep?)")
+    mark = len(a.events)
+    a.post("/help")
+    wait_for(nodes, lambda: len(a.events) > mark, "A to answer a command after the failed fetch")
+    print(f"a /get onto a full disk stops, said once: {end['reason']!r}; A idles ({used:.2f} s of CPU in 2 s) and answers")
 finally:
     for n in nodes:
         if n.proc.poll() is None:

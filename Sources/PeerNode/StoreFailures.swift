@@ -1,3 +1,5 @@
+import Foundation
+
 /// What a failed store read or write means, decided here once. A unit's
 /// repository throws `RepositoryError`; where the caller cannot throw (rendering
 /// a line, a check on an envelope) it asks through `read`, and a command
@@ -9,9 +11,18 @@
 /// side (a message shown as first written, an envelope refused, a check
 /// that fails). One per node; confined to the node's loop.
 final class StoreFailures {
+    /// Seconds before the very words said last are said again: a failure
+    /// that recurs on every tick (the search index's write on a full disk)
+    /// is said once a minute, not once a second. Still counted each time.
+    static let repeatAfter = 60.0
+
     private(set) var count = 0
     /// The newest failure's words, until `take`.
     private(set) var unsaid: String?
+    /// The words said last, and when (`now`).
+    private var lastSaid: (words: String, at: Double)?
+    /// The monotonic clock, in seconds (a test's own).
+    var now: () -> Double = { ProcessInfo.processInfo.systemUptime }
 
     /// The body's value, or nil (counted and kept) when a repository call fails.
     func read<T>(_ body: () throws(RepositoryError) -> T?) -> T? {
@@ -47,9 +58,14 @@ final class StoreFailures {
         if error is RepositoryError { count &+= 1 }
     }
 
-    /// The failure not yet told, once.
+    /// The failure not yet told, once; nil too when it is the one said
+    /// last, less than `repeatAfter` ago.
     func take() -> String? {
-        defer { unsaid = nil }
-        return unsaid
+        guard let words = unsaid else { return nil }
+        unsaid = nil
+        let t = now()
+        if let last = lastSaid, last.words == words, t - last.at < Self.repeatAfter { return nil }
+        lastSaid = (words, t)
+        return words
     }
 }

@@ -9,7 +9,7 @@ import Testing
 
 /// A `/get` of a file held in part from an earlier run (`Files.get`,
 /// `HeldCheck`, `resume`).
-@Suite("Files taken up again from the chunks held")
+@Suite("Files taken up again from the chunks held, and a fetch that cannot write stopped")
 struct FileResumeTests {
     let units = FileUnitTests()
     let quota = RelayQuotaTests()
@@ -54,5 +54,34 @@ struct FileResumeTests {
         #expect(root == offer.root && bytes == 2 * UInt64(FileOffer.chunkSize) && of == offer.size)
         let asked = node.files.fetch.assign(links: [1: quota.peer], now: 3)
         #expect(asked == [FileFetch.Action.want(1, root: offer.root, chunks: [2, 3, 4])], "what is held whole is not asked again; chunk 3 is")
+    }
+
+    @Test("a chunk that cannot be written (the chunk file gone, as a full disk fails a write) stops the fetch at once, said once as file_failed with why, nothing asked again; the chunks that came stay held for the next /get")
+    func writeFailureStops() throws {
+        let dir = TemporaryDirectory(), work = TemporaryDirectory(), into = TemporaryDirectory()
+        let node = try units.life.node(dir)
+        _ = try node.join(units.life.name)
+        let file = try quota.sealedFile(work, "stops.bin", size: 3 * FileOffer.chunkSize)
+        let offered = try units.life.chain(units.bob, on: node, [(.file, file.offer.encoded, [])])[0]
+        _ = try node.store.insert([offered], receivedAt: 1)
+        let offer = try #require(node.open(offered)?.offer)
+        _ = try node.files.get(offer, from: offered, number: 7, place: units.life.name.value, folder: into.path, now: 2, clock: 2)
+        let links: [LinkID: PublicKey] = [1: quota.peer]
+        #expect(node.files.fetch.assign(links: links, now: 2) == [FileFetch.Action.want(1, root: offer.root, chunks: [0, 1, 2])])
+        let proof = { (i: Int) in FileTree.proof(index: i, levels: file.levels) }
+        _ = node.files.received(offer.root, index: 0, proof: proof(0), sealed: file.chunks[0], from: quota.peer, links: links, now: 3)
+        #expect(unlink(node.store.chunkPath(offer.root)) == 0)
+        let (actions, said) = node.files.received(offer.root, index: 1, proof: proof(1), sealed: file.chunks[1], from: quota.peer, links: links, now: 3)
+        guard case let .failed(number, _, root, reason)? = said.first, said.count == 1 else {
+            Issue.record("not stopped: \(said)")
+            return
+        }
+        #expect(number == 7 && root == offer.root && reason.contains("goes on from it"), "\(reason)")
+        #expect(actions.isEmpty && !node.files.fetch.fetches(offer.root), "nothing asked again")
+        let later = node.files.received(offer.root, index: 2, proof: proof(2), sealed: file.chunks[2], from: quota.peer, links: links, now: 4)
+        #expect(later.actions.isEmpty && later.said.isEmpty, "a chunk still on its way is not looked at, nor its failure said again")
+        let row = try #require(try node.store.file(offer.root))
+        #expect(row.holds(0) && !row.holds(1) && row.folder == into.path, "what came stays held, with its folder")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: into.path).isEmpty, "the temporary file is gone")
     }
 }

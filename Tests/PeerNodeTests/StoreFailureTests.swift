@@ -14,6 +14,28 @@ struct StoreFailureTests {
     let life = MessageLifeRulesTests()
     let bob = try! SigningKey.generate()  // test input
 
+    @Test("the same failure recurring (a write on every tick on a full disk) is said once, then again at repeatAfter, not one second before; other words at once; each one counted")
+    func saidOnceAMinute() {
+        let failures = StoreFailures()
+        var clock = 100.0
+        failures.now = { clock }
+        let full = StoreError.directory(path: "/data", operation: "writing", errno: 28)
+        failures.failed("writing the search index", full)
+        let first = failures.take()
+        #expect(first != nil)
+        clock += StoreFailures.repeatAfter - 1
+        failures.failed("writing the search index", full)
+        #expect(failures.take() == nil, "the same words, within repeatAfter")
+        failures.failed("reading a file's chunk map", full)
+        #expect(failures.take()?.hasPrefix("the database failed (reading a file's chunk map)") == true, "other words at once")
+        failures.failed("writing the search index", full)
+        #expect(failures.take() == first, "no longer the last said")
+        clock += StoreFailures.repeatAfter
+        failures.failed("writing the search index", full)
+        #expect(failures.take() == first, "said again at repeatAfter")
+        #expect(failures.count == 5)
+    }
+
     @Test("a failing read of edits and a failing write of a reaction: each counted (store_read_failed) and kept to be said once, with what was being done; the message shows as first written")
     func inProcess() throws {
         let dir = TemporaryDirectory()

@@ -64,6 +64,11 @@ final class FileOpener: Sendable {
         state = Mutex(State(fd: fd))
     }
 
+    /// Why the file cannot be opened into its folder (a write there failed,
+    /// a chunk the key does not open), as soon as it is known: the fetch
+    /// stops then, not after its last chunk.
+    var failure: (any Error)? { state.withLock { $0.failure } }
+
     /// Chunks hashed so far (all below this index), and bytes whose writeback was started: what the tests look at.
     var progress: (hashed: UInt64, writtenBehind: off_t) { state.withLock { ($0.hashed, $0.writtenBehind) } }
 

@@ -84,7 +84,7 @@ extension Files {
                 return ChunkOutcome(root: root, index: index, peer: peer, leaf: nil, proof: [], valid: true, failure: error)
             }
             opener?.take(sealed, index: index)
-            return ChunkOutcome(root: root, index: index, peer: peer, leaf: leaf, proof: proof, valid: true, failure: nil)
+            return ChunkOutcome(root: root, index: index, peer: peer, leaf: leaf, proof: proof, valid: true, failure: opener?.failure)
         }
     }
 
@@ -96,6 +96,8 @@ extension Files {
         /// The proof it came with, when it verified: it is served with the chunk to others while the file is still being fetched.
         let proof: [[UInt8]]
         let valid: Bool
+        /// Why the chunk could not be kept (the chunk file's write) or the
+        /// file not opened into its folder: the fetch stops (`stop`).
         let failure: (any Error)?
     }
 
@@ -115,10 +117,7 @@ extension Files {
     func apply(_ outcome: ChunkOutcome, links: [LinkID: PublicKey], now: Double) -> (actions: [FileFetch.Action], said: [Progress]) {
         let root = outcome.root, index = outcome.index
         guard fetch.fetches(root), var row = rows[root] else { return ([], []) }
-        if let failure = outcome.failure {
-            failures.failed("writing a file's chunk", failure)
-            return (fetch.requeue(root, index: index, from: outcome.peer, links: links, now: now), [])
-        }
+        if let failure = outcome.failure { return ([], stop(root, because: failure)) }
         var said: [Progress] = []
         if let leaf = outcome.leaf, !row.holds(index) {
             // A relay makes room for a file once it knows someone holds it.
@@ -150,6 +149,26 @@ extension Files {
         let actions = fetch.received(root, index: index, from: outcome.peer, valid: outcome.valid, links: links, now: now)
         for case let .complete(done) in actions { if let told = finish(done) { said.append(told) } }
         return (actions.filter { if case .complete = $0 { return false }; return true }, said)
+    }
+
+    /// A write failed (a full disk, most often): the fetch of `root` stops
+    /// at once, said once, rather than asking again for chunks it cannot
+    /// keep (which went round as fast as the link, each failure said). What
+    /// is held stays, with the folder: a `/get`, or the next start, takes it
+    /// up again.
+    func stop(_ root: [UInt8], because failure: any Error) -> [Progress] {
+        fetch.cancel(root)
+        partial[root] = nil
+        leaves[root] = nil
+        let w = wanted.removeValue(forKey: root)
+        w?.opener.abandon()
+        if let row = rows.removeValue(forKey: root) { _ = failures.read { () throws(RepositoryError) in try repository.save(row) } }
+        guard let w else {
+            failures.failed("keeping a file fetched to serve", failure)
+            return []
+        }
+        return [.failed(number: w.number, place: w.place, root: root,
+                        reason: "\(failure); what came is kept, and /get \(w.number) goes on from it")]
     }
 
     /// A chunk checked on the spot (tests, and a caller with no worker): `arrived`, `run` and `apply` in one.
