@@ -111,18 +111,6 @@ public struct FileFetch: Sendable {
         return assign(links: links, now: now)
     }
 
-    /// Chunk `index` came from `peer` but could not be kept here (the disk):
-    /// it goes back to be asked again, the peer not blamed.
-    public mutating func requeue(_ root: [UInt8], index: UInt64, from peer: PublicKey, links: [LinkID: PublicKey], now: Double) -> [Action] {
-        guard transfers[root]?.asked[index]?.peer == peer else { return [] }
-        update(root) { t in
-            t.asked[index] = nil
-            t.missing.append(index)
-            t.missing.sort(by: >)
-        }
-        return assign(links: links, now: now)
-    }
-
     /// `peer` does not hold these chunks of `root`.
     public mutating func lacking(_ root: [UInt8], chunks: [UInt64], from peer: PublicKey, links: [LinkID: PublicKey], now: Double) -> [Action] {
         guard transfers[root] != nil else { return [] }
