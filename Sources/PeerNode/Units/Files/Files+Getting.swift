@@ -30,24 +30,31 @@ extension Files {
         // Chunks held from an earlier run, whose leaves are not known yet: read back and hashed on a worker.
         let known = leaves[offer.root] ?? [:]
         let unread = (0..<row.chunks).filter { row.holds($0) && known[$0] == nil }
-        guard unread.isEmpty else { return [.checkingHeld(HeldCheck(root: offer.root, row: row, indices: unread, opener: opener))] }
+        if !unread.isEmpty, let key = FileKey(exactly: offer.key) {
+            return [.checkingHeld(HeldCheck(root: offer.root, row: row, indices: unread, key: key, opener: opener))]
+        }
         return start(offer.root, clock: clock)
     }
 
     /// Chunks held from an earlier run, to be read back and hashed off the
-    /// loop: the leaf of each that is whole, none for one a crash left
-    /// half-written (fetched again).
+    /// loop: the leaf of each that is whole, none for one that is not (a
+    /// write a crash or a power loss cut short, a disk that changed it),
+    /// which is fetched again. Whole means it opens with the file's key:
+    /// its tag vouches for every byte, where a leaf alone, with no proof
+    /// kept from the run that fetched it, vouches for nothing.
     struct HeldCheck: Sendable {
         let root: [UInt8]
         let row: Store.FileRow
         let indices: [UInt64]
+        let key: FileKey
         /// The `/get` it was made for (a later one, or an erase, makes it stale).
         let opener: FileOpener
 
         func run(store: Store) -> HeldLeaves {
             var leaves: [UInt64: [UInt8]] = [:]
             for index in indices {
-                guard let sealed = try? store.readChunk(index, of: row), sealed.count == row.sealedLength(of: index) else { continue }
+                guard let sealed = try? store.readChunk(index, of: row), sealed.count == row.sealedLength(of: index),
+                      (try? key.open(chunk: sealed, index: index)) != nil else { continue }
                 leaves[index] = FileTree.leaf(index: index, sealed: sealed)
             }
             return HeldLeaves(root: root, leaves: leaves, opener: opener)
