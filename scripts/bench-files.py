@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from benchnodes import JSONNode, cpu_seconds, pump, ready, start_relay, thread_cpu_seconds
+from benchnodes import cpu_seconds, peak_rss_kib, pump, start_node, start_relay, thread_cpu_seconds
 
 
 PEERNODE = sys.argv[1]
@@ -26,12 +26,7 @@ WORK = tempfile.mkdtemp(prefix="bench-files-", dir=os.path.join(os.path.dirname(
 
 
 def node(name, *peers):
-    args = [PEERNODE, "--data-dir", os.path.join(WORK, name), "--listen", "127.0.0.1:0", "--no-discovery", "--json", "--nick", name]
-    for p in peers:
-        args += ["--peer", p]
-    n = JSONNode(args)
-    n.listen = "ws://" + ready(n)["listen"]
-    return n
+    return start_node(PEERNODE, os.path.join(WORK, name), name, *peers)
 
 
 def linked(n, count=1, timeout=30):
@@ -202,10 +197,7 @@ def main():
             pump(everyone, lambda: False, 0.2)
         except TimeoutError:
             pass
-        with open(f"/proc/{relay.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    peak = max(peak, int(line.split()[1]))
+        peak = max(peak, peak_rss_kib(relay.pid))
         if time.monotonic() - started > 900:
             raise SystemExit("FAILED: the relay's receivers did not finish in 900 s")
     took = time.monotonic() - started

@@ -16,7 +16,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchnodes import JSONNode, pump, ready  # noqa: E402
+from benchnodes import peak_rss_kib, pump, start_node  # noqa: E402
 
 PEERNODE = os.path.abspath(sys.argv[1])
 SIZE = int(sys.argv[2] if len(sys.argv) > 2 else 4095) << 20
@@ -24,17 +24,11 @@ WORK = tempfile.mkdtemp(prefix="bench-largest-", dir=os.path.dirname(os.path.dir
 
 
 def start(name, *peers):
-    args = [PEERNODE, "--data-dir", os.path.join(WORK, name), "--listen", "127.0.0.1:0", "--no-discovery", "--json", "--nick", name]
-    for p in peers:
-        args += ["--peer", p]
-    n = JSONNode(args)
-    n.listen = "ws://" + ready(n)["listen"]
-    return n
+    return start_node(PEERNODE, os.path.join(WORK, name), name, *peers)
 
 
 def peak_mb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        return next(int(line.split()[1]) // 1024 for line in f if line.startswith("VmHWM:"))
+    return peak_rss_kib(pid) // 1024
 
 
 def offered(n):
@@ -88,8 +82,7 @@ def main():
     c.stop()
     os.sync()
     t = time.monotonic()
-    again = JSONNode([PEERNODE, "--data-dir", os.path.join(WORK, "c"), "--listen", "127.0.0.1:0", "--no-discovery", "--json", "--nick", "c"])
-    ready(again)
+    again = start("c")
     print(f"killed at 90 % and started again: ready in {(time.monotonic() - t) * 1000:.0f} ms (the chunks held are read back on a worker)")
     for n in (a, b, again):
         n.stop()

@@ -60,16 +60,38 @@ def pump(nodes, done, timeout=60):
             by_fd[fd].read()
 
 
-def rss_kib(pid):
-    """Resident memory of a process, in KiB (0 once it is gone)."""
+def _status_kib(pid, field):
+    """A field of /proc/PID/status in KiB (VmRSS, VmHWM), 0 once the process is gone."""
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
     except FileNotFoundError:
         pass
     return 0
+
+
+def rss_kib(pid):
+    """Resident memory of a process, in KiB (0 once it is gone)."""
+    return _status_kib(pid, "VmRSS")
+
+
+def peak_rss_kib(pid):
+    """The highest resident memory the process has had so far (VmHWM), in KiB (0 once it is gone)."""
+    return _status_kib(pid, "VmHWM")
+
+
+def start_node(peernode, data, nick, *peers):
+    """A node in --json mode on loopback with no discovery, data in `data`,
+    linked by --peer to each of `peers` (ws:// URLs): returned once it is
+    ready, its URL in `.listen`."""
+    args = [peernode, "--data-dir", data, "--listen", "127.0.0.1:0", "--no-discovery", "--json", "--nick", nick]
+    for p in peers:
+        args += ["--peer", p]
+    n = JSONNode(args)
+    n.listen = "ws://" + ready(n)["listen"]
+    return n
 
 
 def ready(node, timeout=20):

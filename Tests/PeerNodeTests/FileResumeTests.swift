@@ -50,6 +50,7 @@ struct FileResumeTests {
         let held = check.run(store: node.store)
         #expect(Set(held.leaves.keys) == [0, 1])
         #expect(held.leaves[0] == FileTree.leaf(index: 0, sealed: file.chunks[0]))
+        #expect(check.opener.progress.hashed == 2, "the whole ones are in the file being saved already, not read again at its end")
         let resumed = node.files.resume(held, clock: 3)
         guard case let .progress(_, _, root, bytes, of)? = resumed.first else {
             Issue.record("not resumed: \(resumed)")

@@ -86,15 +86,34 @@ final class FileOpener: Sendable {
         }
     }
 
-    /// Opens chunk `index` into the temporary file and hashes it with those
-    /// after it that wait, or keeps it until its turn (past `earlyChunks`,
-    /// it is read back then).
+    /// Chunk `index` held from an earlier run (`Files.HeldCheck`): taken as
+    /// `take` takes one, and true, when it opens with the offer's key; false,
+    /// nothing kept and the file not failed, when it does not (a write a
+    /// crash or the disk changed: it is fetched again).
+    func takeHeld(_ sealed: [UInt8], index: UInt64) -> Bool {
+        guard let plain = try? key.open(chunk: sealed, index: index) else { return false }
+        state.withLock { s in
+            guard s.fd >= 0, s.failure == nil else { return }
+            do { try write(plain, index: index, into: &s) } catch { s.failure = error }
+        }
+        return true
+    }
+
+    /// Opens chunk `index` into the temporary file (`write`).
     private func put(_ sealed: [UInt8], index: UInt64, into s: inout State) throws {
         guard !s.written.contains(index) else { return }
         let plain: [UInt8]
         do { plain = try key.open(chunk: sealed, index: index) } catch {
             throw NodeError.fileNotSaved(path: folder, reason: "chunk \(index) does not open with the offer's key (\(error))")
         }
+        try write(plain, index: index, into: &s)
+    }
+
+    /// Writes opened chunk `index` into the temporary file and hashes it with
+    /// those after it that wait, or keeps it until its turn (past
+    /// `earlyChunks`, it is read back then).
+    private func write(_ plain: [UInt8], index: UInt64, into s: inout State) throws {
+        guard !s.written.contains(index) else { return }
         do { try Syscall.writeAll(s.fd, plain, at: off_t(index) * off_t(FileOffer.chunkSize)) } catch {
             throw NodeError.fileNotSaved(path: folder, reason: "\(error)")
         }

@@ -157,14 +157,13 @@ extension Files {
     /// is held stays, with the folder: a `/get`, or the next start, takes it
     /// up again.
     func stop(_ root: [UInt8], because failure: any Error) -> [Progress] {
-        fetch.cancel(root)
-        partial[root] = nil
-        leaves[root] = nil
-        let w = wanted.removeValue(forKey: root)
-        w?.opener.abandon()
-        // The chunk map as it stands, for the next /get; on the full disk that stopped the fetch this fails
-        // too, and is not said again (the map written 64 chunks ago stands, and those since are fetched again).
-        if let row = rows.removeValue(forKey: root) { try? repository.save(row) }
+        let (w, row) = endTransfer(root)
+        // The chunk map as it stands, for the next /get. On the full disk that stopped the fetch this fails
+        // too: counted, not said beside the stop's own words (the map written 64 chunks ago stands, and
+        // the chunks since are fetched again).
+        if let row {
+            do { try repository.save(row) } catch { failures.heard(error) }
+        }
         guard let w else {
             failures.failed("keeping a file fetched to serve", failure)
             return []
@@ -297,15 +296,22 @@ extension Files {
     }
 
     func erase(_ root: [UInt8]) {
-        fetch.cancel(root)
-        wanted[root]?.opener.abandon()
-        wanted[root] = nil
-        rows[root] = nil
-        leaves[root] = nil
-        partial[root] = nil
+        _ = endTransfer(root)
         trees.removeAll { $0.root == root }
         guard let detached = failures.read({ () throws(RepositoryError) in try repository.detach(root) }) ?? nil else { return }
         Self.overwrite(detached)
+    }
+
+    /// Ends the transfer of `root` here: its fetch, what was learned of its
+    /// tree, and its `/get` (the temporary file removed). The `/get` and the
+    /// chunk map as they were.
+    private func endTransfer(_ root: [UInt8]) -> (wanted: Wanted?, row: Store.FileRow?) {
+        fetch.cancel(root)
+        partial[root] = nil
+        leaves[root] = nil
+        let w = wanted.removeValue(forKey: root)
+        w?.opener.abandon()
+        return (w, rows.removeValue(forKey: root))
     }
 
     /// Chunk files up to this size are overwritten at once, on the loop (64

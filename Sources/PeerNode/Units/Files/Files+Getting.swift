@@ -30,40 +30,47 @@ extension Files {
         // Chunks held from an earlier run, whose leaves are not known yet: read back and hashed on a worker.
         let known = leaves[offer.root] ?? [:]
         let unread = (0..<row.chunks).filter { row.holds($0) && known[$0] == nil }
-        if !unread.isEmpty, let key = FileKey(exactly: offer.key) {
-            return [.checkingHeld(HeldCheck(root: offer.root, row: row, indices: unread, key: key, opener: opener))]
-        }
+        guard unread.isEmpty else { return [.checkingHeld(HeldCheck(root: offer.root, row: row, indices: unread, opener: opener))] }
         return start(offer.root, clock: clock)
     }
 
-    /// Chunks held from an earlier run, to be read back and hashed off the
-    /// loop: the leaf of each that is whole, none for one that is not (a
-    /// write a crash or a power loss cut short, a disk that changed it),
-    /// which is fetched again. Whole means it opens with the file's key:
-    /// its tag vouches for every byte, where a leaf alone, with no proof
-    /// kept from the run that fetched it, vouches for nothing.
+    /// Chunks held from an earlier run, to be read back off the loop: the
+    /// leaf of each that is whole, none for one that is not (a write a crash
+    /// or a power loss cut short, a disk that changed it), which is fetched
+    /// again. Whole means it opens with the file's key (its tag vouches for
+    /// every byte, where a leaf alone, with no proof kept from the run that
+    /// fetched it, vouches for nothing); opened, it goes into the file being
+    /// saved at once (`FileOpener.takeHeld`), not read again at the end.
     struct HeldCheck: Sendable {
         let root: [UInt8]
         let row: Store.FileRow
         let indices: [UInt64]
-        let key: FileKey
         /// The `/get` it was made for (a later one, or an erase, makes it stale).
         let opener: FileOpener
 
         func run(store: Store) -> HeldLeaves {
             var leaves: [UInt64: [UInt8]] = [:]
+            var unreadable: (any Error)?
             for index in indices {
-                guard let sealed = try? store.readChunk(index, of: row), sealed.count == row.sealedLength(of: index),
-                      (try? key.open(chunk: sealed, index: index)) != nil else { continue }
+                let sealed: [UInt8]?
+                do { sealed = try store.readChunk(index, of: row) } catch StoreError.corruptRow {
+                    continue  // the chunk file ends before it: a crash before its write; fetched again
+                } catch {
+                    unreadable = unreadable ?? error
+                    continue
+                }
+                guard let sealed, opener.takeHeld(sealed, index: index) else { continue }
                 leaves[index] = FileTree.leaf(index: index, sealed: sealed)
             }
-            return HeldLeaves(root: root, leaves: leaves, opener: opener)
+            return HeldLeaves(root: root, leaves: leaves, unreadable: unreadable, opener: opener)
         }
     }
 
-    struct HeldLeaves: Sendable {
+    struct HeldLeaves: @unchecked Sendable {
         let root: [UInt8]
         let leaves: [UInt64: [UInt8]]
+        /// The first read that failed otherwise than by the chunk file being short (said; those chunks are fetched again).
+        let unreadable: (any Error)?
         let opener: FileOpener
     }
 
@@ -72,6 +79,7 @@ extension Files {
     /// is gone (erased, or another `/get` of the file since).
     func resume(_ held: HeldLeaves, clock: Double) -> [Progress] {
         guard let w = wanted[held.root], w.opener === held.opener, rows[held.root] != nil else { return [] }
+        if let failure = held.unreadable { failures.failed("reading the chunks held of a file", failure) }
         leaves[held.root, default: [:]].merge(held.leaves) { known, _ in known }
         return start(held.root, clock: clock)
     }
