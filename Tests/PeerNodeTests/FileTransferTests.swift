@@ -123,7 +123,7 @@ struct FileTransferTests {
         #expect(await linked(again, to: a))
         // It goes on by itself: no /get typed again.
         let done = await again.wait(timeout: 120) { $0["type"] == "file_done" || $0["type"] == "file_failed" }
-        #expect(done?["type"] == "file_done" && done?["n"] == n && hash(of: into.path + "/backup.img") == file.hash, "\(done ?? [:]) \(again.recent(5))")
+        #expect(done?["type"] == "file_done" && done?["n"] == n && hash(of: into.path + "/backup.img") == file.hash, "\(done ?? [:]) \(again.recent(5)) running: \(again.child.isRunning) log: \(again.log.suffix(2_000))")
         let received = Int(await again.stats()?["file_chunks_received"] ?? "") ?? 0
         let chunks = ((160 << 20) + 63_999) / 64_000
         #expect(received > 0 && received < chunks * 19 / 20, "fetched \(received) of \(chunks) chunks after the restart")
