@@ -112,7 +112,11 @@ struct RelayTests {
         #expect(metricsResponse.status == 200)
         let metrics = try #require(parseMetrics(metricsResponse.body), "\(metricsResponse.body)")
         #expect(metrics["peernode_links"] == 2)
-        #expect(metrics["peernode_envelopes_stored"] == Double(stored))
+        // Both read the same count; a receipt may still come between the two reads, so it lies between them.
+        let storedAfter = try #require(httpGet(metricsAddress, "/healthz").flatMap {
+            try JSONSerialization.jsonObject(with: Data($0.body.utf8)) as? [String: Any]
+        }?["envelopes"] as? Int)
+        #expect((Double(stored)...Double(storedAfter)).contains(metrics["peernode_envelopes_stored"] ?? -1), "\(stored)…\(storedAfter)")
         // Where the time goes: the relay verified and stored what it relayed.
         #expect((metrics["peernode_stage_seconds_count{stage=\"verify\"}"] ?? 0) >= 1)
         #expect((metrics["peernode_stage_seconds_count{stage=\"store\"}"] ?? 0) >= 1)
@@ -135,7 +139,8 @@ struct RelayTests {
         let metrics2 = try #require(again["metrics"])
         let health2 = try #require(httpGet(metrics2, "/healthz"))
         let status2 = try #require(try JSONSerialization.jsonObject(with: Data(health2.body.utf8)) as? [String: Any])
-        #expect(status2["envelopes"] as? Int == stored)
+        // Nothing lost: at least what it said it held (more may have come before the SIGTERM).
+        #expect((status2["envelopes"] as? Int ?? 0) >= storedAfter, "\(status2) after \(storedAfter)")
         _ = await relay.terminate()
         await a.quit(); await c.quit()
     }
