@@ -39,6 +39,9 @@ test: setup-test
 	@echo "== fuzz (short run of each target; make fuzz runs longer)"
 	@scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS)
 	@echo "== tests"
+	@# What the build and the fuzz runs wrote goes to the disk first: tests
+	@# that fsync (every node does) otherwise queue behind that writeback.
+	@sync
 	@# In parallel, TEST_WIDTH tests at a time: many tests start real node
 	@# processes, and with no bound (every waiting test lets another start)
 	@# dozens of nodes shared 2 cores and missed their start-up timeouts.

@@ -41,7 +41,10 @@ struct DirectMetadataTests {
             let rooms = Dictionary(grouping: mine.filter { $0.room != general }, by: \.room)
             return mine.contains { $0.room == general } && rooms.values.contains { $0.count >= 3 } ? mine : nil
         }
-        let fromAlice = try #require(heard, "Eve heard \(eve.envelopesHeard.count) envelopes")
+        let fromAlice = try #require(heard, """
+            Eve heard \(eve.envelopesHeard.map { "\($0.author == alice ? "alice" : $0.author == bob ? "bob" : "other") \($0.sequence) \($0.room == general ? "general" : Hex.encode($0.room.bytes.prefix(3)))" }); \
+            closed: \(String(describing: eve.lock.withLock { eve.closed })); alice: \(a.recent(8))
+            """)
         let conversation = fromAlice.filter { $0.room != general }
 
         // No kind in clear, on anything.
