@@ -168,6 +168,46 @@ try:
     a.post("/help")
     wait_for(nodes, lambda: len(a.events) > mark, "A to answer a command after the failed fetch")
     print(f"a /get onto a full disk stops, said once: {end['reason']!r}; A idles ({used:.2f} s of CPU in 2 s) and answers")
+
+    # As a person runs it (text, not --json) on the full disk while B talks: each failure is said once,
+    # on its output, not again on stderr beside it, nor again with each batch that comes (the store, a
+    # peer's clock and a receipt failed in turn, a line each per batch, on stderr under the prompt).
+    a.stop()
+    fill(os.path.join(mount, "filler-2"))
+    out, err = (open(os.path.join(root, name), "w+") for name in ("text-out", "text-err"))
+    person = subprocess.Popen([PEERNODE, "--data-dir", data, "--no-discovery", "--nick", "alice", "--peer", url],
+                              stdin=subprocess.PIPE, stdout=out, stderr=err)
+    wait_for(nodes, lambda: sum(e.get("type") == "peer_up" for e in b.events) >= 3, "A (as text) linked to B")
+    for i in range(6):
+        b.post(f"while A is full, {i}")
+        try:
+            pump(nodes, lambda: False, 0.5)
+        except TimeoutError:
+            pass
+    person.stdin.write(b"a post on the full disk\n")
+    person.stdin.flush()
+    try:
+        pump(nodes, lambda: False, 3)
+    except TimeoutError:
+        pass
+    person.stdin.close()
+    person.wait(timeout=20)
+    out.seek(0)
+    err.seek(0)
+    shown = [line for line in out.read().splitlines() if line.startswith("error: ")]
+    logged = err.read().splitlines()
+    if not any("full" in line for line in shown):
+        fail(f"A (as text) said nothing of the full disk: {shown}")
+    twice = [line for line in set(shown) if shown.count(line) > 1]
+    if twice:
+        fail(f"A (as text) said the same failure {shown.count(twice[0])} times: {twice[0]!r}")
+    again = [line for line in logged if any(line.removeprefix("peernode: ") in said for said in shown)]
+    if again:
+        fail(f"A (as text) also said on stderr what its output says: {again[:3]}")
+    flood = [line for line in set(logged) if logged.count(line) > 1]
+    if flood:
+        fail(f"A (as text) said on stderr {logged.count(flood[0])} times: {flood[0]!r}")
+    print(f"as text on a full disk: {len(shown)} error lines, each once; stderr {len(logged)} lines (what its stop could not record), none of them again")
 finally:
     for n in nodes:
         if n.proc.poll() is None:

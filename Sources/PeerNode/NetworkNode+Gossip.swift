@@ -47,7 +47,7 @@ extension NetworkNode {
             guard let clocks = unsavedPeerClocks.removeValue(forKey: remote) else { continue }
             peerClockSavedAt[remote] = now
             do { try node.store.savePeerClocks(clocks, of: remote, at: Node.now()) } catch {
-                log.warning("saving the clock of \(remote.shortFingerprint) failed: \(error)")
+                node.storeFailures.failed("saving the clock of \(remote.shortFingerprint)", error)
             }
         }
     }
@@ -180,7 +180,8 @@ extension NetworkNode {
             // Our own history coming back from peers was sent before: `flushOwn` is for what we sign.
             if let own = clock.first(where: { $0.author == node.me }) { sentOwnUpTo = max(sentOwnUpTo, own.sequence) }
         } catch {
-            log.warning("storing failed: \(error)")
+            // Said with the next output, once a minute at most (a full disk fails every batch).
+            node.storeFailures.failed("storing what came", error)
         }
         let forwarding = monotonicNow()
         core.stages.record(.store, forwarding - storing)

@@ -119,12 +119,10 @@ extension NetworkNode {
     func sendReceipts(now: Double) {
         // Receipts are ours too: they wait (still owed) while a post would.
         guard ownHistoryRefusal(now: now) == nil else { return }
-        let (posted, failed) = receipts.postDue(now: now)
-        for e in posted {
+        for e in receipts.postDue(now: now) {
             sentOwnUpTo = max(sentOwnUpTo, e.sequence)
             feed(.posted(e))
         }
-        for line in failed { log.warning(line) }
     }
 }
 

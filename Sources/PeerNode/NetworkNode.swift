@@ -421,7 +421,9 @@ final class NetworkNode: @unchecked Sendable {
         // A store failure that a path which cannot throw met is said with the next output (`StoreFailures`).
         var events = events
         if let failure = node.storeFailures.take() {
-            log.warning(failure)
+            // In --json the error event is the script's and the log the operator's (a relay has only its
+            // log); at a terminal, or a pipe read as text, both reach the same person: the words once.
+            if answersScripts || relay { log.warning(failure) }
             events.insert(.failed(failure), at: 0)
         }
         // What a private-room change said on the side (who could not be invited).

@@ -11,16 +11,20 @@ import Foundation
 /// side (a message shown as first written, an envelope refused, a check
 /// that fails). One per node; confined to the node's loop.
 final class StoreFailures {
-    /// Seconds before the very words said last are said again: a failure
-    /// that recurs on every tick (the search index's write on a full disk)
-    /// is said once a minute, not once a second. Still counted each time.
+    /// Seconds before the same words are said again: a failure that recurs
+    /// on every tick or every batch (the search index's write, the store's,
+    /// a peer's clock on a full disk) is said once a minute, not once a
+    /// second, even when several take turns. Still counted each time.
     static let repeatAfter = 60.0
+    /// Different words remembered as said (the oldest forgotten first): past
+    /// it, words said within `repeatAfter` may be said again.
+    static let maximumRemembered = 32
 
     private(set) var count = 0
     /// The newest failure's words, until `take`.
     private(set) var unsaid: String?
-    /// The words said last, and when (`now`).
-    private var lastSaid: (words: String, at: Double)?
+    /// Words said within `repeatAfter`, and when (`now`).
+    private var said: [String: Double] = [:]
     /// The monotonic clock, in seconds (a test's own).
     var now: () -> Double = { ProcessInfo.processInfo.systemUptime }
 
@@ -52,20 +56,29 @@ final class StoreFailures {
         failed(RepositoryError(doing: doing, cause: error))
     }
 
+    /// Words to say with the next output, once a minute at most, for a
+    /// failure that is not the store's (a store failure among them is
+    /// counted through `heard`).
+    func tell(_ words: String) {
+        unsaid = words
+    }
+
     /// A command failed with `error` and its words are shown already: a
     /// store failure among them is counted too.
     func heard(_ error: any Error) {
         if error is RepositoryError { count &+= 1 }
     }
 
-    /// The failure not yet told, once; nil too when it is the one said
-    /// last, less than `repeatAfter` ago.
+    /// The failure not yet told, once; nil too when the same words were
+    /// said less than `repeatAfter` ago.
     func take() -> String? {
         guard let words = unsaid else { return nil }
         unsaid = nil
         let t = now()
-        if let last = lastSaid, last.words == words, t - last.at < Self.repeatAfter { return nil }
-        lastSaid = (words, t)
+        if let at = said[words], t - at < Self.repeatAfter { return nil }
+        said = said.filter { t - $0.value < Self.repeatAfter }
+        if said.count >= Self.maximumRemembered, let oldest = said.min(by: { $0.value < $1.value }) { said[oldest.key] = nil }
+        said[words] = t
         return words
     }
 }

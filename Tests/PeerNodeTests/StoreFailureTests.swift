@@ -29,11 +29,30 @@ struct StoreFailureTests {
         failures.failed("reading a file's chunk map", full)
         #expect(failures.take()?.hasPrefix("the database failed (reading a file's chunk map)") == true, "other words at once")
         failures.failed("writing the search index", full)
-        #expect(failures.take() == first, "no longer the last said")
-        clock += StoreFailures.repeatAfter
+        #expect(failures.take() == nil, "words taking turns are each said once a minute (a full disk fails the store, the clock save and the index in turn)")
+        clock += 1
         failures.failed("writing the search index", full)
         #expect(failures.take() == first, "said again at repeatAfter")
         #expect(failures.count == 5)
+    }
+
+    @Test("at most StoreFailures.maximumRemembered different words are held back: with that many said, the oldest may be said again; with one fewer, not")
+    func rememberedAtTheLimit() {
+        let full = StoreError.directory(path: "/data", operation: "writing", errno: 28)
+        for extra in [0, 1] {
+            let failures = StoreFailures()
+            var clock = 100.0
+            failures.now = { clock }
+            for i in 0..<(StoreFailures.maximumRemembered - 1 + extra) {
+                failures.failed("saving the clock of peer \(i)", full)
+                #expect(failures.take() != nil)
+                clock += 0.01
+            }
+            failures.failed("writing the search index", full)
+            #expect(failures.take() != nil)
+            failures.failed("saving the clock of peer 0", full)
+            #expect((failures.take() != nil) == (extra == 1), "\(StoreFailures.maximumRemembered - 1 + extra) remembered before")
+        }
     }
 
     @Test("a failing read of edits and a failing write of a reaction: each counted (store_read_failed) and kept to be said once, with what was being done; the message shows as first written")

@@ -71,17 +71,18 @@ final class Receipts {
     // MARK: ours
 
     /// Posts what is owed, for rooms whose interval has passed: the
-    /// receipts signed, and the words of each that failed (it is owed no
-    /// more: the next message shown owes a newer one).
-    func postDue(now: Double) -> (posted: [Envelope], failed: [String]) {
-        var posted: [Envelope] = [], failed: [String] = []
+    /// receipts signed. One that fails is owed no more (the next message
+    /// shown owes a newer one); it is counted and said with the next
+    /// output, once a minute at most (`StoreFailures`).
+    func postDue(now: Double) -> [Envelope] {
+        var posted: [Envelope] = []
         for (room, receipt) in ledger.due(now: now) {
             do { posted.append(try poster.postReceipt(receipt, in: room)) } catch {
                 failures.heard(error)
-                failed.append("sending a receipt failed: \(error)")
+                failures.tell("sending a receipt failed: \(error)")
             }
         }
-        return (posted, failed)
+        return posted
     }
 
     // MARK: others'
