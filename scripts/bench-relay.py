@@ -94,7 +94,10 @@ try:
     model_out = subprocess.run([BENCH, "hop-ceiling", root], check=True, capture_output=True, text=True).stdout.strip().split("\n")
     print("model: " + next(line for line in model_out if line.startswith("ceiling, a relay")))
     words = model_out[-1].split()
-    relay_ceiling = float(words[words.index("relay50-per-s") + 1])
+    # The benchmark's whole setup on the same 2 cores: the relay, its 50 receivers and its paced sender
+    # (which signs, seals and writes each message alone). Without the sender, as the model stood before.
+    relay_ceiling = float(words[words.index("relay50-bench-per-s") + 1])
+    relay_ceiling_receivers = float(words[words.index("relay50-per-s") + 1])
     # The aim's own rate, 0.7× the model measured now, is among the paced ones: the sweep's steps alone
     # would put "held" a step below it or above it.
     aim_share = int(round(0.7 * relay_ceiling, -2))
@@ -155,9 +158,10 @@ try:
     held = [rate for rate in RATES if ours_paced[rate]["p99_ms"] <= AIM_P99_MS and ours_paced[rate]["deliveries"] == rate * SECONDS * LINKS]
     best = max(held) if held else 0
     burst = per_second(ours) / LINKS
-    print(f"aim (issue 41): the relay holds ≥ 0.7× the model's ceiling ({relay_ceiling:,.0f} messages/s to 50 links, its receivers on the same cores) "
+    print(f"aim (issue 41): the relay holds ≥ 0.7× the model's ceiling ({relay_ceiling:,.0f} messages/s to 50 links, its receivers and its sender on the same cores) "
           f"with p99 ≤ {AIM_P99_MS} ms: {'met' if best >= 0.7 * relay_ceiling else 'NOT met'} (the highest paced rate held: {best:,}/s = "
-          f"{best / relay_ceiling:.2f}× it; the burst's rate, {burst:,.0f}/s, is {burst / relay_ceiling:.2f}× it)")
+          f"{best / relay_ceiling:.2f}× it, {best / relay_ceiling_receivers:.2f}× the ceiling with the receivers alone, {relay_ceiling_receivers:,.0f}/s; "
+          f"the burst's rate, {burst:,.0f}/s, is {burst / relay_ceiling:.2f}× it)")
     if AIM_RATE in ours_paced:
         r = ours_paced[AIM_RATE]
         met = r["p99_ms"] <= AIM_P99_MS and r["deliveries"] == AIM_RATE * SECONDS * LINKS
