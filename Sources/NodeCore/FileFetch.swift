@@ -63,6 +63,15 @@ public struct FileFetch: Sendable {
         transfers[root]?.asked[index]?.peer == peer
     }
 
+    /// The peers dropped for `root` because a chunk they sent did not verify, in key order.
+    public func badPeers(_ root: [UInt8]) -> [PublicKey] { transfers[root].map { $0.bad.sorted() } ?? [] }
+
+    /// Whether any of `links` may still be asked for `root` (not dropped for a bad chunk).
+    public func canAsk(_ root: [UInt8], links: [LinkID: PublicKey]) -> Bool {
+        guard let t = transfers[root] else { return false }
+        return links.values.contains { !t.bad.contains($0) }
+    }
+
     /// Chunks of `root` still to come.
     public func left(_ root: [UInt8]) -> UInt64? { transfers[root]?.left }
 

@@ -157,9 +157,11 @@ struct JSONPresenter: JSONLinePresenter {
         case let .fileDone(n, place, root, path, hash):
             return [JSONEvents.line(pairs: [("type", .string("file_done")), ("n", .number(UInt64(max(0, n)))), ("place", .text(PeerText(place))),
                                             ("root", .string(Hex.encode(root))), ("path", .text(PeerText(path))), ("hash", .string(Hex.encode(hash)))])]
-        case let .fileWaiting(n, place, root):
-            return [JSONEvents.line(pairs: [("type", .string("file_waiting")), ("n", .number(UInt64(max(0, n)))), ("place", .text(PeerText(place))),
-                                            ("root", .string(Hex.encode(root)))])]
+        case let .fileWaiting(n, place, root, bad):
+            var pairs: [(String, JSONEvents.Value)] = [("type", .string("file_waiting")), ("n", .number(UInt64(max(0, n)))),
+                                                       ("place", .text(PeerText(place))), ("root", .string(Hex.encode(root)))]
+            if !bad.isEmpty { pairs.append(("bad", .string(bad.map(\.key.hex).joined(separator: ",")))) }
+            return [JSONEvents.line(pairs: pairs)]
         case let .fileFailed(n, place, root, reason):
             return [JSONEvents.line(pairs: [("type", .string("file_failed")), ("n", .number(UInt64(max(0, n)))), ("place", .text(PeerText(place))),
                                             ("root", .string(Hex.encode(root))), ("reason", .text(PeerText(reason)))])]

@@ -343,6 +343,8 @@ extension NetworkNode {
                         tell(said)
                     }
                 }
+            case let .waiting(n, place, root, bad):
+                events.append(.fileWaiting(number: n, place: place, root: root, bad: bad.map { node.people[$0] }))
             default:
                 events += Self.event(progress).map { [$0] } ?? []
             }
@@ -356,8 +358,7 @@ extension NetworkNode {
         case let .progress(n, place, root, bytes, of): .fileProgress(number: n, place: place, root: root, bytes: bytes, of: of)
         case let .done(n, place, root, path, hash): .fileDone(number: n, place: place, root: root, path: path, hash: hash)
         case let .failed(n, place, root, reason): .fileFailed(number: n, place: place, root: root, reason: reason)
-        case let .waiting(n, place, root): .fileWaiting(number: n, place: place, root: root)
-        case .opening, .checkingHeld: nil
+        case .waiting, .opening, .checkingHeld: nil
         }
     }
 

@@ -84,7 +84,8 @@ enum NodeEvent {
     case fileDone(number: Int, place: String, root: [UInt8], path: String, hash: [UInt8])
     case fileFailed(number: Int, place: String, root: [UInt8], reason: String)
     /// Nobody linked has served a chunk of it for a while (it goes on when someone does).
-    case fileWaiting(number: Int, place: String, root: [UInt8])
+    /// `bad`: those linked that hold it but sent a chunk that did not verify (asked no more for it).
+    case fileWaiting(number: Int, place: String, root: [UInt8], bad: [Person])
     /// A command failed; the reason is for the person who typed it.
     case failed(String)
     /// What a command says that has no event of its own (`/join`, `/nick`,

@@ -129,8 +129,12 @@ struct TerminalPresenter: LinePresenter {
             return []
         case let .fileDone(n, _, _, path, hash):
             return ["-- /get \(n): saved to \(TerminalText.sanitize(path)) (hash \(Hex.encode(hash.prefix(8))))"]
-        case let .fileWaiting(n, _, _):
+        case let .fileWaiting(n, _, _, bad) where bad.isEmpty:
             return ["-- /get \(n): nobody linked holds it now; it goes on by itself when someone does"]
+        case let .fileWaiting(n, _, _, bad):
+            return ["-- /get \(n): nobody linked serves it whole now: " + bad.map(plain.label).joined(separator: ", ")
+                + " sent a chunk that does not match the offer (a damaged copy, or a lie) and is asked no more for it; "
+                + "it goes on by itself when someone else holds it"]
         case let .fileFailed(n, _, _, reason):
             return ["error: /get \(n) failed: \(TerminalText.sanitize(reason))"]
         }

@@ -1,3 +1,4 @@
+import ChatText
 import Crypto
 import Foundation
 import Glibc
@@ -68,25 +69,35 @@ struct FileTransferTests {
         for node in [again, b, c] { await node.quit() }
     }
 
-    @Test("a peer that serves a chunk that does not verify is caught (file_bad_chunk) and the file still arrives whole from another")
-    func badChunk() async throws {
+    /// Alice offers a random file of `size` bytes named `name`, Bob fetches
+    /// it whole and stops, and his copy gets one byte wrong in each chunk
+    /// (`every`) or in one: a damaged copy on his disk. Alice is still up.
+    func bobHoldsDamaged(_ name: String, size: Int, every: Bool) async throws
+        -> (dirs: [TemporaryDirectory], a: NodeProcess, file: (path: String, hash: String), source: TemporaryDirectory) {
         let dirs = (0..<3).map { _ in TemporaryDirectory() }
         let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])
         #expect(await started(a))
         let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
         #expect(await started(b))
         #expect(await linked(b, to: a))
-        let source = TemporaryDirectory(), intoB = TemporaryDirectory(), intoC = TemporaryDirectory()
-        let file = try randomFile(source, "pictures.tar", size: 3 << 20)
+        let source = TemporaryDirectory(), intoB = TemporaryDirectory()
+        let file = try randomFile(source, name, size: size)
         a.send("/send \(file.path)")
         let offer = try #require(await b.wait(timeout: 60) { $0["type"] == "file" })
         #expect(await get(b, try #require(offer["n"]), into: intoB.path)?["type"] == "file_done")
         await b.quit()
-        // Bob's copy of every chunk gets one byte wrong, then Bob and Carol come up linked to both.
         let chunks = dirs[1].path + "/files/" + (offer["root"] ?? "")
         var bytes = try #require(FileManager.default.contents(atPath: chunks))
-        for i in stride(from: 100, to: bytes.count, by: 64_016) { bytes[i] ^= 0xFF }
+        for i in stride(from: 100, to: every ? bytes.count : 101, by: 64_016) { bytes[i] ^= 0xFF }
         try bytes.write(to: URL(fileURLWithPath: chunks))
+        return (dirs, a, file, source)
+    }
+
+    @Test("a peer that serves a chunk that does not verify is caught (file_bad_chunk) and the file still arrives whole from another")
+    func badChunk() async throws {
+        let (dirs, a, file, _) = try await bobHoldsDamaged("pictures.tar", size: 3 << 20, every: true)
+        let intoC = TemporaryDirectory()
+        // Bob and Carol come up linked to both.
         let bob = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
         #expect(await started(bob))
         let c = try NodeProcess(dir: dirs[2].path, ["--nick", "carol", "--peer", bob.url, "--peer", a.url])
@@ -98,6 +109,31 @@ struct FileTransferTests {
         #expect(done?["type"] == "file_done" && hash(of: intoC.path + "/pictures.tar") == file.hash, "\(done ?? [:]) \(c.recent(5))")
         #expect(await counterAtLeast(c, "file_bad_chunk", 1))
         for node in [a, bob, c] { await node.quit() }
+    }
+
+    @Test("the only holder linked serves a damaged copy: the fetch says at once who (file_waiting with bad), asks it no more, and saves nothing")
+    func onlyHolderDamaged() async throws {
+        let (dirs, a, _, _) = try await bobHoldsDamaged("minutes.odt", size: 1 << 20, every: false)
+        await a.quit()
+        // Carol links to Bob alone.
+        let intoC = TemporaryDirectory()
+        let bob = try NodeProcess(dir: dirs[1].path, ["--nick", "bob"])
+        #expect(await started(bob))
+        let c = try NodeProcess(dir: dirs[2].path, ["--nick", "carol", "--peer", bob.url])
+        #expect(await started(c))
+        #expect(await linked(c, to: bob))
+        let seen = try #require(await c.wait(timeout: 60) { $0["type"] == "file" })
+        c.send("/get \(try #require(seen["n"])) \(intoC.path)")
+        // Said as soon as the bad chunk came (well within waitingNotice, 30 s), naming Bob.
+        let waiting = await c.wait(timeout: Files.waitingNotice - 10) { $0["type"] == "file_waiting" || $0["type"] == "file_done" }
+        #expect(waiting?["type"] == "file_waiting" && waiting?["bad"] == bob.id, "\(waiting ?? [:]) \(c.recent(4))")
+        #expect(await counterAtLeast(c, "file_bad_chunk", 1))
+        #expect(hash(of: intoC.path + "/minutes.odt") == nil, "nothing saved")
+        // The terminal's words name who.
+        let person = Person(key: try PublicKey(hex: bob.id), nick: PeerText("bob"), trusted: false, lookAlike: false, forked: false)
+        let line = TerminalPresenter.lines(.fileWaiting(number: 3, place: "#general", root: [], bad: [person])).joined()
+        #expect(line.contains("bob·") && line.contains("does not match the offer"), "\(line)")
+        for node in [bob, c] { await node.quit() }
     }
 
     @Test("a transfer killed halfway goes on by itself at the next start, from the chunks it holds: what the second run fetches is less than the file")

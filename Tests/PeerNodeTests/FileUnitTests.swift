@@ -61,7 +61,7 @@ struct FileUnitTests {
         #expect(node.files.waitingWithoutLinks(theOffer.root).isEmpty, "nothing asked for yet")
         _ = try node.files.get(theOffer, from: offered, number: 1, place: life.name.value, folder: into.path, now: 2, clock: 2)
         let said = node.files.waitingWithoutLinks(theOffer.root)
-        guard case let .waiting(number, place, root)? = said.first, said.count == 1 else {
+        guard case let .waiting(number, place, root, bad)? = said.first, said.count == 1, bad.isEmpty else {
             Issue.record("not said: \(said)")
             return
         }

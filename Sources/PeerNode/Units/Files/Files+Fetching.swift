@@ -17,7 +17,8 @@ extension Files {
         case done(number: Int, place: String, root: [UInt8], path: String, hash: [UInt8])
         case failed(number: Int, place: String, root: [UInt8], reason: String)
         /// Nobody linked has served a chunk for `waitingNotice` seconds: said once (it goes on when someone does).
-        case waiting(number: Int, place: String, root: [UInt8])
+        /// `bad`: the peers that sent a chunk that did not verify, asked no more for it.
+        case waiting(number: Int, place: String, root: [UInt8], bad: [PublicKey])
         /// Every chunk is here: the file is to be opened into its folder
         /// (`Files.save`, off the loop: a large file takes seconds).
         case opening(Opening)
@@ -147,6 +148,8 @@ extension Files {
             badChunks &+= 1
         }
         let actions = fetch.received(root, index: index, from: outcome.peer, valid: outcome.valid, links: links, now: now)
+        // The last linked holder sent a bad chunk: said at once, not after `waitingNotice` of silence.
+        if !outcome.valid, !fetch.canAsk(root, links: links), let told = tellWaiting(root) { said.append(told) }
         for case let .complete(done) in actions { if let told = finish(done) { said.append(told) } }
         return (actions.filter { if case .complete = $0 { return false }; return true }, said)
     }

@@ -32,11 +32,11 @@ extension Files {
     }
 
     /// The transfer of `root` said to be waiting, unless it was already since its last chunk.
-    private func tellWaiting(_ root: [UInt8]) -> Progress? {
+    func tellWaiting(_ root: [UInt8]) -> Progress? {
         guard var w = wanted[root], !w.toldWaiting else { return nil }
         w.toldWaiting = true
         wanted[root] = w
-        return .waiting(number: w.number, place: w.place, root: root)
+        return .waiting(number: w.number, place: w.place, root: root, bad: fetch.badPeers(root))
     }
 
     /// Seconds a relay waits for the first chunk of a file it was asked
