@@ -255,7 +255,7 @@ extension NetworkNode {
         case .files:
             let place = try session.openPlace()
             let rows = readLogged("the files held") { try node.files.repository.files() } ?? []
-            let held = Dictionary(rows.map { ($0.root, $0) }, uniquingKeysWith: { a, _ in a })
+            let held = Dictionary(rows.map { ($0.root, node.files.live($0)) }, uniquingKeysWith: { a, _ in a })
             var lines: [String] = []
             for stored in try node.store.history(of: place.room, limit: ChatInput.maximumHistory) {
                 guard let offer = node.open(stored.envelope)?.offer else { continue }

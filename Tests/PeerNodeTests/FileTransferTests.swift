@@ -129,6 +129,10 @@ struct FileTransferTests {
         #expect(waiting?["type"] == "file_waiting" && waiting?["bad"] == bob.id, "\(waiting ?? [:]) \(c.recent(4))")
         #expect(await counterAtLeast(c, "file_bad_chunk", 1))
         #expect(hash(of: intoC.path + "/minutes.odt") == nil, "nothing saved")
+        let mark = c.events.value.count
+        c.send("/files")
+        let listed = await eventuallyValue(20) { c.events.value.dropFirst(mark).first { $0["text"]?.contains("minutes.odt") == true } }
+        #expect(listed?["text"]?.contains("fetched") == true, "\(listed ?? [:]) \(c.recent(3))")
         // The terminal's words name who.
         let person = Person(key: try PublicKey(hex: bob.id), nick: PeerText("bob"), trusted: false, lookAlike: false, forked: false)
         let line = TerminalPresenter.lines(.fileWaiting(number: 3, place: "#general", root: [], bad: [person])).joined()

@@ -224,6 +224,21 @@ struct RelayQuotaTests {
         #expect(whole.count == 3 && whole.allSatisfy { if case .chunk = $0 { true } else { false } })
     }
 
+    @Test("a file being fetched is seen as it stands (Files.live, what /files and the prompt show), not as its map was last written")
+    func liveRow() throws {
+        let dir = TemporaryDirectory(), work = TemporaryDirectory()
+        let node = try relayNode(dir, quota: 1_000_000)
+        let files = node.files
+        let file = try sealedFile(work, "three.bin", size: 100_000)
+        #expect(files.relay(file.offer.root, size: file.offer.size, now: 1))
+        _ = files.fetch.assign(links: [1: peer], now: 1)
+        let proof = FileTree.proof(index: 0, levels: file.levels)
+        _ = files.received(file.offer.root, index: 0, proof: proof, sealed: file.chunks[0], from: peer, links: [1: peer], now: 1)
+        let saved = try #require(try files.repository.file(file.offer.root))
+        #expect(saved.heldCount == 0, "the map is written every \(Files.mapWriteEvery) chunks")
+        #expect(files.live(saved).heldCount == 1 && files.held(files.live(saved)) == UInt64(FileOffer.chunkSize))
+    }
+
     @Test("a chunk not asked of the peer that sends it is not looked at (no hashing, no write); once asked, it is")
     func unasked() throws {
         let dir = TemporaryDirectory(), work = TemporaryDirectory()

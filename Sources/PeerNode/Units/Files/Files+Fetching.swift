@@ -46,6 +46,10 @@ extension Files {
         return "[⎘ \(bar) \(TerminalText.sanitize(String(w.offer.name.prefix(24))))\(more)] "
     }
 
+    /// `row` as it stands now: a file being fetched has held more than its
+    /// map says (the map is written every `mapWriteEvery` chunks).
+    func live(_ row: Store.FileRow) -> Store.FileRow { rows[row.root] ?? row }
+
     /// Bytes of plaintext held of `row`'s file.
     func held(_ row: Store.FileRow) -> UInt64 {
         min(row.size, row.heldCount * UInt64(FileOffer.chunkSize))
