@@ -146,6 +146,8 @@ final class HostilePeer: @unchecked Sendable {
     let lock = NSLock()
     var session: LinkSession
     let messages: [GossipMessage]
+    /// Sent after `messages`, each as one gossip message's bytes as they are (ones no encoder would make).
+    let raw: [[UInt8]]
     /// After the messages, the peer closes with this reason (nil: it stays).
     let closeReason: String?
     var established = false
@@ -157,11 +159,12 @@ final class HostilePeer: @unchecked Sendable {
     /// The link version it offers (and speaks).
     let version: LinkProtocol
 
-    init(identity: SigningKey, network: NetworkKey, messages: [GossipMessage], closeReason: String? = nil, nick: String? = nil,
+    init(identity: SigningKey, network: NetworkKey, messages: [GossipMessage], raw: [[UInt8]] = [], closeReason: String? = nil, nick: String? = nil,
          version: LinkProtocol = .newest) throws {
         session = try LinkSession(initiator: true, identity: identity, networkKey: network, now: 0, nick: nick, version: version)
         self.version = version
         self.messages = messages
+        self.raw = raw
         self.closeReason = closeReason
     }
 
@@ -204,8 +207,8 @@ final class HostilePeer: @unchecked Sendable {
         guard session.isEstablished, !lock.withLock({ established }) else { return }
         lock.withLock { established = true }
         // Handshake done: everything at once.
-        for message in messages {
-            for chunk in GossipChunker.chunks(message.encoded) { run(session.send(chunk), on: c) }
+        for bytes in messages.map(\.encoded) + raw {
+            for chunk in GossipChunker.chunks(bytes) { run(session.send(chunk), on: c) }
         }
         if let closeReason { c.close(code: .normal, reason: closeReason) }
     }
