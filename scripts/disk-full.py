@@ -194,13 +194,17 @@ try:
     person.wait(timeout=20)
     out.seek(0)
     err.seek(0)
-    shown = [line for line in out.read().splitlines() if line.startswith("error: ")]
+    text = out.read().splitlines()
+    shown = [line for line in text if line.startswith("error: ")]
+    # Who it is and on which network, whatever the disk says (the greeting was once all replaced by one bare error).
+    if not any(line.startswith("peernode: alice·") for line in text):
+        fail(f"A (as text) did not greet on a full disk: {text[:4]}")
     logged = err.read().splitlines()
     if not any("full" in line for line in shown):
         fail(f"A (as text) said nothing of the full disk: {shown}")
     twice = [line for line in set(shown) if shown.count(line) > 1]
     if twice:
-        fail(f"A (as text) said the same failure {shown.count(twice[0])} times: {twice[0]!r}")
+        fail(f"A (as text) said the same failure {shown.count(twice[0])} times: {twice[0]!r}; all it said: {shown}")
     again = [line for line in logged if any(line.removeprefix("peernode: ") in said for said in shown)]
     if again:
         fail(f"A (as text) also said on stderr what its output says: {again[:3]}")

@@ -82,14 +82,27 @@ final class ChatSession {
     }
 
     /// What to print when the session starts.
-    func greeting(history count: Int = ChatInput.defaultHistory) throws -> [String] {
+    /// What a person sees first: who this node is, on which network, what
+    /// waits, and the open room's last messages. A part the database cannot
+    /// give (a full disk: showing history moves the read mark) is said in
+    /// its place, with what failed; the rest still shows.
+    func greeting(history count: Int = ChatInput.defaultHistory) -> [String] {
         let who = node.nick.map { TerminalText.sanitize($0) + "·" } ?? ""
-        let invites = try node.privateRooms.pendingInvites().count
+        var invites: [String] = [], recent: [String] = []
+        do {
+            let waiting = try node.privateRooms.pendingInvites().count
+            if waiting > 0 { invites = ["-- \(waiting) invite\(waiting == 1 ? "" : "s") waiting: /invites lists them, /accept or /decline answers"] }
+        } catch {
+            invites = ["error: reading the invites waiting failed: " + TerminalText.sanitize("\(error)")]
+        }
+        do { recent = try history(count) } catch {
+            recent = ["error: showing the last messages failed: " + TerminalText.sanitize("\(error)")]
+        }
         return ["peernode: \(who)\(node.me.shortFingerprint) (id \(node.me.hex)) on \(node.networkLabel)"]
             + (node.openNetworkName.map { ["-- ⚠ " + Self.openNetworkWarning($0)] } ?? [])
             + node.repairs.map { "-- ⚠ " + $0 }
-            + (invites > 0 ? ["-- \(invites) invite\(invites == 1 ? "" : "s") waiting: /invites lists them, /accept or /decline answers"] : [])
-            + ["type a message and press Enter; /help lists commands"] + (try history(count))
+            + invites
+            + ["type a message and press Enter; /help lists commands"] + recent
     }
 
     /// Envelopes `/history N` reads back at most, looking for N lines

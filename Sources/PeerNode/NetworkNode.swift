@@ -197,7 +197,7 @@ final class NetworkNode: @unchecked Sendable {
         loop.start()
         loop.execute { [self] in
             if !relay {
-                do { emit(.greeting(try session.greeting())) } catch { emit(.failed("\(error)")) }
+                emit(.greeting(session.greeting()))
                 lastShown = node.store.lastDeliveryNumber
             }
             sentOwnUpTo = node.store.contiguous(of: node.me)

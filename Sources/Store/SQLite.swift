@@ -6,14 +6,21 @@ public struct SQLiteError: Error, Equatable, Sendable, CustomStringConvertible {
     public let message: String
     public let sql: String?
 
+    /// Characters of the statement a description quotes at most.
+    static let quotedStatement = 120
+
     public var description: String {
-        let raw = "SQLite error \(code): \(message)" + (sql.map { " (in: \($0))" } ?? "")
-        // The codes a person can act on get a plain sentence first.
+        let raw = "SQLite error \(code): \(message)"
+        // The codes a person can act on get a plain sentence first, and no SQL: the words are theirs.
         switch code & 0xFF {
         case SQLITE_FULL: return "the disk is full: nothing was written, and nothing stored before is lost; free some space and try again (\(raw))"
         case SQLITE_READONLY: return "the data directory cannot be written (read-only file or filesystem); nothing was written (\(raw))"
         case SQLITE_IOERR: return "the disk reported an I/O error; nothing was written (\(raw))"
-        default: return raw
+        default:
+            // Anything else is ours to mend: which statement, on one line and cut short.
+            guard let sql else { return raw }
+            let line = sql.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            return raw + " (in: " + (line.count > Self.quotedStatement ? line.prefix(Self.quotedStatement) + "…" : line) + ")"
         }
     }
 }

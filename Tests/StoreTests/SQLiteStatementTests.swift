@@ -5,6 +5,19 @@ import Testing
 
 @Suite("Prepared statements")
 struct SQLiteStatementTests {
+    @Test("an error's words: a full disk says what to do and no SQL; any other names its statement on one line, up to SQLiteError.quotedStatement characters")
+    func errorWords() {
+        let full = SQLiteError(code: SQLITE_FULL, message: "database or disk is full", sql: "INSERT INTO settings(key, value)\n    VALUES (?1, ?2)")
+        #expect(full.description == "the disk is full: nothing was written, and nothing stored before is lost; free some space and try again (SQLite error 13: database or disk is full)")
+        let limit = SQLiteError.quotedStatement
+        let atLimit = "SELECT " + String(repeating: "x", count: limit - 7)
+        #expect(SQLiteError(code: SQLITE_ERROR, message: "no such table", sql: atLimit).description == "SQLite error 1: no such table (in: \(atLimit))")
+        let past = SQLiteError(code: SQLITE_ERROR, message: "no such table", sql: atLimit + "y")
+        #expect(past.description == "SQLite error 1: no such table (in: \(atLimit)…)")
+        let lines = SQLiteError(code: SQLITE_ERROR, message: "m", sql: "SELECT a\n   FROM t\n  WHERE b = 1")
+        #expect(lines.description == "SQLite error 1: m (in: SELECT a FROM t WHERE b = 1)")
+    }
+
     @Test("a bind that fails (an index out of range) makes the step throw, instead of running with the parameter NULL; a reset clears it")
     func failedBind() throws {
         let dir = TemporaryDirectory()
