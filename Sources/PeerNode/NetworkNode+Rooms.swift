@@ -290,7 +290,7 @@ extension NetworkNode {
                    then: @escaping (Result<Envelope, any Error>) -> Void) throws {
         let folder = try node.files.stagingFolder()
         nonisolated(unsafe) let then = then
-        DispatchQueue.global().async { [self] in
+        fileSealer.async { [self] in
             let sealed = Result { try Files.seal(path: path, name: name, caption: caption, folder: folder) }
             loop.execute { [self] in
                 then(Result {
@@ -330,12 +330,12 @@ extension NetworkNode {
             nonisolated(unsafe) let store = node.store
             switch progress {
             case let .opening(o):
-                DispatchQueue.global().async { [self] in
+                fileOpener.async { [self] in
                     let done = Files.save(o, store: store)
                     loop.execute { [self] in emit(Self.event(done).map { [$0] } ?? []) }
                 }
             case let .checkingHeld(check):
-                DispatchQueue.global().async { [self] in
+                fileOpener.async { [self] in
                     let held = check.run(store: store)
                     loop.execute { [self] in
                         let said = node.files.resume(held, clock: monotonic())

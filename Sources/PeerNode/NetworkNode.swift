@@ -344,6 +344,11 @@ final class NetworkNode: @unchecked Sendable {
     let verifier = DispatchQueue(label: "peernode.verify")
     let verifyPipe = VerifyPipe()  // what waits for the verifier: all of it verified together (`drainVerifyPipe`)
     let fileWorker = DispatchQueue(label: NetworkNode.fileWorkerLabel)  // files' chunks checked and written (NetworkNode+Gossip)
+    /// Files sealed for `/send`, and files opened into their folders or their held chunks read back for `/get`
+    /// (seconds for a large one): queues of the node's own, each given a thread when it has work, never
+    /// waiting for a place in the shared pool (`DispatchQueue.global()`) behind whatever else holds it.
+    let fileSealer = DispatchQueue(label: "peernode.files.seal")
+    let fileOpener = DispatchQueue(label: "peernode.files.open")
     var batchesVerifying = 0
     static let inlineVerifyLimit = 8
     /// Batches back from the verifier, not yet stored: those that came back
