@@ -103,7 +103,7 @@ public enum ChatInput: Equatable, Sendable {
         (["react"], "/react [N] EMOJI", "react to message N in /history (or the last one), shown as counts; the same again takes it back"),
         (["reactions"], "/reactions [N]", "who reacted to message N (or the last one), and with what"),
         (["versions"], "/versions [N]", "what message N (or the last one) said before each edit, oldest first"),
-        (["send"], "/send PATH [caption]", "offer a file here: others fetch it with /get N, verified chunk by chunk, from whoever holds it (a PATH with spaces in \"quotes\")"),
+        (["send"], "/send PATH [caption]", "offer a file here: others fetch it with /get N, verified chunk by chunk, from whoever holds it (a PATH with spaces in \"quotes\", or as a shell takes it)"),
         (["get"], "/get N [DIR]", "fetch the file offered as message N into DIR (default: your download folder); never overwrites, says where it went"),
         (["files"], "/files", "the files offered in this room or conversation: size, from whom, fetched or not"),
         (["typing"], "/typing", "tell the room you are typing (the prompt does it as you type; for scripts): shown to the others for a few seconds"),
@@ -148,14 +148,52 @@ public enum ChatInput: Equatable, Sendable {
     /// A path (in double quotes when it has spaces) and the text after it.
     static func pathAndRest(_ text: String) -> (path: String, rest: String)? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
-        if trimmed.hasPrefix("\"") {
+        // In "double" or 'single' quotes (a terminal that pastes a dropped file quotes it so).
+        if let quote = trimmed.first, quote == "\"" || quote == "'" {
             let body = trimmed.dropFirst()
-            guard let end = body.firstIndex(of: "\""), end != body.startIndex else { return nil }
+            guard let end = body.firstIndex(of: quote), end != body.startIndex else { return nil }
             return (String(body[..<end]), String(body[body.index(after: end)...]).trimmingCharacters(in: .whitespaces))
         }
-        let parts = trimmed.split(separator: " ", maxSplits: 1).map(String.init)
-        guard let path = parts.first, !path.isEmpty else { return nil }
-        return (path, parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : "")
+        // Bare, as a shell reads it: a backslash keeps the character after it (`my\ docs/q3\ report.pdf`).
+        var path = "", escaped = false
+        var end = trimmed.startIndex
+        while end < trimmed.endIndex {
+            let c = trimmed[end]
+            if escaped {
+                path.append(c)
+                escaped = false
+            } else if c == "\\" {
+                escaped = true
+            } else if c == " " {
+                break
+            } else {
+                path.append(c)
+            }
+            end = trimmed.index(after: end)
+        }
+        if escaped { path.append("\\") }
+        guard !path.isEmpty else { return nil }
+        return (path, String(trimmed[end...]).trimmingCharacters(in: .whitespaces))
+    }
+
+    /// A path that is all the rest of a line (`/get N DIR`): quoted or
+    /// escaped as `pathAndRest` takes it, and bare spaces kept (nothing can
+    /// follow it). Nil for text after a closing quote.
+    static func wholePath(_ text: String) -> String? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard let (first, rest) = pathAndRest(trimmed) else { return nil }
+        if rest.isEmpty { return first }
+        if let quote = trimmed.first, quote == "\"" || quote == "'" { return nil }
+        var whole = "", escaped = false
+        for c in trimmed {
+            if escaped || c != "\\" {
+                whole.append(c)
+                escaped = false
+            } else {
+                escaped = true
+            }
+        }
+        return escaped ? whole + "\\" : whole
     }
 
     public static var helpText: String {
@@ -252,7 +290,10 @@ public enum ChatInput: Equatable, Sendable {
             guard let first = parts.first, let n = Int(first), n > 0 else {
                 return .error("/get needs the file's message number (shown as /get N beside it): /get 14 [DIR]")
             }
-            let folder = parts.count > 1 ? Self.pathAndRest(parts[1])?.path : nil
+            guard parts.count > 1 else { return .get(number: n, folder: nil) }
+            guard let folder = Self.wholePath(parts[1]) else {
+                return .error("/get takes one folder after the number: /get 14 \"my downloads\"")
+            }
             return .get(number: n, folder: folder)
         case "files":
             return argument.isEmpty ? .files : .error("/files takes no argument")

@@ -238,7 +238,8 @@ extension NetworkNode {
 extension NetworkNode {
     func fileCommand(_ input: ChatInput) throws -> [NodeEvent] {
         switch input {
-        case let .send(path, caption):
+        case let .send(typed, typedCaption):
+            let (path, caption) = Self.widened(typed, typedCaption)
             let full = Self.expandingHome(path)
             try offerFile(path: full, name: nil, caption: caption, room: session.room, peer: session.conversationPeer) { [self] result in
                 if case let .failure(error) = result { emit(.failed("/send \(TerminalText.sanitize(path)): \(error)")) }
@@ -360,6 +361,22 @@ extension NetworkNode {
         case let .failed(n, place, root, reason): .fileFailed(number: n, place: place, root: root, reason: reason)
         case .waiting, .opening, .checkingHeld: nil
         }
+    }
+
+    /// `/send my report.pdf` typed without quotes: when `path` names
+    /// nothing, the longest run of the caption's words after it that makes
+    /// a file's path is taken as the path (and the rest as the caption).
+    static func widened(_ path: String, _ caption: String) -> (path: String, caption: String) {
+        var info = stat()
+        guard !caption.isEmpty, stat(expandingHome(path), &info) != 0, errno == ENOENT else { return (path, caption) }
+        let words = caption.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
+        for count in stride(from: words.count, through: 1, by: -1) {
+            let candidate = path + " " + words[..<count].joined(separator: " ")
+            if stat(expandingHome(candidate), &info) == 0, info.st_mode & S_IFMT == S_IFREG {
+                return (candidate, words[count...].joined(separator: " ").trimmingCharacters(in: .whitespaces))
+            }
+        }
+        return (path, caption)
     }
 
     /// `~/x` is the home folder's `x`.

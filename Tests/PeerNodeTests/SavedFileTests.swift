@@ -1,3 +1,4 @@
+import ChatText
 import Foundation
 import Gossip
 import TestSupport
@@ -7,6 +8,30 @@ import Testing
 /// The name a fetched file is saved under (docs/PROTOCOL.md §16, "Saving under a safe name").
 @Suite("Saving a fetched file under a safe name")
 struct SavedFileTests {
+    @Test("a path with spaces as people type or paste it: \"double\" or 'single' quotes, backslashes before spaces, or bare in /get's folder; a bare /send path that names nothing takes the caption's words that make a file's path")
+    func pathsWithSpaces() throws {
+        #expect(ChatInput.parse("/send \"my docs/q3 report.pdf\" the numbers") == .send(path: "my docs/q3 report.pdf", caption: "the numbers"))
+        #expect(ChatInput.parse("/send '/tmp/my docs/q3 report.pdf' ") == .send(path: "/tmp/my docs/q3 report.pdf", caption: ""))
+        #expect(ChatInput.parse("/send my\\ docs/q3\\ report.pdf the numbers") == .send(path: "my docs/q3 report.pdf", caption: "the numbers"))
+        #expect(ChatInput.parse("/send plain.pdf") == .send(path: "plain.pdf", caption: ""))
+        #expect(ChatInput.parse("/get 3 ~/my downloads") == .get(number: 3, folder: "~/my downloads"))
+        #expect(ChatInput.parse("/get 3 'my downloads'") == .get(number: 3, folder: "my downloads"))
+        #expect(ChatInput.parse("/get 3 my\\ downloads") == .get(number: 3, folder: "my downloads"))
+        #expect(ChatInput.parse("/get 3") == .get(number: 3, folder: nil))
+        if case .error = ChatInput.parse("/get 3 \"my downloads\" and more") {} else { Issue.record("text after a quoted folder is taken") }
+        if case .error = ChatInput.parse("/send \"unclosed") {} else { Issue.record("an unclosed quote is taken") }
+
+        let dir = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir.path + "/my docs", withIntermediateDirectories: true)
+        writeFile(dir.path + "/my docs/q3 report.pdf", [1, 2, 3])
+        #expect(NetworkNode.widened(dir.path + "/my", "docs/q3 report.pdf the numbers") == (dir.path + "/my docs/q3 report.pdf", "the numbers"))
+        #expect(NetworkNode.widened(dir.path + "/my", "docs/q3 report.pdf") == (dir.path + "/my docs/q3 report.pdf", ""))
+        #expect(NetworkNode.widened(dir.path + "/my", "docs") == (dir.path + "/my", "docs"), "a folder is not a file to send")
+        #expect(NetworkNode.widened(dir.path + "/none", "of these") == (dir.path + "/none", "of these"))
+        writeFile(dir.path + "/my", [4])
+        #expect(NetworkNode.widened(dir.path + "/my", "docs/q3 report.pdf") == (dir.path + "/my", "docs/q3 report.pdf"), "what names a file is taken as typed")
+    }
+
     @Test("path parts, control characters, leading dots, device names and lengths are made safe")
     func safeNames() {
         #expect(SavedFile.safeName("report.pdf") == "report.pdf")
