@@ -356,7 +356,9 @@ extension NetworkNode {
             guard e.author != node.me, let peer = opened.peer, let invite = Invite.decode(opened.content) else { return [] }
             return invited(by: peer, invite)
         case .edit:
-            guard let original = node.messageLife.acceptEdit(e, opened), let shown = shownIn(e, opened) else { return [] }
+            guard let original = node.messageLife.acceptEdit(e, opened), var shown = shownIn(e, opened) else { return [] }
+            // An offer's edit reads as the offer with its new caption: the line names the file it is about.
+            shown.editedOffer = node.open(original).flatMap { $0.withText(opened.text.unsanitized).offer }
             return [.edited(shown, original: original)]
         case .tombstone:
             // A file offered in what it erases leaves the disk too: here for what this device signed (what came

@@ -167,6 +167,8 @@ struct ShownMessage {
     var reactions: [(reaction: String, count: Int)] = []
     /// A file offered that this node holds whole (the page links and shows it).
     var fileHeld = false
+    /// An edit of a file offer: the offer as it now reads (its file, the new caption), for the line.
+    var editedOffer: FileOffer?
     /// Someone else's, shown before this node first caught up with its peers (`NodeEvent.caughtUp`).
     var backlog = false
     /// A nick change: the nick it replaces, for "bob·fnwq is now known as robert".

@@ -57,8 +57,9 @@ struct TerminalPresenter: LinePresenter {
                 + versions.enumerated().map { i, v in "  [\(Renderer.clock(v.envelope.timestamp))] \(v.text)" + (i == 0 ? "" : " (edit \(i))") }
         case let .edited(m, _):
             let renderer = Renderer(people: m.people)
-            if let room = m.room { return [renderer.editLine(m.envelope, room: room.value, text: m.opened.text)] }
-            return [renderer.directLine(m.envelope, to: m.to ?? m.envelope.author, text: m.opened.text) + " (edited)"]
+            let text = m.editedOffer.map { PeerText(OpenedEnvelope.offerLine($0)) } ?? m.opened.text
+            if let room = m.room { return [renderer.editLine(m.envelope, room: room.value, text: text)] }
+            return [renderer.directLine(m.envelope, to: m.to ?? m.envelope.author, text: text) + " (edited)"]
         case let .deleted(m, _):
             return [Renderer(people: m.people).deletedLine(m.envelope, room: m.room?.value)]
         case let .fork(person, sequence, _, _):

@@ -32,6 +32,13 @@ struct FileUnitTests {
         let now = try #require(node.messageLife.openedNow(original))
         #expect(now.edited && now.opened.offer?.caption == "final" && now.opened.offer?.root == first.root && now.opened.offer?.name == "plan.pdf")
         #expect(now.opened.text.unsanitized == "⎘ plan.pdf (100 kB) final")
+        // As it arrives, at a terminal: the offer's line with its new caption, not the caption alone.
+        let opened = try #require(node.open(edit))
+        var shown = ShownMessage(envelope: edit, opened: opened, room: life.name, to: nil, me: node.me, book: node.people)
+        #expect(TerminalPresenter.lines(.edited(shown, original: original)).first?.hasSuffix("> final (edited)") == true)
+        shown.editedOffer = node.open(original).flatMap { $0.withText(opened.text.unsanitized).offer }
+        let line = TerminalPresenter.lines(.edited(shown, original: original)).first ?? ""
+        #expect(line.hasSuffix("> ⎘ plan.pdf (100 kB) final (edited)"), "\(line)")
     }
 
     /// A node in the room holding bob's offer of `plan.pdf` (not fetched), and the offer as it reads.
