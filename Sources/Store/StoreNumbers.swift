@@ -10,7 +10,10 @@ import Gossip
 /// (`fileSealed`). Rows delivered before schema 17 kept the numbers they
 /// had then (their place among everything delivered in the room).
 extension Store {
-    /// The kinds that take a number.
+    /// The kinds that take a number: what a person wrote (a text, an action,
+    /// a reply, a file offered). The same kinds count as unread, give a
+    /// room its last message, are covered by read receipts and are checked
+    /// again when their author is removed from a private room.
     public static let numberedKinds: [Kind] = [.text, .action, .reply, .file]
 
     /// `numberedKinds` as an SQL list.

@@ -63,7 +63,7 @@ extension Store {
         return out.reversed()
     }
 
-    /// Delivered texts, actions and replies from others after the room's
+    /// Delivered messages (`numberedKinds`) from others after the room's
     /// read mark: not ours, nor of any other device of our account (`devices`).
     public func unreadCount(of room: RoomID, me: PublicKey) throws -> Int {
         guard let row = roomRows[room] else { return 0 }
@@ -71,7 +71,7 @@ extension Store {
             """
             SELECT count(*) FROM envelopes
             WHERE room = ?1 AND delivery > (SELECT read_delivery FROM rooms WHERE rowid = ?1)
-              AND kind IN (\(Kind.text.rawValue), \(Kind.action.rawValue), \(Kind.reply.rawValue))
+              AND kind IN (\(Self.numberedKindList))
               AND author NOT IN (
                 SELECT rowid FROM authors WHERE key = ?2 OR key IN (
                   SELECT account FROM devices WHERE device = ?2
@@ -155,28 +155,28 @@ extension Store {
         return out
     }
 
-    /// One room's unread count and last delivered text, action or reply; nil when
+    /// One room's unread count and last delivered message (`numberedKinds`); nil when
     /// this store holds nothing of it (cheap: no query then).
     public func roomSummary(of room: RoomID, name: String?, me: PublicKey) throws -> RoomSummary? {
         guard let row = roomRows[room] else { return nil }
         let last = try db.statement(
             """
             SELECT bytes, causal_time, delivery FROM envelopes
-            WHERE room = ?1 AND causal_time IS NOT NULL AND kind IN (\(Kind.text.rawValue), \(Kind.action.rawValue), \(Kind.reply.rawValue))
+            WHERE room = ?1 AND causal_time IS NOT NULL AND kind IN (\(Self.numberedKindList))
             ORDER BY causal_time DESC, id DESC LIMIT 1
             """
         ).bind(1, row).single { try stored($0) }
         return RoomSummary(room: room, name: name, unread: try unreadCount(of: room, me: me), last: last)
     }
 
-    /// Each author's highest delivered sequence in `room` (texts, actions, replies
+    /// Each author's highest delivered sequence in `room` (`numberedKinds`
     /// only, ours left out): what a read receipt for the whole room says.
     public func latestSequences(in room: RoomID, me: PublicKey) throws -> [PublicKey: UInt64] {
         guard let row = roomRows[room] else { return [:] }
         let s = try db.statement(
             """
             SELECT a.key, max(e.sequence) FROM envelopes e JOIN authors a ON a.rowid = e.author
-            WHERE e.room = ?1 AND e.delivery IS NOT NULL AND e.kind IN (\(Kind.text.rawValue), \(Kind.action.rawValue), \(Kind.reply.rawValue))
+            WHERE e.room = ?1 AND e.delivery IS NOT NULL AND e.kind IN (\(Self.numberedKindList))
             GROUP BY e.author
             """
         ).bind(1, row)

@@ -50,12 +50,12 @@ extension Store {
         return db.changes
     }
 
-    /// `author`'s messages (texts, actions, replies) in `room`, for a check of
+    /// `author`'s messages (texts, actions, replies, files offered) in `room`, for a check of
     /// their standing after a removal.
     public func messages(by author: PublicKey, in room: RoomID) throws -> [Envelope] {
         guard let row = authors[author]?.rowid, let roomRow = roomRows[room] else { return [] }
         let s = try db.statement(
-            "SELECT bytes FROM envelopes WHERE author = ?1 AND room = ?2 AND kind IN (\(Kind.text.rawValue), \(Kind.action.rawValue), \(Kind.reply.rawValue))"
+            "SELECT bytes FROM envelopes WHERE author = ?1 AND room = ?2 AND kind IN (\(Self.numberedKindList))"
         ).bind(1, row).bind(2, roomRow)
         var out: [Envelope] = []
         while try s.step() { out.append(try Envelope.decode(s.blob(0), verification: .trustedStorage)) }

@@ -50,6 +50,19 @@ struct FileUnitTests {
         return (node, offered, try #require(node.open(offered)?.offer))
     }
 
+    @Test("a file offered is a message like a text: it counts as unread, is its room's last message, and read receipts cover it")
+    func offerIsAMessage() throws {
+        let dir = TemporaryDirectory()
+        let (node, offered, _) = try offeredToNode(dir)
+        let room = offered.room
+        let summary = try #require(try node.store.roomSummary(of: room, name: life.name.value, me: node.me))
+        #expect(summary.unread == 1 && summary.last?.envelope.id == offered.id, "unread \(summary.unread)")
+        #expect(try node.store.latestSequences(in: room, me: node.me)[bob.publicKey] == offered.sequence)
+        #expect(try node.store.messages(by: bob.publicKey, in: room).map(\.id) == [offered.id], "checked again if bob is removed")
+        try node.store.markRead(room)
+        #expect(try node.store.unreadCount(of: room, me: node.me) == 0)
+    }
+
     @Test("a /get under way draws a bar on the prompt, as a catch-up does")
     func promptBar() throws {
         let dir = TemporaryDirectory(), into = TemporaryDirectory()
