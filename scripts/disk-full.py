@@ -39,6 +39,19 @@ def wait_for(nodes, match, what, timeout=30):
         fail(f"timed out waiting for {what}")
 
 
+def idle(nodes, seconds):
+    """Reads the nodes' output for `seconds`, waiting for nothing in particular."""
+    try:
+        pump(nodes, lambda: False, seconds)
+    except TimeoutError:
+        pass
+
+
+def said_twice(lines):
+    """A line that occurs more than once in `lines` (None if none does)."""
+    return next((line for line in set(lines) if lines.count(line) > 1), None)
+
+
 def text_seen(node, text):
     return any(e.get("type") == "message" and e.get("text") == text for e in node.events)
 
@@ -151,17 +164,14 @@ try:
     if end["type"] != "file_failed" or "space" not in end.get("reason", ""):
         fail(f"a /get onto a full disk did not fail saying so: {end}")
     used = cpu_seconds(a.proc.pid)
-    try:
-        pump(nodes, lambda: False, 2)
-    except TimeoutError:
-        pass
+    idle(nodes, 2)
     used = cpu_seconds(a.proc.pid) - used
     said = [e for e in a.events[mark:] if e.get("type") in ("error", "file_failed") and "chunk" in str(e)]
     if len(said) > 2:
         fail(f"the failed chunk was said {len(said)} times: {said[:4]}")
-    repeated = [w for w in set(errors(a)[-20:]) if errors(a)[-20:].count(w) > 1]
+    repeated = said_twice(errors(a)[-20:])
     if repeated:
-        fail(f"the same failure said again within seconds: {repeated[0]!r}")
+        fail(f"the same failure said again within seconds: {repeated!r}")
     if used > 0.5:
         fail(f"A used {used:.2f} s of CPU in the 2 s after the fetch stopped (asking again for what it cannot keep?)")
     mark = len(a.events)
@@ -180,16 +190,10 @@ try:
     wait_for(nodes, lambda: sum(e.get("type") == "peer_up" for e in b.events) >= 3, "A (as text) linked to B")
     for i in range(6):
         b.post(f"while A is full, {i}")
-        try:
-            pump(nodes, lambda: False, 0.5)
-        except TimeoutError:
-            pass
+        idle(nodes, 0.5)
     person.stdin.write(b"a post on the full disk\n")
     person.stdin.flush()
-    try:
-        pump(nodes, lambda: False, 3)
-    except TimeoutError:
-        pass
+    idle(nodes, 3)
     person.stdin.close()
     person.wait(timeout=20)
     out.seek(0)
@@ -202,15 +206,15 @@ try:
     logged = err.read().splitlines()
     if not any("full" in line for line in shown):
         fail(f"A (as text) said nothing of the full disk: {shown}")
-    twice = [line for line in set(shown) if shown.count(line) > 1]
+    twice = said_twice(shown)
     if twice:
-        fail(f"A (as text) said the same failure {shown.count(twice[0])} times: {twice[0]!r}; all it said: {shown}")
+        fail(f"A (as text) said the same failure {shown.count(twice)} times: {twice!r}; all it said: {shown}")
     again = [line for line in logged if any(line.removeprefix("peernode: ") in said for said in shown)]
     if again:
         fail(f"A (as text) also said on stderr what its output says: {again[:3]}")
-    flood = [line for line in set(logged) if logged.count(line) > 1]
+    flood = said_twice(logged)
     if flood:
-        fail(f"A (as text) said on stderr {logged.count(flood[0])} times: {flood[0]!r}")
+        fail(f"A (as text) said on stderr {logged.count(flood)} times: {flood!r}")
     print(f"as text on a full disk: {len(shown)} error lines, each once; stderr {len(logged)} lines (what its stop could not record), none of them again")
 finally:
     for n in nodes:

@@ -145,33 +145,16 @@ public enum ChatInput: Equatable, Sendable {
         (["away"], "/away [reason]", "say you are away (in /who and on the page, network-wide); /back says you are here again"),
     ]
 
-    /// A path (in double quotes when it has spaces) and the text after it.
+    /// A path (in quotes, or with `\` before its spaces, when it has any) and the text after it.
     static func pathAndRest(_ text: String) -> (path: String, rest: String)? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         // In "double" or 'single' quotes (a terminal that pastes a dropped file quotes it so).
-        if let quote = trimmed.first, quote == "\"" || quote == "'" {
+        if let quote = quoteOpening(trimmed) {
             let body = trimmed.dropFirst()
             guard let end = body.firstIndex(of: quote), end != body.startIndex else { return nil }
             return (String(body[..<end]), String(body[body.index(after: end)...]).trimmingCharacters(in: .whitespaces))
         }
-        // Bare, as a shell reads it: a backslash keeps the character after it (`my\ docs/q3\ report.pdf`).
-        var path = "", escaped = false
-        var end = trimmed.startIndex
-        while end < trimmed.endIndex {
-            let c = trimmed[end]
-            if escaped {
-                path.append(c)
-                escaped = false
-            } else if c == "\\" {
-                escaped = true
-            } else if c == " " {
-                break
-            } else {
-                path.append(c)
-            }
-            end = trimmed.index(after: end)
-        }
-        if escaped { path.append("\\") }
+        let (path, end) = unescaped(trimmed[...], stoppingAtSpace: true)
         guard !path.isEmpty else { return nil }
         return (path, String(trimmed[end...]).trimmingCharacters(in: .whitespaces))
     }
@@ -183,17 +166,32 @@ public enum ChatInput: Equatable, Sendable {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         guard let (first, rest) = pathAndRest(trimmed) else { return nil }
         if rest.isEmpty { return first }
-        if let quote = trimmed.first, quote == "\"" || quote == "'" { return nil }
-        var whole = "", escaped = false
-        for c in trimmed {
+        return quoteOpening(trimmed) == nil ? unescaped(trimmed[...], stoppingAtSpace: false).text : nil
+    }
+
+    /// The quote `text` opens with, if it does (`"` or `'`).
+    private static func quoteOpening(_ text: String) -> Character? {
+        text.first.flatMap { $0 == "\"" || $0 == "'" ? $0 : nil }
+    }
+
+    /// `text` as a shell reads a bare word: a backslash keeps the character
+    /// after it (`my\ docs`); up to the first bare space when
+    /// `stoppingAtSpace`. The text, and where it stopped.
+    private static func unescaped(_ text: Substring, stoppingAtSpace: Bool) -> (text: String, end: Substring.Index) {
+        var out = "", escaped = false
+        var end = text.startIndex
+        while end < text.endIndex {
+            let c = text[end]
             if escaped || c != "\\" {
-                whole.append(c)
+                if !escaped, stoppingAtSpace, c == " " { break }
+                out.append(c)
                 escaped = false
             } else {
                 escaped = true
             }
+            end = text.index(after: end)
         }
-        return escaped ? whole + "\\" : whole
+        return (escaped ? out + "\\" : out, end)
     }
 
     public static var helpText: String {

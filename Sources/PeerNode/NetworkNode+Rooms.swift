@@ -333,7 +333,7 @@ extension NetworkNode {
             case let .opening(o):
                 fileOpener.async { [self] in
                     let done = Files.save(o, store: store)
-                    loop.execute { [self] in emit(Self.event(done).map { [$0] } ?? []) }
+                    loop.execute { [self] in tell([done]) }
                 }
             case let .checkingHeld(check):
                 fileOpener.async { [self] in
@@ -344,22 +344,22 @@ extension NetworkNode {
                         tell(said)
                     }
                 }
-            case let .waiting(n, place, root, bad):
-                events.append(.fileWaiting(number: n, place: place, root: root, bad: bad.map { node.people[$0] }))
             default:
-                events += Self.event(progress).map { [$0] } ?? []
+                events += event(progress).map { [$0] } ?? []
             }
         }
         emit(events)
         refreshPrompt()
     }
 
-    static func event(_ progress: Files.Progress) -> NodeEvent? {
+    /// What a transfer's progress says to the person (nil: work to do off the loop, not words).
+    func event(_ progress: Files.Progress) -> NodeEvent? {
         switch progress {
         case let .progress(n, place, root, bytes, of): .fileProgress(number: n, place: place, root: root, bytes: bytes, of: of)
         case let .done(n, place, root, path, hash): .fileDone(number: n, place: place, root: root, path: path, hash: hash)
         case let .failed(n, place, root, reason): .fileFailed(number: n, place: place, root: root, reason: reason)
-        case .waiting, .opening, .checkingHeld: nil
+        case let .waiting(n, place, root, bad): .fileWaiting(number: n, place: place, root: root, bad: bad.map { node.people[$0] })
+        case .opening, .checkingHeld: nil
         }
     }
 

@@ -156,6 +156,15 @@ struct RelayQuotaTests {
         return node
     }
 
+    /// A relay-like node fetching `three.bin` (`size` bytes) to serve it, nothing held yet: its files unit and the file.
+    func fetchingAsRelay(_ dir: TemporaryDirectory, _ work: TemporaryDirectory, size: Int) throws
+        -> (files: Files, file: (offer: FileOffer, chunks: [[UInt8]], levels: [[[UInt8]]])) {
+        let files = try relayNode(dir, quota: 1_000_000).files
+        let file = try sealedFile(work, "three.bin", size: size)
+        #expect(files.relay(file.offer.root, size: file.offer.size, now: 1))
+        return (files, file)
+    }
+
     /// Feeds the chunks `only` names (every one by default) of a file to `files` as if a peer served them.
     func serve(_ file: (offer: FileOffer, chunks: [[UInt8]], levels: [[[UInt8]]]), to files: Files, only: [Int]? = nil, now: Double = 1) {
         for i in only ?? Array(file.chunks.indices) {
@@ -224,12 +233,9 @@ struct RelayQuotaTests {
     @Test("a file still being fetched is served in part: each chunk held with the proof it came with (it verifies against the root), 'not held' for the rest; once whole, every chunk from the tree")
     func servesWhatItHolds() throws {
         let dir = TemporaryDirectory(), work = TemporaryDirectory()
-        let node = try relayNode(dir, quota: 1_000_000)
-        let files = node.files
-        let file = try sealedFile(work, "three.bin", size: 150_000)
+        let (files, file) = try fetchingAsRelay(dir, work, size: 150_000)
         #expect(file.chunks.count == 3)
         let root = file.offer.root
-        #expect(files.relay(root, size: file.offer.size, now: 1))
         #expect(files.answer(root, chunks: [0, 1, 2]) == [.none(root: root, chunks: [0, 1, 2])], "nothing held yet")
         serve(file, to: files, only: [0, 2])
         let partial = files.answer(root, chunks: [0, 1, 2])
@@ -247,13 +253,8 @@ struct RelayQuotaTests {
     @Test("a file being fetched is seen as it stands (Files.live, what /files and the prompt show), not as its map was last written")
     func liveRow() throws {
         let dir = TemporaryDirectory(), work = TemporaryDirectory()
-        let node = try relayNode(dir, quota: 1_000_000)
-        let files = node.files
-        let file = try sealedFile(work, "three.bin", size: 100_000)
-        #expect(files.relay(file.offer.root, size: file.offer.size, now: 1))
-        _ = files.fetch.assign(links: [1: peer], now: 1)
-        let proof = FileTree.proof(index: 0, levels: file.levels)
-        _ = files.received(file.offer.root, index: 0, proof: proof, sealed: file.chunks[0], from: peer, links: [1: peer], now: 1)
+        let (files, file) = try fetchingAsRelay(dir, work, size: 100_000)
+        serve(file, to: files, only: [0])
         let saved = try #require(try files.repository.file(file.offer.root))
         #expect(saved.heldCount == 0, "the map is written every \(Files.mapWriteEvery) chunks")
         #expect(files.live(saved).heldCount == 1 && files.held(files.live(saved)) == UInt64(FileOffer.chunkSize))
@@ -262,10 +263,7 @@ struct RelayQuotaTests {
     @Test("a chunk not asked of the peer that sends it is not looked at (no hashing, no write); once asked, it is")
     func unasked() throws {
         let dir = TemporaryDirectory(), work = TemporaryDirectory()
-        let node = try relayNode(dir, quota: 1_000_000)
-        let files = node.files
-        let file = try sealedFile(work, "three.bin", size: 100_000)
-        #expect(files.relay(file.offer.root, size: file.offer.size, now: 1))
+        let (files, file) = try fetchingAsRelay(dir, work, size: 100_000)
         let proof = FileTree.proof(index: 0, levels: file.levels)
         guard case .ignored = files.arrived(file.offer.root, index: 0, proof: proof, sealed: file.chunks[0], from: peer, links: [1: peer], now: 1) else {
             Issue.record("an unasked chunk was taken up")
