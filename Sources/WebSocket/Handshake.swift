@@ -56,6 +56,26 @@ public struct HTTPRequest: Sendable, Equatable {
     }
 }
 
+/// A response body given a part at a time as the socket takes it, so a
+/// large file is served without being held whole. `next` is asked for the
+/// next part on the connection's loop once less than
+/// `HTTPBodyStream.window` waits unsent, never again before it answered;
+/// it answers once, from any thread, with the part (non-empty), or nil to
+/// stop: the connection is then closed short of `length`, which a client
+/// reads as a failed response. Parts past `length` are refused the same way.
+public final class HTTPBodyStream: Sendable {
+    /// Unsent bytes below which the next part is asked for.
+    public static let window = 512 << 10
+
+    public let length: Int
+    let next: @Sendable (@escaping @Sendable ([UInt8]?) -> Void) -> Void
+
+    public init(length: Int, next: @escaping @Sendable (@escaping @Sendable ([UInt8]?) -> Void) -> Void) {
+        self.length = length
+        self.next = next
+    }
+}
+
 /// A plain HTTP response from the application.
 public struct HTTPResponse: Sendable, Equatable {
     public var status: Int
@@ -63,12 +83,24 @@ public struct HTTPResponse: Sendable, Equatable {
     public var body: [UInt8]
     /// More header fields, by name (written in name order after the fixed ones).
     public var fields: [String: String]
+    /// A body given in parts instead of `body` (which is then not sent).
+    public var stream: HTTPBodyStream?
 
     public init(status: Int, contentType: String = "text/plain; charset=utf-8", body: [UInt8], fields: [String: String] = [:]) {
         self.status = status
         self.contentType = contentType
         self.body = body
         self.fields = fields
+    }
+
+    /// A response whose body `stream` gives as the client reads.
+    public init(status: Int, contentType: String, stream: HTTPBodyStream, fields: [String: String] = [:]) {
+        self.init(status: status, contentType: contentType, body: [], fields: fields)
+        self.stream = stream
+    }
+
+    public static func == (a: HTTPResponse, b: HTTPResponse) -> Bool {
+        a.status == b.status && a.contentType == b.contentType && a.body == b.body && a.fields == b.fields && a.stream === b.stream
     }
 
     public init(status: Int, text: String, fields: [String: String] = [:]) {
@@ -93,13 +125,14 @@ public struct HTTPResponse: Sendable, Equatable {
         }
     }
 
-    /// The bytes on the wire, closing the connection after the body.
+    /// The bytes on the wire, closing the connection after the body (the
+    /// head alone when a stream gives the body).
     func encoded(extraFields: [(String, String)] = []) -> [UInt8] {
         var head = "HTTP/1.1 \(status) \(Self.reason(status))\r\n"
-        head += "Content-Type: \(contentType)\r\nContent-Length: \(body.count)\r\nConnection: close\r\n"
+        head += "Content-Type: \(contentType)\r\nContent-Length: \(stream?.length ?? body.count)\r\nConnection: close\r\n"
         for (name, value) in fields.sorted(by: { $0.key < $1.key }) + extraFields { head += "\(name): \(value)\r\n" }
         head += "\r\n"
-        return Array(head.utf8) + body
+        return Array(head.utf8) + (stream == nil ? body : [])
     }
 }
 

@@ -76,6 +76,9 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
     private var watchingWrites = false
     /// A one-shot notice for a sender that paces itself (`whenUnsent(below:_:)`).
     var lowWater: (bytes: Int, body: () -> Void)?
+    /// A plain HTTP answer's body that comes in parts: bytes queued of it so
+    /// far, and whether a part was asked for and has not come yet.
+    var bodyStream: (stream: HTTPBodyStream, queued: Int, asking: Bool)?
 
     /// Server side: an accepted socket from `remote` ("address:port").
     init(accepted fd: Int32, remote: String, loop: EventLoop, configuration: WebSocketServer.Configuration, callbacks: WebSocketCallbacks,
@@ -245,6 +248,7 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
             return used + (used < bytes.count ? process(UnsafeRawBufferPointer(rebasing: bytes[used...])) : 0)
         case let .http(request):
             let response = httpHandler?(request) ?? HTTPResponse(status: 404, text: "not found\n")
+            if let stream = response.stream, stream.length > 0 { bodyStream = (stream, 0, false) }
             respondAndClose(response.encoded())
             return bytes.count
         case let .reject(response, _):
@@ -342,6 +346,7 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
                     loop.modify(fd, token: token, events: interest)
                 }
                 noticeLowWater()
+                askForPart()
                 return
             }
         }
@@ -352,6 +357,7 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
             loop.modify(fd, token: token, events: interest)
         }
         noticeLowWater()
+        if bodyStream != nil { return askForPart() }
         if case .closingAfterWrite = phase { closeSocket(report: nil) }
     }
 
@@ -371,6 +377,7 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
     func closeSocket(report info: CloseInfo?) {
         if case .closed = phase { return }
         lowWater = nil
+        bodyStream = nil
         let wasOpen: Bool
         if case .open = phase { wasOpen = true } else { wasOpen = false }
         phase = .closed

@@ -23,7 +23,8 @@ struct WebUpload {
 
 /// Files on the page (issue 39): a file the node holds whole is served to
 /// the page's token at `GET /file/ROOT` (pictures shown inline, other
-/// files as a download), and a file chosen on the page is uploaded over
+/// files as a download, opened a chunk at a time off the loop as the
+/// browser reads: `FileBodyReader`), and a file chosen on the page is uploaded over
 /// the API's socket and offered as `/send` offers it.
 extension WebService {
     /// Bytes a file sent from the page may have (larger ones: `/send` at a terminal).
@@ -38,20 +39,20 @@ extension WebService {
         if let refusal = access.refusal(for: request, token: WebToken.load(directory: directory), needsToken: true) { return refusal.response }
         let hex = String(request.path.dropFirst(Self.filePath.count))
         guard let root = Hex.bytes(hex), root.count == FileTree.hashSize else { return HTTPResponse(status: 404, text: "no such file\n") }
-        let opened: (offer: FileOffer, bytes: [UInt8])?
-        do { opened = try network.node.files.opened(root) } catch {
+        let served: (offer: FileOffer, reader: FileBodyReader)?
+        do { served = try network.node.files.served(root) } catch {
             network.node.storeFailures.heard(error)
             return HTTPResponse(status: 500, text: "\(error)\n")
         }
-        guard let (offer, bytes) = opened else {
-            return HTTPResponse(status: 404, text: "not held here whole (fetch it first), or over \(FileSize.text(Files.maximumServedBytes)): /get it\n")
+        guard let (offer, reader) = served else {
+            return HTTPResponse(status: 404, text: "not held here whole: fetch it first (/get)\n")
         }
         let inline = Self.inlineTypes.contains(offer.type)
         // The name goes in a header only made safe and ASCII: the rest as %XX (RFC 6266, RFC 5987).
         let safe = SavedFile.safeName(offer.name)
         let ascii = String(safe.unicodeScalars.map { $0.isASCII && $0.value >= 0x20 && $0 != "\"" && $0 != "\\" ? Character($0) : "_" })
         let encoded = safe.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ascii
-        return HTTPResponse(status: 200, contentType: inline ? offer.type : "application/octet-stream", body: bytes, fields: [
+        return HTTPResponse(status: 200, contentType: inline ? offer.type : "application/octet-stream", stream: reader.body, fields: [
             "Content-Disposition": (inline ? "inline" : "attachment") + "; filename=\"\(ascii)\"; filename*=UTF-8''\(encoded)",
             "Content-Security-Policy": "default-src 'none'; sandbox",
             "X-Content-Type-Options": "nosniff",

@@ -345,30 +345,24 @@ extension Files {
 
 /// What the page is served of a file held whole (`GET /file/ROOT`).
 extension Files {
-    /// Files the page is served at most, opened in memory: larger ones are fetched with `/get`.
-    static let maximumServedBytes: UInt64 = 64 << 20
-
     /// Whether `root` is held whole here (none said when the store fails: the safe side is "no").
     func holdsWhole(_ root: [UInt8]) -> Bool {
         failures.read { () throws(RepositoryError) in try repository.file(root) }?.complete ?? false
     }
 
-    /// The offer of a file held whole, and its bytes opened; nil when it is
-    /// not held whole, its offer cannot be read here, or it is larger than
-    /// `maximumServedBytes`.
-    func opened(_ root: [UInt8]) throws -> (offer: FileOffer, bytes: [UInt8])? {
+    /// The offer of a file held whole and a reader that opens it a chunk at
+    /// a time (`FileBodyReader`); nil when it is not held whole or its offer
+    /// cannot be read here.
+    func served(_ root: [UInt8]) throws -> (offer: FileOffer, reader: FileBodyReader)? {
         guard let row = try repository.file(root), row.complete, let author = row.author, let sequence = row.sequence,
-              row.size <= Self.maximumServedBytes,
               let e = try storeCall("reading a file's offer", { try repository.store.envelope(by: author, sequence: sequence) }),
-              let offer = envelopes.open(e)?.offer, offer.root == root, let key = FileKey(exactly: offer.key) else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(Int(row.size))
-        for index in 0..<row.chunks {
-            guard let sealed = try repository.read(index, of: row) else { return nil }
-            bytes += try key.open(chunk: sealed, index: index)
+              let offer = envelopes.open(e)?.offer, offer.root == root, offer.size == row.size,
+              let key = FileKey(exactly: offer.key) else { return nil }
+        let path = repository.store.chunkPath(root)
+        guard let reader = FileBodyReader(path: path, size: offer.size, key: key, plainHash: offer.plainHash) else {
+            throw NodeError.fileUnreadable(path: path, reason: String(cString: strerror(errno)))
         }
-        guard BLAKE2b.hash(bytes) == offer.plainHash else { return nil }
-        return (offer, bytes)
+        return (offer, reader)
     }
 }
 
