@@ -99,7 +99,9 @@ extension WebPage {
           if (c.unread > 0) name.append(el("span", "badge", (c.mentioned ? "@ " : "") + String(c.unread)));
           b.append(name);
           const p = el("div", "preview");
-          setText(p, c.last ? (c.last.kind === "action" || c.last.action === "yes" ? "* " : "") + (c.last.nick || c.last.fp || "") + ": " + c.last.text : "no messages yet");
+          // A file's line starts with ⎘, which many fonts lack: the list says "file" in words.
+          const said = c.last && c.last.kind === "file" ? "file " + String(c.last.text || "").replace(/^⎘ /, "") : c.last && c.last.text;
+          setText(p, c.last ? (c.last.kind === "action" || c.last.action === "yes" ? "* " : "") + (c.last.nick || c.last.fp || "") + ": " + said : "no messages yet");
           b.append(p);
           b.title = (i < 9 ? "Alt+" + (i + 1) + ": " : "") + (c.room || "direct messages");
           b.addEventListener("click", () => { openConv(c.key); closeSide(); input.focus(); });
@@ -112,7 +114,7 @@ extension WebPage {
       function sortedKeys() { return [...convs.values()].sort((a, b) => (b.ts - a.ts) || a.key.localeCompare(b.key)).map((c) => c.key); }
       function noteLast(c, m) {
         const ts = Number(m.ts || 0);
-        if (ts >= c.ts) { c.ts = ts; c.last = { nick: m.nick, fp: m.fp, text: m.text, kind: m.kind, action: m.action }; }
+        if (ts >= c.ts) { c.ts = ts; c.last = { nick: m.nick, fp: m.fp, text: m.text, kind: m.type === "file" ? "file" : m.kind, action: m.action }; }
         if (!c.room && m.author !== me.id) { c.nick = m.nick || c.nick; c.fp = m.fp || c.fp; c.marks = m; }
       }
       function openConv(key) {

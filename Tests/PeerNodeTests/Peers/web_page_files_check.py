@@ -55,6 +55,9 @@ async def run(b):
     check("fetched, the picture itself shows inline (80 px wide)", width == 80, width)
     link = await b.js(page, offer("sunset.png") + ".querySelector('a.download').getAttribute('href')")
     check("with a download link to this node", bool(link) and link.startswith("/file/"), link)
+    preview = await b.js(page, "[...document.querySelectorAll('.preview')].map(p => p.textContent).join(' | ')")
+    check("the conversation list says the file in words, not with a glyph many fonts lack",
+          bool(preview) and "file sunset.png" in preview and "\u2398" not in preview, preview)
     shot = await b.call("Page.captureScreenshot", {"format": "png"}, session=page)
     with open(SCREENSHOT, "wb") as f:
         f.write(base64.b64decode(shot["result"]["data"]))
