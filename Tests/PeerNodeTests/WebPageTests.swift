@@ -118,7 +118,7 @@ struct WebPageTests {
 
 @Suite("Files in the page")
 struct WebPageFileTests {
-    @Test("a picture sent from a terminal node shows in the page inline once fetched with its Get button (screenshot); a file sent from the page's file input reaches the terminal node, whole")
+    @Test("a picture sent from a terminal node shows in the page inline once fetched with its Get button (screenshot); a file sent from the page's file input reaches the terminal node, whole, and one of 72 MiB (past the 64 MiB the page once took) is sent as the socket drains, its progress said")
     func files() async throws {
         if WebPeers.missing([WebPeers.python, WebPeers.chromium]) { return }
         let pair = try await PageAndPeer()
@@ -139,6 +139,9 @@ struct WebPageFileTests {
         #expect(done?["type"] == "file_done", "\(String(describing: done))")
         let got = FileManager.default.contents(atPath: into.path + "/notes-from-page.txt").map { String(decoding: $0, as: UTF8.self) }
         #expect(got == String(repeating: "notes from the page MARKER-UPLOAD\n", count: 1000))
+        // Past what the page once took (64 MiB): offered whole, its size as the page read it.
+        let big = await b.wait(timeout: 60) { $0["type"] == "file" && $0["name"] == "big-from-page.bin" }
+        #expect(big?["size"] == String(72 << 20) && big?["from"] == a.id, "\(String(describing: big))")
         let status = await check.exited()
         try? check.output.write(toFile: shot.replacingOccurrences(of: ".png", with: ".log"), atomically: true, encoding: .utf8)
         #expect(status == 0 && !check.output.contains("FAIL"), "\(check.output)")

@@ -215,7 +215,7 @@ struct WebCommand {
         case "send_file":
             let fileName = try need("name")
             guard let size = UInt64(try need("size")), size >= 1, size <= WebService.maximumUploadBytes else {
-                throw Failure(ref: ref, message: "size is the file's bytes, 1 to \(WebService.maximumUploadBytes) from the page (larger: /send at a terminal)")
+                throw Failure(ref: ref, message: "size is the file's bytes, 1 to \(WebService.maximumUploadBytes) (\(FileSize.text(WebService.maximumUploadBytes)), the largest file)")
             }
             guard !fileName.isEmpty, fileName.utf8.count <= FileOffer.maximumName else { throw Failure(ref: ref, message: "name is 1 to \(FileOffer.maximumName) bytes") }
             action = .sendFile(name: fileName, size: size, caption: try string("caption", required: false) ?? "", try target())

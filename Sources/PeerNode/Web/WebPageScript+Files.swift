@@ -9,6 +9,8 @@ extension WebPage {
       // --- files: offers, pictures, a file sent from here -----------------
       const PICTURES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
       const PIECE = 60000;
+      // Bytes the browser may hold unsent on the socket before the next piece is read.
+      const UNSENT = 4 << 20;
       let uploading = null;
       function fileURL(root) { return "/file/" + root + "?token=" + encodeURIComponent(token); }
       function bytes(n) {
@@ -57,10 +59,15 @@ extension WebPage {
       }
       async function upload() {
         const file = uploading; if (!file) return;
+        let told = -1;
         for (let at = 0; at < file.size; at += PIECE) {
+          // Sent as the socket drains: a large file is never read into memory whole.
+          while (socket && socket.readyState === 1 && socket.bufferedAmount > UNSENT) await new Promise((r) => setTimeout(r, 20));
           const piece = await file.slice(at, at + PIECE).arrayBuffer();
           if (!socket || socket.readyState !== 1) { uploading = null; say("the node went away while sending"); return; }
           socket.send(piece);
+          const percent = Math.floor(100 * (at + piece.byteLength) / file.size);
+          if (file.size > UNSENT && percent >= told + 5) { told = percent; say("sending " + file.name + "… " + percent + "%"); }
         }
       }
       $("attach").addEventListener("click", chooseFile);

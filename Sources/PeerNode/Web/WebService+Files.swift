@@ -27,8 +27,11 @@ struct WebUpload {
 /// browser reads: `FileBodyReader`), and a file chosen on the page is uploaded over
 /// the API's socket and offered as `/send` offers it.
 extension WebService {
-    /// Bytes a file sent from the page may have (larger ones: `/send` at a terminal).
-    static let maximumUploadBytes: UInt64 = 64 << 20
+    /// Bytes a file sent from the page may have: as much as any file
+    /// (`FileOffer.maximumSize`). Its bytes go to a file in the data
+    /// directory as they come, never held in memory, and the page sends
+    /// them as the socket drains.
+    static let maximumUploadBytes: UInt64 = FileOffer.maximumSize
     /// The path prefix files are served under.
     static let filePath = "/file/"
     /// Media types shown inline; every other file is served as a download.

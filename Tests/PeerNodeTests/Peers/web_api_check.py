@@ -215,6 +215,8 @@ async def main():
 
         await conversations(ws, bob)
 
+    await uploads(good)
+
     # One past the limit: closed with 1009, and the node still serves others.
     async with websockets.connect(good, origin=ORIGIN, max_size=None) as ws:
         await ws.recv()
@@ -272,6 +274,40 @@ async def main():
     # A bot sends no Origin: the token is enough.
     async with websockets.connect(API + "?token=" + new_token) as ws:
         check("no origin with the token opens", json.loads(await ws.recv()).get("type") == "hello")
+
+
+async def uploads(good):
+    """send_file (docs/API.md): the size limit (4 GiB, the largest file) and one
+    past; a file sent in pieces is offered; a connection that closes before its
+    bytes leaves no file behind in the data directory's uploads/."""
+    limit = 4 << 30
+    folder = os.path.join(DATA_DIR, "uploads")
+
+    async def start(ws, size, ref):
+        await ws.send(json.dumps({"cmd": "send_file", "name": "big.bin", "size": str(size), "ref": ref}))
+        return await events_until(ws, lambda e: e.get("ref") == ref and e.get("type") in ("ready", "ok", "error"))
+
+    async with websockets.connect(good, origin=ORIGIN, max_size=None) as ws:
+        await ws.recv()
+        e = await start(ws, limit, "u1")
+        check("send_file at the size limit (4 GiB) is ready for the bytes", e is not None and e.get("type") == "ready", e)
+        check("its file is made, empty, in uploads/", os.path.isdir(folder) and len(os.listdir(folder)) == 1, os.listdir(folder) if os.path.isdir(folder) else None)
+    deadline = time.monotonic() + 10
+    while os.listdir(folder) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    check("closed before its bytes, the upload's file is gone", not os.listdir(folder), os.listdir(folder))
+    async with websockets.connect(good, origin=ORIGIN, max_size=None) as ws:
+        await ws.recv()
+        e = await start(ws, limit + 1, "u2")
+        check("one byte past the limit is refused, naming it", e is not None and e.get("type") == "error" and str(limit) in e.get("error", ""), e)
+        data = os.urandom(3 << 20)
+        e = await start(ws, len(data), "u3")
+        check("a 3 MiB file is ready", e is not None and e.get("type") == "ready", e)
+        for at in range(0, len(data), 60000):
+            await ws.send(data[at:at + 60000])
+        e = await events_until(ws, lambda e: e.get("ref") == "u3" and e.get("type") in ("ok", "error"), 60)
+        check("sent in pieces, it is offered", e is not None and e.get("type") == "ok" and len(e.get("id", "")) == 64, e)
+    check("and its bytes leave uploads/ once sealed", not os.listdir(folder), os.listdir(folder))
 
 
 async def conversations(ws, bob):

@@ -11,8 +11,10 @@ Prints "ok NAME" or "FAIL NAME DETAIL" per check; exits non-zero if any failed.
 import asyncio
 import base64
 import json
+import os
 import struct
 import sys
+import time
 import zlib
 
 from browser import with_chromium
@@ -71,6 +73,24 @@ async def run(b):
     await b.js(page, "document.getElementById('file').dispatchEvent(new Event('change'))")
     mine = await b.until(page, "(" + offer(UPLOAD.split("/")[-1]) + " || {}).fileRoot", timeout=30)
     check("the file sent from the page shows as our offer", bool(mine), mine)
+
+    # A file past what the page once took (64 MiB), sent as the socket drains, with its progress said.
+    big = os.path.join(os.path.dirname(UPLOAD), "big-from-page.bin")
+    with open(big, "wb") as f:
+        for i in range(72):
+            f.write(bytes([i]) * (1 << 20))
+    await b.call("DOM.setFileInputFiles", {"files": [big], "nodeId": found["result"]["nodeId"]}, session=page)
+    await b.js(page, "document.getElementById('file').dispatchEvent(new Event('change'))")
+    said = set()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        text = await b.js(page, "document.getElementById('notice').textContent")
+        said.add(text)
+        if await b.js(page, "!!(" + offer("big-from-page.bin") + " || {}).fileRoot"):
+            break
+        await asyncio.sleep(0.05)
+    check("a 72 MiB file sent from the page shows as our offer", await b.js(page, "!!(" + offer("big-from-page.bin") + " || {}).fileRoot"), said)
+    check("its progress is said as it goes", any(t and t.startswith("sending big-from-page.bin… ") and t.endswith("%") for t in said), sorted(t for t in said if t))
     errors = [e for e in b.events if e.get("method") == "Runtime.exceptionThrown"]
     check("no script error in the page", not errors, errors[:1])
     print("UPLOADED", flush=True)
