@@ -18,6 +18,8 @@ struct WebFileStreamTests {
         let token: String
         let root: String
         let hash: String
+        /// The offer's message number (`/delete N`).
+        let n: String
     }
 
     func holder(size: Int) async throws -> Holder {
@@ -35,7 +37,7 @@ struct WebFileStreamTests {
         node.send("/send \(path)")
         let offer = try #require(await node.wait(timeout: 120) { $0["type"] == "file" }, "\(node.recent(4))")
         return Holder(dir: dir, node: node, port: port, token: String(url.split(separator: "=").last ?? ""),
-                      root: try #require(offer["root"]), hash: Hex.encode(BLAKE2b.hash(bytes)))
+                      root: try #require(offer["root"]), hash: Hex.encode(BLAKE2b.hash(bytes)), n: try #require(offer["n"]))
     }
 
     /// A connected socket to the page that has sent `GET /file/ROOT`.
@@ -143,6 +145,27 @@ struct WebFileStreamTests {
         let r = response(fd)
         #expect(r.status == "HTTP/1.1 200 OK" && r.length == size, "\(r)")
         #expect(r.got == 2 * 64_000, "the two chunks before the damaged one, nothing after: \(r)")
+        await h.node.quit()
+    }
+
+    @Test("a delete for everyone during a download stops it short: the bytes erased are never served, and the file is gone after (404)")
+    func deletedMidway() async throws {
+        let size = 48 << 20
+        let h = try await holder(size: size)
+        let fd = try request(h)
+        defer { close(fd) }
+        let first = response(fd, limit: 1 << 20)
+        #expect(first.status == "HTTP/1.1 200 OK" && first.got >= 1 << 20, "\(first)")
+        h.node.send("/delete \(h.n)")
+        let chunks = h.dir.path + "/files/" + h.root
+        let erased = await eventuallyValue(30) { FileManager.default.fileExists(atPath: chunks) ? nil : true }
+        #expect(erased == true, "the chunk file stayed: \(h.node.recent(3))")
+        // What the kernel already holds still comes; nothing read after the erase does.
+        let rest = response(fd)
+        #expect(first.got + rest.got < size, "the whole file came after its delete: \(first.got) + \(rest.got)")
+        let again = try request(h)
+        defer { close(again) }
+        #expect(response(again).status == "HTTP/1.1 404 Not Found")
         await h.node.quit()
     }
 
