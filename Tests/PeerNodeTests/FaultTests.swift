@@ -3,8 +3,8 @@ import TestSupport
 import Testing
 
 /// The fault scripts of issue 7 in their short form (`make soak` runs the
-/// long form): scripts/crash-loop.py and scripts/disk-full.py against the
-/// built binary. Each prints its figures; a failure shows them.
+/// long form): scripts/crash-loop.py, scripts/file-crash-loop.py and
+/// scripts/disk-full.py against the built binary. Each prints its figures; a failure shows them.
 @Suite("Faults: kill -9 and a full disk", .serialized)
 struct FaultTests {
     static let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -24,6 +24,17 @@ struct FaultTests {
         // Messages really flowed (a loop that posted nothing would prove nothing).
         let reported = (figures?["victim_messages_reported"] ?? figures?["messages_reported"]) as? Int ?? 0
         #expect(reported > 100, "\(r.stdout)")
+    }
+
+    @Test("kill -9 at random moments while a 128 MiB file is fetched: it goes on by itself at each start, ends whole and checked, one file in the folder and no temporary one, integrity_check passes after every kill")
+    func fileKillLoop() async throws {
+        let r = try await runToEnd("/usr/bin/python3", [Self.scripts + "/file-crash-loop.py", PeerNodeProcess.binary, String(Self.shortCycles), "128"])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        let figures = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+        #expect((figures?["failures"] as? [String])?.isEmpty == true, "\(r.stdout)")
+        #expect(figures?["folder"] as? [String] == ["backup.img"], "\(r.stdout)")
+        // Killed before it ended at least once (a fetch that ended before the first kill would prove nothing).
+        #expect((figures?["cycles"] as? Int ?? 0) >= 1, "\(r.stdout)")
     }
 
     @Test("a full disk: posts refused with a clear reason, no crash, nothing lost, resumes when space is back; read-only data directory refused (root: tmpfs)")
