@@ -359,6 +359,8 @@ extension NetworkNode {
         case let .done(n, place, root, path, hash): .fileDone(number: n, place: place, root: root, path: path, hash: hash)
         case let .failed(n, place, root, reason): .fileFailed(number: n, place: place, root: root, reason: reason)
         case let .waiting(n, place, root, bad): .fileWaiting(number: n, place: place, root: root, bad: bad.map { node.people[$0] })
+        case let .moved(n, _, _, from, to):
+            .chatLines(["/get \(n): saving into \(TerminalText.sanitize(to)) now, not \(TerminalText.sanitize(from))"])
         case .opening, .checkingHeld: nil
         }
     }

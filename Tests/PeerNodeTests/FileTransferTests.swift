@@ -170,6 +170,36 @@ struct FileTransferTests {
         for node in [a, again] { await node.quit() }
     }
 
+    @Test("a /get again while the fetch is under way: into the same folder it says where it stands and starts nothing; into another it goes on into that one and says so, the first folder left empty")
+    func getAgain() async throws {
+        let (dirs, a, b) = try await aliceAndBob()
+        let source = TemporaryDirectory(), first = TemporaryDirectory(), second = TemporaryDirectory()
+        let file = try randomFile(source, "archive.tar", size: 96 << 20)
+        a.send("/send \(file.path)")
+        let offer = try #require(await b.wait(timeout: 60) { $0["type"] == "file" }, "A: \(a.recent(4)) B: \(b.recent(4))")
+        let n = try #require(offer["n"])
+        b.send("/get \(n) \(first.path)")
+        // Alice stopped once some has come: the fetch is under way while the /gets below are typed.
+        let some = await b.wait(timeout: 120) { $0["type"] == "file_progress" && (Int($0["bytes"] ?? "") ?? 0) > (8 << 20) }
+        a.child.signal(SIGSTOP)
+        #expect(some != nil, "\(b.recent(5))")
+        let mark = b.events.value.count
+        b.send("/get \(n) \(first.path)/")
+        let standing = await eventuallyValue(30) { b.events.withLock { $0.dropFirst(mark).first { $0["type"] == "file_progress" && $0["n"] == n } } }
+        #expect((Int(standing?["bytes"] ?? "") ?? 0) >= 8 << 20, "where it stands, not from nothing: \(b.recent(3))")
+        b.send("/get \(n) \(second.path)")
+        let moved = await b.wait { $0["type"] == "notice" && ($0["text"] ?? "").contains("saving into \(second.path) now, not \(first.path)") }
+        #expect(moved != nil, "\(b.recent(4))")
+        a.child.signal(SIGCONT)
+        let done = await b.wait(timeout: 120) { $0["type"] == "file_done" || $0["type"] == "file_failed" }
+        #expect(done?["type"] == "file_done" && done?["path"] == second.path + "/archive.tar" && hash(of: second.path + "/archive.tar") == file.hash,
+                "\(done ?? [:])")
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: first.path)) == [], "the first folder holds nothing, not even a temporary file")
+        #expect(b.events.value.count { $0["type"] == "file_done" } == 1)
+        for node in [a, b] { await node.quit() }
+        withExtendedLifetime(dirs) {}
+    }
+
     @Test("a /get while nobody linked holds the file says so once (file_waiting), and goes on by itself when the sender is back")
     func waitingForSender() async throws {
         let (dirs, a, b) = try await aliceAndBob()

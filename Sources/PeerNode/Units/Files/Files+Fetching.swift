@@ -19,6 +19,8 @@ extension Files {
         /// Nobody linked has served a chunk for `waitingNotice` seconds: said once (it goes on when someone does).
         /// `bad`: the peers that sent a chunk that did not verify, asked no more for it.
         case waiting(number: Int, place: String, root: [UInt8], bad: [PublicKey])
+        /// A second `/get` named another folder while the fetch was under way: it is saved into `to`, not `from`.
+        case moved(number: Int, place: String, root: [UInt8], from: String, to: String)
         /// Every chunk is here: the file is to be opened into its folder
         /// (`Files.save`, off the loop: a large file takes seconds).
         case opening(Opening)

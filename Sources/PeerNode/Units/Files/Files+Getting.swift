@@ -14,8 +14,28 @@ extension Files {
         var isFolder: ObjCBool = false
         let exists = FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder)
         guard exists, isFolder.boolValue else { throw NodeError.fileNotSaved(path: folder, reason: exists ? "not a folder" : "no such folder") }
-        var row = try repository.file(offer.root) ?? Store.FileRow(root: offer.root, size: offer.size, origin: .fetched, author: e.author, sequence: e.sequence, added: now)
+        let row = try repository.file(offer.root) ?? Store.FileRow(root: offer.root, size: offer.size, origin: .fetched, author: e.author, sequence: e.sequence, added: now)
         guard row.size == offer.size else { throw NodeError.fileNotSaved(path: folder, reason: "another file of that root is held here, of another size") }
+        // A /get of a file already under way: into the same folder it says
+        // where the fetch stands (nothing starts again); into another, the
+        // fetch goes on into that one instead, and says so.
+        var movedFrom: String?
+        if let under = wanted[offer.root], let live = rows[offer.root] {
+            if Self.sameFolder(under.opener.folder, folder) {
+                return [.progress(number: under.number, place: under.place, root: offer.root, bytes: held(live), of: live.size)]
+            }
+            movedFrom = under.opener.folder
+        }
+        let said = try started(offer, row: row, number: number, place: place, folder: folder, clock: clock)
+        return said + (movedFrom.map { [.moved(number: number, place: place, root: offer.root, from: $0, to: folder)] } ?? [])
+    }
+
+    static func sameFolder(_ a: String, _ b: String) -> Bool {
+        URL(fileURLWithPath: a).standardizedFileURL.path == URL(fileURLWithPath: b).standardizedFileURL.path
+    }
+
+    private func started(_ offer: FileOffer, row: Store.FileRow, number: Int, place: String, folder: String, clock: Double) throws -> [Progress] {
+        var row = row
         // Kept with the row: a restart goes on with it (`NetworkNode.resumeFiles`).
         row.folder = folder
         try repository.save(row)
