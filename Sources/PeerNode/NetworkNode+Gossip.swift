@@ -200,10 +200,12 @@ extension NetworkNode {
         let stored = inserted.values.flatMap { $0.map(\.envelope) }
         takeRevocationsStored(stored)
         // A tombstone's erase list is in clear: the files it takes back go here too where the offer cannot be read.
-        node.files.erase(takenBackBy: stored)
+        let ended = node.files.erase(takenBackBy: stored)
         // A revoked device's genuine envelope refused as not linking (a fork of the thief's held below it) may be proven now.
         for author in brokenAuthors where node.devices.revokedHeads[author] != nil { node.devices.promoteNamedChain(author) }
         showDeliveries(shownAhead: shownAhead, promptStale: promptStale)
+        // A /get of a file its author just deleted ends, said after the delete itself.
+        tell(ended)
         node.openedAhead.clear()
         if !inserted.isEmpty, !relay { core.stages.record(.deliver, shownAheadTook + monotonicNow() - delivering) }
     }

@@ -363,7 +363,7 @@ extension NetworkNode {
         case .tombstone:
             // A file offered in what it erases leaves the disk too: here for what this device signed (what came
             // from a link was erased as it was stored, `Files.erase(takenBackBy:)`).
-            if e.author == node.me { node.files.erase(takenBackBy: [e]) }
+            if e.author == node.me { tell(node.files.erase(takenBackBy: [e])) }
             guard let shown = shownIn(e, opened) else { return [] }
             return [.deleted(shown, erased: node.messageLife.erasedIDs(by: e))]
         case .reaction:

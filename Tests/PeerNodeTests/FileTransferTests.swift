@@ -200,6 +200,30 @@ struct FileTransferTests {
         withExtendedLifetime(dirs) {}
     }
 
+    @Test("its author deletes the file for everyone while it is fetched: the /get ends with file_failed saying so, after the delete itself, and nothing of it is left, neither in the folder nor among the chunks")
+    func deletedWhileFetched() async throws {
+        let (dirs, a, b) = try await aliceAndBob()
+        let source = TemporaryDirectory(), into = TemporaryDirectory()
+        let file = try randomFile(source, "draft.mov", size: 96 << 20)
+        a.send("/send \(file.path)")
+        let offer = try #require(await b.wait(timeout: 60) { $0["type"] == "file" })
+        let n = try #require(offer["n"])
+        b.send("/get \(n) \(into.path)")
+        let some = await b.wait(timeout: 120) { $0["type"] == "file_progress" && (Int($0["bytes"] ?? "") ?? 0) > (8 << 20) }
+        // Alice stopped while the delete is typed: she takes it in first when she goes on, long before the rest is sent.
+        a.child.signal(SIGSTOP)
+        #expect(some != nil, "\(b.recent(5))")
+        a.send("/delete \(n)")
+        a.child.signal(SIGCONT)
+        let failed = await b.wait(timeout: 60) { $0["type"] == "file_failed" || $0["type"] == "file_done" }
+        #expect(failed?["type"] == "file_failed" && failed?["n"] == n && (failed?["reason"] ?? "").contains("deleted"), "\(b.recent(4))")
+        let order = b.events.value.compactMap { $0["type"] == "delete" ? "delete" : $0["type"] == "file_failed" ? "failed" : nil }
+        #expect(order == ["delete", "failed"], "\(order)")
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: into.path)) == [])
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: dirs[1].path + "/files"))?.isEmpty != false)
+        for node in [a, b] { await node.quit() }
+    }
+
     @Test("a /get while nobody linked holds the file says so once (file_waiting), and goes on by itself when the sender is back")
     func waitingForSender() async throws {
         let (dirs, a, b) = try await aliceAndBob()

@@ -220,10 +220,10 @@ struct RelayQuotaTests {
         #expect(node.open(steps[0]) == nil, "this node cannot read the offer, as a relay cannot")
 
         // A tombstone of something else erases nothing.
-        files.erase(takenBackBy: [steps[1]])
+        _ = files.erase(takenBackBy: [steps[1]])
         #expect(files.holdsWhole(file.offer.root))
         _ = try node.store.insert([steps[2]], receivedAt: 2)
-        files.erase(takenBackBy: [steps[2]])
+        _ = files.erase(takenBackBy: [steps[2]])
         #expect(!files.holdsWhole(file.offer.root) && !FileManager.default.fileExists(atPath: node.store.chunkPath(file.offer.root)))
         #expect(try node.store.files().isEmpty)
         #expect(!files.relay(file.offer.root, size: file.offer.size, offer: offer, now: 4), "an ask naming the erased offer starts nothing")

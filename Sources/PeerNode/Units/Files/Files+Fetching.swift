@@ -287,10 +287,13 @@ extension Files {
     // MARK: erasure
 
     /// A delete of the offer `author` posted as `sequence`: its file's
-    /// chunks leave the disk, and a transfer of it stops.
-    func erase(offeredBy author: PublicKey, sequence: UInt64) {
+    /// chunks leave the disk, and a transfer of it stops (said, as a
+    /// `/get` that failed, to whoever asked for it).
+    func erase(offeredBy author: PublicKey, sequence: UInt64) -> [Progress] {
         let roots = failures.read { () throws(RepositoryError) in try repository.files(offeredBy: author, sequence: sequence) } ?? []
-        for root in roots { erase(root) }
+        return roots.compactMap { root in
+            erase(root).map { .failed(number: $0.number, place: $0.place, root: root, reason: "its author deleted it for everyone: what came is erased") }
+        }
     }
 
     /// Envelopes just stored: the files offered by what a tombstone among
@@ -298,17 +301,22 @@ extension Files {
     /// (a relay holds such a file bound to its offer by the asks that named
     /// it, `relay`). As the store honours the tombstone: not a revoked
     /// device's past its limit.
-    func erase(takenBackBy stored: [Envelope]) {
+    func erase(takenBackBy stored: [Envelope]) -> [Progress] {
+        var said: [Progress] = []
         for e in stored where !e.erases.isEmpty && repository.store.honoursErasures?(e) != false {
-            for sequence in e.erases { erase(offeredBy: e.author, sequence: sequence) }
+            for sequence in e.erases { said += erase(offeredBy: e.author, sequence: sequence) }
         }
+        return said
     }
 
-    func erase(_ root: [UInt8]) {
-        _ = endTransfer(root)
+    /// Erases `root`'s chunks and ends its transfer; the `/get` that was waiting for it, if any.
+    @discardableResult
+    func erase(_ root: [UInt8]) -> Wanted? {
+        let ended = endTransfer(root).wanted
         trees.removeAll { $0.root == root }
-        guard let detached = failures.read({ () throws(RepositoryError) in try repository.detach(root) }) ?? nil else { return }
+        guard let detached = failures.read({ () throws(RepositoryError) in try repository.detach(root) }) ?? nil else { return ended }
         Self.overwrite(detached)
+        return ended
     }
 
     /// Ends the transfer of `root` here: its fetch, what was learned of its
