@@ -106,7 +106,7 @@ enum CommandLineSpec {
                    help: "relay: stop taking envelopes from others when the database reaches SIZE (e.g. 500M, 2G)",
                    apply: { $0.maxStore = $1 }),
         OptionSpec(name: "--auto-get", argument: "SIZE",
-                   help: "fetch every file offered to you up to SIZE (e.g. 10M) into your download folder by itself (default: off)",
+                   help: "fetch every file offered to you up to SIZE (e.g. 10M) into your download folder by itself, at most 64 × SIZE an hour (default: off)",
                    apply: { $0.autoGet = $1 }),
         OptionSpec(name: "--max-files", argument: "SIZE",
                    help: "relay: keep files others fetch through it up to SIZE in all (default 1G), the oldest leaving first; 0 keeps none",

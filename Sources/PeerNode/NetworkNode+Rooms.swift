@@ -397,9 +397,16 @@ extension NetworkNode {
     }
 
     /// `--auto-get`: a file someone offered, up to the size given, fetched
-    /// into the download folder by itself (a failure to start is said).
+    /// into the download folder by itself (a failure to start is said),
+    /// within the hour's budget (`AutoGetBudget`).
     func autoGet(_ e: Envelope, _ offer: FileOffer, number: Int?, place: String) -> [NodeEvent] {
-        guard let limit = autoGet, offer.size <= limit, let number, !node.files.fetch.fetches(offer.root) else { return [] }
+        guard var budget = autoGet, offer.size <= budget.limit, let number, !node.files.fetch.fetches(offer.root) else { return [] }
+        defer { autoGet = budget }
+        guard budget.take(offer.size, now: monotonic()) else {
+            guard budget.tells(now: monotonic()) else { return [] }
+            return [.chatLines(["not fetched by itself: --auto-get took \(FileSize.text(budget.budget)) in the last hour, "
+                                + "its most (\(AutoGetBudget.factor) × \(FileSize.text(budget.limit))); /get \(number) fetches \(TerminalText.sanitize(offer.name))"])]
+        }
         do { return try getFile(e, number: number, place: place, folder: nil) } catch {
             node.storeFailures.heard(error)
             return [.failed("fetching \(TerminalText.sanitize(offer.name)) by itself (--auto-get) failed: \(error)")]

@@ -121,8 +121,8 @@ final class NetworkNode: @unchecked Sendable {
     let relay: Bool
     /// Relay: the database size at which envelopes from others are refused.
     var maximumStore: UInt64?
-    /// `--auto-get`: files offered by others up to this size are fetched by themselves.
-    var autoGet: UInt64?
+    /// `--auto-get`: files offered by others up to its size are fetched by themselves, within its hour's budget.
+    var autoGet: AutoGetBudget?
     var storeFull = false
     let started = ProcessInfo.processInfo.systemUptime
     /// The last fsync of our own envelopes failed (`syncOwn`), and was said.

@@ -102,7 +102,7 @@ func run(_ command: Command) throws {
         let network = try NetworkNode(node: node, room: room, presenter: presenter, log: log,
                                       pendingNick: startupNick, sendsReadReceipts: readReceipts)
         network.applyLimits(options)
-        network.autoGet = options.autoGet.flatMap(CommandLineSpec.parseSize)
+        network.autoGet = options.autoGet.flatMap(CommandLineSpec.parseSize).map { AutoGetBudget(limit: $0) }
         network.windows = windows
         windows?.openRooms = { [unowned network] in network.session.openRoomIDs }
         windows?.completerChanged = { [weak windows] completer in
