@@ -360,7 +360,7 @@ extension NetworkNode {
         case let .failed(n, place, root, reason): .fileFailed(number: n, place: place, root: root, reason: reason)
         case let .waiting(n, place, root, bad): .fileWaiting(number: n, place: place, root: root, bad: bad.map { node.people[$0] })
         case let .moved(n, _, _, from, to):
-            .chatLines(["/get \(n): saving into \(TerminalText.sanitize(to)) now, not \(TerminalText.sanitize(from))"])
+            .chatLines(["-- /get \(n): saving into \(TerminalText.sanitize(to)) now, not \(TerminalText.sanitize(from))"])
         case .opening, .checkingHeld: nil
         }
     }
@@ -404,7 +404,7 @@ extension NetworkNode {
         defer { autoGet = budget }
         guard budget.take(offer.size, now: monotonic()) else {
             guard budget.tells(now: monotonic()) else { return [] }
-            return [.chatLines(["not fetched by itself: --auto-get took \(FileSize.text(budget.budget)) in the last hour, "
+            return [.chatLines(["-- not fetched by itself: --auto-get took \(FileSize.text(budget.budget)) in the last hour, "
                                 + "its most (\(AutoGetBudget.factor) × \(FileSize.text(budget.limit))); /get \(number) fetches \(TerminalText.sanitize(offer.name))"])]
         }
         do { return try getFile(e, number: number, place: place, folder: nil) } catch {
