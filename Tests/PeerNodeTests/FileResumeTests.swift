@@ -14,7 +14,7 @@ struct FileResumeTests {
     let units = FileUnitTests()
     let quota = RelayQuotaTests()
 
-    @Test("a /get of a file held in part reads its chunks back off the loop: nothing is asked until they are checked; a chunk changed on the disk, and one the chunk file no longer holds, are fetched again; a check made stale by a later /get starts nothing")
+    @Test("a /get of a file held in part reads its chunks back off the loop: nothing is asked until they are checked; a chunk changed on the disk, and one the chunk file no longer holds, are fetched again; a /get again into the same folder starts nothing; a check made stale by a /get into another folder starts nothing")
     func heldReadBack() throws {
         let dir = TemporaryDirectory(), work = TemporaryDirectory(), into = TemporaryDirectory()
         let node = try units.life.node(dir)
@@ -37,8 +37,17 @@ struct FileResumeTests {
 
         let place = units.life.name.value
         let first = try node.files.get(offer, from: offered, number: 1, place: place, folder: into.path, now: 2, clock: 2)
-        let second = try node.files.get(offer, from: offered, number: 1, place: place, folder: into.path, now: 2, clock: 2)
-        guard case let .checkingHeld(stale)? = first.first, case let .checkingHeld(check)? = second.first, first.count == 1, second.count == 1 else {
+        // Again into the same folder: where it stands, nothing started again.
+        let again = try node.files.get(offer, from: offered, number: 1, place: place, folder: into.path, now: 2, clock: 2)
+        guard case .progress? = again.first, again.count == 1 else {
+            Issue.record("the same /get again started something: \(again)")
+            return
+        }
+        // Into another folder: the fetch moves there (said), with a read-back of its own.
+        let elsewhere = TemporaryDirectory()
+        let second = try node.files.get(offer, from: offered, number: 1, place: place, folder: elsewhere.path, now: 2, clock: 2)
+        guard case let .checkingHeld(stale)? = first.first, case let .checkingHeld(check)? = second.first, first.count == 1, second.count == 2,
+              case .moved(_, _, _, into.path, elsewhere.path)? = second.last else {
             Issue.record("no read-back: \(first) \(second)")
             return
         }
