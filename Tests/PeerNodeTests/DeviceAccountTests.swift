@@ -108,8 +108,11 @@ struct DeviceAccountTests {
                 "\(joined.stdout) \(joined.stderr)")
         #expect(await adder.exited() == 0, "\(adder.errors)")
         // With discovery off and no --peer there is nothing to find: said at once.
-        let off = try await PeerNodeProcess.run(["device", "join", code, "--data-dir", TemporaryDirectory().path, "--no-discovery"])
+        // Held until the process is done (a folder released at its last use is removed before the process makes it again, and stays).
+        let elsewhere = TemporaryDirectory()
+        let off = try await PeerNodeProcess.run(["device", "join", code, "--data-dir", elsewhere.path, "--no-discovery"])
         #expect(off.status != 0 && off.stderr.contains("needs --peer"), "\(off.stderr)")
+        withExtendedLifetime(elsewhere) {}
     }
 
     @Test("/device add in a running node: it shows a code and keeps working; the laptop joins with it and its post shows as alice on the desktop")

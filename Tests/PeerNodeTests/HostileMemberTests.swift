@@ -244,8 +244,11 @@ extension HostileInviteTests {
         #expect(ChatInput.parse("/decline #team") == .answerInvite(room: "#team", accept: false))
         #expect(ChatInput.parse("/invites") == .invites)
         if case .error = ChatInput.parse("/accept #a #b") {} else { Issue.record("two rooms must be an error") }
-        let text = try await PeerNodeProcess.run(["--data-dir", TemporaryDirectory().path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/private #general\n")
+        // Held until the process is done (a folder released at its last use is removed before the node makes it again, and stays).
+        let dir = TemporaryDirectory()
+        let text = try await PeerNodeProcess.run(["--data-dir", dir.path, "--no-discovery", "--listen", "127.0.0.1:0"], input: "/private #general\n")
         #expect(text.stdout.contains("error: #general is a public room you are in"), "\(text.stdout)")
+        withExtendedLifetime(dir) {}
     }
 }
 
