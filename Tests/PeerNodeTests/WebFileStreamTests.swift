@@ -20,6 +20,7 @@ struct WebFileStreamTests {
         let hash: String
         /// The offer's message number (`/delete N`).
         let n: String
+        let bytes: [UInt8]
     }
 
     func holder(size: Int) async throws -> Holder {
@@ -37,11 +38,11 @@ struct WebFileStreamTests {
         node.send("/send \(path)")
         let offer = try #require(await node.wait(timeout: 120) { $0["type"] == "file" }, "\(node.recent(4))")
         return Holder(dir: dir, node: node, port: port, token: String(url.split(separator: "=").last ?? ""),
-                      root: try #require(offer["root"]), hash: Hex.encode(BLAKE2b.hash(bytes)), n: try #require(offer["n"]))
+                      root: try #require(offer["root"]), hash: Hex.encode(BLAKE2b.hash(bytes)), n: try #require(offer["n"]), bytes: bytes)
     }
 
     /// A connected socket to the page that has sent `GET /file/ROOT`.
-    func request(_ h: Holder) throws -> Int32 {
+    func request(_ h: Holder, range: String? = nil) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         try #require(fd >= 0)
         var address = sockaddr_in()
@@ -54,14 +55,15 @@ struct WebFileStreamTests {
         try #require(connected == 0)
         var timeout = timeval(tv_sec: 60, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let head = Array("GET /file/\(h.root)?token=\(h.token) HTTP/1.1\r\nHost: 127.0.0.1:\(h.port)\r\n\r\n".utf8)
+        let asked = range.map { "Range: \($0)\r\n" } ?? ""
+        let head = Array("GET /file/\(h.root)?token=\(h.token) HTTP/1.1\r\nHost: 127.0.0.1:\(h.port)\r\n\(asked)\r\n".utf8)
         #expect(head.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == head.count)
         return fd
     }
 
     /// Reads to the end (or `limit` bytes of body): the status line, the
     /// Content-Length and the body's BLAKE2b and length. `each` runs after every read.
-    func response(_ fd: Int32, limit: Int = .max, each: () -> Void = {}) -> (status: String, length: Int?, hash: String, got: Int) {
+    func response(_ fd: Int32, limit: Int = .max, each: () -> Void = {}) -> (status: String, length: Int?, hash: String, got: Int, head: String) {
         var head: [UInt8] = []
         var inHead = true
         let stream = BLAKE2bStream()
@@ -85,7 +87,7 @@ struct WebFileStreamTests {
         let text = String(decoding: head, as: UTF8.self)
         let length = text.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
             .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) }
-        return (text.components(separatedBy: "\r\n").first ?? "", length, Hex.encode(stream.finish()), got)
+        return (text.components(separatedBy: "\r\n").first ?? "", length, Hex.encode(stream.finish()), got, text)
     }
 
     static func headEnd(_ bytes: [UInt8]) -> Int? {
@@ -166,6 +168,32 @@ struct WebFileStreamTests {
         let again = try request(h)
         defer { close(again) }
         #expect(response(again).status == "HTTP/1.1 404 Not Found")
+        await h.node.quit()
+    }
+
+    @Test("one range asked (a video seeking, a download going on): 206 with its Content-Range and exactly those bytes, across chunk boundaries, a suffix and an open end; a range past the end 416; several ranges or a bad one: the whole file, 200")
+    func ranges() async throws {
+        let size = 300_000
+        let h = try await holder(size: size)
+        func get(_ range: String) throws -> (status: String, length: Int?, hash: String, got: Int, head: String) {
+            let fd = try request(h, range: range)
+            defer { close(fd) }
+            return response(fd)
+        }
+        func hash(_ part: ArraySlice<UInt8>) -> String { Hex.encode(BLAKE2b.hash(Array(part))) }
+        let middle = try get("bytes=63990-128010")
+        #expect(middle.status == "HTTP/1.1 206 Partial Content" && middle.head.contains("Content-Range: bytes 63990-128010/300000"), "\(middle.head)")
+        #expect(middle.length == 64_021 && middle.got == 64_021 && middle.hash == hash(h.bytes[63_990...128_010]))
+        let suffix = try get("bytes=-1000")
+        #expect(suffix.status == "HTTP/1.1 206 Partial Content" && suffix.got == 1000 && suffix.hash == hash(h.bytes[(size - 1000)...]), "\(suffix.head)")
+        let open = try get("bytes=299999-")
+        #expect(open.got == 1 && open.hash == hash(h.bytes[299_999...]) && open.head.contains("Content-Range: bytes 299999-299999/300000"))
+        let beyond = try get("bytes=300000-")
+        #expect(beyond.status == "HTTP/1.1 416 Range Not Satisfiable" && beyond.head.contains("Content-Range: bytes */300000"), "\(beyond.head)")
+        for ignored in ["bytes=0-10,20-30", "bytes=abc", "lines=1-2", "bytes=0-"] {
+            let whole = try get(ignored)
+            #expect(whole.status == "HTTP/1.1 200 OK" && whole.got == size && whole.hash == h.hash && whole.head.contains("Accept-Ranges: bytes"), "\(ignored): \(whole.head)")
+        }
         await h.node.quit()
     }
 

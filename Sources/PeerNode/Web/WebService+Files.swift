@@ -43,7 +43,9 @@ extension WebService {
         let hex = String(request.path.dropFirst(Self.filePath.count))
         guard let root = Hex.bytes(hex), root.count == FileTree.hashSize else { return HTTPResponse(status: 404, text: "no such file\n") }
         let served: (offer: FileOffer, reader: FileBodyReader)?
-        do { served = try network.node.files.served(root) } catch {
+        do { served = try network.node.files.served(root, range: request.head.value("Range")) } catch let refused as FileBodyReader.RangeRefused {
+            return HTTPResponse(status: 416, text: "that range holds no byte of the file\n", fields: ["Content-Range": "bytes */\(refused.size)"])
+        } catch {
             network.node.storeFailures.heard(error)
             return HTTPResponse(status: 500, text: "\(error)\n")
         }
@@ -55,12 +57,19 @@ extension WebService {
         let safe = SavedFile.safeName(offer.name)
         let ascii = String(safe.unicodeScalars.map { $0.isASCII && $0.value >= 0x20 && $0 != "\"" && $0 != "\\" ? Character($0) : "_" })
         let encoded = safe.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ascii
-        return HTTPResponse(status: 200, contentType: inline ? offer.type : "application/octet-stream", stream: reader.body, fields: [
+        var fields = [
+            "Accept-Ranges": "bytes",
             "Content-Disposition": (inline ? "inline" : "attachment") + "; filename=\"\(ascii)\"; filename*=UTF-8''\(encoded)",
             "Content-Security-Policy": "default-src 'none'; sandbox",
             "X-Content-Type-Options": "nosniff",
             "Cache-Control": "no-store",
-        ])
+        ]
+        // One range asked for (a video seeking, a download going on): 206 with where it lies.
+        guard reader.whole else {
+            fields["Content-Range"] = "bytes \(reader.range.lowerBound)-\(reader.range.upperBound)/\(offer.size)"
+            return HTTPResponse(status: 206, contentType: inline ? offer.type : "application/octet-stream", stream: reader.body, fields: fields)
+        }
+        return HTTPResponse(status: 200, contentType: inline ? offer.type : "application/octet-stream", stream: reader.body, fields: fields)
     }
 
     /// `send_file`: makes room for the bytes that follow on `c`.
