@@ -190,6 +190,10 @@ struct FileTransferTests {
         b.send("/get \(n) \(second.path)")
         let moved = await b.wait { $0["type"] == "notice" && ($0["text"] ?? "").contains("saving into \(second.path) now, not \(first.path)") }
         #expect(moved != nil, "\(b.recent(4))")
+        b.send("/files")
+        let listed = await b.wait { $0["type"] == "notice" && ($0["text"] ?? "").contains("archive.tar") && ($0["text"] ?? "").contains("fetched") }
+        let row: String = listed.flatMap { $0["text"] } ?? ""
+        #expect(row.hasSuffix("saving into \(second.path)"), "/files says where it saves now: \(b.recent(4))")
         a.child.signal(SIGCONT)
         let done = await b.wait(timeout: 120) { $0["type"] == "file_done" || $0["type"] == "file_failed" }
         #expect(done?["type"] == "file_done" && done?["path"] == second.path + "/archive.tar" && hash(of: second.path + "/archive.tar") == file.hash,
