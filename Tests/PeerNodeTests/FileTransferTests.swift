@@ -26,6 +26,24 @@ struct FileTransferTests {
         FileManager.default.contents(atPath: path).map { Hex.encode(BLAKE2b.hash([UInt8]($0))) }
     }
 
+    /// Alice offers `name` (`size` random bytes from `source`) and bob
+    /// `/get`s it into `folder`; once more than `held` bytes have come,
+    /// alice is stopped (SIGSTOP: at most the chunks asked of her still
+    /// come), so the fetch is under way whatever the machine's speed. The
+    /// offer's number and the file; the caller lets alice go on.
+    func fetchUnderWay(from a: NodeProcess, to b: NodeProcess, _ name: String, size: Int, source: TemporaryDirectory,
+                       into folder: String, held: Int) async throws -> (n: String, file: (path: String, hash: String)) {
+        let file = try randomFile(source, name, size: size)
+        a.send("/send \(file.path)")
+        let offer = try #require(await b.wait(timeout: 60) { $0["type"] == "file" }, "A: \(a.recent(4)) B: \(b.recent(4))")
+        let n = try #require(offer["n"])
+        b.send("/get \(n) \(folder)")
+        let some = await b.wait(timeout: 120) { $0["type"] == "file_progress" && (Int($0["bytes"] ?? "") ?? 0) > held }
+        a.child.signal(SIGSTOP)
+        #expect(some != nil, "\(b.recent(5))")
+        return (n, file)
+    }
+
     /// `/get N DIR` on `node`: the file_done (or file_failed) event that ends it.
     func get(_ node: NodeProcess, _ n: String, into dir: String, timeout: Double = 120) async -> [String: String]? {
         let mark = node.events.value.count
@@ -145,17 +163,9 @@ struct FileTransferTests {
         let (dirs, a, b) = try await aliceAndBob()
         let source = TemporaryDirectory(), into = TemporaryDirectory()
         // Large enough that what is left after the cut takes far longer than the test takes to stop alice.
-        let file = try randomFile(source, "backup.img", size: 160 << 20)
-        a.send("/send \(file.path)")
-        let offer = try #require(await b.wait(timeout: 60) { $0["type"] == "file" })
-        let n = try #require(offer["n"])
-        b.send("/get \(n) \(into.path)")
-        // Once 20 MiB are held (and their map written), alice is
-        // stopped (SIGSTOP: at most the 16 chunks asked of her still come),
-        // bob killed, and alice let go on: bob's transfer is cut halfway whatever the machine's speed.
-        let half = await b.wait(timeout: 120) { $0["type"] == "file_progress" && (Int($0["bytes"] ?? "") ?? 0) > (20 << 20) }
-        a.child.signal(SIGSTOP)
-        #expect(half != nil, "\(b.recent(5))")
+        // Once 20 MiB are held (and their map written), alice is stopped, bob killed, and alice let go on:
+        // bob's transfer is cut halfway whatever the machine's speed.
+        let (n, file) = try await fetchUnderWay(from: a, to: b, "backup.img", size: 160 << 20, source: source, into: into.path, held: 20 << 20)
         await b.kill()
         a.child.signal(SIGCONT)
         let again = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
@@ -174,15 +184,8 @@ struct FileTransferTests {
     func getAgain() async throws {
         let (dirs, a, b) = try await aliceAndBob()
         let source = TemporaryDirectory(), first = TemporaryDirectory(), second = TemporaryDirectory()
-        let file = try randomFile(source, "archive.tar", size: 96 << 20)
-        a.send("/send \(file.path)")
-        let offer = try #require(await b.wait(timeout: 60) { $0["type"] == "file" }, "A: \(a.recent(4)) B: \(b.recent(4))")
-        let n = try #require(offer["n"])
-        b.send("/get \(n) \(first.path)")
         // Alice stopped once some has come: the fetch is under way while the /gets below are typed.
-        let some = await b.wait(timeout: 120) { $0["type"] == "file_progress" && (Int($0["bytes"] ?? "") ?? 0) > (8 << 20) }
-        a.child.signal(SIGSTOP)
-        #expect(some != nil, "\(b.recent(5))")
+        let (n, file) = try await fetchUnderWay(from: a, to: b, "archive.tar", size: 96 << 20, source: source, into: first.path, held: 8 << 20)
         let mark = b.events.value.count
         b.send("/get \(n) \(first.path)/")
         let standing = await eventuallyValue(30) { b.events.withLock { $0.dropFirst(mark).first { $0["type"] == "file_progress" && $0["n"] == n } } }
@@ -208,15 +211,8 @@ struct FileTransferTests {
     func deletedWhileFetched() async throws {
         let (dirs, a, b) = try await aliceAndBob()
         let source = TemporaryDirectory(), into = TemporaryDirectory()
-        let file = try randomFile(source, "draft.mov", size: 96 << 20)
-        a.send("/send \(file.path)")
-        let offer = try #require(await b.wait(timeout: 60) { $0["type"] == "file" })
-        let n = try #require(offer["n"])
-        b.send("/get \(n) \(into.path)")
-        let some = await b.wait(timeout: 120) { $0["type"] == "file_progress" && (Int($0["bytes"] ?? "") ?? 0) > (8 << 20) }
         // Alice stopped while the delete is typed: she takes it in first when she goes on, long before the rest is sent.
-        a.child.signal(SIGSTOP)
-        #expect(some != nil, "\(b.recent(5))")
+        let (n, _) = try await fetchUnderWay(from: a, to: b, "draft.mov", size: 96 << 20, source: source, into: into.path, held: 8 << 20)
         a.send("/delete \(n)")
         a.child.signal(SIGCONT)
         let failed = await b.wait(timeout: 60) { $0["type"] == "file_failed" || $0["type"] == "file_done" }

@@ -20,6 +20,7 @@ final class FileBodyReader: @unchecked Sendable {
     static let queue = DispatchQueue(label: "peernode.page-files")
 
     private let fd: Int32
+    private let path: String
     private let size: UInt64
     private let key: FileKey
     private let plainHash: [UInt8]
@@ -34,6 +35,7 @@ final class FileBodyReader: @unchecked Sendable {
     init?(path: String, size: UInt64, key: FileKey, plainHash: [UInt8], range: ClosedRange<UInt64>? = nil) {
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return nil }
+        self.path = path
         self.size = size
         self.key = key
         self.plainHash = plainHash
@@ -61,11 +63,11 @@ final class FileBodyReader: @unchecked Sendable {
         switch (parts[0].isEmpty, parts[1].isEmpty) {
         case (true, false):
             guard let suffix = last else { return nil }
-            guard suffix > 0 else { return .failure(RangeRefused(size: size)) }
+            guard suffix > 0 else { return .failure(RangeRefused()) }
             return .success((size - min(suffix, size))...(size - 1))
         case (false, _):
             guard let first, parts[1].isEmpty || last != nil else { return nil }
-            guard first < size else { return .failure(RangeRefused(size: size)) }
+            guard first < size else { return .failure(RangeRefused()) }
             let end = min(last ?? (size - 1), size - 1)
             guard end >= first else { return nil }
             return .success(first...end)
@@ -74,8 +76,8 @@ final class FileBodyReader: @unchecked Sendable {
         }
     }
 
-    /// A range that names no byte of a file of `size` bytes.
-    struct RangeRefused: Error { let size: UInt64 }
+    /// A range that names no byte of the file.
+    struct RangeRefused: Error {}
 
     /// Gives the next chunk's plaintext to `deliver`, from `queue` (nil: stop).
     func next(_ deliver: @escaping @Sendable ([UInt8]?) -> Void) {
@@ -88,15 +90,8 @@ final class FileBodyReader: @unchecked Sendable {
         guard start <= range.upperBound else { return nil }
         let length = FileOffer.plainLength(of: index, size: size) + FileKey.tagByteCount
         var sealed = [UInt8](repeating: 0, count: length)
-        let offset = off_t(FileOffer.sealedOffset(of: index))
-        var done = 0
-        while done < length {
-            let n = sealed.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, length - done, offset + off_t(done)) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { return nil }
-            done += n
-        }
-        guard let plain = try? key.open(chunk: sealed, index: index) else { return nil }
+        guard (try? Files.readFully(fd, into: &sealed, length, at: off_t(FileOffer.sealedOffset(of: index)), path: path)) != nil,
+              let plain = try? key.open(chunk: sealed, index: index) else { return nil }
         index += 1
         if whole {
             hash.update(plain)

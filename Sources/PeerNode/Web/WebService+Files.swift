@@ -42,15 +42,20 @@ extension WebService {
         if let refusal = access.refusal(for: request, token: WebToken.load(directory: directory), needsToken: true) { return refusal.response }
         let hex = String(request.path.dropFirst(Self.filePath.count))
         guard let root = Hex.bytes(hex), root.count == FileTree.hashSize else { return HTTPResponse(status: 404, text: "no such file\n") }
-        let served: (offer: FileOffer, reader: FileBodyReader)?
-        do { served = try network.node.files.served(root, range: request.head.value("Range")) } catch let refused as FileBodyReader.RangeRefused {
-            return HTTPResponse(status: 416, text: "that range holds no byte of the file\n", fields: ["Content-Range": "bytes */\(refused.size)"])
-        } catch {
+        let served: (offer: FileOffer, key: FileKey, path: String)?
+        do { served = try network.node.files.served(root) } catch {
             network.node.storeFailures.heard(error)
             return HTTPResponse(status: 500, text: "\(error)\n")
         }
-        guard let (offer, reader) = served else {
+        guard let (offer, key, path) = served else {
             return HTTPResponse(status: 404, text: "not held here whole: fetch it first (/get)\n")
+        }
+        let asked = FileBodyReader.range(request.head.value("Range"), size: offer.size)
+        if case .failure? = asked {
+            return HTTPResponse(status: 416, text: "that range holds no byte of the file\n", fields: ["Content-Range": "bytes */\(offer.size)"])
+        }
+        guard let reader = FileBodyReader(path: path, size: offer.size, key: key, plainHash: offer.plainHash, range: try? asked?.get()) else {
+            return HTTPResponse(status: 500, text: "\(NodeError.fileUnreadable(path: path, reason: String(cString: strerror(errno))))\n")
         }
         let inline = Self.inlineTypes.contains(offer.type)
         // The name goes in a header only made safe and ASCII: the rest as %XX (RFC 6266, RFC 5987).
@@ -65,11 +70,8 @@ extension WebService {
             "Cache-Control": "no-store",
         ]
         // One range asked for (a video seeking, a download going on): 206 with where it lies.
-        guard reader.whole else {
-            fields["Content-Range"] = "bytes \(reader.range.lowerBound)-\(reader.range.upperBound)/\(offer.size)"
-            return HTTPResponse(status: 206, contentType: inline ? offer.type : "application/octet-stream", stream: reader.body, fields: fields)
-        }
-        return HTTPResponse(status: 200, contentType: inline ? offer.type : "application/octet-stream", stream: reader.body, fields: fields)
+        if !reader.whole { fields["Content-Range"] = "bytes \(reader.range.lowerBound)-\(reader.range.upperBound)/\(offer.size)" }
+        return HTTPResponse(status: reader.whole ? 200 : 206, contentType: inline ? offer.type : "application/octet-stream", stream: reader.body, fields: fields)
     }
 
     /// `send_file`: makes room for the bytes that follow on `c`.

@@ -14,7 +14,6 @@ import json
 import os
 import struct
 import sys
-import time
 import zlib
 
 from browser import with_chromium
@@ -80,16 +79,13 @@ async def run(b):
         for i in range(72):
             f.write(bytes([i]) * (1 << 20))
     await b.call("DOM.setFileInputFiles", {"files": [big], "nodeId": found["result"]["nodeId"]}, session=page)
+    # Every text the notice shows is kept as it changes, while the file goes.
+    await b.js(page, "window.said = []; new MutationObserver(() => window.said.push(document.getElementById('notice').textContent))"
+                     ".observe(document.getElementById('notice'), { subtree: true, childList: true, characterData: true })")
     await b.js(page, "document.getElementById('file').dispatchEvent(new Event('change'))")
-    said = set()
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        text = await b.js(page, "document.getElementById('notice').textContent")
-        said.add(text)
-        if await b.js(page, "!!(" + offer("big-from-page.bin") + " || {}).fileRoot"):
-            break
-        await asyncio.sleep(0.05)
-    check("a 72 MiB file sent from the page shows as our offer", await b.js(page, "!!(" + offer("big-from-page.bin") + " || {}).fileRoot"), said)
+    root = await b.until(page, "(" + offer("big-from-page.bin") + " || {}).fileRoot", timeout=120)
+    said = set(await b.js(page, "window.said") or [])
+    check("a 72 MiB file sent from the page shows as our offer", bool(root), said)
     check("its progress is said as it goes", any(t and t.startswith("sending big-from-page.bin… ") and t.endswith("%") for t in said), sorted(t for t in said if t))
     errors = [e for e in b.events if e.get("method") == "Runtime.exceptionThrown"]
     check("no script error in the page", not errors, errors[:1])

@@ -360,21 +360,18 @@ extension Files {
         failures.read { () throws(RepositoryError) in try repository.file(root) }?.complete ?? false
     }
 
-    /// The offer of a file held whole and a reader that opens it a chunk at
-    /// a time (`FileBodyReader`); nil when it is not held whole or its offer
-    /// cannot be read here.
-    func served(_ root: [UInt8], range: String? = nil) throws -> (offer: FileOffer, reader: FileBodyReader)? {
+    /// The offer of a file held whole, its key and its chunk file, for the
+    /// page to read it from (`FileBodyReader`); nil when it is not held
+    /// whole or its offer cannot be read here.
+    func served(_ root: [UInt8]) throws -> (offer: FileOffer, key: FileKey, path: String)? {
         guard let row = try repository.file(root), row.complete, let author = row.author, let sequence = row.sequence,
               let e = try storeCall("reading a file's offer", { try repository.store.envelope(by: author, sequence: sequence) }),
               let offer = envelopes.open(e)?.offer, offer.root == root, offer.size == row.size,
               let key = FileKey(exactly: offer.key) else { return nil }
-        let path = repository.store.chunkPath(root)
-        let asked = FileBodyReader.range(range, size: offer.size)
-        if case .failure(let refused)? = asked { throw refused }
-        guard let reader = FileBodyReader(path: path, size: offer.size, key: key, plainHash: offer.plainHash, range: try asked?.get()) else {
-            throw NodeError.fileUnreadable(path: path, reason: String(cString: strerror(errno)))
-        }
-        return (offer, reader)
+        return (offer, key, repository.store.chunkPath(root))
     }
+
+    /// The folder a `/get` under way saves `root` into.
+    func savingInto(_ root: [UInt8]) -> String? { wanted[root]?.opener.folder }
 }
 
