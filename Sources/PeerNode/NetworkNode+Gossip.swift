@@ -139,8 +139,33 @@ extension NetworkNode {
 
     /// Stores what verified (`valid`, one flag per envelope of `arrived`, in
     /// order) in one transaction, tells each link what it brought that is
-    /// now stored, and shows what was delivered.
+    /// now stored, and shows what was delivered. A relay forwards what it
+    /// can at once and stores it with what comes in the next few
+    /// milliseconds (`RelayCommitGroup`).
     func store(_ arrived: [(LinkID, [CarriedEnvelope])], valid: [Bool]) {
+        guard relay else { return storeNow(arrived, valid: valid) }
+        let all = arrived.flatMap(\.1)
+        if forwardAhead(all.indices.filter { valid[$0] }.map { all[$0] }) { commitGroup.forwardedAhead = true }
+        if commitGroup.hold(arrived, valid: valid) {
+            commitHeld()
+        } else if commitGroup.timer == nil {
+            commitGroup.timer = loop.after(RelayCommitGroup.delay) { [weak self] in
+                self?.commitGroup.timer = nil
+                self?.commitHeld()
+            }
+        }
+    }
+
+    /// A relay's held batches stored in one transaction (`RelayCommitGroup`).
+    func commitHeld() {
+        if let timer = commitGroup.timer { loop.cancel(timer) }
+        guard !commitGroup.isEmpty else { return }
+        let (batches, valid, ahead) = commitGroup.take()
+        storeNow(batches, valid: valid, forwardedAhead: ahead)
+    }
+
+    /// `store` now: forwarded ahead here unless that was done (`forwardedAhead`).
+    private func storeNow(_ arrived: [(LinkID, [CarriedEnvelope])], valid: [Bool], forwardedAhead ahead: Bool? = nil) {
         var all: [CarriedEnvelope] = []
         var source: [LinkID] = []
         for (id, batch) in arrived {
@@ -149,7 +174,7 @@ extension NetworkNode {
         }
         let kept = all.indices.filter { valid[$0] }
         if kept.count < all.count { count(.invalidEnvelope, by: all.count - kept.count) }
-        let forwardedAhead = forwardAhead(kept.map { all[$0] })
+        let forwardedAhead = ahead ?? forwardAhead(kept.map { all[$0] })
         let showing = monotonicNow()
         let (shownAhead, promptStale) = showAhead(kept.map { all[$0].envelope })
         let shownAheadTook = monotonicNow() - showing
@@ -249,7 +274,8 @@ extension NetworkNode {
         var ahead: [CarriedEnvelope] = []
         for c in valid {
             let e = c.envelope
-            let end = ends.index(forKey: e.author) == nil ? node.store.chainEnd(of: e.author) : ends[e.author] ?? nil
+            // A relay's ends forwarded and not yet committed come before the store's.
+            let end = ends.index(forKey: e.author) == nil ? commitGroup.ends[e.author] ?? node.store.chainEnd(of: e.author) : ends[e.author] ?? nil
             guard let end, e.sequence == end.sequence + 1, e.sequence == 1 || e.previous == end.id else {
                 // Past a gap or off the chain: this author's rest waits for the store.
                 ends[e.author] = .some(nil)
@@ -259,6 +285,7 @@ extension NetworkNode {
             ahead.append(c)
         }
         guard !ahead.isEmpty else { return false }
+        if relay { for c in ahead { commitGroup.ends[c.envelope.author] = (c.envelope.sequence, c.envelope.id) } }
         let forwarding = monotonicNow()
         perform(core.handle(.verified(ahead), now: monotonic()))
         loop.flushNow()

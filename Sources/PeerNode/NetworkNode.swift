@@ -358,6 +358,8 @@ final class NetworkNode: @unchecked Sendable {
     /// A batch back from the verifier: the link it came on, its envelopes, and whether each verified.
     typealias VerifiedBatch = (link: LinkID, envelopes: [CarriedEnvelope], valid: [Bool])
     static let maximumVerifiedPerStore = 1_024
+    /// A relay's verified batches waiting for their transaction.
+    var commitGroup = RelayCommitGroup()
     /// Batches that arrived this turn, verified and stored at its end (`storeArrivals`).
     var arrivals: [(LinkID, [CarriedEnvelope])] = []
     lazy var turnEnd = TurnEnd { [unowned self] in storeArrivals() }
@@ -384,6 +386,8 @@ final class NetworkNode: @unchecked Sendable {
         // A second signal while stopping changes nothing.
         guard !stopping else { return }
         stopping = true
+        // What a relay holds for its next commit is stored, and its links told, before they close.
+        commitHeld()
         server?.stop()
         server = nil
         metricsServer?.stop()

@@ -45,6 +45,39 @@ struct VerifiedStoreTests {
     }
 }
 
+/// A relay's verified batches held for one commit (`RelayCommitGroup`).
+@Suite("A relay's commit group")
+struct RelayCommitGroupTests {
+    let envelope: CarriedEnvelope
+
+    init() throws {
+        let e = try Envelope.sign(by: try SigningKey.generate(), sequence: 1, previous: .zero, dependencies: [], timestamp: 1,
+                                  room: RoomID.random(), kind: .text, body: [1, 2, 3])
+        envelope = CarriedEnvelope(hops: 0, envelope: e)
+    }
+
+    @Test("held until the timer below the limit; due at once at the limit; taken whole, in order, with its ends forgotten")
+    func atTheLimit() {
+        let limit = NetworkNode.maximumVerifiedPerStore
+        var group = RelayCommitGroup()
+        #expect(group.isEmpty)
+        let below = group.hold([(1, Array(repeating: envelope, count: limit - 2))], valid: Array(repeating: true, count: limit - 2))
+        let oneBelow = group.hold([(2, [envelope])], valid: [false])
+        #expect(!below && !oneBelow)
+        group.ends[envelope.envelope.author] = (1, envelope.envelope.id)
+        group.forwardedAhead = true
+        let atLimit = group.hold([(3, [envelope])], valid: [true])
+        #expect(atLimit)
+        let taken = group.take()
+        #expect(taken.batches.map(\.0) == [1, 2, 3] && taken.valid.count == limit && taken.valid[limit - 2] == false)
+        #expect(taken.forwardedAhead)
+        #expect(group.isEmpty && group.ends.isEmpty && !group.forwardedAhead && group.timer == nil)
+        // One past the limit in one batch: due at once too.
+        let past = group.hold([(4, Array(repeating: envelope, count: limit + 1))], valid: Array(repeating: true, count: limit + 1))
+        #expect(past)
+    }
+}
+
 /// A batch's signatures checked across the cores in slices of
 /// `NetworkNode.verifySlice`, taken by whichever core is free.
 @Suite("Signatures checked in slices")
