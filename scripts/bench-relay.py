@@ -93,6 +93,8 @@ try:
     # The model (issue 41): what the primitives allow a relay to 50 links on this machine, measured now.
     model_out = subprocess.run([BENCH, "hop-ceiling", root], check=True, capture_output=True, text=True).stdout.strip().split("\n")
     print("model: " + next(line for line in model_out if line.startswith("ceiling, a relay")))
+    # Beside it, what a write to one of 50 links costs as a paced relay makes them (a message or a few each).
+    print("beside the model: " + next(line for line in model_out if line.startswith("writes to 50")))
     words = model_out[-1].split()
     # The benchmark's whole setup on the same 2 cores: the relay, its 50 receivers and its paced sender
     # (which signs, seals and writes each message alone). Without the sender, as the model stood before.

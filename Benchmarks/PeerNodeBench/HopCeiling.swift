@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Gossip
 import Store
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -81,6 +82,12 @@ func runHopCeiling(directory: String) throws {
                  catchUp, catchUp / verifyRate, verifyRate, catchUpRest))
     print(String(format: "ceiling, a relay to 50 links (back to back, a turn's envelopes in one message per link; messages of %d bytes on the wire, as the benchmark's): %.0f messages/s alone (its loop %.1f µs a message: shares of link open and decode, a batched insert, 50 × its bytes sealed (%.2f µs/KB) and written (%.2f µs/KB); the verify on the other core); %.0f messages/s with its 50 receivers on the same 2 cores (%.1f µs a message to open and read them); %.0f messages/s with its receivers and its sender, as the benchmark runs them (%.1f µs a message to sign, seal and write each alone)",
                  relayWireBytes, relayAlone, relayLoop, sealPerKB, writePerKB, relay, receivers, relayBench, sender))
+    // Beside the model, not in it: a write as a paced relay makes them, one link after another, each
+    // carrying a few messages, the links drained by one thread as the benchmark's receivers are.
+    let fanOut = try [1, 20].map { ($0, try fanOutWriteCost(links: 50, bytes: $0 * relayWireBytes)) }
+    print("writes to 50 loopback links in turn, one thread draining them (not in the model: what a paced relay's writes cost): "
+          + fanOut.map { String(format: "%d message%@ (%d bytes) each %.2f µs/KB", $0.0, $0.0 == 1 ? "" : "s", $0.0 * relayWireBytes, $0.1) }
+            .joined(separator: ", ") + String(format: "; the model's bulk write %.2f µs/KB", writePerKB))
     print(String(format: "hop-ceiling-us one %.1f three %.1f pipes %.1f catchup-per-s %.0f verify-per-s %.0f relay50-per-s %.0f relay50-bench-per-s %.0f",
                  oneHop, threeHops, pipes, catchUp, verifyRate, relay, relayBench))
 }
@@ -190,6 +197,47 @@ private func writeCost(_ payload: [UInt8], rounds: Int) throws -> Double {
     close(writer)
     usleep(20_000)  // the drain sees the end before its socket goes
     close(reader)
+    return cost
+}
+
+/// µs per KB to write `bytes` to each of `links` loopback sockets in turn,
+/// one thread draining them all with poll(2), as the relay benchmark's
+/// receivers do: the mean over enough rounds to move 64 MB.
+private func fanOutWriteCost(links: Int, bytes: Int) throws -> Double {
+    let pairs = try (0..<links).map { _ in try connectedPair() }
+    let done = Atomic<Bool>(false)
+    let readers = pairs.map(\.1)
+    let drain = Thread {
+        var sink = [UInt8](repeating: 0, count: 1 << 16)
+        var fds = readers.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        while !done.load(ordering: .relaxed) {
+            guard poll(&fds, nfds_t(fds.count), 100) > 0 else { continue }
+            for i in fds.indices where fds[i].revents != 0 {
+                _ = sink.withUnsafeMutableBytes { recv(fds[i].fd, $0.baseAddress!, $0.count, Int32(MSG_DONTWAIT)) }
+            }
+        }
+    }
+    drain.start()
+    let payload = [UInt8](repeating: 0x5a, count: bytes)
+    let rounds = max(20, (64 << 20) / (bytes * links))
+    let started = now()
+    for _ in 0..<rounds {
+        for (writer, _) in pairs {
+            var sent = 0
+            while sent < bytes {
+                let n = payload.withUnsafeBytes { send(writer, $0.baseAddress! + sent, bytes - sent, 0) }
+                guard n > 0 else { break }
+                sent += n
+            }
+        }
+    }
+    let cost = (now() - started) * 1e6 / (Double(rounds * links * bytes) / 1000)
+    done.store(true, ordering: .relaxed)
+    usleep(200_000)  // the drain sees `done` before the sockets go
+    for (writer, reader) in pairs {
+        close(writer)
+        close(reader)
+    }
     return cost
 }
 
