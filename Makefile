@@ -14,6 +14,7 @@ BENCH_DISCOVERY_RUNS ?= 7
 BENCH_RELAY_MESSAGES ?= 20000
 BENCH_RELAY_STORE ?= 1000000
 BENCH_IDLE_SECONDS ?= 30
+BENCH_FILE_LAN_MIB ?= 128
 BENCH_FILE_MIB ?= 256
 # nodes authors messages mesh-messages for `peernode-bench overlay`.
 BENCH_SCALE ?= 1000 10000 1000000 30
@@ -72,6 +73,8 @@ bench: setup-bench
 	python3 scripts/bench-relay.py .build/release/peernode .build/release/peernode-bench $(BENCH_RELAY_MESSAGES) 50 $(BENCH_RELAY_STORE)
 	@# Files (issue 39): one source beside curl from nginx and cat, four sources, CPU per MB, a relay serving 8.
 	python3 scripts/bench-files.py .build/release/peernode $(BENCH_FILE_MIB)
+	@# Four sources against one where each source's link is the limit (a 200 Mbit and a gigabit port), in the namespace lab: needs root.
+	for rate in 200 1000; do python3 scripts/bench-files-lan.py .build/release/peernode $(BENCH_FILE_LAN_MIB) $$rate; done
 	@# Needs root for the namespace lab, as the lab tests do.
 	python3 scripts/bench-discovery.py .build/release/peernode $(BENCH_DISCOVERY_RUNS) $(BENCH_IDLE_SECONDS)
 

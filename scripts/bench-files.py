@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from benchnodes import cpu_seconds, peak_rss_kib, pump, start_node, start_relay, thread_cpu_seconds
+from benchnodes import cpu_seconds, fetch_file, peak_rss_kib, pump, start_node, start_relay, thread_cpu_seconds
 
 
 PEERNODE = sys.argv[1]
@@ -40,16 +40,7 @@ def offer(n, timeout=120):
 
 def get(nodes, n, number, timeout=600):
     """`/get` on `n`; seconds until its file_done."""
-    out = os.path.join(WORK, "into-" + str(id(n)))
-    os.makedirs(out, exist_ok=True)
-    mark = len(n.events)
-    started = time.monotonic()
-    n.post(f"/get {number} {out}")
-    pump(nodes, lambda: any(e.get("type") in ("file_done", "file_failed") for e in n.events[mark:]), timeout)
-    end = next(e for e in n.events[mark:] if e.get("type") in ("file_done", "file_failed"))
-    if end["type"] != "file_done":
-        raise SystemExit("FAILED: " + str(end))
-    return end["_t"] - started
+    return fetch_file(nodes, n, number, os.path.join(WORK, "into-" + str(id(n))), timeout)
 
 
 def mb(seconds):

@@ -100,6 +100,20 @@ def ready(node, timeout=20):
     return next(e for e in node.events if e.get("type") == "ready")
 
 
+def fetch_file(nodes, n, number, into, timeout=600):
+    """`/get NUMBER INTO` on `n`, pumping `nodes`: seconds until its
+    file_done (a file_failed ends the benchmark, named)."""
+    os.makedirs(into, exist_ok=True)
+    mark = len(n.events)
+    started = time.monotonic()
+    n.post(f"/get {number} {into}")
+    pump(nodes, lambda: any(e.get("type") in ("file_done", "file_failed") for e in n.events[mark:]), timeout)
+    end = next(e for e in n.events[mark:] if e.get("type") in ("file_done", "file_failed"))
+    if end["type"] != "file_done":
+        raise SystemExit("FAILED: " + str(end))
+    return end["_t"] - started
+
+
 def p50_p99(sent, got):
     """Milliseconds from `sent[text]` to `got[text]` (monotonic seconds): median and 99th percentile."""
     values = sorted((got[t] - sent[t]) * 1000 for t in sent)
