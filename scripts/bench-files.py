@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from benchnodes import cpu_seconds, fetch_file, peak_rss_kib, pump, start_node, start_relay, thread_cpu_seconds
+from benchnodes import RefusedPorts, cpu_seconds, fetch_file, free_port, peak_rss_kib, pump, start_node, start_relay, thread_cpu_seconds
 
 
 PEERNODE = sys.argv[1]
@@ -166,35 +166,42 @@ def main():
     four = get([a, b, r] + holders, r, offer(r)["n"])
     print(f"four sources to one receiver:      {mb(four):8.0f} MB/s   ({one / four:.2f}× one source; aim > 1×)")
 
-    # A relay between the sender and 8 receivers that fetch at once.
+    # A relay between the sender and 8 receivers that fetch at once. Linked to one relay they would learn each
+    # other's addresses from it and link directly: their ports are refused (root) so that the relay serves it all.
     relay, listen, _ = start_relay(PEERNODE, os.path.join(WORK, "relay"), "--max-files", "4G")
-    s = node("s", "ws://" + listen)
-    linked(s)
-    receivers = [node(f"c{i}", "ws://" + listen) for i in range(8)]
-    for c in receivers:
-        linked(c)
-    s.post("/send " + path)
-    numbers = [offer(c)["n"] for c in receivers]
-    os.sync()
-    started = time.monotonic()
-    for c, number in zip(receivers, numbers):
-        out = os.path.join(WORK, "relayed-" + c.proc.args[2].split("/")[-1])
-        os.makedirs(out, exist_ok=True)
-        c.post(f"/get {number} {out}")
-    everyone = [s] + receivers
-    peak = 0
-    while not all(any(e.get("type") in ("file_done", "file_failed") for e in c.events) for c in receivers):
-        try:
-            pump(everyone, lambda: False, 0.2)
-        except TimeoutError:
-            pass
-        peak = max(peak, peak_rss_kib(relay.pid))
-        if time.monotonic() - started > 900:
-            raise SystemExit("FAILED: the relay's receivers did not finish in 900 s")
-    took = time.monotonic() - started
-    failed = [c for c in receivers if any(e.get("type") == "file_failed" for e in c.events)]
-    print(f"a relay serving 8 receivers at once: {8 * SIZE / took / 1e6:.0f} MB/s in all; its memory at most {peak / 1024:.0f} MB (aim < 64 MB)"
-          + (f"; {len(failed)} failed" if failed else ""))
+    with RefusedPorts([free_port() for _ in range(9)]) as refused:
+        ports = iter(refused.ports)
+        s = start_node(PEERNODE, os.path.join(WORK, "s"), "s", "ws://" + listen, listen=f"127.0.0.1:{next(ports)}")
+        linked(s)
+        receivers = [start_node(PEERNODE, os.path.join(WORK, f"c{i}"), f"c{i}", "ws://" + listen, listen=f"127.0.0.1:{next(ports)}")
+                     for i in range(8)]
+        for c in receivers:
+            linked(c)
+        s.post("/send " + path)
+        numbers = [offer(c)["n"] for c in receivers]
+        os.sync()
+        started = time.monotonic()
+        for c, number in zip(receivers, numbers):
+            out = os.path.join(WORK, "relayed-" + c.proc.args[2].split("/")[-1])
+            os.makedirs(out, exist_ok=True)
+            c.post(f"/get {number} {out}")
+        everyone = [s] + receivers
+        peak = 0
+        while not all(any(e.get("type") in ("file_done", "file_failed") for e in c.events) for c in receivers):
+            try:
+                pump(everyone, lambda: False, 0.2)
+            except TimeoutError:
+                pass
+            peak = max(peak, peak_rss_kib(relay.pid))
+            if time.monotonic() - started > 900:
+                raise SystemExit("FAILED: the relay's receivers did not finish in 900 s")
+        took = time.monotonic() - started
+        failed = [c for c in receivers if any(e.get("type") == "file_failed" for e in c.events)]
+        direct = sum(1 for c in receivers for e in c.events if e.get("type") == "peer_up" and e.get("addr", "").split(":")[-1] != listen.split(":")[-1])
+        print(f"a relay serving 8 receivers at once: {8 * SIZE / took / 1e6:.0f} MB/s in all; its memory at most {peak / 1024:.0f} MB (aim < 64 MB)"
+              + (f"; {len(failed)} failed" if failed else "")
+              + ("; the relay their only path (their ports refused)" if refused.refused and direct == 0
+                 else f"; NOT through the relay alone: {direct} direct links (not root: iptables could not refuse their ports)"))
     relay.kill()
     for n in [a, b, r, s] + holders + receivers:
         n.stop()

@@ -17,14 +17,13 @@ usage: bench-relay.py PEERNODE BENCH [COUNT] [LINKS] [STORE]
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchnodes import rss_kib, start_relay  # noqa: E402
+from benchnodes import free_port, rss_kib, start_relay  # noqa: E402
 
 PEERNODE, BENCH = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 COUNT = int(sys.argv[3]) if len(sys.argv) > 3 else 20_000
@@ -63,12 +62,6 @@ def relay_stages(metrics):
             entry["sum"] = float(value)
     return ", ".join(f"{stage} {e.get('p50', 0):.0f}/{e.get('p99', 0):.0f} µs ×{e.get('count', 0):,} (total {e.get('sum', 0):.2f} s)"
                      for stage, e in sorted(stages.items(), key=lambda kv: -kv[1].get("sum", 0)))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_linked(process):

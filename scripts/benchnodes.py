@@ -5,6 +5,7 @@ import json
 import os
 import select
 import signal
+import socket
 import statistics
 import subprocess
 import time
@@ -82,11 +83,11 @@ def peak_rss_kib(pid):
     return _status_kib(pid, "VmHWM")
 
 
-def start_node(peernode, data, nick, *peers):
+def start_node(peernode, data, nick, *peers, listen="127.0.0.1:0"):
     """A node in --json mode on loopback with no discovery, data in `data`,
     linked by --peer to each of `peers` (ws:// URLs): returned once it is
     ready, its URL in `.listen`."""
-    args = [peernode, "--data-dir", data, "--listen", "127.0.0.1:0", "--no-discovery", "--json", "--nick", nick]
+    args = [peernode, "--data-dir", data, "--listen", listen, "--no-discovery", "--json", "--nick", nick]
     for p in peers:
         args += ["--peer", p]
     n = JSONNode(args)
@@ -98,6 +99,36 @@ def ready(node, timeout=20):
     """Waits for the node's `ready` event and returns it."""
     pump([node], lambda: any(e.get("type") == "ready" for e in node.events), timeout)
     return next(e for e in node.events if e.get("type") == "ready")
+
+
+def free_port():
+    """A TCP port free on loopback now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RefusedPorts:
+    """New connections to these loopback ports refused (iptables, root) while
+    in use: nodes that listen on them cannot be dialled by one another, so
+    a relay they all dial is their only path. `refused` is False (and
+    nothing changed) where iptables cannot be used."""
+
+    def __init__(self, ports):
+        self.ports = ports
+        self.refused = os.geteuid() == 0 and all(self._rule("-I", p) for p in ports)
+
+    @staticmethod
+    def _rule(action, port):
+        return subprocess.run(["iptables", action, "OUTPUT", "-p", "tcp", "-d", "127.0.0.1", "--dport", str(port), "--syn", "-j", "REJECT"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        for p in self.ports:
+            self._rule("-D", p)
 
 
 def fetch_file(nodes, n, number, into, timeout=600):

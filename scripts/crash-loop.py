@@ -19,14 +19,13 @@ import os
 import random
 import shutil
 import signal
-import socket
 import sqlite3
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchnodes import JSONNode, pump, ready  # noqa: E402
+from benchnodes import JSONNode, free_port, pump, ready  # noqa: E402
 
 PEERNODE, CYCLES, MODE = os.path.abspath(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 SEED = int(sys.argv[4]) if len(sys.argv) > 4 else int(time.time())
@@ -35,12 +34,6 @@ rng = random.Random(SEED)
 LIFE = (0.02, 1.2)
 # One line to each poster every POST_INTERVAL seconds.
 POST_INTERVAL = 0.004
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def own_sequences(db_path, author_hex):

@@ -10,8 +10,10 @@ import Gossip
 /// Each transfer asks every linked peer that may hold the file, at most
 /// `perLink` chunks outstanding on each, lowest chunks first, dealt round
 /// the links one at a time (so every peer serves a share); a peer that
-/// says it does not hold some is not asked again for `lackMemory`, unless no
-/// other peer is left; a peer that serves a chunk that does not verify is
+/// says it does not hold some is left alone for `lackFirst`, twice as long
+/// after each further "none" with no chunk between, at most `lackMemory`
+/// (a relay asked for a file it lacks fetches it, and has chunks to give a
+/// second later); a peer that serves a chunk that does not verify is
 /// asked nothing more for that file (`file_bad_chunk`); an ask unanswered
 /// for `wantTimeout` goes back to be asked of another.
 public struct FileFetch: Sendable {
@@ -20,8 +22,15 @@ public struct FileFetch: Sendable {
     public static let perLink = 16
     /// Seconds an asked chunk may go unanswered before another peer is asked.
     public static let wantTimeout = 15.0
-    /// Seconds a peer that said it lacks a file is not asked for it again
-    /// (while another peer may have it).
+    /// Seconds a peer that said it lacks a file is first left alone: a
+    /// relay that lacks it starts fetching it when asked, and serves what
+    /// it holds while it fetches (docs/PROTOCOL.md §16), so its asker is
+    /// not made to wait out `lackMemory` for a file it could have in a
+    /// second. Each further "none" with no chunk from that peer between
+    /// doubles the wait.
+    public static let lackFirst = 1.0
+    /// The longest a peer that keeps saying it lacks a file (or left an
+    /// ask unanswered for `wantTimeout`) is left alone.
     public static let lackMemory = 10.0
     /// Files fetched at once; more wait their turn.
     public static let maximumTransfers = 8
@@ -40,7 +49,8 @@ public struct FileFetch: Sendable {
         /// from the front moved all the others each time).
         var missing: [UInt64]
         var asked: [UInt64: (peer: PublicKey, link: LinkID, at: Double)] = [:]
-        var lacking: [PublicKey: Double] = [:]
+        /// Peers that said they lack the file: since when, and how long they are left alone.
+        var lacking: [PublicKey: (since: Double, wait: Double)] = [:]
         var bad: Set<PublicKey> = []
         var left: UInt64
         /// When the transfer started or last took a chunk in.
@@ -100,6 +110,8 @@ public struct FileFetch: Sendable {
             if valid {
                 t.left -= 1
                 t.lastChunk = now
+                // It serves this file (a relay fetching it, say): its next "none" waits `lackFirst` again.
+                t.lacking[peer] = nil
             } else {
                 t.bad.insert(peer)
                 // What else it was asked for goes to the others.
@@ -129,7 +141,7 @@ public struct FileFetch: Sendable {
                 t.missing.append(i)
             }
             t.missing.sort(by: >)
-            t.lacking[peer] = now
+            t.lacking[peer] = (now, t.lacking[peer].map { min(Self.lackMemory, $0.wait * 2) } ?? Self.lackFirst)
         }
         return assign(links: links, now: now)
     }
@@ -160,7 +172,7 @@ public struct FileFetch: Sendable {
                 for (i, a) in t.asked where now - a.at >= Self.wantTimeout {
                     t.asked[i] = nil
                     t.missing.append(i)
-                    t.lacking[a.peer] = now
+                    t.lacking[a.peer] = (now, Self.lackMemory)
                 }
                 t.missing.sort(by: >)
             }
@@ -181,8 +193,8 @@ public struct FileFetch: Sendable {
     /// Deals `t`'s missing chunks, lowest first, round the links with room.
     private static func deal(_ t: inout Transfer, root: [UInt8], links: [LinkID: PublicKey], now: Double) -> [Action] {
         let usable = links.filter { !t.bad.contains($0.value) }.sorted { $0.key < $1.key }
-        // A peer that said it lacks the file is asked again only after `lackMemory`.
-        let candidates = usable.filter { t.lacking[$0.value].map { now - $0 >= lackMemory } ?? true }
+        // A peer that said it lacks the file is asked again only once its wait is over.
+        let candidates = usable.filter { t.lacking[$0.value].map { now - $0.since >= $0.wait } ?? true }
         var wants: [LinkID: [UInt64]] = [:]
         var load: [LinkID: Int] = [:]
         for (_, a) in t.asked { load[a.link, default: 0] += 1 }

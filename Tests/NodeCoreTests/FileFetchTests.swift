@@ -79,14 +79,14 @@ struct FileFetchTests {
         #expect(!f.fetches(root))
     }
 
-    @Test("a peer that lacks the file is left alone for lackMemory; an unanswered ask moves on after wantTimeout; a link that went down gives its asks back")
+    @Test("a peer that lacks the file is left alone while another is asked; an unanswered ask moves on after wantTimeout and leaves its peer alone for lackMemory; a link that went down gives its asks back")
     func lackingAndTimeouts() {
         var f = FileFetch()
         let links: [LinkID: PublicKey] = [1: a, 2: b]
         f.start(root, chunks: 2, held: { _ in false })
         #expect(asked(f.assign(links: links, now: 0)) == [1: [0], 2: [1]])
         #expect(asked(f.lacking(root, chunks: [0], from: a, links: links, now: 1)) == [2: [0]])
-        #expect(f.tick(links: links, now: 10.9).isEmpty, "nothing timed out, and a is still left alone")
+        #expect(f.tick(links: links, now: 10.9).isEmpty, "nothing timed out, and everything is asked of b")
         // Chunk 1 (asked of b at 0) times out at 15; a's memory has passed: a is asked.
         #expect(asked(f.tick(links: links, now: 15)) == [1: [1]])
         #expect(asked(f.tick(links: links, now: 16)) == [1: [0]], "chunk 0 (asked of b at 1) times out at 16")
@@ -98,6 +98,34 @@ struct FileFetchTests {
         g.start(root, chunks: 2, held: { _ in false })
         #expect(g.received(root, index: 0, from: b, valid: true, links: [1: a], now: 0).isEmpty)
         #expect(g.left(root) == 2)
+    }
+
+    @Test("""
+        a peer that says it lacks the file is asked again after lackFirst, twice as long after each further none with \
+        no chunk between, at most lackMemory; a chunk from it (a relay fetching the file) starts the waits over
+        """)
+    func lackBackoff() {
+        var f = FileFetch()
+        let links: [LinkID: PublicKey] = [1: a]
+        f.start(root, chunks: 4, held: { _ in false })
+        #expect(asked(f.assign(links: links, now: 0)) == [1: [0, 1, 2, 3]])
+        #expect(f.lacking(root, chunks: [0, 1, 2, 3], from: a, links: links, now: 0).isEmpty, "left alone at first")
+        #expect(FileFetch.lackFirst == 1 && FileFetch.lackMemory == 10)
+        #expect(f.tick(links: links, now: 0.5).isEmpty)
+        #expect(asked(f.tick(links: links, now: 1)) == [1: [0, 1, 2, 3]], "asked again after lackFirst")
+        // It has fetched chunk 0 meanwhile, and lacks the rest: the wait starts over at lackFirst.
+        #expect(f.received(root, index: 0, from: a, valid: true, links: links, now: 1.5).isEmpty)
+        #expect(f.lacking(root, chunks: [1, 2, 3], from: a, links: links, now: 1.5).isEmpty)
+        #expect(f.tick(links: links, now: 2).isEmpty)
+        #expect(asked(f.tick(links: links, now: 2.5)) == [1: [1, 2, 3]])
+        // Nones with no chunk between: 2, 4, 8, then 10 s at most.
+        var now = 2.5
+        for wait in [2.0, 4, 8, 10, 10] {
+            #expect(f.lacking(root, chunks: [1, 2, 3], from: a, links: links, now: now).isEmpty)
+            #expect(f.tick(links: links, now: now + wait - 0.5).isEmpty, "left alone for \(wait) s")
+            #expect(asked(f.tick(links: links, now: now + wait)) == [1: [1, 2, 3]], "asked again after \(wait) s")
+            now += wait
+        }
     }
 
     @Test("at most maximumTransfers files are fetched at once; the next starts when one ends")

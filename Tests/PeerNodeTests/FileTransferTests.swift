@@ -273,7 +273,7 @@ struct FileTransferTests {
 struct RelayFileTests {
     let files = FileTransferTests()
 
-    @Test("alice and carol reach each other only through a relay: carol fetches alice's file from their conversation through it; the relay's files and database hold no plaintext of it (a marker), nor its name")
+    @Test("alice and carol linked to one relay (and to each other once it passes their addresses on; RelayOnlyFileTests keeps them apart): carol fetches alice's file from their conversation, the relay asked for it too; the relay's files and database hold no plaintext of it (a marker), nor its name")
     func throughRelay() async throws {
         let dirs = (0..<3).map { _ in TemporaryDirectory() }
         let relay = try RelayProcess(dir: dirs[0].path)
