@@ -9,20 +9,6 @@ import Testing
 /// it and link directly, and a file then never passes through the relay).
 @Suite("A file through a relay alone", .serialized)
 struct RelayOnlyFileTests {
-    /// A port free on loopback now.
-    static func freePort() throws -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        try #require(bound == 0, "no free port: \(String(cString: strerror(errno)))")
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return UInt16(bigEndian: address.sin_port)
-    }
-
     /// Adds (`-I`) or removes (`-D`) the rule that refuses new connections to `port` on loopback.
     static func refuse(_ port: UInt16, _ action: String) throws -> Finished {
         try runToEndBlocking("/usr/sbin/iptables", [action, "OUTPUT", "-p", "tcp", "-d", "127.0.0.1", "--dport", String(port), "--syn", "-j", "REJECT"])
@@ -34,7 +20,7 @@ struct RelayOnlyFileTests {
         """)
     func relayAlone() async throws {
         try #require(geteuid() == 0, "needs root for iptables (CI runs as root)")
-        let ports = [try Self.freePort(), try Self.freePort()]
+        let ports = [try freeLoopbackPort(), try freeLoopbackPort()]
         for port in ports {
             let added = try Self.refuse(port, "-I")
             try #require(added.status == 0, "iptables could not refuse port \(port): \(added.stderr)")
