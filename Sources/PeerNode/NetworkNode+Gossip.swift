@@ -451,6 +451,20 @@ extension NetworkNode {
             }
         case let .none(root, chunks):
             assignFiles(node.files.lacking(root, chunks: chunks, from: peer, links: fileLinks, now: now))
+            asksAgainAfterLack()
+        }
+    }
+
+    /// A peer that said it lacks a file is asked again once `FileFetch.lackFirst`
+    /// has passed, not at the tick after: a relay fetching it has chunks by then.
+    /// One such timer at a time (a peer flooding "none" sets no more).
+    private func asksAgainAfterLack() {
+        guard !fileAskAgainDue else { return }
+        fileAskAgainDue = true
+        _ = loop.after(FileFetch.lackFirst + 0.01) { [weak self] in
+            guard let self else { return }
+            fileAskAgainDue = false
+            assignFiles(node.files.fetch.assign(links: fileLinks, now: monotonic()))
         }
     }
 
