@@ -482,6 +482,7 @@ extension NetworkNode {
 
     /// Once a second: unanswered asks go to others, and links with room are asked.
     func tickFiles() {
+        handOffersToRelays()
         guard !node.files.fetch.roots.isEmpty else { return }
         if relay { node.files.dropStale(now: monotonic()) } else { tell(node.files.waiting(now: monotonic())) }
         assignFiles(node.files.fetch.tick(links: fileLinks, now: monotonic()))

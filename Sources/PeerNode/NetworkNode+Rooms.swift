@@ -304,6 +304,7 @@ extension NetworkNode {
                     }
                     try node.files.offered(offer, as: e)
                     flushOwn()
+                    relayHandOver.offered(root: offer.root, size: offer.size, as: Dependency(author: e.author, sequence: e.sequence), now: monotonic())
                     return e
                 })
             }
