@@ -459,11 +459,11 @@ extension NetworkNode {
     /// has passed, not at the tick after: a relay fetching it has chunks by then.
     /// One such timer at a time (a peer flooding "none" sets no more).
     private func asksAgainAfterLack() {
-        guard !fileAskAgainDue else { return }
-        fileAskAgainDue = true
+        guard !node.files.askAgainDue else { return }
+        node.files.askAgainDue = true
         _ = loop.after(FileFetch.lackFirst + 0.01) { [weak self] in
             guard let self else { return }
-            fileAskAgainDue = false
+            node.files.askAgainDue = false
             assignFiles(node.files.fetch.assign(links: fileLinks, now: monotonic()))
         }
     }
@@ -478,6 +478,19 @@ extension NetworkNode {
             links[id]?.fileWants.removeFirst()
             for answer in node.files.answer(next.root, chunks: next.chunks) { feed(.send(id, .file(answer))) }
         }
+    }
+
+    /// Once a second: offers of ours handed to the relays that now hold
+    /// their envelopes (`RelayHandOver`), each relay link with the sequence
+    /// of ours it has declared.
+    func handOffersToRelays() {
+        guard !relay, !node.files.relayHandOver.waiting.isEmpty else { return }
+        let now = monotonic()
+        var relays: [LinkID: UInt64] = [:]
+        for (id, peer) in fileLinks where core.version(of: id)?.namesFileOffers == true && presence.board.current(peer, now: now)?.state == .relay {
+            relays[id] = replicator.declaredClock(of: id)?[node.me] ?? 0
+        }
+        for (id, want) in node.files.relayHandOver.due(relays: relays, now: now) { feed(.send(id, .file(want))) }
     }
 
     /// Once a second: unanswered asks go to others, and links with room are asked.

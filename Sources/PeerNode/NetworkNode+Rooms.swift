@@ -302,9 +302,8 @@ extension NetworkNode {
                         if let peer { return try node.conversations.post(offer.encoded, kind: .file, to: peer) }
                         return try node.post(content: offer.encoded, kind: .file, in: room)
                     }
-                    try node.files.offered(offer, as: e)
+                    try node.files.offered(offer, as: e, clock: monotonic())
                     flushOwn()
-                    relayHandOver.offered(root: offer.root, size: offer.size, as: Dependency(author: e.author, sequence: e.sequence), now: monotonic())
                     return e
                 })
             }

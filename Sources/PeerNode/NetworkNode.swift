@@ -358,10 +358,6 @@ final class NetworkNode: @unchecked Sendable {
     /// A batch back from the verifier: the link it came on, its envelopes, and whether each verified.
     typealias VerifiedBatch = (link: LinkID, envelopes: [CarriedEnvelope], valid: [Bool])
     static let maximumVerifiedPerStore = 1_024
-    /// Files we offered, to be handed to the relays we are linked to (`RelayHandOver`).
-    var relayHandOver = RelayHandOver()
-    /// A file is asked again of the peers that lacked it (`asksAgainAfterLack`).
-    var fileAskAgainDue = false
     /// A relay's verified batches waiting for their transaction.
     var commitGroup = RelayCommitGroup()
     /// Batches that arrived this turn, verified and stored at its end (`storeArrivals`).

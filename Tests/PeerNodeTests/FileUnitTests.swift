@@ -116,7 +116,7 @@ struct FileUnitTests {
         #expect(FileManager.default.createFile(atPath: file, contents: Data(repeating: 7, count: 150_000)))
         let offer = try node.files.prepare(path: file, caption: "", now: 1)
         let posted = try node.post(content: offer.encoded, kind: .file, in: life.name)
-        try node.files.offered(offer, as: posted)
+        try node.files.offered(offer, as: posted, clock: 1)
         #expect(node.files.answer(offer.root, chunks: [0]).count == 1, "held whole: answered with the chunk")
 
         try units.drop("files", under: node)

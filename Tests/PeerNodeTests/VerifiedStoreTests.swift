@@ -3,17 +3,20 @@ import Gossip
 @testable import PeerNode
 import Testing
 
+/// One signed envelope, as a link carries it: what these tests batch.
+func oneEnvelope() throws -> CarriedEnvelope {
+    let e = try Envelope.sign(by: try SigningKey.generate(), sequence: 1, previous: .zero, dependencies: [], timestamp: 1,
+                              room: RoomID.random(), kind: .text, body: [1, 2, 3])
+    return CarriedEnvelope(hops: 0, envelope: e)
+}
+
 /// Batches back from the verifier are stored together, in order, at most
 /// `NetworkNode.maximumVerifiedPerStore` envelopes a transaction.
 @Suite("Verified batches stored together")
 struct VerifiedStoreTests {
     let envelope: CarriedEnvelope
 
-    init() throws {
-        let e = try Envelope.sign(by: try SigningKey.generate(), sequence: 1, previous: .zero, dependencies: [], timestamp: 1,
-                                  room: RoomID.random(), kind: .text, body: [1, 2, 3])
-        envelope = CarriedEnvelope(hops: 0, envelope: e)
-    }
+    init() throws { envelope = try oneEnvelope() }
 
     func batch(_ link: LinkID, _ count: Int) -> NetworkNode.VerifiedBatch {
         (link, Array(repeating: envelope, count: count), (0..<count).map { $0 % 3 != 0 })
@@ -50,11 +53,7 @@ struct VerifiedStoreTests {
 struct RelayCommitGroupTests {
     let envelope: CarriedEnvelope
 
-    init() throws {
-        let e = try Envelope.sign(by: try SigningKey.generate(), sequence: 1, previous: .zero, dependencies: [], timestamp: 1,
-                                  room: RoomID.random(), kind: .text, body: [1, 2, 3])
-        envelope = CarriedEnvelope(hops: 0, envelope: e)
-    }
+    init() throws { envelope = try oneEnvelope() }
 
     @Test("held until the timer below the limit; due at once at the limit; taken whole, in order, with its ends forgotten")
     func atTheLimit() {

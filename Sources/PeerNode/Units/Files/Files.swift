@@ -64,6 +64,10 @@ final class Files {
     var maximumHeld: UInt64?
     /// Chunks that did not verify (`file_bad_chunk`).
     var badChunks = 0
+    /// Files we offered, to be handed to the relays we are linked to.
+    var relayHandOver = RelayHandOver()
+    /// A fetch is to be dealt again once `FileFetch.lackFirst` has passed (a timer is set).
+    var askAgainDue = false
 
     init(repository: FileRepository, envelopes: any EnvelopeOpening, failures: StoreFailures) {
         self.repository = repository
@@ -177,9 +181,11 @@ final class Files {
     }
 
     /// The offer was posted as `e`: a delete of it erases the chunks.
-    func offered(_ offer: FileOffer, as e: Envelope) throws {
+    /// Our offer `e` of a file kept: recorded with its row, and to be handed to our relays.
+    func offered(_ offer: FileOffer, as e: Envelope, clock: Double) throws {
         guard let row = try repository.file(offer.root) else { return }
         try repository.save(row.offered(by: e.author, sequence: e.sequence))
+        relayHandOver.offered(root: offer.root, size: offer.size, as: Dependency(author: e.author, sequence: e.sequence), now: clock)
     }
 
     /// A media type from a name's extension, for the page (pictures shown inline).

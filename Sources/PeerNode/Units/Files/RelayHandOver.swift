@@ -1,6 +1,5 @@
 import Crypto
 import Gossip
-import NodeCore
 
 /// A file we offer is handed to the relays we are linked to, so that it
 /// can still be fetched once this machine is gone (a relay stores and
@@ -47,19 +46,5 @@ struct RelayHandOver {
             }
         }
         return out
-    }
-}
-
-extension NetworkNode {
-    /// Once a second: offers of ours handed to the relays that now hold their envelopes.
-    func handOffersToRelays() {
-        guard !relay, !relayHandOver.waiting.isEmpty else { return }
-        let now = monotonic()
-        var relays: [LinkID: UInt64] = [:]
-        for (id, peer) in fileLinks where core.version(of: id)?.namesFileOffers == true
-            && presence.board.current(peer, now: now)?.state == .relay {
-            relays[id] = replicator.declaredClock(of: id)?[node.me] ?? 0
-        }
-        for (id, want) in relayHandOver.due(relays: relays, now: now) { feed(.send(id, .file(want))) }
     }
 }
