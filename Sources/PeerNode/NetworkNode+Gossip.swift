@@ -423,6 +423,7 @@ extension NetworkNode {
         let now = monotonic()
         switch message {
         case let .want(root, size, chunks, offer):
+            if !relay { node.files.relayHandOver.taken(root, on: id) }
             // A relay fetches what it is asked for and does not hold, to serve it (within `--max-files`).
             if relay, node.files.relay(root, size: size, offer: offer, now: Node.now(), clock: now) {
                 assignFiles(node.files.fetch.assign(links: fileLinks, now: now))
@@ -434,6 +435,7 @@ extension NetworkNode {
             links[id] = link
             pumpFiles(id)
         case let .chunk(root, index, proof, sealed):
+            if !relay { node.files.relayHandOver.taken(root, on: id) }
             switch node.files.arrived(root, index: index, proof: proof, sealed: sealed, from: peer, links: fileLinks, now: now) {
             case .ignored: break
             case let .duplicate(actions): assignFiles(actions)
@@ -481,16 +483,18 @@ extension NetworkNode {
     }
 
     /// Once a second: offers of ours handed to the relays that now hold
-    /// their envelopes (`RelayHandOver`), each relay link with the sequence
-    /// of ours it has declared.
+    /// their envelopes (`RelayHandOver`): a link holds one once the clock it
+    /// declared holds the offer's sequence.
     func handOffersToRelays() {
         guard !relay, !node.files.relayHandOver.waiting.isEmpty else { return }
         let now = monotonic()
-        var relays: [LinkID: UInt64] = [:]
-        for (id, peer) in fileLinks where core.version(of: id)?.namesFileOffers == true && presence.board.current(peer, now: now)?.state == .relay {
-            relays[id] = replicator.declaredClock(of: id)?[node.me] ?? 0
+        let relays = fileLinks.filter { id, peer in
+            core.version(of: id)?.namesFileOffers == true && presence.board.current(peer, now: now)?.state == .relay
         }
-        for (id, want) in node.files.relayHandOver.due(relays: relays, now: now) { feed(.send(id, .file(want))) }
+        let due = node.files.relayHandOver.due(relays: Array(relays.keys), holds: { id, offer in
+            (replicator.declaredClock(of: id)?[offer.author] ?? 0) >= offer.sequence
+        }, now: now)
+        for (id, want) in due { feed(.send(id, .file(want))) }
     }
 
     /// Once a second: unanswered asks go to others, and links with room are asked.

@@ -420,7 +420,8 @@ extension NetworkNode {
     func resumeFiles() {
         node.files.removeStaging()
         node.files.eraseLeftovers()
-        guard !relay else { return }
+        guard !relay else { return node.files.eraseUnfinished() }
+        node.files.handOverKept(now: Node.now(), clock: monotonic())
         let rows = readLogged("the files held") { try node.files.repository.files() } ?? []
         for row in rows where !row.complete {
             guard let folder = row.folder, let author = row.author, let sequence = row.sequence,

@@ -313,6 +313,7 @@ extension Files {
     @discardableResult
     func erase(_ root: [UInt8]) -> Wanted? {
         let ended = endTransfer(root).wanted
+        relayHandOver.forget(root)
         trees.removeAll { $0.root == root }
         guard let detached = failures.read({ () throws(RepositoryError) in try repository.detach(root) }) ?? nil else { return ended }
         Self.overwrite(detached)

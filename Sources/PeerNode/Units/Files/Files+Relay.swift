@@ -117,6 +117,15 @@ extension Files {
         return held + row.size <= quota
     }
 
+    /// At a relay's start: the files it was fetching to serve when it
+    /// stopped are erased. Their fetch does not go on by itself, and a file
+    /// held in part is not fetched again when asked (`relay`), so kept it
+    /// would stay in part; erased, the next ask or hand-over fetches it whole.
+    func eraseUnfinished() {
+        let rows = failures.read { () throws(RepositoryError) in try repository.files() } ?? []
+        for row in rows where row.origin == .relayed && !row.complete { erase(row.root) }
+    }
+
     /// Relayed fetches that took no chunk in for `relayPatience` are dropped, their rows with them.
     func dropStale(now: Double) {
         for root in fetch.stalled(for: Self.relayPatience, now: now) where rows[root]?.origin == .relayed { erase(root) }

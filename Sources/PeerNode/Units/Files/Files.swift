@@ -188,6 +188,19 @@ final class Files {
         relayHandOver.offered(root: offer.root, size: offer.size, as: Dependency(author: e.author, sequence: e.sequence), now: clock)
     }
 
+    /// At start: our offers of the last `RelayHandOver.patience`, to be
+    /// handed to the relays linked from now on (`now` the wall clock in
+    /// milliseconds, `clock` the node's monotonic one).
+    func handOverKept(now: UInt64, clock: Double) {
+        let rows = failures.read { () throws(RepositoryError) in try repository.files() } ?? []
+        for row in rows where row.origin == .sent && row.complete {
+            guard let author = row.author, let sequence = row.sequence else { continue }
+            let age = Double(now > row.added ? now - row.added : 0) / 1000
+            guard age < RelayHandOver.patience else { continue }
+            relayHandOver.offered(root: row.root, size: row.size, as: Dependency(author: author, sequence: sequence), now: clock - age)
+        }
+    }
+
     /// A media type from a name's extension, for the page (pictures shown inline).
     static func mediaType(of name: String) -> String {
         switch name.split(separator: ".").last?.lowercased() ?? "" {
