@@ -41,6 +41,22 @@ public enum BLAKE2b {
         hash(data, outputLength: outputLength, keyPointer: nil, keyLength: 0)
     }
 
+    /// BLAKE2b-256 of `head ‖ body` without joining them: a file chunk's
+    /// leaf (64 KB behind a 9-byte head) was two copies of the chunk before.
+    public static func hash(_ head: [UInt8], then body: UnsafeRawBufferPointer) -> [UInt8] {
+        _ = try? Sodium.ensureInitialised()
+        return withUnsafeTemporaryAllocation(byteCount: crypto_generichash_statebytes(), alignment: 64) { state in
+            let s = OpaquePointer(state.baseAddress!)
+            crypto_generichash_init(s, nil, 0, 32)
+            head.withUnsafeBufferPointer { _ = crypto_generichash_update(s, $0.baseAddress, UInt64($0.count)) }
+            if let base = body.baseAddress { crypto_generichash_update(s, base.assumingMemoryBound(to: UInt8.self), UInt64(body.count)) }
+            return [UInt8](unsafeUninitializedCapacity: 32) { out, count in
+                crypto_generichash_final(s, out.baseAddress!, 32)
+                count = 32
+            }
+        }
+    }
+
     /// The one call into libsodium, written straight into the result: each
     /// envelope that arrives is hashed twice (its body, its id), and a
     /// captured output buffer cost an allocation more each time.

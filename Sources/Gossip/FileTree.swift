@@ -19,7 +19,7 @@ public enum FileTree {
     public static func leaf(index: UInt64, sealed: UnsafeRawBufferPointer) -> [UInt8] {
         var head = [UInt8](repeating: 0, count: 9)
         for i in 0..<8 { head[1 + i] = UInt8(truncatingIfNeeded: index >> (56 - 8 * UInt64(i))) }
-        return BLAKE2b.hash(head + Array(sealed.bindMemory(to: UInt8.self)))
+        return BLAKE2b.hash(head, then: sealed)
     }
 
     public static func leaf(index: UInt64, sealed: [UInt8]) -> [UInt8] {

@@ -165,25 +165,38 @@ extension Store {
 
     /// Sealed chunk `index` of `row`'s file, read back (nil: not held).
     public func readChunk(_ index: UInt64, of row: FileRow) throws -> [UInt8]? {
-        guard row.holds(index) else { return nil }
+        try readChunks([index], of: row)[0]
+    }
+
+    /// The sealed chunks at `indices` (nil for each not held), the chunk
+    /// file opened once for all of them: a holder answers asks 16 at a time.
+    public func readChunks(_ indices: [UInt64], of row: FileRow) throws -> [[UInt8]?] {
+        guard indices.contains(where: row.holds) else { return indices.map { _ in nil } }
         let path = chunkPath(row.root)
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { throw StoreError.directory(path: path, operation: "opening", errno: errno) }
         defer { close(fd) }
-        let length = row.sealedLength(of: index)
-        var out = [UInt8](repeating: 0, count: length)
-        let offset = off_t(FileOffer.sealedOffset(of: index))
-        var done = 0
-        while done < length {
-            let n = out.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, length - done, offset + off_t(done)) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw StoreError.directory(path: path, operation: "reading a chunk of", errno: errno)
-            }
-            guard n > 0 else { throw StoreError.corruptRow("the chunk file \(path) ends before chunk \(index)") }
-            done += n
+        return try indices.map { index in
+            guard row.holds(index) else { return nil }
+            return try Self.readSealed(fd, chunk: index, length: row.sealedLength(of: index), path: path)
         }
-        return out
+    }
+
+    private static func readSealed(_ fd: Int32, chunk index: UInt64, length: Int, path: String) throws -> [UInt8] {
+        let offset = off_t(FileOffer.sealedOffset(of: index))
+        return try [UInt8](unsafeUninitializedCapacity: length) { out, count in
+            var done = 0
+            while done < length {
+                let n = pread(fd, out.baseAddress! + done, length - done, offset + off_t(done))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw StoreError.directory(path: path, operation: "reading a chunk of", errno: errno)
+                }
+                guard n > 0 else { throw StoreError.corruptRow("the chunk file \(path) ends before chunk \(index)") }
+                done += n
+            }
+            count = length
+        }
     }
 
     /// Forgets a file and erases its chunks: the chunk file is overwritten

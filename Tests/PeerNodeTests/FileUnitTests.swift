@@ -107,19 +107,30 @@ struct FileUnitTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: into.path) == ["plain.txt"])
     }
 
-    @Test("over a failing store: /get fails with the database's words; an ask is answered none and the failure said; a chunk that cannot be written is not held, and said")
+    @Test("""
+        over a failing store: /get fails with the database's words; an ask is answered none and the failure said (a \
+        file answered just before is still served, from memory); a chunk that cannot be written is not held, and said
+        """)
     func failingStore() throws {
         let dir = TemporaryDirectory()
         let node = try life.node(dir)
         _ = try node.join(life.name)
-        let file = dir.path + "/notes.txt"
-        #expect(FileManager.default.createFile(atPath: file, contents: Data(repeating: 7, count: 150_000)))
-        let offer = try node.files.prepare(path: file, caption: "", now: 1)
-        let posted = try node.post(content: offer.encoded, kind: .file, in: life.name)
-        try node.files.offered(offer, as: posted, clock: 1)
-        #expect(node.files.answer(offer.root, chunks: [0]).count == 1, "held whole: answered with the chunk")
+        var offers: [(FileOffer, Envelope)] = []
+        for (name, byte) in [("notes.txt", UInt8(7)), ("served.txt", 8)] {
+            let file = dir.path + "/" + name
+            #expect(FileManager.default.createFile(atPath: file, contents: Data(repeating: byte, count: 150_000)))
+            let offer = try node.files.prepare(path: file, caption: "", now: 1)
+            let posted = try node.post(content: offer.encoded, kind: .file, in: life.name)
+            try node.files.offered(offer, as: posted, clock: 1)
+            offers.append((offer, posted))
+        }
+        let (offer, posted) = offers[0], served = offers[1].0
+        #expect(node.files.answer(served.root, chunks: [0]).count == 1, "held whole: answered with the chunk")
 
         try units.drop("files", under: node)
+        let fromMemory = node.files.answer(served.root, chunks: [1])
+        #expect(fromMemory.count == 1 && fromMemory.allSatisfy { if case .chunk = $0 { true } else { false } }, "its row and tree are in memory: no database read")
+        #expect(node.storeFailures.count == 0)
         #expect(node.files.answer(offer.root, chunks: [0, 1]) == [.none(root: offer.root, chunks: [0, 1])])
         #expect(node.storeFailures.count == 1 && (node.storeFailures.take() ?? "").hasPrefix("the database failed (reading a file's chunk map): "))
         let into = TemporaryDirectory()

@@ -28,8 +28,8 @@ struct FileRepository {
         try storeCall("writing a file's chunk") { try store.writeChunk(sealed, index: index, of: row) }
     }
 
-    func read(_ index: UInt64, of row: Store.FileRow) throws(RepositoryError) -> [UInt8]? {
-        try storeCall("reading a file's chunk") { try store.readChunk(index, of: row) }
+    func read(_ indices: [UInt64], of row: Store.FileRow) throws(RepositoryError) -> [[UInt8]?] {
+        try storeCall("reading a file's chunks") { try store.readChunks(indices, of: row) }
     }
 
     func saveLeaves(_ leaves: [[UInt8]], of root: [UInt8]) throws(RepositoryError) {

@@ -250,15 +250,15 @@ extension Files {
             row = fetching
             proof = { fetching.holds($0) ? known.proof(index: $0) : nil }
         } else {
-            guard let whole = failures.read({ () throws(RepositoryError) in try repository.file(root) }), whole.complete,
-                  let levels = tree(root, chunks: whole.chunks) else { return [.none(root: root, chunks: chunks)] }
+            guard let (whole, levels) = held(root) else { return [.none(root: root, chunks: chunks)] }
             row = whole
             proof = { FileTree.proof(index: Int($0), levels: levels) }
         }
+        let proofs = chunks.map { $0 < row.chunks ? proof($0) : nil }
+        let read = proofs.contains { $0 != nil } ? failures.read({ () throws(RepositoryError) in try repository.read(chunks, of: row) }) : nil
         var out: [FileMessage] = [], lacking: [UInt64] = []
-        for index in chunks {
-            guard index < row.chunks, let path = proof(index),
-                  let sealed = failures.read({ () throws(RepositoryError) in try repository.read(index, of: row) }) else {
+        for (i, index) in chunks.enumerated() {
+            guard let path = proofs[i], let sealed = read?[i] else {
                 lacking.append(index)
                 continue
             }
@@ -268,19 +268,27 @@ extension Files {
         return out
     }
 
-    /// The tree of a file held whole: kept in memory for the last few served.
-    private func tree(_ root: [UInt8], chunks: UInt64) -> [[[UInt8]]]? {
-        if let i = trees.firstIndex(where: { $0.root == root }) { return trees[i].levels }
-        guard let leafHashes = failures.read({ () throws(RepositoryError) in try repository.leaves(of: root, chunks: chunks) }) else { return nil }
-        let levels = FileTree.levels(leafHashes)
-        guard levels.last?.first == root else { return nil }
-        keep(root, levels)
-        return levels
+    /// A file held whole, its row and its tree: kept in memory for the last
+    /// few served (`treesKept`), so that asks 16 chunks at a time do not read
+    /// the chunk map from the database each time; forgotten when erased.
+    private func held(_ root: [UInt8]) -> (Store.FileRow, [[[UInt8]]])? {
+        if let i = trees.firstIndex(where: { $0.root == root }), let row = trees[i].row { return (row, trees[i].levels) }
+        guard let whole = failures.read({ () throws(RepositoryError) in try repository.file(root) }), whole.complete else { return nil }
+        let levels: [[[UInt8]]]
+        if let i = trees.firstIndex(where: { $0.root == root }) {
+            levels = trees[i].levels
+        } else {
+            guard let leafHashes = failures.read({ () throws(RepositoryError) in try repository.leaves(of: root, chunks: whole.chunks) }) else { return nil }
+            levels = FileTree.levels(leafHashes)
+            guard levels.last?.first == root else { return nil }
+        }
+        keep(root, levels, row: whole)
+        return (whole, levels)
     }
 
-    func keep(_ root: [UInt8], _ levels: [[[UInt8]]]) {
+    func keep(_ root: [UInt8], _ levels: [[[UInt8]]], row: Store.FileRow? = nil) {
         trees.removeAll { $0.root == root }
-        trees.append((root, levels))
+        trees.append((root, levels, row))
         if trees.count > Self.treesKept { trees.removeFirst() }
     }
 

@@ -59,7 +59,9 @@ final class Files {
     /// the hashes beside them that came with its chunks, from which a chunk
     /// held is served with its proof (gone once the file is whole).
     var partial: [[UInt8]: PartialTree] = [:]
-    var trees: [(root: [UInt8], levels: [[[UInt8]]])] = []
+    /// Trees of files held whole, the last few served or completed, with the
+    /// file's row where it was read (`answer`).
+    var trees: [(root: [UInt8], levels: [[[UInt8]]], row: Store.FileRow?)] = []
     /// Bytes of files a relay keeps to serve (`--max-files`); nil: it fetches none.
     var maximumHeld: UInt64?
     /// Chunks that did not verify (`file_bad_chunk`).
