@@ -25,10 +25,11 @@ public struct FileFetch: Sendable {
     /// Seconds a peer that said it lacks a file is first left alone: a
     /// relay that lacks it starts fetching it when asked, and serves what
     /// it holds while it fetches (docs/PROTOCOL.md §16), so its asker is
-    /// not made to wait out `lackMemory` for a file it could have in a
-    /// second. Each further "none" with no chunk from that peer between
-    /// doubles the wait.
-    public static let lackFirst = 1.0
+    /// not made to wait out `lackMemory` for a file it could have at once.
+    /// A quarter of a second: a relay holds the first chunks well within it
+    /// on a LAN, and a picture through a relay is not a second late. Each
+    /// further "none" with no chunk from that peer between doubles the wait.
+    public static let lackFirst = 0.25
     /// The longest a peer that keeps saying it lacks a file (or left an
     /// ask unanswered for `wantTimeout`) is left alone.
     public static let lackMemory = 10.0

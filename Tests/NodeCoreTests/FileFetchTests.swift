@@ -110,19 +110,19 @@ struct FileFetchTests {
         f.start(root, chunks: 4, held: { _ in false })
         #expect(asked(f.assign(links: links, now: 0)) == [1: [0, 1, 2, 3]])
         #expect(f.lacking(root, chunks: [0, 1, 2, 3], from: a, links: links, now: 0).isEmpty, "left alone at first")
-        #expect(FileFetch.lackFirst == 1 && FileFetch.lackMemory == 10)
-        #expect(f.tick(links: links, now: 0.5).isEmpty)
-        #expect(asked(f.tick(links: links, now: 1)) == [1: [0, 1, 2, 3]], "asked again after lackFirst")
+        #expect(FileFetch.lackFirst == 0.25 && FileFetch.lackMemory == 10)
+        #expect(f.tick(links: links, now: 0.2).isEmpty)
+        #expect(asked(f.tick(links: links, now: 0.25)) == [1: [0, 1, 2, 3]], "asked again after lackFirst")
         // It has fetched chunk 0 meanwhile, and lacks the rest: the wait starts over at lackFirst.
         #expect(f.received(root, index: 0, from: a, valid: true, links: links, now: 1.5).isEmpty)
         #expect(f.lacking(root, chunks: [1, 2, 3], from: a, links: links, now: 1.5).isEmpty)
-        #expect(f.tick(links: links, now: 2).isEmpty)
-        #expect(asked(f.tick(links: links, now: 2.5)) == [1: [1, 2, 3]])
-        // Nones with no chunk between: 2, 4, 8, then 10 s at most.
-        var now = 2.5
-        for wait in [2.0, 4, 8, 10, 10] {
+        #expect(f.tick(links: links, now: 1.7).isEmpty)
+        #expect(asked(f.tick(links: links, now: 1.75)) == [1: [1, 2, 3]])
+        // Nones with no chunk between: 0.5, 1, 2, 4, 8, then 10 s at most.
+        var now = 1.75
+        for wait in [0.5, 1, 2, 4, 8, 10, 10] {
             #expect(f.lacking(root, chunks: [1, 2, 3], from: a, links: links, now: now).isEmpty)
-            #expect(f.tick(links: links, now: now + wait - 0.5).isEmpty, "left alone for \(wait) s")
+            #expect(f.tick(links: links, now: now + wait - 0.05).isEmpty, "left alone for \(wait) s")
             #expect(asked(f.tick(links: links, now: now + wait)) == [1: [1, 2, 3]], "asked again after \(wait) s")
             now += wait
         }
