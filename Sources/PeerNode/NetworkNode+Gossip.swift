@@ -423,7 +423,7 @@ extension NetworkNode {
         let now = monotonic()
         switch message {
         case let .want(root, size, chunks, offer):
-            if !relay { node.files.relayHandOver.taken(root, on: id) }
+            if !relay { node.files.relayHandOver.fetching(root, on: id) }
             // A relay fetches what it is asked for and does not hold, to serve it (within `--max-files`).
             if relay, node.files.relay(root, size: size, offer: offer, now: Node.now(), clock: now) {
                 assignFiles(node.files.fetch.assign(links: fileLinks, now: now))
@@ -435,7 +435,7 @@ extension NetworkNode {
             links[id] = link
             pumpFiles(id)
         case let .chunk(root, index, proof, sealed):
-            if !relay { node.files.relayHandOver.taken(root, on: id) }
+            if !relay { node.files.relayHandOver.served(root, index: index, by: peer, on: id) }
             switch node.files.arrived(root, index: index, proof: proof, sealed: sealed, from: peer, links: fileLinks, now: now) {
             case .ignored: break
             case let .duplicate(actions): assignFiles(actions)
@@ -491,7 +491,7 @@ extension NetworkNode {
         let relays = fileLinks.filter { id, peer in
             core.version(of: id)?.namesFileOffers == true && presence.board.current(peer, now: now)?.state == .relay
         }
-        let due = node.files.relayHandOver.due(relays: Array(relays.keys), holds: { id, offer in
+        let due = node.files.relayHandOver.due(relays: relays, holds: { id, offer in
             (replicator.declaredClock(of: id)?[offer.author] ?? 0) >= offer.sequence
         }, now: now)
         for (id, want) in due { feed(.send(id, .file(want))) }
