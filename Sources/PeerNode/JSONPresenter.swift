@@ -165,6 +165,10 @@ struct JSONPresenter: JSONLinePresenter {
         case let .fileFailed(n, place, root, reason):
             return [JSONEvents.line(pairs: [("type", .string("file_failed")), ("n", .number(UInt64(max(0, n)))), ("place", .text(PeerText(place))),
                                             ("root", .string(Hex.encode(root))), ("reason", .text(PeerText(reason)))])]
+        case let .fileCancelled(n, place, root):
+            // The /get ended: a script waiting for file_done or file_failed hears it as the latter.
+            return [JSONEvents.line(pairs: [("type", .string("file_failed")), ("n", .number(UInt64(max(0, n)))), ("place", .text(PeerText(place))),
+                                            ("root", .string(Hex.encode(root))), ("reason", .string("cancelled"))])]
         case let .webPage(url):
             return [JSONEvents.line(["type": .string("web"), "url": .string(url)])]
         case let .conversations(rows):

@@ -253,6 +253,16 @@ extension NetworkNode {
             let place = try session.openPlace()
             let e = try node.messageLife.message(in: place.room, named: place.name, number: number)
             return try getFile(e, number: number, place: place.name, folder: folder.map(Self.expandingHome))
+        case let .cancel(number):
+            let place = try session.openPlace()
+            let e = try node.messageLife.message(in: place.room, named: place.name, number: number)
+            guard let offer = node.open(e)?.offer else { throw NodeError.notAFile(number) }
+            guard let cancelled = node.files.cancel(offer.root) else {
+                let whole = node.files.holdsWhole(offer.root)
+                return [.failed("/cancel \(number): " + (whole ? "it is fetched already (/delete erases a file for everyone, if you sent it)" : "it is not being fetched"))]
+            }
+            tell([cancelled])
+            return []
         case .files:
             let place = try session.openPlace()
             let rows = readLogged("the files held") { try node.files.repository.files() } ?? []
@@ -360,6 +370,7 @@ extension NetworkNode {
         case let .progress(n, place, root, bytes, of): .fileProgress(number: n, place: place, root: root, bytes: bytes, of: of)
         case let .done(n, place, root, path, hash): .fileDone(number: n, place: place, root: root, path: path, hash: hash)
         case let .failed(n, place, root, reason): .fileFailed(number: n, place: place, root: root, reason: reason)
+        case let .cancelled(n, place, root): .fileCancelled(number: n, place: place, root: root)
         case let .waiting(n, place, root, bad): .fileWaiting(number: n, place: place, root: root, bad: bad.map { node.people[$0] })
         case let .moved(n, _, _, from, to):
             .chatLines(["-- /get \(n): saving into \(TerminalText.sanitize(to)) now, not \(TerminalText.sanitize(from))"])

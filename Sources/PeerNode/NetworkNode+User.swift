@@ -117,7 +117,7 @@ extension NetworkNode {
             return (try listInvites(), true)
         case let .devices(who):
             return ([try devices(of: who.map(node.people.resolve) ?? node.me)], true)
-        case .send, .get, .files:
+        case .send, .get, .files, .cancel:
             return (try fileCommand(input), true)
         case .kick, .ban, .op, .members, .leaveRoom:
             try refuseInConversation(line)

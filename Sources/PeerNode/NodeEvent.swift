@@ -83,6 +83,8 @@ enum NodeEvent {
     /// Fetched, opened, checked against the offer's hash and saved at `path`.
     case fileDone(number: Int, place: String, root: [UInt8], path: String, hash: [UInt8])
     case fileFailed(number: Int, place: String, root: [UInt8], reason: String)
+    /// `/cancel`: the fetch stopped and what came of it erased (`file_failed`, reason "cancelled", in `--json`).
+    case fileCancelled(number: Int, place: String, root: [UInt8])
     /// Nobody linked has served a chunk of it for a while (it goes on when someone does).
     /// `bad`: those linked that hold it but sent a chunk that did not verify (asked no more for it).
     case fileWaiting(number: Int, place: String, root: [UInt8], bad: [Person])

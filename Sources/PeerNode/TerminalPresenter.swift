@@ -138,6 +138,8 @@ struct TerminalPresenter: LinePresenter {
                 + "it goes on by itself when someone else holds it"]
         case let .fileFailed(n, _, _, reason):
             return ["error: /get \(n) failed: \(TerminalText.sanitize(reason))"]
+        case let .fileCancelled(n, _, _):
+            return ["-- /get \(n) cancelled: what had come of it is erased (/get \(n) starts it again)"]
         }
     }
 

@@ -16,6 +16,8 @@ extension Files {
         case progress(number: Int, place: String, root: [UInt8], bytes: UInt64, of: UInt64)
         case done(number: Int, place: String, root: [UInt8], path: String, hash: [UInt8])
         case failed(number: Int, place: String, root: [UInt8], reason: String)
+        /// `/cancel`: the fetch stopped, what came of it erased.
+        case cancelled(number: Int, place: String, root: [UInt8])
         /// Nobody linked has served a chunk for `waitingNotice` seconds: said once (it goes on when someone does).
         /// `bad`: the peers that sent a chunk that did not verify, asked no more for it.
         case waiting(number: Int, place: String, root: [UInt8], bad: [PublicKey])

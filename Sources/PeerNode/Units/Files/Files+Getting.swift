@@ -30,6 +30,17 @@ extension Files {
         return said + (movedFrom.map { [.moved(number: number, place: place, root: offer.root, from: $0, to: folder)] } ?? [])
     }
 
+    /// `/cancel`: the `/get` of `root` under way stops, and what came of it
+    /// is erased, its chunks and the temporary file in its folder (someone
+    /// who cancels a download wants the space back; a `/get` again starts
+    /// over). Nil when no `/get` of it is under way (a file held whole
+    /// stays: `/delete` is what erases one's own offer for everyone).
+    func cancel(_ root: [UInt8]) -> Progress? {
+        guard let w = wanted[root] else { return nil }
+        erase(root)
+        return .cancelled(number: w.number, place: w.place, root: root)
+    }
+
     static func sameFolder(_ a: String, _ b: String) -> Bool {
         URL(fileURLWithPath: a).standardizedFileURL.path == URL(fileURLWithPath: b).standardizedFileURL.path
     }
