@@ -255,13 +255,7 @@ extension NetworkNode {
             return try getFile(e, number: number, place: place.name, folder: folder.map(Self.expandingHome))
         case let .cancel(number):
             let place = try session.openPlace()
-            let e = try node.messageLife.message(in: place.room, named: place.name, number: number)
-            guard let offer = node.open(e)?.offer else { throw NodeError.notAFile(number) }
-            guard let cancelled = node.files.cancel(offer.root) else {
-                let whole = node.files.holdsWhole(offer.root)
-                return [.failed("/cancel \(number): " + (whole ? "it is fetched already (/delete erases a file for everyone, if you sent it)" : "it is not being fetched"))]
-            }
-            tell([cancelled])
+            try cancelFile(try node.messageLife.message(in: place.room, named: place.name, number: number), number: number)
             return []
         case .files:
             let place = try session.openPlace()
@@ -332,6 +326,15 @@ extension NetworkNode {
         if links.isEmpty, !resumed { said += node.files.waitingWithoutLinks(offer.root) }
         tell(said)
         return []
+    }
+
+    /// `/cancel N`: the `/get` of the file `e` offers stops, what came of it erased (`Files.cancel`).
+    func cancelFile(_ e: Envelope, number: Int) throws {
+        guard let offer = node.open(e)?.offer else { throw NodeError.notAFile(number) }
+        guard let cancelled = node.files.cancel(offer.root) else {
+            throw NodeError.notBeingFetched(number, whole: node.files.holdsWhole(offer.root))
+        }
+        tell([cancelled])
     }
 
     /// Says what transfers did; a file held whole is opened into its folder

@@ -80,6 +80,8 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
     case fileEmpty(path: String)
     case notAFile(Int)
     case fileNotSaved(path: String, reason: String)
+    /// `/cancel` of a file no `/get` is fetching; `whole`: it is held whole already.
+    case notBeingFetched(Int, whole: Bool)
     case noDownloadFolder
 
     var description: String {
@@ -137,6 +139,8 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
         case let .fileEmpty(path): "\(TerminalText.sanitize(path)) is empty: there is nothing to send"
         case let .notAFile(n): "message \(n) offers no file (/files lists those here)"
         case let .fileNotSaved(path, reason): "cannot save to \(TerminalText.sanitize(path)): \(reason)"
+        case let .notBeingFetched(n, whole):
+            whole ? "/cancel \(n): it is fetched already (/delete \(n) takes back a file you sent, for everyone)" : "/cancel \(n): it is not being fetched"
         case .noDownloadFolder: "no download folder: set HOME or XDG_DOWNLOAD_DIR, or give one: /get N DIR"
         case .cannotRevokeAccountKey: "the account key is the account: it cannot be revoked by its devices"
         case let .alreadyInAccount(account):

@@ -118,7 +118,7 @@ struct WebPageTests {
 
 @Suite("Files in the page")
 struct WebPageFileTests {
-    @Test("a picture sent from a terminal node shows in the page inline once fetched with its Get button (screenshot); a file sent from the page's file input reaches the terminal node, whole, and one of 72 MiB (past the 64 MiB the page once took) is sent as the socket drains, its progress said")
+    @Test("a picture sent from a terminal node shows in the page inline once fetched with its Get button (screenshot); a large one fetched from the page is stopped with its Cancel button and erased; a file sent from the page's file input reaches the terminal node, whole, and one of 72 MiB (past the 64 MiB the page once took) is sent as the socket drains, its progress said")
     func files() async throws {
         if WebPeers.missing([WebPeers.python, WebPeers.chromium]) { return }
         let pair = try await PageAndPeer()
@@ -130,8 +130,17 @@ struct WebPageFileTests {
         #expect(await WebPeers.said(check, "MADE"), "\(check.output)")
         b.send("/send \(picture) the view from the office")
         #expect(await a.wait(timeout: 30) { $0["type"] == "file" && $0["name"] == "sunset.png" } != nil)
+        // Large enough that the page's Cancel lands while it is fetched.
+        let archive = try FileTransferTests().randomFile(work, "archive.tar", size: 64 << 20)
+        b.send("/send \(archive.path)")
+        let archiveOffer = await a.wait(timeout: 60) { $0["type"] == "file" && $0["name"] == "archive.tar" }
         check.send("SENT\n")
         #expect(await WebPeers.said(check, "UPLOADED"), "\(check.output)")
+        // Cancelled from the page: the /get ended so, and nothing of it is kept.
+        let root = archiveOffer?["root"] ?? "?"
+        #expect(await a.wait { $0["type"] == "file_failed" && $0["root"] == root && $0["reason"] == "cancelled" } != nil, "\(a.recent(5))")
+        let held = { ((try? FileManager.default.contentsOfDirectory(atPath: a.dir + "/files")) ?? []).filter { $0.contains(root) } }
+        #expect(await eventually(30) { held().isEmpty }, "\(held())")
         let sent = await b.wait(timeout: 30) { $0["type"] == "file" && $0["name"] == "notes-from-page.txt" }
         #expect(sent?["from"] == a.id, "\(String(describing: sent))")
         b.send("/get \(sent?["n"] ?? "0") \(into.path)")

@@ -47,6 +47,7 @@ struct WebCommand {
         case typing(Target?)
         /// Fetch the file a message offers (into the download folder).
         case getFile(MessageID)
+        case cancelFile(MessageID)
         /// A file from the page: its name, size and caption, for a conversation
         /// (the open room when nil); its bytes follow as binary messages.
         case sendFile(name: String, size: UInt64, caption: String, Target?)
@@ -80,7 +81,7 @@ struct WebCommand {
         "invite": ["who", "room"],
         "edit": ["id", "text"], "delete": ["id"], "versions": ["id"], "react": ["id", "reaction"], "reply": ["id", "text"],
         "typing": ["room", "with"],
-        "get": ["id"], "send_file": ["name", "size", "caption", "room", "with"],
+        "get": ["id"], "cancel": ["id"], "send_file": ["name", "size", "caption", "room", "with"],
     ]
 
     /// Messages in one history page: by default, and at most.
@@ -212,6 +213,7 @@ struct WebCommand {
         case "react": action = .react(try messageID(), reaction: try need("reaction"))
         case "typing": action = .typing(try target())
         case "get": action = .getFile(try messageID())
+        case "cancel": action = .cancelFile(try messageID())
         case "send_file":
             let fileName = try need("name")
             guard let size = UInt64(try need("size")), size >= 1, size <= WebService.maximumUploadBytes else {

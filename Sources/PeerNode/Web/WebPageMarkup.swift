@@ -122,7 +122,7 @@ extension WebPage {
     .acts button { padding: 0 .3em; margin-left: .2em; font-size: .8em; }
     .file .fname { font-weight: 600; } .file .caption { margin-left: .2em; }
     .file .tag { font-size: .75em; text-transform: uppercase; letter-spacing: .05em; border: 1px solid var(--line); border-radius: 3px; padding: 0 .3em; margin-right: .4em; color: var(--muted); }
-    .file button.get, a.download { margin-left: .5em; font-size: .85em; }
+    .file button.get, .file button.cancel, a.download { margin-left: .5em; font-size: .85em; }
     img.picture { display: block; max-width: min(320px, 80%); max-height: 320px; margin: .3em 0 .2em 4.5em; border-radius: 4px; border: 1px solid var(--line); }
     #messages li.deleted .text { color: var(--muted); font-style: italic; }
     #typing { color: var(--muted); font-size: .85em; padding: 0 1em; min-height: 1.2em; }

@@ -1,5 +1,6 @@
 /// The page's part for files (issue 39): an offer shows its name, size
-/// and caption with a Get button; once this node holds the file, a
+/// and caption with a Get button (and a Cancel button while it is fetched,
+/// which stops the fetch and erases what came); once this node holds the file, a
 /// download link and, for a picture, the picture itself; the File… button
 /// sends a file chosen here, its bytes over the API's socket after
 /// `send_file`. Inside the main script's closure; text from the network
@@ -25,12 +26,21 @@ extension WebPage {
         box.append(el("span", "tag", "file"), el("span", "fname", m.name), el("span", "muted", " (" + bytes(m.size) + ")"));
         if (m.caption) box.append(el("span", "caption", " " + m.caption));
         const get = el("button", "get", "Get"); get.type = "button"; get.title = "fetch it to your download folder";
-        get.addEventListener("click", () => { get.disabled = true; setText(get, "Getting…"); send("get", { id: li.dataset.id }); });
+        get.addEventListener("click", () => { get.disabled = true; setText(get, "Getting…"); cancelButton(li); send("get", { id: li.dataset.id }); });
         box.append(get);
         if (m.held === "yes") held(li);
         return box;
       }
+      // While a fetch runs: Cancel stops it, and what came of it is erased.
+      function cancelButton(li) {
+        const box = li.querySelector(".file"); if (!box || box.querySelector("button.cancel")) return;
+        const c = el("button", "cancel", "Cancel"); c.type = "button"; c.title = "stop fetching it; what came is erased";
+        c.addEventListener("click", () => { c.disabled = true; send("cancel", { id: li.dataset.id }); });
+        box.append(c);
+      }
+      function noCancel(li) { const c = li.querySelector("button.cancel"); if (c) c.remove(); }
       function held(li) {
+        noCancel(li);
         if (li.querySelector(".download")) return;
         const get = li.querySelector("button.get"); if (get) get.remove();
         const a = el("a", "download", "Download"); a.href = fileURL(li.fileRoot); a.setAttribute("download", "");
@@ -45,8 +55,12 @@ extension WebPage {
           if (li.fileRoot !== e.root) continue;
           if (e.type === "file_done") held(li);
           else if (e.type === "file_waiting") { const g = li.querySelector("button.get"); if (g) setText(g, "Waiting for someone who has it…"); }
-          else if (e.type === "file_failed") { const g = li.querySelector("button.get"); if (g) { g.disabled = false; setText(g, "Get"); } say("the file was not fetched: " + e.reason); }
-          else { const g = li.querySelector("button.get"); if (g && e.of) setText(g, Math.floor(100 * Number(e.bytes) / Number(e.of)) + "%"); }
+          else if (e.type === "file_failed") {
+            noCancel(li);
+            const g = li.querySelector("button.get"); if (g) { g.disabled = false; setText(g, "Get"); }
+            say(e.reason === "cancelled" ? "stopped: what had come of " + li.fileName + " is erased" : "the file was not fetched: " + e.reason);
+          }
+          else { const g = li.querySelector("button.get"); if (g && e.of) { g.disabled = true; setText(g, Math.floor(100 * Number(e.bytes) / Number(e.of)) + "%"); cancelButton(li); } }
         }
       }
       function chooseFile() { $("file").value = ""; $("file").click(); }

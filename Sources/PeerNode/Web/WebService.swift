@@ -180,6 +180,11 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
     }
 
     /// What one command does: the events that answer it and the fields of its `ok`.
+    /// The number message `e` has in its room or conversation, where it is delivered here.
+    private func number(of e: Envelope, on network: NetworkNode) -> Int? {
+        network.readLogged("a message's number") { try network.node.store.delivered(id: e.id).flatMap { try network.node.store.number(of: $0) } } ?? nil
+    }
+
     private func answer(_ action: WebCommand.Action, on network: NetworkNode) throws -> (events: [NodeEvent], ok: [(String, JSONEvents.Value)]) {
         switch action {
         case let .post(text, kind, room):
@@ -238,9 +243,12 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
             return ([], [])
         case let .getFile(id):
             let e = try network.node.messageLife.message(id: id)
-            let number = network.readLogged("a message's number") { try network.node.store.delivered(id: e.id).flatMap { try network.node.store.number(of: $0) } } ?? nil
             let place = network.node.roomName(e.room)?.value ?? "a conversation"
-            return (try network.getFile(e, number: number ?? 0, place: place, folder: nil), [])
+            return (try network.getFile(e, number: number(of: e, on: network) ?? 0, place: place, folder: nil), [])
+        case let .cancelFile(id):
+            let e = try network.node.messageLife.message(id: id)
+            try network.cancelFile(e, number: number(of: e, on: network) ?? 0)
+            return ([], [])
         case .sendFile:
             // Handled as it arrives (`received`): its bytes follow on the same connection.
             return ([], [])

@@ -1,6 +1,8 @@
 """Files in the page (issue 39), in real headless Chromium over DevTools:
 a picture bob sent from his terminal shows as an offer, is fetched with its
-Get button and shown inline; a file chosen in the page's file input is sent.
+Get button and shown inline; a large file bob sent (archive.tar) is fetched
+and stopped with the Cancel button its Get shows; a file chosen in the
+page's file input is sent.
 
 Usage: web_page_files_check.py ADDRESS TOKEN SCREENSHOT PICTURE UPLOAD
 Writes a PNG picture (80×60) to PICTURE and prints "MADE"; waits for
@@ -58,10 +60,21 @@ async def run(b):
     check("with a download link to this node", bool(link) and link.startswith("/file/"), link)
     preview = await b.js(page, "[...document.querySelectorAll('.preview')].map(p => p.textContent).join(' | ')")
     check("the conversation list says the file in words, not with a glyph many fonts lack",
-          bool(preview) and "file sunset.png" in preview and "\u2398" not in preview, preview)
+          bool(preview) and "file archive.tar" in preview and "\u2398" not in preview, preview)
     shot = await b.call("Page.captureScreenshot", {"format": "png"}, session=page)
     with open(SCREENSHOT, "wb") as f:
         f.write(base64.b64decode(shot["result"]["data"]))
+
+    # A large file: Get shows a Cancel button; Cancel stops the fetch, and the page says what became of it.
+    await b.until(page, offer("archive.tar") + " && true", timeout=30)
+    buttons = await b.js(page, "(() => { const li = " + offer("archive.tar") + "; li.querySelector('button.get').click();"
+                               " const c = li.querySelector('button.cancel'); const seen = c ? c.textContent : null; if (c) c.click(); return seen; })()")
+    check("Get on a file shows a Cancel button while it is fetched", buttons == "Cancel", buttons)
+    told = await b.until(page, "(t => t.startsWith('stopped:') ? t : null)(document.getElementById('notice').textContent)", timeout=30)
+    check("Cancel stops it, and the page says what came of it is erased", told == "stopped: what had come of archive.tar is erased", told)
+    state = await b.until(page, "(li => !li.querySelector('button.cancel') && !li.querySelector('button.get').disabled"
+                                " ? li.querySelector('button.get').textContent : null)(" + offer("archive.tar") + ")", timeout=10)
+    check("then its Get button is back, and no Cancel", state == "Get", state)
 
     # A file chosen in the page's file input is sent.
     with open(UPLOAD, "wb") as f:
