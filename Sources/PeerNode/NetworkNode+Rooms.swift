@@ -267,7 +267,9 @@ extension NetworkNode {
                 let number = readLogged("a message's number") { try node.store.number(of: stored) } ?? nil
                 var state = held[offer.root].map { $0.complete ? "held" : "\(FileSize.text(node.files.held($0))) fetched" } ?? "not fetched"
                 // A /get under way says where it saves (a second /get may have moved it).
-                if let saving = node.files.savingInto(offer.root) { state += ", saving into " + TerminalText.sanitize(saving) }
+                if let saving = node.files.savingInto(offer.root) {
+                    state += ", saving into " + TerminalText.sanitize(saving) + (number.map { " (/cancel \($0) stops it)" } ?? "")
+                }
                 lines.append("  \(number.map { "(\($0)) " } ?? "")\(TerminalText.sanitize(offer.name)) \(FileSize.text(offer.size)) from "
                              + Renderer(people: node.people).label(stored.envelope.author) + ": \(state)")
             }

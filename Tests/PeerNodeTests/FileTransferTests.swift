@@ -222,7 +222,7 @@ struct FileTransferTests {
             b.events.withLock { $0.dropFirst(listing).first { $0["type"] == "notice" && ($0["text"] ?? "").contains("archive.tar") && ($0["text"] ?? "").contains("fetched") } }
         }
         let row: String = listed.flatMap { $0["text"] } ?? ""
-        #expect(row.hasSuffix("saving into \(second.path)"), "/files says where it saves now: \(b.recent(4))")
+        #expect(row.hasSuffix("saving into \(second.path) (/cancel \(n) stops it)"), "/files says where it saves now, and how to stop it: \(b.recent(4))")
         a.child.signal(SIGCONT)
         let done = await b.wait(timeout: 120) { ($0["type"] == "file_done" || $0["type"] == "file_failed") && $0["n"] == n }
         #expect(done?["type"] == "file_done" && done?["path"] == second.path + "/archive.tar" && hash(of: second.path + "/archive.tar") == file.hash,
