@@ -286,4 +286,32 @@ struct RelayQuotaTests {
             return
         }
     }
+
+    @Test("at start, our offers of the last week are read back for the relays linked from now on, at their age; one a week old, or not ours, is not")
+    func handOverReadBack() throws {
+        let dir = TemporaryDirectory()
+        let node = try life.node(dir)
+        _ = try node.join(life.name)
+        var offers: [FileOffer] = []
+        for (name, added) in [("recent.txt", UInt64(1_000_000)), ("old.txt", UInt64(2_000))] {
+            let file = dir.path + "/" + name
+            #expect(FileManager.default.createFile(atPath: file, contents: Data(name.utf8)))
+            let offer = try node.files.prepare(path: file, caption: "", now: added)
+            try node.files.offered(offer, as: try node.post(content: offer.encoded, kind: .file, in: life.name), clock: 0)
+            offers.append(offer)
+        }
+        // A file fetched here, held whole: someone else's offer, not ours to hand over.
+        var fetched = Store.FileRow(root: [UInt8](repeating: 9, count: 32), size: 10, origin: .fetched, author: node.me, sequence: 99, added: 1_000_000)
+        fetched.mark(0)
+        try node.files.repository.save(fetched)
+        let week = UInt64(RelayHandOver.patience * 1000)
+        // A node started again: nothing in memory, the store read back. Its clock reads 5,000 s.
+        node.files.relayHandOver = RelayHandOver()
+        node.files.handOverKept(now: 2_000 + week - 1_000, clock: 5_000)
+        #expect(node.files.relayHandOver.waiting.map(\.root) == [offers[1].root, offers[0].root], "both, oldest first")
+        #expect(node.files.relayHandOver.waiting.first?.since == 5_000 - RelayHandOver.patience + 1, "at its age")
+        node.files.relayHandOver = RelayHandOver()
+        node.files.handOverKept(now: 2_000 + week, clock: 5_000)
+        #expect(node.files.relayHandOver.waiting.map(\.root) == [offers[0].root], "a week old: not handed over any more")
+    }
 }
