@@ -44,6 +44,7 @@ struct RelayHandOver {
         var lastChunk: UInt64 { max(FileOffer.chunks(size: size), 1) - 1 }
     }
 
+    /// When a relay link is asked again (nil: it took the file), and the wait that gave it.
     struct Ask: Equatable {
         var next: Double?
         var wait: Double
@@ -83,7 +84,7 @@ struct RelayHandOver {
         return out
     }
 
-    /// The relay `peer` on `link` asked for chunks of `root`: it is fetching the file.
+    /// The relay on `link` asked for chunks of `root`: it is fetching the file.
     mutating func fetching(_ root: [UInt8], on link: LinkID) {
         for i in waiting.indices where waiting[i].root == root && waiting[i].asked[link] != nil {
             waiting[i].asked[link]?.next = nil
