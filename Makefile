@@ -85,6 +85,7 @@ soak: setup-test
 	python3 scripts/crash-loop.py .build/debug/peernode $(SOAK_CYCLES) node
 	python3 scripts/crash-loop.py .build/debug/peernode $(SOAK_CYCLES) relay
 	python3 scripts/file-crash-loop.py .build/debug/peernode $(SOAK_CYCLES) 256
+	python3 scripts/relay-file-crash-loop.py .build/debug/peernode $(SOAK_CYCLES) 160
 	python3 scripts/disk-full.py .build/debug/peernode
 	python3 scripts/slowloris.py .build/debug/peernode 900
 	python3 scripts/abuse.py .build/debug/peernode slow-consumer 2000

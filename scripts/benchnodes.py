@@ -1,6 +1,7 @@
 """Shared by the benchmark scripts: peernode processes in --json mode whose
 output is read only by `pump`, on the caller's thread (one select() over all
 of them), so the harness adds no thread hand-offs of its own."""
+import hashlib
 import json
 import os
 import select
@@ -99,6 +100,15 @@ def ready(node, timeout=20):
     """Waits for the node's `ready` event and returns it."""
     pump([node], lambda: any(e.get("type") == "ready" for e in node.events), timeout)
     return next(e for e in node.events if e.get("type") == "ready")
+
+
+def blake2b(path):
+    """BLAKE2b-256 of a file's bytes, as the node names a file (hex)."""
+    h = hashlib.blake2b(digest_size=32)
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def free_port():

@@ -11,7 +11,6 @@ Prints one JSON line (cycles, chunks fetched per run, seconds to finish,
 what the folder held) and exits 1 on any failure.
 usage: file-crash-loop.py PEERNODE CYCLES [SIZE_MIB] [SEED]
 """
-import hashlib
 import json
 import os
 import random
@@ -22,7 +21,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchnodes import pump, start_node  # noqa: E402
+from benchnodes import blake2b, pump, start_node  # noqa: E402
 
 PEERNODE, CYCLES = os.path.abspath(sys.argv[1]), int(sys.argv[2])
 SIZE = (int(sys.argv[3]) if len(sys.argv) > 3 else 64) << 20
@@ -31,13 +30,6 @@ rng = random.Random(SEED)
 # A victim lives this long (seconds) before SIGKILL: from its start to well into the transfer.
 LIFE = (0.05, 0.5)
 
-
-def blake2b(path):
-    h = hashlib.blake2b(digest_size=32)
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def main():

@@ -3,8 +3,8 @@ import TestSupport
 import Testing
 
 /// The fault scripts of issue 7 in their short form (`make soak` runs the
-/// long form): scripts/crash-loop.py, scripts/file-crash-loop.py and
-/// scripts/disk-full.py against the built binary. Each prints its figures; a failure shows them.
+/// long form): scripts/crash-loop.py, scripts/file-crash-loop.py,
+/// scripts/relay-file-crash-loop.py and scripts/disk-full.py against the built binary. Each prints its figures; a failure shows them.
 @Suite("Faults: kill -9 and a full disk", .serialized)
 struct FaultTests {
     static let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -35,6 +35,17 @@ struct FaultTests {
         #expect(figures?["folder"] as? [String] == ["backup.img"], "\(r.stdout)")
         // Killed before it ended at least once (a fetch that ended before the first kill would prove nothing).
         #expect((figures?["cycles"] as? Int ?? 0) >= 1, "\(r.stdout)")
+    }
+
+    @Test("kill -9 of a relay fetching a 64 MiB file handed to it, at random points of each fetch: it ends holding the file whole, alice's sealed chunks byte for byte, nothing else left in its files folder")
+    func relayFileKillLoop() async throws {
+        let r = try await runToEnd("/usr/bin/python3", [Self.scripts + "/relay-file-crash-loop.py", PeerNodeProcess.binary, String(Self.shortCycles / 2), "64"])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        let figures = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+        #expect(figures?["whole"] as? Bool == true && figures?["identical"] as? Bool == true, "\(r.stdout)")
+        #expect((figures?["left"] as? [String])?.isEmpty == true, "\(r.stdout)")
+        // Killed mid-fetch at least once (a fetch that ended before the first kill would prove nothing).
+        #expect((figures?["kills"] as? Int ?? 0) >= 1, "\(r.stdout)")
     }
 
     @Test("a full disk: posts refused with a clear reason, no crash, nothing lost, resumes when space is back; read-only data directory refused (root: tmpfs)")
