@@ -5,7 +5,9 @@ and is killed with SIGKILL at a random point of each fetch, CYCLES times,
 then started again on the same data directory and port. At the end the
 relay must hold the file whole (its tree written) and its sealed chunks
 must be alice's byte for byte, with nothing else left in its files folder
-(no half-erased leftover). What it checks: a relay erases at start what it
+(no half-erased leftover), and after every kill the part the relay held
+must have been erased at its start (`kept_part` counts the starts that
+kept it). What it checks: a relay erases at start what it
 was fetching (`Files.eraseUnfinished`), alice hands the file over again on
 her next link (`RelayHandOver`), and nothing a kill leaves behind stays.
 
@@ -47,6 +49,14 @@ def idle(node, seconds):
         pass
 
 
+def inode(path):
+    """The file's inode number, or None when there is none by that name."""
+    try:
+        return os.stat(path).st_ino
+    except FileNotFoundError:
+        return None
+
+
 relay = start_relay()
 alice = None
 result = {"seed": SEED, "cycles": CYCLES, "size_mib": SIZE_MIB, "kills": 0}
@@ -72,17 +82,25 @@ try:
             time.sleep(0.005)
         if os.path.exists(chunks + ".tree"):
             break  # it finished before this kill: the loop ends here
+        held = inode(chunks)
         relay.kill()
         relay.wait()
         result["kills"] += 1
         relay = start_relay()
+        # The next kill is in the next fetch: first the part this one held must go (erased at start: moved
+        # aside and overwritten, so a chunk file by that name again is a new file, fetched anew).
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and held is not None and inode(chunks) == held:
+            time.sleep(0.005)
+        if held is not None and inode(chunks) == held:
+            result["kept_part"] = result.get("kept_part", 0) + 1
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not os.path.exists(chunks + ".tree"):
         idle(alice, 0.1)
     result["whole"] = os.path.exists(chunks + ".tree")
     result["identical"] = result["whole"] and blake2b(chunks) == blake2b(os.path.join(work, "alice", "files", root))
     result["left"] = sorted(n for n in os.listdir(os.path.join(work, "relay", "files")) if not n.startswith(root))
-    ok = result["whole"] and result["identical"] and not result["left"] and result["kills"] > 0
+    ok = result["whole"] and result["identical"] and not result["left"] and result["kills"] > 0 and not result.get("kept_part")
 finally:
     relay.kill()
     if alice:
