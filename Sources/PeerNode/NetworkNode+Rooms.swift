@@ -437,8 +437,8 @@ extension NetworkNode {
         node.files.removeStaging()
         node.files.eraseLeftovers()
         guard !relay else { return node.files.eraseUnfinished() }
-        node.files.handOverKept(now: Node.now(), clock: monotonic())
         let rows = readLogged("the files held") { try node.files.repository.files() } ?? []
+        node.files.handOverKept(rows, now: Node.now(), clock: monotonic())
         for row in rows where !row.complete {
             guard let folder = row.folder, let author = row.author, let sequence = row.sequence,
                   let e = readLogged("a file's offer", { try node.store.envelope(by: author, sequence: sequence) }) ?? nil,

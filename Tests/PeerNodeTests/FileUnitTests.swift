@@ -307,11 +307,11 @@ struct RelayQuotaTests {
         let week = UInt64(RelayHandOver.patience * 1000)
         // A node started again: nothing in memory, the store read back. Its clock reads 5,000 s.
         node.files.relayHandOver = RelayHandOver()
-        node.files.handOverKept(now: 2_000 + week - 1_000, clock: 5_000)
+        node.files.handOverKept(try node.files.repository.files(), now: 2_000 + week - 1_000, clock: 5_000)
         #expect(node.files.relayHandOver.waiting.map(\.root) == [offers[1].root, offers[0].root], "both, oldest first")
         #expect(node.files.relayHandOver.waiting.first?.since == 5_000 - RelayHandOver.patience + 1, "at its age")
         node.files.relayHandOver = RelayHandOver()
-        node.files.handOverKept(now: 2_000 + week, clock: 5_000)
+        node.files.handOverKept(try node.files.repository.files(), now: 2_000 + week, clock: 5_000)
         #expect(node.files.relayHandOver.waiting.map(\.root) == [offers[0].root], "a week old: not handed over any more")
     }
 }

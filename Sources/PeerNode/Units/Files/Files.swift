@@ -190,11 +190,11 @@ final class Files {
         relayHandOver.offered(root: offer.root, size: offer.size, as: Dependency(author: e.author, sequence: e.sequence), now: clock)
     }
 
-    /// At start: our offers of the last `RelayHandOver.patience`, to be
-    /// handed to the relays linked from now on (`now` the wall clock in
-    /// milliseconds, `clock` the node's monotonic one).
-    func handOverKept(now: UInt64, clock: Double) {
-        let rows = failures.read { () throws(RepositoryError) in try repository.files() } ?? []
+    /// At start: our offers of the last `RelayHandOver.patience` among the
+    /// files held (`rows`, read once at start), to be handed to the relays
+    /// linked from now on (`now` the wall clock in milliseconds, `clock` the
+    /// node's monotonic one).
+    func handOverKept(_ rows: [Store.FileRow], now: UInt64, clock: Double) {
         for row in rows where row.origin == .sent && row.complete {
             guard let author = row.author, let sequence = row.sequence else { continue }
             let age = Double(now > row.added ? now - row.added : 0) / 1000
