@@ -74,6 +74,11 @@ public struct FileFetch: Sendable {
         transfers[root]?.asked[index]?.peer == peer
     }
 
+    /// The peer chunk `index` of `root` is asked of now, if any.
+    public func askedOf(_ root: [UInt8], index: UInt64) -> PublicKey? {
+        transfers[root]?.asked[index]?.peer
+    }
+
     /// The peers dropped for `root` because a chunk they sent did not verify, in key order.
     public func badPeers(_ root: [UInt8]) -> [PublicKey] { transfers[root].map { $0.bad.sorted() } ?? [] }
 

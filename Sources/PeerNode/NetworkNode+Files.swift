@@ -62,6 +62,7 @@ extension NetworkNode {
                     loop.execute { [self] in
                         let (actions, said) = node.files.apply(outcome, links: fileLinks, now: monotonic())
                         assignFiles(actions)
+                        answerFreedAsks()
                         tell(said)
                     }
                 }
@@ -93,7 +94,23 @@ extension NetworkNode {
                 return
             }
             links[id]?.fileWants.removeFirst()
-            for answer in node.files.answer(next.root, chunks: next.chunks) { feed(.send(id, .file(answer))) }
+            let asker = table.links[id]?.remote.map { (id, $0) }
+            for answer in node.files.answer(next.root, chunks: next.chunks, asker: asker, now: monotonic()) { feed(.send(id, .file(answer))) }
+        }
+    }
+
+    /// Asks that waited for chunks a fetch here had not got (`WaitingAsks`)
+    /// and stopped waiting: those whose chunks came are answered with them
+    /// as the link drains, the rest (their fetch ended, or they waited
+    /// `WaitingAsks.patience`) none at once.
+    func answerFreedAsks() {
+        for freed in node.files.takeFreedAsks(now: monotonic()) where links[freed.link] != nil {
+            guard freed.held else {
+                feed(.send(freed.link, .file(.none(root: freed.root, chunks: freed.chunks))))
+                continue
+            }
+            links[freed.link]?.fileWants.append((freed.root, freed.chunks))
+            pumpFiles(freed.link)
         }
     }
 
@@ -115,6 +132,7 @@ extension NetworkNode {
     /// Once a second: unanswered asks go to others, and links with room are asked.
     func tickFiles() {
         handOffersToRelays()
+        answerFreedAsks()
         guard !node.files.fetch.roots.isEmpty else { return }
         if relay { node.files.dropStale(now: monotonic()) } else { tell(node.files.waiting(now: monotonic())) }
         assignFiles(node.files.fetch.tick(links: fileLinks, now: monotonic()))

@@ -321,6 +321,7 @@ final class NetworkNode: @unchecked Sendable {
         feed(.closed(id, reason: reason))
         presence.linkDown(id)
         // What it was asked for goes to the other links.
+        node.files.waitingAsks.dropped(id)
         if !node.files.fetch.roots.isEmpty { assignFiles(node.files.fetch.linkDown(id, links: fileLinks, now: monotonic())) }
     }
 

@@ -70,10 +70,19 @@ final class NodeProcess: @unchecked Sendable {
         events.withLock { $0.filter { $0["type"] == "message" && $0["kind"] != "dm" && $0["author"] == author }.compactMap { $0["text"] } }
     }
 
+    /// Seconds a node has to end after its input ends: it waits at most
+    /// `NetworkNode.closeGrace` (2 s) for its links, then folds its WAL.
+    static let quitDeadline = 60.0
+
     /// Ends the node as a user does (end of input); returns its exit status.
+    /// A node still running `quitDeadline` later fails the test with its
+    /// threads' stacks and its log, and is killed.
     @discardableResult
     func quit() async -> Int32 {
         child.closeInput()
+        if let status = await child.exited(within: Self.quitDeadline) { return status }
+        Issue.record("\(child.hangReport("did not end within \(Int(Self.quitDeadline)) s of its input's end"))log: \(log.suffix(3_000))")
+        child.signal(SIGKILL)
         return await child.exited()
     }
 

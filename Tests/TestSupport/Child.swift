@@ -161,18 +161,73 @@ public final class Child: @unchecked Sendable {
 
     public func signal(_ number: Int32) { if isRunning { Glibc.kill(pid, number) } }
 
+    /// Seconds `exited()` waits before it takes the child for hung: no test
+    /// waits longer for a process it ended or that ends by itself, so a
+    /// hang costs a run this much, not the CI's whole limit.
+    public static let hangDeadline = 300.0
+
     /// Waits for the exit, then for the output to end (at most `outputGrace`
     /// seconds more: a grandchild may hold the pipe); returns the status.
+    /// A child still running after `hangDeadline` is said on stderr (its
+    /// threads' stacks, its last output), killed, and its status returned.
     @discardableResult
     public func exited(outputGrace: Double = 5) async -> Int32 {
+        if let status = await exited(within: Self.hangDeadline, outputGrace: outputGrace) { return status }
+        let report = hangReport("did not end within \(Int(Self.hangDeadline)) s")
+        FileHandle.standardError.write(Data(report.utf8))
+        Glibc.kill(pid, SIGKILL)
+        return await exited(within: 30, outputGrace: outputGrace) ?? SIGKILL
+    }
+
+    /// The status once the child has ended (and its output, within
+    /// `outputGrace` more), or nil if it is still running after `seconds`.
+    public func exited(within seconds: Double, outputGrace: Double = 5) async -> Int32? {
+        let limit = Deadline(seconds)
         while true {
             if let status = reap() {
                 let deadline = Deadline(outputGrace)
                 while !outputEnded, !deadline.passed { try? await Task.sleep(for: .milliseconds(5)) }
                 return status
             }
+            if limit.passed { return nil }
             try? await Task.sleep(for: .milliseconds(5))
         }
+    }
+
+    /// What a hung child was doing: `what`, its command line, every thread's
+    /// stack (from gdb, or the toolchain's lldb, whichever is here; said if
+    /// neither is) and the end of its output.
+    public func hangReport(_ what: String) -> String {
+        let command = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8))?
+            .replacingOccurrences(of: "\0", with: " ") ?? "?"
+        return """
+            ==== child \(pid) \(what): \(command)
+            \(Self.stacks(of: pid))
+            ---- its last output:
+            \(String(output.suffix(4_000)))\(String(errors.suffix(2_000)))
+            ====
+
+            """
+    }
+
+    /// Every thread's stack of a running process, by a debugger attached
+    /// for at most a minute.
+    public static func stacks(of pid: pid_t) -> String {
+        let debuggers: [(String, [String])] = [
+            ("gdb", ["-batch", "-p", "\(pid)", "-ex", "thread apply all bt 40"]),
+            ("lldb", ["--batch", "-p", "\(pid)", "-o", "thread backtrace all -c 40", "-o", "detach"]),
+        ]
+        for (name, arguments) in debuggers {
+            let folders = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
+            guard let path = folders.map({ $0 + "/" + name }).first(where: { (candidate: String) in access(candidate, X_OK) == 0 }),
+                  let debugger = try? Child(path, arguments, stderr: .stdout) else { continue }
+            let deadline = Deadline(60)
+            while debugger.isRunning, !deadline.passed { usleep(20_000) }
+            if debugger.isRunning { debugger.signal(SIGKILL) }
+            while !debugger.outputEnded, !deadline.passed { usleep(20_000) }
+            return "---- stacks (\(name)):\n" + debugger.output
+        }
+        return "---- no stacks: neither gdb nor lldb is on PATH"
     }
 
     /// `exited` for a thread that may block (off the test pool, or a deinit).

@@ -135,6 +135,7 @@ extension Files {
                 return ([], [])
             }
             row.mark(index)
+            for link in waitingAsks.came(root, index: index) { freedAsks.append((link, root, [index], true)) }
             leaves[root, default: [:]][index] = leaf
             if partial[root] == nil { partial[root] = PartialTree(chunks: row.chunks) }
             partial[root]?.learn(leaf: leaf, index: index, proof: outcome.proof)
@@ -201,6 +202,7 @@ extension Files {
         let w = wanted.removeValue(forKey: root)
         fetch.cancel(root)
         partial[root] = nil
+        endWaiting(root, held: true)
         do {
             guard var row = try rows.removeValue(forKey: root) ?? repository.file(root) else { throw NodeError.notAFile(w?.number ?? 0) }
             for index in 0..<row.chunks { row.mark(index) }
@@ -244,13 +246,21 @@ extension Files {
     /// Answers an ask for chunks of `root`: each chunk with its proof, where
     /// the file is held whole here, or, for a file still being fetched, each
     /// chunk already held with the proof it came with (a swarm: whoever has
-    /// part of a file serves that part); "not held" for the rest.
-    func answer(_ root: [UInt8], chunks: [UInt64]) -> [FileMessage] {
+    /// part of a file serves that part); "not held" for the rest. Asked by
+    /// `asker` (on its link), a chunk the fetch here has asked another peer
+    /// for waits for it (`WaitingAsks`) instead, as many as the link's room
+    /// takes. Not one asked of the asker itself, nor one not yet asked of
+    /// anyone: two nodes fetching one file from each other never wait on
+    /// each other for it.
+    func answer(_ root: [UInt8], chunks: [UInt64], asker: (link: LinkID, peer: PublicKey)? = nil, now: Double = 0) -> [FileMessage] {
         let proof: (UInt64) -> [[UInt8]]?
         let row: Store.FileRow
-        if let fetching = rows[root], !fetching.complete, let known = partial[root] {
-            row = fetching
-            proof = { fetching.holds($0) ? known.proof(index: $0) : nil }
+        var fetching = false
+        if let part = rows[root], !part.complete {
+            row = part
+            fetching = fetch.fetches(root)
+            let known = partial[root]
+            proof = { part.holds($0) ? known?.proof(index: $0) : nil }
         } else {
             guard let (whole, levels) = held(root) else { return [.none(root: root, chunks: chunks)] }
             row = whole
@@ -258,14 +268,20 @@ extension Files {
         }
         let proofs = chunks.map { $0 < row.chunks ? proof($0) : nil }
         let read = proofs.contains { $0 != nil } ? failures.read({ () throws(RepositoryError) in try repository.read(chunks, of: row) }) : nil
-        var out: [FileMessage] = [], lacking: [UInt64] = []
+        var out: [FileMessage] = [], lacking: [UInt64] = [], coming: [UInt64] = []
         for (i, index) in chunks.enumerated() {
             guard let path = proofs[i], let sealed = read?[i] else {
-                lacking.append(index)
+                // Not held, and to be fetched here: it waits for the chunk (a chunk held without its proof does not).
+                if fetching, let asker, let source = fetch.askedOf(root, index: index), source != asker.peer, !row.holds(index) {
+                    coming.append(index)
+                } else {
+                    lacking.append(index)
+                }
                 continue
             }
             out.append(.chunk(root: root, index: index, proof: path, sealed: sealed))
         }
+        if let asker, !coming.isEmpty { lacking = (lacking + waitingAsks.hold(root, chunks: coming, on: asker.link, now: now)).sorted() }
         if !lacking.isEmpty { out.append(.none(root: root, chunks: lacking)) }
         return out
     }
@@ -335,6 +351,7 @@ extension Files {
     /// chunk map as they were.
     private func endTransfer(_ root: [UInt8]) -> (wanted: Wanted?, row: Store.FileRow?) {
         fetch.cancel(root)
+        endWaiting(root, held: false)
         partial[root] = nil
         leaves[root] = nil
         let w = wanted.removeValue(forKey: root)

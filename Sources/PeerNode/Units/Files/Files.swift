@@ -70,6 +70,26 @@ final class Files {
     var relayHandOver = RelayHandOver()
     /// A fetch is to be dealt again once `FileFetch.lackFirst` has passed (a timer is set).
     var askAgainDue = false
+    /// Peers' asks for chunks of files being fetched here that have not come yet.
+    var waitingAsks = WaitingAsks()
+    /// Asks that stopped waiting, to be answered (`takeFreedAsks`): `held`,
+    /// with the chunks (they came); otherwise none.
+    var freedAsks: [(link: LinkID, root: [UInt8], chunks: [UInt64], held: Bool)] = []
+
+    /// Asks that stopped waiting since the last call (their chunks came, their
+    /// fetch ended, or they waited `WaitingAsks.patience`), for the node to answer.
+    func takeFreedAsks(now: Double) -> [(link: LinkID, root: [UInt8], chunks: [UInt64], held: Bool)] {
+        if !waitingAsks.isEmpty {
+            for (root, link, chunks) in waitingAsks.expired(now: now) { freedAsks.append((link, root, chunks, false)) }
+        }
+        defer { freedAsks = [] }
+        return freedAsks
+    }
+
+    /// The asks waiting for `root` are answered: with the chunks if it is held whole now, else none.
+    func endWaiting(_ root: [UInt8], held: Bool) {
+        for (link, chunks) in waitingAsks.ended(root) { freedAsks.append((link, root, chunks, held)) }
+    }
 
     init(repository: FileRepository, envelopes: any EnvelopeOpening, failures: StoreFailures) {
         self.repository = repository
