@@ -4,7 +4,7 @@
 #   run  — what building and running a node needs
 #   test — that, plus what the tests use (the sqlite3 shell, python3-venv,
 #          systemd-analyze for the unit, tcpdump for the capture test,
-#          chromium for the web page, ...)
+#          chromium for the web page, gdb for a hung test's stacks, ...)
 #   bench — test's packages, plus libwebsockets-dev, gcc and bc (WebSocket benchmark), mosquitto (relay benchmark), nginx-light and curl (files benchmark)
 # Runs apt-get as root, or through sudo when that works without a password
 # prompt; otherwise it stops with a plain message naming the packages.
@@ -13,7 +13,7 @@ set -euo pipefail
 mode="${1:-run}"
 packages=(libsodium-dev libsqlite3-dev pkg-config)
 if [ "$mode" = "test" ] || [ "$mode" = "bench" ]; then
-  packages+=(sqlite3 python3 python3-venv python3-cryptography strace nodejs node-ws iproute2 iptables systemd tcpdump chromium)
+  packages+=(sqlite3 python3 python3-venv python3-cryptography strace nodejs node-ws iproute2 iptables systemd tcpdump chromium gdb)
 fi
 if [ "$mode" = "bench" ]; then
   packages+=(libwebsockets-dev gcc bc mosquitto nginx-light curl)

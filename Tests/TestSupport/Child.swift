@@ -195,8 +195,8 @@ public final class Child: @unchecked Sendable {
     }
 
     /// What a hung child was doing: `what`, its command line, every thread's
-    /// stack (from gdb, or the toolchain's lldb, whichever is here; said if
-    /// neither is) and the end of its output.
+    /// stack (from gdb, which `make test` installs; said if it is missing)
+    /// and the end of its output.
     public func hangReport(_ what: String) -> String {
         let command = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8))?
             .replacingOccurrences(of: "\0", with: " ") ?? "?"
@@ -213,10 +213,8 @@ public final class Child: @unchecked Sendable {
     /// Every thread's stack of a running process, by a debugger attached
     /// for at most a minute.
     public static func stacks(of pid: pid_t) -> String {
-        let debuggers: [(String, [String])] = [
-            ("gdb", ["-batch", "-p", "\(pid)", "-ex", "thread apply all bt 40"]),
-            ("lldb", ["--batch", "-p", "\(pid)", "-o", "thread backtrace all -c 40", "-o", "detach"]),
-        ]
+        // The toolchain's lldb does not start here (it wants a libpython the machine lacks).
+        let debuggers: [(String, [String])] = [("gdb", ["-batch", "-p", "\(pid)", "-ex", "thread apply all bt 40"])]
         for (name, arguments) in debuggers {
             let folders = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
             guard let path = folders.map({ $0 + "/" + name }).first(where: { (candidate: String) in access(candidate, X_OK) == 0 }),
@@ -227,7 +225,7 @@ public final class Child: @unchecked Sendable {
             while !debugger.outputEnded, !deadline.passed { usleep(20_000) }
             return "---- stacks (\(name)):\n" + debugger.output
         }
-        return "---- no stacks: neither gdb nor lldb is on PATH"
+        return "---- no stacks: gdb is not on PATH"
     }
 
     /// `exited` for a thread that may block (off the test pool, or a deinit).
