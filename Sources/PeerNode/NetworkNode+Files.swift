@@ -101,10 +101,10 @@ extension NetworkNode {
 
     /// Asks that waited for chunks a fetch here had not got (`WaitingAsks`)
     /// and stopped waiting: those whose chunks came are answered with them
-    /// as the link drains, the rest (their fetch ended, or they waited
-    /// `WaitingAsks.patience`) none at once.
-    func answerFreedAsks() {
-        for freed in node.files.takeFreedAsks(now: monotonic()) where links[freed.link] != nil {
+    /// as the link drains, the rest (their fetch ended, or, once a second,
+    /// they waited `WaitingAsks.patience`) none at once.
+    func answerFreedAsks(expiring: Bool = false) {
+        for freed in node.files.takeFreedAsks(expiring: expiring ? monotonic() : nil) where links[freed.link] != nil {
             guard freed.held else {
                 feed(.send(freed.link, .file(.none(root: freed.root, chunks: freed.chunks))))
                 continue
@@ -132,7 +132,7 @@ extension NetworkNode {
     /// Once a second: unanswered asks go to others, and links with room are asked.
     func tickFiles() {
         handOffersToRelays()
-        answerFreedAsks()
+        answerFreedAsks(expiring: true)
         guard !node.files.fetch.roots.isEmpty else { return }
         if relay { node.files.dropStale(now: monotonic()) } else { tell(node.files.waiting(now: monotonic())) }
         assignFiles(node.files.fetch.tick(links: fileLinks, now: monotonic()))

@@ -75,10 +75,10 @@ struct WaitingAsksTests {
         #expect(answer == [.none(root: file.offer.root, chunks: [16])], "0 and 1 wait; 16 is asked of nobody: \(answer)")
         // The source asks too: what it was asked for is not waited for.
         #expect(files.answer(file.offer.root, chunks: [2], asker: (1, source), now: 1) == [.none(root: file.offer.root, chunks: [2])])
-        #expect(files.takeFreedAsks(now: 1).isEmpty)
+        #expect(files.takeFreedAsks().isEmpty)
         _ = files.received(file.offer.root, index: 1, proof: FileTree.proof(index: 1, levels: file.levels), sealed: file.chunks[1],
                            from: source, links: links, now: 1.1)
-        let freed = files.takeFreedAsks(now: 1.1)
+        let freed = files.takeFreedAsks()
         #expect(freed.count == 1 && freed[0].link == 2 && freed[0].chunks == [1] && freed[0].held, "\(freed)")
         guard case let .chunk(_, index, proof, sealed)? = files.answer(file.offer.root, chunks: [1], asker: (2, carol), now: 1.1).first else {
             Issue.record("the chunk that came was not served")
@@ -87,8 +87,8 @@ struct WaitingAsksTests {
         #expect(index == 1 && sealed == file.chunks[1])
         #expect(FileTree.verify(leaf: FileTree.leaf(index: 1, sealed: sealed), index: 1, chunks: 20, proof: proof, root: file.offer.root))
         // Chunk 0 never comes: none once patience has passed.
-        #expect(files.takeFreedAsks(now: 1 + WaitingAsks.patience - 0.01).isEmpty)
-        let late = files.takeFreedAsks(now: 1 + WaitingAsks.patience)
+        #expect(files.takeFreedAsks(expiring: 1 + WaitingAsks.patience - 0.01).isEmpty)
+        let late = files.takeFreedAsks(expiring: 1 + WaitingAsks.patience)
         #expect(late.count == 1 && late[0].chunks == [0] && !late[0].held)
     }
 
@@ -99,17 +99,17 @@ struct WaitingAsksTests {
         _ = files.fetch.assign(links: [1: source], now: 1)
         #expect(files.answer(file.offer.root, chunks: [0, 1, 2], asker: (2, carol), now: 1).isEmpty, "all three wait")
         units.serve(file, to: files, only: [2, 0], now: 1)
-        #expect(files.takeFreedAsks(now: 1).map(\.chunks) == [[2], [0]])
+        #expect(files.takeFreedAsks().map(\.chunks) == [[2], [0]])
         units.serve(file, to: files, only: [1], now: 1)
         #expect(files.holdsWhole(file.offer.root))
-        #expect(files.takeFreedAsks(now: 1).map(\.chunks) == [[1]], "the last chunk's ask, freed as it came")
+        #expect(files.takeFreedAsks().map(\.chunks) == [[1]], "the last chunk's ask, freed as it came")
 
         let (other, second, more) = try fetching(size: 64_000 * 2)
         defer { withExtendedLifetime(more) {} }
         _ = other.fetch.assign(links: [1: source], now: 1)
         _ = other.answer(second.offer.root, chunks: [0, 1], asker: (2, carol), now: 1)
         other.dropStale(now: 1 + Files.relayPatience)
-        let dropped = other.takeFreedAsks(now: 1 + Files.relayPatience)
+        let dropped = other.takeFreedAsks()
         #expect(dropped.count == 1 && dropped[0].chunks == [0, 1] && !dropped[0].held, "\(dropped)")
     }
 }

@@ -77,9 +77,10 @@ final class Files {
     var freedAsks: [(link: LinkID, root: [UInt8], chunks: [UInt64], held: Bool)] = []
 
     /// Asks that stopped waiting since the last call (their chunks came, their
-    /// fetch ended, or they waited `WaitingAsks.patience`), for the node to answer.
-    func takeFreedAsks(now: Double) -> [(link: LinkID, root: [UInt8], chunks: [UInt64], held: Bool)] {
-        if !waitingAsks.isEmpty {
+    /// fetch ended, or, with `expiring`, they waited `WaitingAsks.patience`:
+    /// looked at once a second, not at every chunk), for the node to answer.
+    func takeFreedAsks(expiring now: Double? = nil) -> [(link: LinkID, root: [UInt8], chunks: [UInt64], held: Bool)] {
+        if let now, !waitingAsks.isEmpty {
             for (root, link, chunks) in waitingAsks.expired(now: now) { freedAsks.append((link, root, chunks, false)) }
         }
         defer { freedAsks = [] }
