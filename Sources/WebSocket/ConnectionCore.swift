@@ -51,12 +51,19 @@ public struct WebSocketTimeouts: Sendable, Equatable {
     public var pongDeadline: Double = 10
     /// After sending a close frame, the peer's close must arrive within this.
     public var closeDeadline: Double = 5
+    /// A plain HTTP answer (a file the page serves, an error) of which the
+    /// client takes no byte for this long, while some wait unsent, is cut
+    /// off (as nginx's `send_timeout`): a download nobody reads holds its
+    /// connection, its file and its buffer no longer.
+    public var stalledAnswer: Double = 60
 
-    public init(handshake: Double = 10, pingInterval: Double = 20, pongDeadline: Double = 10, closeDeadline: Double = 5) {
+    public init(handshake: Double = 10, pingInterval: Double = 20, pongDeadline: Double = 10, closeDeadline: Double = 5,
+                stalledAnswer: Double = 60) {
         self.handshake = handshake
         self.pingInterval = pingInterval
         self.pongDeadline = pongDeadline
         self.closeDeadline = closeDeadline
+        self.stalledAnswer = stalledAnswer
     }
 }
 
