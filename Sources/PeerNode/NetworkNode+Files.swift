@@ -39,6 +39,7 @@ extension NetworkNode {
         switch message {
         case let .want(root, size, chunks, offer):
             if !relay { node.files.relayHandOver.fetching(root, on: id) }
+            node.files.asked(root, chunks: chunks, by: peer)
             // A relay fetches what it is asked for and does not hold, to serve it (within `--max-files`).
             if relay, node.files.relay(root, size: size, offer: offer, now: Node.now(), clock: now) {
                 assignFiles(node.files.fetch.assign(links: fileLinks, now: now))
@@ -96,6 +97,20 @@ extension NetworkNode {
             links[id]?.fileWants.removeFirst()
             let asker = table.links[id]?.remote.map { (id, $0) }
             for answer in node.files.answer(next.root, chunks: next.chunks, asker: asker, now: monotonic()) { feed(.send(id, .file(answer))) }
+        }
+        checkPatienceLater()
+    }
+
+    /// While asks wait for chunks, their patience is looked at as it runs
+    /// out (`WaitingAsks.patience`), not at the next tick: one timer at a time.
+    private func checkPatienceLater() {
+        guard !node.files.waitingAsks.isEmpty, !node.files.patienceCheckDue else { return }
+        node.files.patienceCheckDue = true
+        _ = loop.after(WaitingAsks.patience / 2) { [weak self] in
+            guard let self else { return }
+            node.files.patienceCheckDue = false
+            answerFreedAsks(expiring: true)
+            checkPatienceLater()
         }
     }
 

@@ -140,7 +140,8 @@ extension NetworkNode {
                    "revoked_refused": node.devices.refusedRevoked, "revoked_filing_failed": node.devices.refusedFilingFailures,
                    "store_read_failed": node.storeFailures.count, "room_post_refused": node.privateRooms.refusedRoomPosts,
                    "rekey_refused": node.conversations.refusedRekeys, "membership_refused": node.privateRooms.refusedMembership,
-                   "file_bad_chunk": node.files.badChunks]
+                   "file_bad_chunk": node.files.badChunks, "file_asks_waited": node.files.waitingAsks.waitedCount,
+                   "file_asks_waited_out": node.files.waitingAsks.waitedOutCount]
         return all.filter { $0.value > 0 }
     }
 }

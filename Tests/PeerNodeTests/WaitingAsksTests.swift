@@ -92,6 +92,54 @@ struct WaitingAsksTests {
         #expect(late.count == 1 && late[0].chunks == [0] && !late[0].held)
     }
 
+    @Test("""
+        a chunk asked of a peer that is fetching the file too (it asked us for some) is waited for only by an asker whose \
+        key is below that peer's, so fetchers never wait on each other all the way round a ring; the author's hand-over \
+        ask (the last chunk alone) does not make it a fetcher
+        """)
+    func noRingOfWaits() throws {
+        let (files, file, kept) = try fetching(size: 64_000 * 20)
+        defer { withExtendedLifetime(kept) {} }
+        let root = file.offer.root
+        let low = try PublicKey(bytes: [UInt8](repeating: 0x01, count: 32)), high = try PublicKey(bytes: [UInt8](repeating: 0xFE, count: 32))
+        _ = files.fetch.assign(links: [1: source], now: 1)
+        // The source's hand-over ask: still not a fetcher, so both askers wait.
+        files.asked(root, chunks: [19], by: source)
+        #expect(files.answer(root, chunks: [0], asker: (2, high), now: 1).isEmpty && files.answer(root, chunks: [1], asker: (3, low), now: 1).isEmpty)
+        // Once it asks for other chunks, it is fetching: only the asker below it waits.
+        files.asked(root, chunks: [16, 17], by: source)
+        #expect(files.answer(root, chunks: [2], asker: (2, high), now: 1) == [.none(root: root, chunks: [2])], "0xFE… > 0xAB…: none")
+        #expect(files.answer(root, chunks: [3], asker: (3, low), now: 1).isEmpty, "0x01… < 0xAB…: waits")
+    }
+
+    @Test("three nodes fetching one file, each having asked the next for its first chunk and asked by the one before: not all three wait, whatever their keys")
+    func ringOfThree() throws {
+        let work = TemporaryDirectory()
+        let file = try units.sealedFile(work, "ring.bin", size: 64_000 * 4)
+        let root = file.offer.root
+        var kept: [Any] = [work]
+        defer { withExtendedLifetime(kept) {} }
+        // Every order of three keys round the ring.
+        let byte: [UInt8] = [0x10, 0x80, 0xF0]
+        for order in [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]] {
+            let keys = try order.map { try PublicKey(bytes: [UInt8](repeating: byte[$0], count: 32)) }
+            var waiting = 0
+            for i in 0..<3 {
+                let dir = TemporaryDirectory()
+                let node = try units.relayNode(dir, quota: 10_000_000)
+                kept += [dir, node]
+                let (before, next) = (keys[(i + 2) % 3], keys[(i + 1) % 3])
+                #expect(node.files.relay(root, size: file.offer.size, now: 1))
+                _ = node.files.fetch.assign(links: [1: next], now: 1)
+                // Each asked this one for other chunks too: both are known to fetch it.
+                node.files.asked(root, chunks: [1, 2], by: before)
+                node.files.asked(root, chunks: [1, 2], by: next)
+                if node.files.answer(root, chunks: [0], asker: (2, before), now: 1).isEmpty { waiting += 1 }
+            }
+            #expect(waiting < 3 && waiting > 0, "keys in the order \(order): \(waiting) of the three wait")
+        }
+    }
+
     @Test("the asks waiting for a file are answered with their chunks when it completes, and none when its fetch is dropped")
     func endsOfAFetch() throws {
         let (files, file, kept) = try fetching(size: 64_000 * 3)

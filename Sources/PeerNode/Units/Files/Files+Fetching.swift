@@ -249,9 +249,11 @@ extension Files {
     /// part of a file serves that part); "not held" for the rest. Asked by
     /// `asker` (on its link), a chunk the fetch here has asked another peer
     /// for waits for it (`WaitingAsks`) instead, as many as the link's room
-    /// takes. Not one asked of the asker itself, nor one not yet asked of
-    /// anyone: two nodes fetching one file from each other never wait on
-    /// each other for it.
+    /// takes: not one asked of the asker itself, nor one not yet asked of
+    /// anyone, nor, when the peer it was asked of is fetching the file too,
+    /// one whose asker's key is not below that peer's. Along a ring of
+    /// fetchers each waiting on the next, the keys would have to rise all
+    /// the way round: at least one of them answers none at once.
     func answer(_ root: [UInt8], chunks: [UInt64], asker: (link: LinkID, peer: PublicKey)? = nil, now: Double = 0) -> [FileMessage] {
         let proof: (UInt64) -> [[UInt8]]?
         let row: Store.FileRow
@@ -272,7 +274,8 @@ extension Files {
         for (i, index) in chunks.enumerated() {
             guard let path = proofs[i], let sealed = read?[i] else {
                 // Not held, and to be fetched here: it waits for the chunk (a chunk held without its proof does not).
-                if fetching, let asker, let source = fetch.askedOf(root, index: index), source != asker.peer, !row.holds(index) {
+                if fetching, let asker, let source = fetch.askedOf(root, index: index), source != asker.peer, !row.holds(index),
+                   fetchersOf[root]?.contains(source) != true || asker.peer < source {
                     coming.append(index)
                 } else {
                     lacking.append(index)

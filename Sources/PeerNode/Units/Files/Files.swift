@@ -72,6 +72,12 @@ final class Files {
     var askAgainDue = false
     /// Peers' asks for chunks of files being fetched here that have not come yet.
     var waitingAsks = WaitingAsks()
+    /// Peers known to be fetching each file being fetched here too (they
+    /// asked us for its chunks), for the order that keeps waits from
+    /// forming a ring (`answer`).
+    var fetchersOf: [[UInt8]: Set<PublicKey>] = [:]
+    /// A check of the waiting asks' patience is set on the loop.
+    var patienceCheckDue = false
     /// Asks that stopped waiting, to be answered (`takeFreedAsks`): `held`,
     /// with the chunks (they came); otherwise none.
     var freedAsks: [(link: LinkID, root: [UInt8], chunks: [UInt64], held: Bool)] = []
@@ -87,8 +93,17 @@ final class Files {
         return freedAsks
     }
 
+    /// `peer` asked for `chunks` of `root`: if this node fetches it too, the
+    /// peer is known to be fetching it (the hand-over's ask, the file's last
+    /// chunk alone from its author, does not make it one).
+    func asked(_ root: [UInt8], chunks: [UInt64], by peer: PublicKey) {
+        guard let row = rows[root], fetch.fetches(root), chunks != [row.chunks - 1] else { return }
+        fetchersOf[root, default: []].insert(peer)
+    }
+
     /// The asks waiting for `root` are answered: with the chunks if it is held whole now, else none.
     func endWaiting(_ root: [UInt8], held: Bool) {
+        fetchersOf[root] = nil
         for (link, chunks) in waitingAsks.ended(root) { freedAsks.append((link, root, chunks, held)) }
     }
 
