@@ -226,10 +226,18 @@ try:
                 pass
         if not dropped():
             fail(f"no dropped line among A's {len(a.events)} events once read again")
-        lost = dropped()[0]["lines"]
-        shown = len([t for t in texts_from(a, b) if t.startswith("long ")])
-        if not (isinstance(lost, int) and 0 < lost):
-            fail(f"the dropped line counts {lost!r} lines")
+        if not all(isinstance(e.get("lines"), int) and e["lines"] > 0 for e in dropped()):
+            fail(f"a dropped line counts no lines: {dropped()}")
+        # B's last messages may still be coming in when the first dropped line is read (a loaded machine):
+        # each is shown or counted in a later dropped line by the time all have come.
+        def accounted():
+            shown = len([t for t in texts_from(a, b) if t.startswith("long ")])
+            return shown, sum(e["lines"] for e in dropped())
+        try:
+            pump([a, b], lambda: sum(accounted()) >= messages, 60)
+        except TimeoutError:
+            pass
+        shown, lost = accounted()
         if shown + lost < messages:
             fail(f"{messages} messages came, {shown} were shown and {lost} lines counted dropped")
         print(f"slow reader: of B's {messages} messages A showed {shown} and counted {lost} lines dropped; "

@@ -63,10 +63,8 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
     private let role: ConnectionCore.Role
     let limits: WebSocketLimits
     private let timeouts: WebSocketTimeouts
-    /// When the socket last took bytes of a plain HTTP answer, or the client some of its queue (`stalledAnswer`).
-    private var lastWritten = 0.0
-    /// The socket's send queue at the last look (`TIOCOUTQ`), for `stalledAnswer`.
-    private var lastQueued = 0
+    /// Whether the client takes a plain HTTP answer (`stalledAnswer`).
+    private var answerStall = AnswerStall(now: 0)
     private let callbacks: WebSocketCallbacks
     private let server: WebSocketServer.Configuration?
     private let httpHandler: (@Sendable (HTTPRequest) -> HTTPResponse?)?
@@ -283,7 +281,7 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
 
     private func respondAndClose(_ response: [UInt8]) {
         phase = .closingAfterWrite
-        lastWritten = monotonicNow()
+        answerStall = AnswerStall(now: monotonicNow())
         writeBuffer.append(contentsOf: response)
         flush()
     }
@@ -341,7 +339,7 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
             switch result {
             case let .done(n):
                 writeStart += n
-                if n > 0, case .closingAfterWrite = phase { lastWritten = monotonicNow() }
+                if n > 0, case .closingAfterWrite = phase { answerStall.wrote(now: monotonicNow()) }
             case .wouldBlock:
                 if writeStart > (1 << 20) && writeStart > writeBuffer.count / 2 {
                     writeBuffer.removeFirst(writeStart)
@@ -408,16 +406,10 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
             core.tick(now: now, into: &out)
             if !out.outgoing.isEmpty || out.closed != nil { apply(out) }
         case .closingAfterWrite:
-            // Taken by the client: the socket's queue (sent, not yet acknowledged) went down since the last
-            // look. The socket asks for more only once a third of its buffer is free, so what we write
-            // alone would say a slow reader took nothing for many seconds.
-            var queued: Int32 = 0
-            if ioctl(fd, UInt(TIOCOUTQ), &queued) == 0 {
-                if Int(queued) < lastQueued { lastWritten = now }
-                lastQueued = Int(queued)
-            }
             // The client took nothing of the answer for `stalledAnswer` while some waits: cut off.
-            guard unsentBytes > 0 || queued > 0, now - lastWritten >= timeouts.stalledAnswer else { return }
+            var queued: Int32 = 0
+            if ioctl(fd, UInt(TIOCOUTQ), &queued) != 0 { queued = 0 }
+            guard answerStall.stalled(queued: Int(queued), unsent: unsentBytes, now: now, limit: timeouts.stalledAnswer) else { return }
             // Reset, not closed in order: a FIN would wait behind the unread bytes, and the kernel would hold
             // them for minutes more; the answer is cut short either way (its Content-Length says so).
             var reset = linger(l_onoff: 1, l_linger: 0)

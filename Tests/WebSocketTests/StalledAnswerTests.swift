@@ -7,11 +7,12 @@ import Reactor
 
 /// A plain HTTP answer given in parts (`HTTPBodyStream`, what the page
 /// serves a file with) to a client that stops reading is cut off after
-/// `WebSocketTimeouts.stalledAnswer`; one that reads slowly is not.
+/// `WebSocketTimeouts.stalledAnswer` (over a real socket); one that reads
+/// slowly is not (`AnswerStall`, the rule, looked at with numbers: a slow
+/// reader paced by a test's sleeps was cut off on a loaded machine).
 @Suite("A download nobody reads")
 struct StalledAnswerTests {
-    /// Long beside the readers' pace (a fifth of it), so a loaded machine does not cut off the slow one.
-    static let stall = 1.5
+    static let stall = 1.0
     static let length = 64 << 20
 
     func server() throws -> EchoServer {
@@ -43,25 +44,26 @@ struct StalledAnswerTests {
         withExtendedLifetime(server) {}
     }
 
-    @Test("a client that takes 64 KB every fifth of stalledAnswer, for three times stalledAnswer, is served to the end")
-    func slowReaderServed() async throws {
-        let server = try server()
-        let client = try RawSocket(port: server.port, receiveBuffer: 64 << 10)
-        client.send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
-        // A read of 64 KB: on loopback a segment is 64 KB, and a window is opened no less than a segment at a time.
-        var buffer = [UInt8](repeating: 0, count: 64 << 10)
-        let slow = Deadline(Self.stall * 3)
-        var got = 0
-        while !slow.passed {
-            let n = buffer.withUnsafeMutableBytes { recv(client.fd, $0.baseAddress, $0.count, 0) }
-            try #require(n > 0, "cut off while reading slowly, after \(got) bytes")
-            got += n
-            try await Task.sleep(for: .seconds(Self.stall / 5))
-        }
-        #expect(Self.tcpState(client.fd) == 1, "not established while read")
-        got += client.readToEnd().count
-        let head = "HTTP/1.1 200 OK".utf8.count
-        #expect(got > Self.length + head, "\(got) of \(Self.length) and the head")
-        withExtendedLifetime(server) {}
+    @Test("the stall's rule: nothing taken for the limit while bytes wait cuts off, one moment less does not; a queue that goes down, or a write, is progress; nothing waiting is no stall")
+    func rule() {
+        let limit = 60.0
+        var s = AnswerStall(now: 0)
+        let (first, before, at) = (s.stalled(queued: 4_000_000, unsent: 500_000, now: 0, limit: limit),
+                                   s.stalled(queued: 4_000_000, unsent: 500_000, now: limit - 0.01, limit: limit),
+                                   s.stalled(queued: 4_000_000, unsent: 500_000, now: limit, limit: limit))
+        #expect(!first && !before && at, "one moment before the limit: \(before); at it: \(at)")
+        // A slow reader: the queue goes down by a little at each look, however rarely we write.
+        var slow = AnswerStall(now: 0)
+        var cut = false
+        for look in 1...100 { cut = cut || slow.stalled(queued: 4_000_000 - look * 65_536, unsent: 500_000, now: Double(look) * (limit / 2), limit: limit) }
+        #expect(!cut, "a slow reader was cut off")
+        // A write is progress; so is all of it taken (nothing waits: never a stall).
+        var written = AnswerStall(now: 0)
+        written.wrote(now: 50)
+        let (soon, late) = (written.stalled(queued: 100, unsent: 0, now: 100, limit: limit), written.stalled(queued: 100, unsent: 0, now: 110, limit: limit))
+        #expect(!soon && late)
+        var done = AnswerStall(now: 0)
+        let idle = done.stalled(queued: 0, unsent: 0, now: 1_000, limit: limit)
+        #expect(!idle)
     }
 }
