@@ -166,6 +166,45 @@ def main():
     four = get([a, b, r] + holders, r, offer(r)["n"])
     print(f"four sources to one receiver:      {mb(four):8.0f} MB/s   ({one / four:.2f}× one source; aim > 1×)")
 
+    # A room whose members all fetch a file at once, from its author and from each other (a full mesh): asks
+    # for chunks on their way wait for them, and no ring of such waits may close (docs/DECISIONS.md).
+    swarm_size = 64 << 20
+    swarm_path = os.path.join(WORK, "swarm.bin")
+    with open(swarm_path, "wb") as f:
+        f.write(os.urandom(swarm_size))
+    author = node("s-author")
+    fetchers = []
+    for i in range(5):
+        fetchers.append(node(f"s{i}", author.listen, *[x.listen for x in fetchers]))
+    everyone = [author] + fetchers
+    for x in fetchers:
+        linked(x, 5, 60)
+    author.post("/send " + swarm_path)
+    numbers = [offer(x)["n"] for x in fetchers]
+    os.sync()
+    marks = [len(x.events) for x in fetchers]
+    started = time.monotonic()
+    for x, number in zip(fetchers, numbers):
+        into = os.path.join(WORK, "swarm-into-" + x.proc.args[2].split("/")[-1])
+        os.makedirs(into, exist_ok=True)
+        x.post(f"/get {number} {into}")
+    ended = lambda x, m: next((e for e in x.events[m:] if e.get("type") in ("file_done", "file_failed")), None)
+    pump(everyone, lambda: all(ended(x, m) for x, m in zip(fetchers, marks)), 600)
+    ends = [ended(x, m) for x, m in zip(fetchers, marks)]
+    waited = waited_out = 0
+    for x in fetchers:
+        mark = len(x.events)
+        x.post("/stats")
+        pump(everyone, lambda: any(e.get("type") == "stats" for e in x.events[mark:]), 30)
+        stats = next(e for e in x.events[mark:] if e.get("type") == "stats")
+        waited, waited_out = waited + stats.get("file_asks_waited", 0), waited_out + stats.get("file_asks_waited_out", 0)
+    failed = sum(1 for e in ends if e["type"] != "file_done")
+    print(f"five fetching {swarm_size >> 20} MiB at once from its author and each other: all done in {max(e['_t'] for e in ends) - started:.2f} s"
+          f" ({5 * swarm_size / (max(e['_t'] for e in ends) - started) / 1e6:.0f} MB/s in all); asks that waited for a chunk on its way {waited}, "
+          f"of them answered none after WaitingAsks.patience {waited_out}" + (f"; {failed} FAILED" if failed else ""))
+    for x in everyone:
+        x.stop()
+
     # A relay between the sender and 8 receivers that fetch at once. Linked to one relay they would learn each
     # other's addresses from it and link directly: their ports are refused (root) so that the relay serves it all.
     relay, listen, _ = start_relay(PEERNODE, os.path.join(WORK, "relay"), "--max-files", "4G")
