@@ -12,8 +12,9 @@ import Gossip
 /// the links one at a time (so every peer serves a share); a peer that
 /// says it does not hold some is left alone for `lackFirst`, twice as long
 /// after each further "none" with no chunk between, at most `lackMemory`
-/// (a relay asked for a file it lacks fetches it, and has chunks to give a
-/// second later); a peer that serves a chunk that does not verify is
+/// (a relay asked for a file it lacks fetches it; what it has asked its
+/// sources for, it holds the ask for, the rest it answers none and has a
+/// moment later); a peer that serves a chunk that does not verify is
 /// asked nothing more for that file (`file_bad_chunk`); an ask unanswered
 /// for `wantTimeout` goes back to be asked of another.
 public struct FileFetch: Sendable {
