@@ -12,7 +12,7 @@ struct HarnessTests {
         let child = try Child("/bin/sleep", ["60"])
         defer { child.signal(SIGKILL) }
         #expect(await child.exited(within: 0.2) == nil, "sleep 60 ended within 0.2 s")
-        let report = child.hangReport("did not end")
+        let report = await child.hangReport("did not end")
         #expect(report.contains("/bin/sleep 60"), "\(report)")
         #expect(report.contains("---- stacks (gdb)") && report.contains("#0 "), "no stacks (is gdb installed? make test installs it): \(report)")
         child.signal(SIGKILL)

@@ -81,7 +81,8 @@ final class NodeProcess: @unchecked Sendable {
     func quit() async -> Int32 {
         child.closeInput()
         if let status = await child.exited(within: Self.quitDeadline) { return status }
-        Issue.record("\(child.hangReport("did not end within \(Int(Self.quitDeadline)) s of its input's end"))log: \(log.suffix(3_000))")
+        let report = await child.hangReport("did not end within \(Int(Self.quitDeadline)) s of its input's end")
+        Issue.record("\(report)log: \(log.suffix(3_000))")
         child.signal(SIGKILL)
         return await child.exited()
     }

@@ -173,7 +173,7 @@ public final class Child: @unchecked Sendable {
     @discardableResult
     public func exited(outputGrace: Double = 5) async -> Int32 {
         if let status = await exited(within: Self.hangDeadline, outputGrace: outputGrace) { return status }
-        let report = hangReport("did not end within \(Int(Self.hangDeadline)) s")
+        let report = await hangReport("did not end within \(Int(Self.hangDeadline)) s")
         FileHandle.standardError.write(Data(report.utf8))
         Glibc.kill(pid, SIGKILL)
         return await exited(within: 30, outputGrace: outputGrace) ?? SIGKILL
@@ -197,12 +197,12 @@ public final class Child: @unchecked Sendable {
     /// What a hung child was doing: `what`, its command line, every thread's
     /// stack (from gdb, which `make test` installs; said if it is missing)
     /// and the end of its output.
-    public func hangReport(_ what: String) -> String {
+    public func hangReport(_ what: String) async -> String {
         let command = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8))?
             .replacingOccurrences(of: "\0", with: " ") ?? "?"
         return """
             ==== child \(pid) \(what): \(command)
-            \(Self.stacks(of: pid))
+            \(await Self.stacks(of: pid))
             ---- its last output:
             \(String(output.suffix(4_000)))\(String(errors.suffix(2_000)))
             ====
@@ -210,22 +210,18 @@ public final class Child: @unchecked Sendable {
             """
     }
 
-    /// Every thread's stack of a running process, by a debugger attached
-    /// for at most a minute.
-    public static func stacks(of pid: pid_t) -> String {
-        // The toolchain's lldb does not start here (it wants a libpython the machine lacks).
-        let debuggers: [(String, [String])] = [("gdb", ["-batch", "-p", "\(pid)", "-ex", "thread apply all bt 40"])]
-        for (name, arguments) in debuggers {
-            let folders = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
-            guard let path = folders.map({ $0 + "/" + name }).first(where: { (candidate: String) in access(candidate, X_OK) == 0 }),
-                  let debugger = try? Child(path, arguments, stderr: .stdout) else { continue }
-            let deadline = Deadline(60)
-            while debugger.isRunning, !deadline.passed { usleep(20_000) }
-            if debugger.isRunning { debugger.signal(SIGKILL) }
-            while !debugger.outputEnded, !deadline.passed { usleep(20_000) }
-            return "---- stacks (\(name)):\n" + debugger.output
+    /// Every thread's stack of a running process, by gdb (found on PATH by
+    /// `posix_spawnp`) attached for at most a minute. The toolchain's lldb
+    /// does not start here (it wants a libpython the machine lacks).
+    public static func stacks(of pid: pid_t) async -> String {
+        guard let gdb = try? Child("gdb", ["-batch", "-p", "\(pid)", "-ex", "thread apply all bt 40"], stderr: .stdout) else {
+            return "---- no stacks: gdb is not on PATH"
         }
-        return "---- no stacks: gdb is not on PATH"
+        if await gdb.exited(within: 60) == nil {
+            gdb.signal(SIGKILL)
+            _ = await gdb.exited(within: 5)
+        }
+        return "---- stacks (gdb):\n" + gdb.output
     }
 
     /// `exited` for a thread that may block (off the test pool, or a deinit).

@@ -135,7 +135,7 @@ extension Files {
                 return ([], [])
             }
             row.mark(index)
-            for link in waitingAsks.came(root, index: index) { freedAsks.append((link, root, [index], true)) }
+            for link in waitingAsks.came(root, index: index) { freedAsks.append(FreedAsk(link: link, root: root, chunks: [index], held: true)) }
             leaves[root, default: [:]][index] = leaf
             if partial[root] == nil { partial[root] = PartialTree(chunks: row.chunks) }
             partial[root]?.learn(leaf: leaf, index: index, proof: outcome.proof)

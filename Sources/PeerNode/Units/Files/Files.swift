@@ -78,16 +78,25 @@ final class Files {
     var fetchersOf: [[UInt8]: Set<PublicKey>] = [:]
     /// A check of the waiting asks' patience is set on the loop.
     var patienceCheckDue = false
-    /// Asks that stopped waiting, to be answered (`takeFreedAsks`): `held`,
-    /// with the chunks (they came); otherwise none.
-    var freedAsks: [(link: LinkID, root: [UInt8], chunks: [UInt64], held: Bool)] = []
+
+    /// An ask that stopped waiting, to be answered: `held`, with the chunks
+    /// (they came); otherwise none.
+    struct FreedAsk {
+        let link: LinkID
+        let root: [UInt8]
+        let chunks: [UInt64]
+        let held: Bool
+    }
+
+    /// Asks that stopped waiting, to be answered (`takeFreedAsks`).
+    var freedAsks: [FreedAsk] = []
 
     /// Asks that stopped waiting since the last call (their chunks came, their
     /// fetch ended, or, with `expiring`, they waited `WaitingAsks.patience`:
-    /// looked at once a second, not at every chunk), for the node to answer.
-    func takeFreedAsks(expiring now: Double? = nil) -> [(link: LinkID, root: [UInt8], chunks: [UInt64], held: Bool)] {
+    /// looked at by the patience timer, not at every chunk), for the node to answer.
+    func takeFreedAsks(expiring now: Double? = nil) -> [FreedAsk] {
         if let now, !waitingAsks.isEmpty {
-            for (root, link, chunks) in waitingAsks.expired(now: now) { freedAsks.append((link, root, chunks, false)) }
+            for (root, link, chunks) in waitingAsks.expired(now: now) { freedAsks.append(FreedAsk(link: link, root: root, chunks: chunks, held: false)) }
         }
         defer { freedAsks = [] }
         return freedAsks
@@ -101,10 +110,11 @@ final class Files {
         fetchersOf[root, default: []].insert(peer)
     }
 
-    /// The asks waiting for `root` are answered: with the chunks if it is held whole now, else none.
+    /// The fetch of `root` ended: the asks waiting for it are answered (with
+    /// the chunks if it is held whole now, else none), its fetchers forgotten.
     func endWaiting(_ root: [UInt8], held: Bool) {
         fetchersOf[root] = nil
-        for (link, chunks) in waitingAsks.ended(root) { freedAsks.append((link, root, chunks, held)) }
+        for (link, chunks) in waitingAsks.ended(root) { freedAsks.append(FreedAsk(link: link, root: root, chunks: chunks, held: held)) }
     }
 
     init(repository: FileRepository, envelopes: any EnvelopeOpening, failures: StoreFailures) {
