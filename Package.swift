@@ -5,7 +5,8 @@ import PackageDescription
 // PeerNode → Store → Gossip → Crypto → CSodium; Store → CSQLite;
 // PeerNode → Discovery → Reactor; PeerNode → WebSocket → Reactor → CEpoll;
 // PeerNode → TermUI (depends on nothing), ChatText → NetworkText;
-// WebSocket → NetworkText (close reasons are peer text).
+// WebSocket → NetworkText (close reasons are peer text); Gossip → NetworkText
+// (a room name or nick holds only what the sanitizer prints as itself).
 let package = Package(
     name: "peernode",
     products: [
@@ -43,7 +44,7 @@ let package = Package(
         // Text from the network made inert for screens and logs (`PeerText`,
         // `TerminalText`); depends on nothing.
         .target(name: "NetworkText"),
-        .target(name: "Gossip", dependencies: ["Crypto", "ChatText"]),
+        .target(name: "Gossip", dependencies: ["Crypto", "ChatText", "NetworkText"]),
         // splitmix64, seeded: for simulations, tests and fuzzing; depends on nothing.
         .target(name: "Seeded"),
         // The node's pure parts (summaries of what peers declared, claims about our history): no I/O.
@@ -83,7 +84,7 @@ let package = Package(
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Reactor", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "CEpoll"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CSodium", "Seeded", "TestSupport"], exclude: ["Peers"]),
-        .testTarget(name: "GossipTests", dependencies: ["Gossip", "Crypto", "TestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "GossipTests", dependencies: ["Gossip", "Crypto", "NetworkText", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Gossip", "Crypto", "TestSupport"]),
         .testTarget(name: "TermUITests", dependencies: ["TermUI"]),
         // The node core's tests: event lists and a fake clock, no processes, no sleeps.

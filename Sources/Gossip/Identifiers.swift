@@ -1,3 +1,4 @@
+import NetworkText
 import Crypto
 
 /// A message id: BLAKE2b-256 of an envelope's signed bytes.
@@ -156,15 +157,9 @@ public struct Nick: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// True when every character of a name (room or nick) is visible and not
-/// white space: no control, format (invisible, bidi), separator, private-use
-/// or unassigned code point.
+/// white space: what the one sanitizing path (`TerminalText`) would print
+/// as itself, and no space. So a `RoomName` or a `Nick` is inert by the same
+/// rule that makes every other network text inert, not by a second list.
 func isNameText(_ text: String) -> Bool {
-    text.unicodeScalars.allSatisfy { scalar in
-        switch scalar.properties.generalCategory {
-        case .control, .format, .spaceSeparator, .lineSeparator, .paragraphSeparator, .unassigned, .surrogate, .privateUse:
-            return false
-        default:
-            return true
-        }
-    }
+    TerminalText.isInert(text) && !text.unicodeScalars.contains { $0.properties.generalCategory == .spaceSeparator }
 }

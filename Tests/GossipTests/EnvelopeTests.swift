@@ -1,5 +1,6 @@
 import Crypto
 import Gossip
+import NetworkText
 import TestSupport
 import Testing
 
@@ -183,5 +184,25 @@ struct EnvelopeTests {
         for bad in ["#", "", "#a b", "#a\u{1b}[31m", "#a\u{202e}b", "#\u{200b}"] {
             #expect(throws: EnvelopeError.badRoomName(bad)) { try RoomName(bad) }
         }
+    }
+
+    @Test("a room name or nick holds exactly the characters the sanitizer prints as themselves, and no space")
+    func namesAreInertByTheSanitizersRule() {
+        // Every scalar of the first three planes and the planes' private-use
+        // ends: one rule decides both, so no name can carry what the
+        // terminal's one sanitizing path would have to change.
+        let scalars = (0x0...0x2FFFF).compactMap(Unicode.Scalar.init) + (0xF0000...0xF0010).compactMap(Unicode.Scalar.init)
+        var checked = 0
+        for scalar in scalars {
+            let text = "a" + String(scalar)
+            let printsAsItself = TerminalText.sanitize(text) == text
+            let isSpace = scalar.properties.generalCategory == .spaceSeparator
+            let room = RoomName.checked("#" + text) != nil
+            let nick = Nick.checked(text) != nil
+            if room != (printsAsItself && !isSpace) { Issue.record("room name with U+\(String(scalar.value, radix: 16)): \(room)") }
+            if nick && !printsAsItself { Issue.record("nick with U+\(String(scalar.value, radix: 16)) holds but would be changed") }
+            checked += 1
+        }
+        #expect(checked > 190_000)
     }
 }
