@@ -118,7 +118,7 @@ struct WebPageTests {
 
 @Suite("Files in the page")
 struct WebPageFileTests {
-    @Test("a picture sent from a terminal node shows in the page inline once fetched with its Get button (screenshot); a large one fetched from the page is stopped with its Cancel button and erased; a file sent from the page's file input reaches the terminal node, whole, and one of 72 MiB (past the 64 MiB the page once took) is sent as the socket drains, its progress said")
+    @Test("a picture sent from a terminal node shows in the page inline once fetched with its Get button (screenshot); a large one fetched from the page is stopped with its Cancel button and erased; a file sent from the page's file input reaches the terminal node, whole, and one of 72 MiB (past the 64 MiB the page once took) is sent as the socket drains, its progress said; an empty one is refused and the next still goes; files dropped on the page and a pasted screenshot are sent (screenshot of the drop)")
     func files() async throws {
         if WebPeers.missing([WebPeers.python, WebPeers.chromium]) { return }
         let pair = try await PageAndPeer()
@@ -151,6 +151,17 @@ struct WebPageFileTests {
         // Past what the page once took (64 MiB): offered whole, its size as the page read it.
         let big = await b.wait(timeout: 60) { $0["type"] == "file" && $0["name"] == "big-from-page.bin" }
         #expect(big?["size"] == String(72 << 20) && big?["from"] == a.id, "\(String(describing: big))")
+        // Dropped on the page and pasted into it: offered as any file, whole, and nothing of the empty one.
+        let dropped = await b.wait(timeout: 60) { $0["type"] == "file" && $0["name"] == "dropped-two.txt" }
+        #expect(dropped?["from"] == a.id && dropped?["size"] == "25", "\(String(describing: dropped))")
+        b.send("/get \(dropped?["n"] ?? "0") \(into.path)")
+        let fetched = await b.wait(timeout: 60) { ($0["type"] == "file_done" || $0["type"] == "file_failed") && $0["root"] == dropped?["root"] }
+        #expect(fetched?["path"] == into.path + "/dropped-two.txt", "\(String(describing: fetched))")
+        #expect(FileManager.default.contents(atPath: into.path + "/dropped-two.txt") == Data("dropped two MARKER-DROP-2".utf8))
+        #expect(await b.wait(timeout: 60) { $0["type"] == "file" && $0["name"] == "dropped-one.txt" } != nil)
+        let pasted = await b.wait(timeout: 60) { $0["type"] == "file" && $0["name"]?.hasPrefix("pasted ") == true }
+        #expect(pasted?["name"]?.hasSuffix(".png") == true && pasted?["media"] == "image/png", "\(String(describing: pasted))")
+        #expect(!b.events.withLock { $0.contains { $0["type"] == "file" && ($0["name"] == "empty.txt" || $0["name"] == "render.png") } })
         let status = await check.exited()
         try? check.output.write(toFile: shot.replacingOccurrences(of: ".png", with: ".log"), atomically: true, encoding: .utf8)
         #expect(status == 0 && !check.output.contains("FAIL"), "\(check.output)")

@@ -216,9 +216,11 @@ struct WebCommand {
         case "cancel": action = .cancelFile(try messageID())
         case "send_file":
             let fileName = try need("name")
-            guard let size = UInt64(try need("size")), size >= 1, size <= WebService.maximumUploadBytes else {
+            guard let size = UInt64(try need("size")), size <= WebService.maximumUploadBytes else {
                 throw Failure(ref: ref, message: "size is the file's bytes, 1 to \(WebService.maximumUploadBytes) (\(FileSize.text(WebService.maximumUploadBytes)), the largest file)")
             }
+            // Said as the terminal's /send says it: a person dropped an empty file.
+            guard size >= 1 else { throw Failure(ref: ref, message: NodeError.fileEmpty(path: fileName).description) }
             guard !fileName.isEmpty, fileName.utf8.count <= FileOffer.maximumName else { throw Failure(ref: ref, message: "name is 1 to \(FileOffer.maximumName) bytes") }
             action = .sendFile(name: fileName, size: size, caption: try string("caption", required: false) ?? "", try target())
         case "who": action = .who(try room())

@@ -44,6 +44,7 @@ extension WebPage {
           <button id="leavebtn" type="button" title="Leave this room">Leave</button>
         </header>
         <div id="notice" role="alert" hidden></div>
+        <div id="droptarget" hidden></div>
         <main id="scroller">
           <div id="older" hidden>Loading older messages…</div>
           <div id="start" hidden>The beginning of this conversation</div>
@@ -129,6 +130,8 @@ extension WebPage {
     #replying { padding: .2em 1em; background: var(--side); font-size: .85em; }
     .where { color: var(--muted); font-size: .8em; margin-right: .5em; }
     #banner { background: var(--warn); color: #000; padding: .4em 1em; }
+    #droptarget { position: fixed; inset: 1em; z-index: 10; display: flex; align-items: center; justify-content: center; border: 3px dashed var(--accent); border-radius: 12px; background: color-mix(in srgb, var(--bg) 85%, transparent); color: var(--accent); font-size: 1.4em; font-weight: 600; pointer-events: none; }
+    #droptarget[hidden] { display: none; }
     #notice { background: var(--side); border-bottom: 1px solid var(--line); padding: .3em 1em; color: var(--warn); }
     #panel { position: absolute; right: 0; top: 2.8em; bottom: 3.4em; width: min(24em, 100%); background: var(--bg); border-left: 1px solid var(--line); overflow-y: auto; padding: .3em .8em; box-shadow: -4px 0 12px rgba(0,0,0,.12); }
     .panelhead { display: flex; justify-content: space-between; align-items: center; }

@@ -1,9 +1,9 @@
 /// The page's part for files (issue 39): an offer shows its name, size
 /// and caption with a Get button (and a Cancel button while it is fetched,
 /// which stops the fetch and erases what came); once this node holds the file, a
-/// download link and, for a picture, the picture itself; the File… button
-/// sends a file chosen here, its bytes over the API's socket after
-/// `send_file`. Inside the main script's closure; text from the network
+/// download link and, for a picture, the picture itself; the File… button,
+/// a drop on the page or a paste sends a file from here, its bytes over the
+/// API's socket after `send_file`, one file after another. Inside the main script's closure; text from the network
 /// goes in with `textContent` only, and a picture only by its URL on this node.
 extension WebPage {
     static let filesScript = #"""
@@ -28,8 +28,13 @@ extension WebPage {
         const get = el("button", "get", "Get"); get.type = "button"; get.title = "fetch it to your download folder";
         get.addEventListener("click", () => { get.disabled = true; setText(get, "Getting…"); cancelButton(li); send("get", { id: li.dataset.id }); });
         box.append(get);
-        if (m.held === "yes") held(li);
         return box;
+      }
+      // An offer whose file this node holds already (our own, or fetched before the page
+      // loaded): its download link and picture go in once its box is in the line.
+      function fileLine(li, m) {
+        li.append(fileBox(li, m));
+        if (m.held === "yes") held(li);
       }
       // While a fetch runs: Cancel stops it, and what came of it is erased.
       function cancelButton(li) {
@@ -64,13 +69,63 @@ extension WebPage {
         }
       }
       function chooseFile() { $("file").value = ""; $("file").click(); }
-      function sendFile(file) {
-        const c = convs.get(open); if (!c || !file) return;
-        if (uploading) { say("a file is being sent already"); return; }
+      // Files wait their turn (one goes at a time on the socket), each to
+      // the conversation that was open when it was chosen, dropped or pasted.
+      const queued = [];
+      let uploadRef = null;
+      function sendFile(file, to) {
+        const c = convs.get(open); to = to || (c && target(c)); if (!to || !file) return;
+        // The same file chosen again while it waits or goes (a second change event for one choice) is sent once.
+        if (file === uploading || queued.some((q) => q.file === file)) return;
+        if (uploading) { queued.push({ file: file, to: to }); say(file.name + " waits: " + queued.length + " after " + uploading.name); return; }
         uploading = file;
         say("sending " + file.name + "…");
-        send("send_file", Object.assign({ name: file.name, size: String(file.size), caption: "" }, target(c)), (ok) => { uploading = null; if (ok) notice.hidden = true; });
+        uploadRef = send("send_file", Object.assign({ name: file.name, size: String(file.size), caption: "" }, to), (ok) => { if (ok) notice.hidden = true; uploadEnded(); });
+        if (!uploadRef) uploadEnded();
       }
+      // The node took the file, refused it (its error is said), or went away: the next goes.
+      function uploadEnded() {
+        uploading = null; uploadRef = null;
+        const next = queued.shift(); if (next) sendFile(next.file, next.to);
+      }
+      function uploadRefused(e) { if (uploadRef && e.ref === uploadRef) uploadEnded(); }
+      function uploadLost() {
+        if (!uploading) return;
+        say("the node went away while sending " + uploading.name + ": not sent");
+        queued.length = 0; uploading = null; uploadRef = null;
+      }
+      // A screenshot pasted comes as "image.png": named by when it was pasted, so two differ.
+      function pastedName(file) {
+        const d = new Date(), two = (n) => String(n).padStart(2, "0");
+        const ext = (file.type.split("/")[1] || "bin").replace(/[^a-z0-9]/g, "").slice(0, 8) || "bin";
+        return "pasted " + d.getFullYear() + "-" + two(d.getMonth() + 1) + "-" + two(d.getDate()) + " " + two(d.getHours()) + "." + two(d.getMinutes()) + "." + two(d.getSeconds()) + "." + ext;
+      }
+      // A file pasted (a screenshot, a file copied in a file manager) is sent, unless the
+      // clipboard also holds text: then it is a text paste, as from a word processor.
+      document.addEventListener("paste", (ev) => {
+        const data = ev.clipboardData; if (!data || !data.files.length || data.types.includes("text/plain")) return;
+        ev.preventDefault();
+        for (const f of data.files) sendFile(f.name === "image.png" || !f.name ? new File([f], pastedName(f), { type: f.type }) : f);
+      });
+      // Files dragged over the page: it says where they will go; dropped, they are sent.
+      // A drop anywhere on the page is taken, so the browser never leaves the chat to show the file.
+      let dragTimer = 0;
+      function carriesFiles(ev) { return ev.dataTransfer && [...ev.dataTransfer.types].includes("Files"); }
+      function dropping(on) {
+        const c = convs.get(open);
+        if (on && c) setText($("droptarget"), "Drop to send to " + (c.room || c.nick || "this conversation"));
+        $("droptarget").hidden = !(on && c);
+      }
+      window.addEventListener("dragover", (ev) => {
+        if (!carriesFiles(ev)) return;
+        ev.preventDefault(); ev.dataTransfer.dropEffect = "copy";
+        dropping(true); clearTimeout(dragTimer); dragTimer = setTimeout(() => dropping(false), 300);
+      });
+      window.addEventListener("drop", (ev) => {
+        if (!carriesFiles(ev)) return;
+        ev.preventDefault(); clearTimeout(dragTimer); dropping(false);
+        for (const f of ev.dataTransfer.files) sendFile(f);
+      });
       async function upload() {
         const file = uploading; if (!file) return;
         let told = -1;
@@ -78,7 +133,7 @@ extension WebPage {
           // Sent as the socket drains: a large file is never read into memory whole.
           while (socket && socket.readyState === 1 && socket.bufferedAmount > UNSENT) await new Promise((r) => setTimeout(r, 20));
           const piece = await file.slice(at, at + PIECE).arrayBuffer();
-          if (!socket || socket.readyState !== 1) { uploading = null; say("the node went away while sending"); return; }
+          if (!socket || socket.readyState !== 1) { uploadLost(); return; }
           socket.send(piece);
           const percent = Math.floor(100 * (at + piece.byteLength) / file.size);
           if (file.size > UNSENT && percent >= told + 5) { told = percent; say("sending " + file.name + "… " + percent + "%"); }

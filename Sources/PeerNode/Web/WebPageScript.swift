@@ -154,7 +154,7 @@ extension WebPage {
         li.append(el("span", "time", clock(m.ts)));
         li.append(label(m.nick, m.fp, m));
         if (m.reply_to) li.append(quoteOf(m));
-        if (m.root) li.append(fileBox(li, m)); else li.append(el("span", "text", m.text));
+        if (m.root) fileLine(li, m); else li.append(el("span", "text", m.text));
         decorate(li, m);
         if (m.author === me.id) {
           const s = el("span", "status", "stored"); s.dataset.state = "stored"; li.append(s); if (m.receipt) setStatus(s, m.receipt);
@@ -283,6 +283,7 @@ extension WebPage {
           case "hello":
             me.id = e.id; me.fp = e.fp || ""; me.nick = e.nick || "";
             setText($("me"), (me.nick ? me.nick + "·" : "") + me.fp);
+            uploadLost();
             waiting.clear(); pending.clear(); convs.clear(); $("invites").textContent = ""; refreshInvites();
             if (!open) open = e.room;
             // Opened at once (its history asked for first), so a live message
@@ -339,6 +340,7 @@ extension WebPage {
             if (e.ref && pending.has(e.ref)) { const li = pending.get(e.ref); pending.delete(e.ref); const s = li.querySelector(".status"); s.dataset.state = "failed"; setText(s, "not sent: " + e.error); }
             else say(e.error);
             if (then && e.ref && e.ref.startsWith("hi")) then(null);
+            uploadRefused(e);
             break;
           }
         }

@@ -2,7 +2,8 @@
 a picture bob sent from his terminal shows as an offer, is fetched with its
 Get button and shown inline; a large file bob sent (archive.tar) is fetched
 and stopped with the Cancel button its Get shows; a file chosen in the
-page's file input is sent.
+page's file input is sent, an empty one refused without stopping the next;
+files dropped on the page and a screenshot pasted are sent.
 
 Usage: web_page_files_check.py ADDRESS TOKEN SCREENSHOT PICTURE UPLOAD
 Writes a PNG picture (80×60) to PICTURE and prints "MADE"; waits for
@@ -85,6 +86,10 @@ async def run(b):
     await b.js(page, "document.getElementById('file').dispatchEvent(new Event('change'))")
     mine = await b.until(page, "(" + offer(UPLOAD.split("/")[-1]) + " || {}).fileRoot", timeout=30)
     check("the file sent from the page shows as our offer", bool(mine), mine)
+    # Ours is held here already: a download link after its name and no Get (the link once came first, the Get stayed).
+    parts = await b.until(page, "(li => li && li.querySelector('a.download') ? [...li.children].map(c => c.className) : null)(" + offer(UPLOAD.split("/")[-1]) + ")", timeout=30)
+    check("our own offer: its download link after the file's box, and no Get button", bool(parts) and parts.index("download") > parts.index("file")
+          and not await b.js(page, offer(UPLOAD.split("/")[-1]) + ".querySelector('button.get') !== null"), parts)
 
     # A file past what the page once took (64 MiB), sent as the socket drains, with its progress said.
     big = os.path.join(os.path.dirname(UPLOAD), "big-from-page.bin")
@@ -100,6 +105,48 @@ async def run(b):
     said = set(await b.js(page, "window.said") or [])
     check("a 72 MiB file sent from the page shows as our offer", bool(root), said)
     check("its progress is said as it goes", any(t and t.startswith("sending big-from-page.bin… ") and t.endswith("%") for t in said), sorted(t for t in said if t))
+    # An empty file is refused by the node, said, and the next file still goes
+    # (the page once waited for ever on a refused file: "a file is being sent already").
+    empty = os.path.join(os.path.dirname(UPLOAD), "empty.txt")
+    open(empty, "wb").close()
+    # (Chromium fires the input's change itself when its files are set; the second change is sent nothing.)
+    await b.js(page, "window.said = []")
+    await b.call("DOM.setFileInputFiles", {"files": [empty], "nodeId": found["result"]["nodeId"]}, session=page)
+    await b.js(page, "document.getElementById('file').dispatchEvent(new Event('change'))")
+    refused = await b.until(page, "window.said.find(t => t && t.includes('is empty')) || null", timeout=30)
+    check("an empty file chosen is refused, with the node's reason", refused == "empty.txt is empty: there is nothing to send", refused)
+
+    # Dropped on the page: where they go is said while they are dragged over it
+    # (screenshot), and both files dropped are sent, one after the other.
+    drag = ("(() => { const t = new DataTransfer();"
+            " t.items.add(new File(['dropped one MARKER-DROP-1'], 'dropped-one.txt', { type: 'text/plain' }));"
+            " t.items.add(new File(['dropped two MARKER-DROP-2'], 'dropped-two.txt', { type: 'text/plain' }));"
+            " window.dropped = t; return t; })()")
+    await b.js(page, drag)
+    over = await b.js(page, "(() => { const ev = new DragEvent('dragover', { dataTransfer: window.dropped, bubbles: true, cancelable: true });"
+                            " document.getElementById('messages').dispatchEvent(ev); const d = document.getElementById('droptarget');"
+                            " return [ev.defaultPrevented, d.hidden, d.textContent]; })()")
+    check("files dragged over the page: it says where they will go", over == [True, False, "Drop to send to #general"], over)
+    shot = await b.call("Page.captureScreenshot", {"format": "png"}, session=page)
+    with open(SCREENSHOT.replace(".png", "-drop.png"), "wb") as f:
+        f.write(base64.b64decode(shot["result"]["data"]))
+    taken = await b.js(page, "(() => { const ev = new DragEvent('drop', { dataTransfer: window.dropped, bubbles: true, cancelable: true });"
+                             " document.getElementById('scroller').dispatchEvent(ev); return [ev.defaultPrevented, document.getElementById('droptarget').hidden]; })()")
+    check("dropped: taken by the page (the browser does not leave the chat), the overlay gone", taken == [True, True], taken)
+    both = await b.until(page, "(" + offer("dropped-one.txt") + " && " + offer("dropped-two.txt") + ") ? true : null", timeout=30)
+    check("both files dropped are sent", both is True, both)
+
+    # A screenshot pasted is sent, named by when it was pasted; a paste that also holds text stays a text paste.
+    pasted = await b.js(page, "(() => { const t = new DataTransfer(); t.items.add(new File([new Uint8Array([137, 80, 78, 71, 1, 2, 3])], 'image.png', { type: 'image/png' }));"
+                              " const ev = new ClipboardEvent('paste', { clipboardData: t, bubbles: true, cancelable: true });"
+                              " document.getElementById('text').dispatchEvent(ev); return ev.defaultPrevented; })()")
+    name = await b.until(page, "([...document.querySelectorAll('#messages li.offer')].map(li => li.fileName).find(n => n.startsWith('pasted '))) || null", timeout=30)
+    check("a pasted screenshot is sent as 'pasted DATE TIME.png'", pasted is True and bool(name) and name.endswith(".png") and len(name) == len("pasted 2026-12-06 15.42.07.png"), [pasted, name])
+    texty = await b.js(page, "(() => { const t = new DataTransfer(); t.setData('text/plain', 'words'); t.items.add(new File(['x'], 'render.png', { type: 'image/png' }));"
+                             " const ev = new ClipboardEvent('paste', { clipboardData: t, bubbles: true, cancelable: true });"
+                             " document.getElementById('text').dispatchEvent(ev); return ev.defaultPrevented; })()")
+    check("a paste that holds text as well is left to the text box", texty is False, texty)
+
     errors = [e for e in b.events if e.get("method") == "Runtime.exceptionThrown"]
     check("no script error in the page", not errors, errors[:1])
     print("UPLOADED", flush=True)
