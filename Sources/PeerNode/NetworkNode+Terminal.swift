@@ -8,13 +8,13 @@ import TermUI
 
 extension NetworkNode {
     /// What Tab completes now: commands, known rooms, known nicks (on the
-    /// loop). Nicks and rooms come from the network: one that would not print
+    /// loop), and the paths of `/send` and `/get N` from the disk. Nicks and rooms come from the network: one that would not print
     /// as itself (controls, bidi overrides, invisible characters) is left out,
     /// since completing it would echo it raw into the line being typed.
     func completer() -> Completer {
         Completer(commands: ChatInput.commandNames, rooms: node.knownRooms.filter(TerminalText.isInert),
                   nicks: Array(Set(node.nicks.values.map(\.unsanitized))).filter(TerminalText.isInert).sorted(),
-                  lastMessage: lastMessageToEdit())
+                  lastMessage: lastMessageToEdit(), paths: PathCompletion())
     }
 
     /// What Up offers first at the prompt: `/edit` and the text of our last

@@ -144,9 +144,19 @@ public struct LineEditor {
 
     private mutating func complete(_ completer: Completer) -> Outcome {
         var start = cursor
-        while start > 0, scalars[start - 1] != " " { start -= 1 }
+        // A space after a backslash is part of a path word (`my\ docs`).
+        while start > 0, scalars[start - 1] != " " || (start > 1 && scalars[start - 2] == "\\") { start -= 1 }
         let word = String(String.UnicodeScalarView(scalars[start..<cursor]))
-        let isFirstWord = !scalars[0..<start].contains { $0 != " " }
+        let before = String(String.UnicodeScalarView(scalars[0..<start])).split(separator: " ")
+        if let paths = completer.paths, let foldersOnly = Self.pathArgument(before) {
+            let found = paths.matches(for: word, foldersOnly: foldersOnly)
+            guard !found.isEmpty else { return .bell }
+            // A folder goes on being typed: no space after it.
+            let replacements = found.map(\.replacement)
+            let single = found.count == 1 ? replacements[0] + (replacements[0].hasSuffix("/") ? "" : " ") : nil
+            return put(single ?? Completer.commonPrefix(replacements), over: word, from: start, choices: single == nil ? found.map(\.shown) : nil)
+        }
+        let isFirstWord = before.isEmpty
         let matches = completer.matches(for: word, firstWord: isFirstWord)
         guard !matches.isEmpty else { return .bell }
         let common = Completer.commonPrefix(matches)
@@ -157,10 +167,31 @@ public struct LineEditor {
         cursor = start + replacement.unicodeScalars.count
         return matches.count == 1 ? .redraw : .choices(matches)
     }
+
+    /// Whether the word after `before` is a path Tab completes: a file or
+    /// folder after `/send` (false), a folder after `/get N` (true).
+    static func pathArgument(_ before: [Substring]) -> Bool? {
+        if before == ["/send"] { return false }
+        if before.count == 2, before[0] == "/get", before[1].allSatisfy(\.isNumber) { return true }
+        return nil
+    }
+
+    /// `replacement` in place of `word` (never shorter than what was typed),
+    /// then the choices shown when there are several.
+    private mutating func put(_ replacement: String, over word: String, from start: Int, choices: [String]?) -> Outcome {
+        let text = replacement.unicodeScalars.count >= word.unicodeScalars.count ? replacement : word
+        guard text.unicodeScalars.count + scalars.count - word.unicodeScalars.count <= Self.maximumLength else { return .bell }
+        scalars.replaceSubrange(start..<cursor, with: text.unicodeScalars)
+        cursor = start + text.unicodeScalars.count
+        guard let choices else { return .redraw }
+        let shown = choices.prefix(Completer.maximumChoicesShown)
+        return .choices(Array(shown) + (choices.count > shown.count ? ["… \(choices.count - shown.count) more"] : []))
+    }
 }
 
 /// What Tab completes: commands (a first word starting with `/`), rooms (a
-/// word starting with `#`) and nicks (anything else); and what Up offers
+/// word starting with `#`), the path of `/send` and `/get N` (`PathCompletion`)
+/// and nicks (anything else); and what Up offers
 /// first: our last message, as the line that edits it.
 public struct Completer: Sendable {
     public var commands: [String]
@@ -168,12 +199,17 @@ public struct Completer: Sendable {
     public var nicks: [String]
     /// `/edit TEXT` for our last message in the open room (nil: none).
     public var lastMessage: String?
+    /// The paths of `/send PATH` and `/get N DIR` (nil: not completed).
+    public var paths: PathCompletion?
+    /// Choices shown at most after a Tab; past it, how many more.
+    public static let maximumChoicesShown = 100
 
-    public init(commands: [String] = [], rooms: [String] = [], nicks: [String] = [], lastMessage: String? = nil) {
+    public init(commands: [String] = [], rooms: [String] = [], nicks: [String] = [], lastMessage: String? = nil, paths: PathCompletion? = nil) {
         self.commands = commands
         self.rooms = rooms
         self.nicks = nicks
         self.lastMessage = lastMessage
+        self.paths = paths
     }
 
     public func matches(for word: String, firstWord: Bool) -> [String] {
