@@ -76,8 +76,9 @@ public enum ChatInput: Equatable, Sendable {
     /// `/send PATH [CAPTION]`: offer a file in the open room or conversation
     /// (a PATH with spaces in double quotes).
     case send(path: String, caption: String)
-    /// `/get N [DIR]`: fetch the file offered as message N, into DIR (else the download folder).
-    case get(number: Int, folder: String?)
+    /// `/get N [DIR]`: fetch the file offered as message N, into DIR (else
+    /// the download folder); `/get` alone (nil): the file offered last here.
+    case get(number: Int?, folder: String?)
     /// `/files`: the files offered in the open room or conversation, and their state.
     case files
     /// `/cancel N`: stop the `/get` of the file offered as message N; what came of it is erased.
@@ -106,7 +107,7 @@ public enum ChatInput: Equatable, Sendable {
         (["reactions"], "/reactions [N]", "who reacted to message N (or the last one), and with what"),
         (["versions"], "/versions [N]", "what message N (or the last one) said before each edit, oldest first"),
         (["send"], "/send PATH [caption]", "offer a file here: others fetch it with /get N, verified chunk by chunk, from whoever holds it (a PATH with spaces in \"quotes\", or as a shell takes it)"),
-        (["get"], "/get N [DIR]", "fetch the file offered as message N into DIR (default: your download folder); never overwrites, says where it went"),
+        (["get"], "/get [N [DIR]]", "fetch the file offered as message N (alone: the last file offered here) into DIR (default: your download folder); never overwrites, says where it went"),
         (["files"], "/files", "the files offered in this room or conversation: size, from whom, fetched or not"),
         (["cancel"], "/cancel N", "stop fetching the file offered as message N: what came of it is erased (/get N starts it again)"),
         (["typing"], "/typing", "tell the room you are typing (the prompt does it as you type; for scripts): shown to the others for a few seconds"),
@@ -287,9 +288,11 @@ public enum ChatInput: Equatable, Sendable {
             }
             return .send(path: path, caption: caption)
         case "get":
+            // Alone: the file offered last in the open room or conversation.
+            if argument.isEmpty { return .get(number: nil, folder: nil) }
             let parts = argument.split(separator: " ", maxSplits: 1).map(String.init)
             guard let first = parts.first, let n = Int(first), n > 0 else {
-                return .error("/get needs the file's message number (shown as /get N beside it): /get 14 [DIR]")
+                return .error("/get takes the file's message number (shown as /get N beside it), or nothing for the last file here: /get 14 [DIR]")
             }
             guard parts.count > 1 else { return .get(number: n, folder: nil) }
             guard let folder = Self.wholePath(parts[1]) else {

@@ -23,8 +23,9 @@ extension NetworkNode {
                 return []
             }
             return chatLines([notice])
-        case let .get(number, folder):
+        case let .get(typed, folder):
             let place = try session.openPlace()
+            guard let number = try typed ?? lastOfferNumber(in: place.room) else { throw NodeError.noFileHere(place.name) }
             let e = try node.messageLife.message(in: place.room, named: place.name, number: number)
             return try getFile(e, number: number, place: place.name, folder: folder.map(Self.expandingHome))
         case let .cancel(number):
@@ -51,6 +52,15 @@ extension NetworkNode {
         default:
             return []
         }
+    }
+
+    /// The number of the file offered last in `room` (`/get` alone): among
+    /// the `ChatInput.maximumHistory` newest messages, as `/files` lists them.
+    func lastOfferNumber(in room: RoomID) throws -> Int? {
+        for stored in try node.store.history(of: room, limit: ChatInput.maximumHistory).reversed() where node.open(stored.envelope)?.offer != nil {
+            if let number = try node.store.number(of: stored) { return number }
+        }
+        return nil
     }
 
     /// Files at least this large are said to be sealing when `/send` starts.

@@ -78,6 +78,7 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
     case fileUnreadable(path: String, reason: String)
     case fileTooLarge(path: String, size: UInt64)
     case fileEmpty(path: String)
+    case noFileHere(String)
     case notAFile(Int)
     case fileNotSaved(path: String, reason: String)
     /// `/cancel` of a file no `/get` is fetching; `whole`: it is held whole already.
@@ -138,6 +139,7 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
             "\(TerminalText.sanitize(path)) is \(size) bytes (\(FileSize.text(size))): files up to 4 GiB (\(FileOffer.maximumSize) bytes) can be sent"
         case let .fileEmpty(path): "\(TerminalText.sanitize(path)) is empty: there is nothing to send"
         case let .notAFile(n): "message \(n) offers no file (/files lists those here)"
+        case let .noFileHere(place): "no file is offered in \(TerminalText.sanitize(place)) yet: /get N fetches the one offered as message N"
         case let .fileNotSaved(path, reason): "cannot save to \(TerminalText.sanitize(path)): \(reason)"
         case let .notBeingFetched(n, whole):
             whole ? "/cancel \(n): it is fetched already (/delete \(n) takes back a file you sent, for everyone)" : "/cancel \(n): it is not being fetched"

@@ -24,15 +24,17 @@ final class NodeProcess: @unchecked Sendable {
     /// Without `discovery`, the node finds no one by multicast (links come from
     /// --peer only), so tests running side by side cannot meet by accident.
     /// `namespace` runs it inside a lab host (`ip netns exec`); `wrapper`
-    /// under another program (its path and arguments: strace, say).
+    /// under another program (its path and arguments: strace, say);
+    /// `environment` added to this process's own.
     init(dir: String, _ arguments: [String], discovery: Bool = false, namespace: String? = nil, listen: String = "127.0.0.1:0",
-         wrapper: [String] = []) throws {
+         wrapper: [String] = [], environment: [String: String] = [:]) throws {
         self.dir = dir
         let own = ["--data-dir", dir, "--json", "--listen", listen] + (discovery ? [] : ["--no-discovery"]) + arguments
         var (executable, all) = namespace.map { (NetLab.ip, ["netns", "exec", $0, PeerNodeProcess.binary] + own) } ?? (PeerNodeProcess.binary, own)
         if let program = wrapper.first { (executable, all) = (program, Array(wrapper.dropFirst()) + [executable] + all) }
         let events = Locked<[[String: String]]>([]), arrivals = Locked<[Double]>([])
-        child = try Child(executable, all, stdin: .pipe, stdout: .pipe, stderr: .pipe, onLine: collectingJSON(into: events, arrivals: arrivals))
+        let env = environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        child = try Child(executable, all, environment: env, stdin: .pipe, stdout: .pipe, stderr: .pipe, onLine: collectingJSON(into: events, arrivals: arrivals))
         self.events = events
         self.arrivals = arrivals
     }
