@@ -81,8 +81,9 @@ public enum ChatInput: Equatable, Sendable {
     case get(number: Int?, folder: String?)
     /// `/files`: the files offered in the open room or conversation, and their state.
     case files
-    /// `/cancel N`: stop the `/get` of the file offered as message N; what came of it is erased.
-    case cancel(number: Int)
+    /// `/cancel N`: stop the `/get` of the file offered as message N; what
+    /// came of it is erased. Alone (nil): the one fetch under way here.
+    case cancel(number: Int?)
     case help
     /// With a reason, it is posted (as an action) to the current room first.
     case quit(reason: String)
@@ -109,7 +110,7 @@ public enum ChatInput: Equatable, Sendable {
         (["send"], "/send PATH [caption]", "offer a file here: others fetch it with /get N, verified chunk by chunk, from whoever holds it (a PATH with spaces in \"quotes\", or as a shell takes it)"),
         (["get"], "/get [N [DIR]]", "fetch the file offered as message N (alone: the last file offered here) into DIR (default: your download folder); never overwrites, says where it went"),
         (["files"], "/files", "the files offered in this room or conversation: size, from whom, fetched or not"),
-        (["cancel"], "/cancel N", "stop fetching the file offered as message N: what came of it is erased (/get N starts it again)"),
+        (["cancel"], "/cancel [N]", "stop fetching the file offered as message N (alone: the one being fetched here): what came of it is erased (/get N starts it again)"),
         (["typing"], "/typing", "tell the room you are typing (the prompt does it as you type; for scripts): shown to the others for a few seconds"),
         (["members"], "/members", "who is in this private room, with their roles (owner, admin, member), and who is banned"),
         (["kick"], "/kick WHO", "remove WHO from this private room: the room gets a new key they never see (owner and admins)"),
@@ -302,7 +303,9 @@ public enum ChatInput: Equatable, Sendable {
         case "files":
             return argument.isEmpty ? .files : .error("/files takes no argument")
         case "cancel":
-            guard let n = Int(argument), n > 0 else { return .error("/cancel needs the number of the file being fetched (the N of its /get N): /cancel 14") }
+            // Alone: the one fetch under way in the open room or conversation.
+            if argument.isEmpty { return .cancel(number: nil) }
+            guard let n = Int(argument), n > 0 else { return .error("/cancel takes the number of the file being fetched (the N of its /get N), or nothing for the one fetched here: /cancel 14") }
             return .cancel(number: n)
         case "reactions", "versions":
             let number = argument.isEmpty ? nil : Int(argument)

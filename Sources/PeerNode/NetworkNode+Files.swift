@@ -28,8 +28,9 @@ extension NetworkNode {
             guard let number = try typed ?? lastOfferNumber(in: place.room) else { throw NodeError.noFileHere(place.name) }
             let e = try node.messageLife.message(in: place.room, named: place.name, number: number)
             return try getFile(e, number: number, place: place.name, folder: folder.map(Self.expandingHome))
-        case let .cancel(number):
+        case let .cancel(typed):
             let place = try session.openPlace()
+            let number = try typed ?? onlyFetchNumber(in: place)
             try cancelFile(try node.messageLife.message(in: place.room, named: place.name, number: number), number: number)
             return []
         case .files:
@@ -61,6 +62,14 @@ extension NetworkNode {
             if let number = try node.store.number(of: stored) { return number }
         }
         return nil
+    }
+
+    /// The number of the one `/get` under way in `place` (`/cancel` alone);
+    /// with none or several, says so (naming each).
+    func onlyFetchNumber(in place: ChatSession.Place) throws -> Int {
+        let here = node.files.wanted.values.filter { $0.room == place.room }.map(\.number).sorted()
+        guard here.count == 1 else { throw NodeError.whichFetch(place.name, numbers: here) }
+        return here[0]
     }
 
     /// Files at least this large are said to be sealing when `/send` starts.

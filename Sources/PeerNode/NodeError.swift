@@ -79,6 +79,7 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
     case fileTooLarge(path: String, size: UInt64)
     case fileEmpty(path: String)
     case noFileHere(String)
+    case whichFetch(String, numbers: [Int])
     case notAFile(Int)
     case fileNotSaved(path: String, reason: String)
     /// `/cancel` of a file no `/get` is fetching; `whole`: it is held whole already.
@@ -139,6 +140,9 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
             "\(TerminalText.sanitize(path)) is \(size) bytes (\(FileSize.text(size))): files up to 4 GiB (\(FileOffer.maximumSize) bytes) can be sent"
         case let .fileEmpty(path): "\(TerminalText.sanitize(path)) is empty: there is nothing to send"
         case let .notAFile(n): "message \(n) offers no file (/files lists those here)"
+        case let .whichFetch(place, numbers) where numbers.isEmpty: "no file is being fetched in \(TerminalText.sanitize(place))"
+        case let .whichFetch(place, numbers):
+            "\(numbers.count) files are being fetched in \(TerminalText.sanitize(place)): " + numbers.map { "/cancel \($0)" }.joined(separator: " or ")
         case let .noFileHere(place): "no file is offered in \(TerminalText.sanitize(place)) yet: /get N fetches the one offered as message N"
         case let .fileNotSaved(path, reason): "cannot save to \(TerminalText.sanitize(path)): \(reason)"
         case let .notBeingFetched(n, whole):

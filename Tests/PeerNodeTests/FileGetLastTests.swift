@@ -1,10 +1,12 @@
 import ChatText
 import Foundation
+import Glibc
 import TestSupport
 import Testing
 
-/// `/get` alone: the file offered last in the open room or conversation.
-@Suite("Getting the last file offered")
+/// `/get` alone: the file offered last in the open room or conversation;
+/// `/cancel` alone: the one fetch under way there.
+@Suite("Getting and cancelling without a number")
 struct FileGetLastTests {
     let files = FileTransferTests()
 
@@ -15,6 +17,24 @@ struct FileGetLastTests {
         if case let .error(words) = ChatInput.parse("/get report.pdf") { #expect(words.contains("nothing for the last file here")) } else {
             Issue.record("a /get of a name is taken")
         }
+        #expect(ChatInput.parse("/cancel") == .cancel(number: nil))
+        #expect(ChatInput.parse("/cancel 7") == .cancel(number: 7))
+        if case .error = ChatInput.parse("/cancel all") {} else { Issue.record("/cancel all is taken") }
+    }
+
+    @Test("/cancel with no number stops the one fetch under way here; with none it says so")
+    func cancelTheOne() async throws {
+        let (dirs, a, b) = try await aliceAndBob()
+        let source = TemporaryDirectory(), into = TemporaryDirectory()
+        b.send("/cancel")
+        #expect(await b.wait { $0["type"] == "error" && $0["error"] == "no file is being fetched in #general" } != nil, "\(b.recent(3))")
+        let (n, root, _) = try await files.fetchUnderWay(from: a, to: b, "disk.img", size: 64 << 20, source: source, into: into.path, held: 4 << 20)
+        b.send("/cancel")
+        let ended = await b.wait { $0["type"] == "file_failed" && $0["n"] == n }
+        #expect(ended?["reason"] == "cancelled" && ended?["root"] == root, "\(b.recent(4))")
+        a.child.signal(SIGCONT)
+        for node in [a, b] { await node.quit() }
+        withExtendedLifetime(dirs) {}
     }
 
     @Test("/get with no number fetches the file offered last here (not an earlier one, not a text after it); with none offered, it says so")

@@ -26,7 +26,7 @@ extension Files {
             }
             movedFrom = under.opener.folder
         }
-        let said = try started(offer, row: row, number: number, place: place, folder: folder, clock: clock)
+        let said = try started(offer, row: row, number: number, place: place, room: e.room, folder: folder, clock: clock)
         return said + (movedFrom.map { [.moved(number: number, place: place, root: offer.root, from: $0, to: folder)] } ?? [])
     }
 
@@ -45,7 +45,7 @@ extension Files {
         URL(fileURLWithPath: a).standardizedFileURL.path == URL(fileURLWithPath: b).standardizedFileURL.path
     }
 
-    private func started(_ offer: FileOffer, row: Store.FileRow, number: Int, place: String, folder: String, clock: Double) throws -> [Progress] {
+    private func started(_ offer: FileOffer, row: Store.FileRow, number: Int, place: String, room: RoomID, folder: String, clock: Double) throws -> [Progress] {
         var row = row
         // Kept with the row: a restart goes on with it (`NetworkNode.resumeFiles`).
         row.folder = folder
@@ -55,7 +55,7 @@ extension Files {
         wanted[offer.root]?.opener.abandon()
         // The temporary file first: a folder that takes no file fails the /get now, not after the fetch.
         let opener = try FileOpener(offer: offer, folder: folder)
-        wanted[offer.root] = Wanted(offer: offer, number: number, place: place, opener: opener)
+        wanted[offer.root] = Wanted(offer: offer, number: number, place: place, room: room, opener: opener)
         if row.complete { return finish(offer.root).map { [$0] } ?? [] }
         rows[offer.root] = row
         // Chunks held from an earlier run, whose leaves are not known yet: read back and hashed on a worker.

@@ -39,6 +39,8 @@ final class Files {
         /// The message number and the place it was offered in, for events.
         let number: Int
         let place: String
+        /// The room or conversation it was offered in (`/cancel` alone finds it by this).
+        let room: RoomID
         var lastProgress = 0.0
         var sinceMapWrite = 0
         /// Said to be waiting for someone who holds it (`Files.waiting`), since the last chunk.
