@@ -61,9 +61,10 @@ public struct PathCompletion: Sendable {
         defer { closedir(dir) }
         var out: [(name: String, isFolder: Bool)] = []
         while out.count < maximumEntries, let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            // A name that is not UTF-8 could not be typed back as itself: not offered.
+            guard let name = withUnsafeBytes(of: entry.pointee.d_name, { raw in
+                String(validating: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }) else { continue }
             var info = stat()
             let isFolder = stat(folder + "/" + name, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
             out.append((name, isFolder))
