@@ -79,9 +79,14 @@ extension WebPage {
         if (file === uploading || queued.some((q) => q.file === file)) return;
         if (uploading) { queued.push({ file: file, to: to }); say(file.name + " waits: " + queued.length + " after " + uploading.name); return; }
         uploading = file;
-        say("sending " + file.name + "…");
-        uploadRef = send("send_file", Object.assign({ name: file.name, size: String(file.size), caption: "" }, to), (ok) => { if (ok) notice.hidden = true; uploadEnded(); });
-        if (!uploadRef) uploadEnded();
+        // A folder dropped or chosen comes as a file that cannot be read: found before the node is asked to take it.
+        file.slice(0, 1).arrayBuffer().then(() => true, () => false).then((readable) => {
+          if (uploading !== file) return;
+          if (!readable) { say(file.name + " cannot be read: a folder is not sent (send the files in it, or an archive of it)"); uploadEnded(); return; }
+          say("sending " + file.name + "…");
+          uploadRef = send("send_file", Object.assign({ name: file.name, size: String(file.size), caption: "" }, to), (ok) => { if (ok) notice.hidden = true; uploadEnded(); });
+          if (!uploadRef) uploadEnded();
+        });
       }
       // The node took the file, refused it (its error is said), or went away: the next goes.
       function uploadEnded() {
@@ -132,7 +137,13 @@ extension WebPage {
         for (let at = 0; at < file.size; at += PIECE) {
           // Sent as the socket drains: a large file is never read into memory whole.
           while (socket && socket.readyState === 1 && socket.bufferedAmount > UNSENT) await new Promise((r) => setTimeout(r, 20));
-          const piece = await file.slice(at, at + PIECE).arrayBuffer();
+          let piece;
+          try { piece = await file.slice(at, at + PIECE).arrayBuffer(); } catch (e) {
+            // Gone or changed on the disk while it went: the node drops a file cut short when the connection closes.
+            say(file.name + " could not be read to its end: not sent"); queued.length = 0; uploading = null; uploadRef = null;
+            if (socket) socket.close();
+            return;
+          }
           if (!socket || socket.readyState !== 1) { uploadLost(); return; }
           socket.send(piece);
           const percent = Math.floor(100 * (at + piece.byteLength) / file.size);

@@ -116,6 +116,15 @@ async def run(b):
     refused = await b.until(page, "window.said.find(t => t && t.includes('is empty')) || null", timeout=30)
     check("an empty file chosen is refused, with the node's reason", refused == "empty.txt is empty: there is nothing to send", refused)
 
+    # A folder chosen comes as a file that cannot be read: said, and nothing is sent.
+    folder = os.path.join(os.path.dirname(UPLOAD), "a-folder")
+    os.makedirs(folder, exist_ok=True)
+    await b.js(page, "window.said = []")
+    await b.call("DOM.setFileInputFiles", {"files": [folder], "nodeId": found["result"]["nodeId"]}, session=page)
+    await b.js(page, "document.getElementById('file').dispatchEvent(new Event('change'))")
+    unread = await b.until(page, "window.said.find(t => t && t.includes('cannot be read')) || null", timeout=30)
+    check("a folder chosen is not sent, and the page says why", unread == "a-folder cannot be read: a folder is not sent (send the files in it, or an archive of it)", [unread, await b.js(page, "window.said")])
+
     # Dropped on the page: where they go is said while they are dragged over it
     # (screenshot), and both files dropped are sent, one after the other.
     drag = ("(() => { const t = new DataTransfer();"
