@@ -48,10 +48,11 @@ struct FileCancelTests {
         for node in [a, again] { await node.quit() }
     }
 
-    @Test("/cancel takes one message number; anything else is refused with how to use it")
+    @Test("/cancel takes one message number, or none (the one fetched here); anything else is refused with how to use it")
     func parsing() {
         #expect(ChatInput.parse("/cancel 14") == .cancel(number: 14))
-        for wrong in ["/cancel", "/cancel 0", "/cancel -3", "/cancel report.pdf", "/cancel 14 15"] {
+        #expect(ChatInput.parse("/cancel") == .cancel(number: nil))
+        for wrong in ["/cancel 0", "/cancel -3", "/cancel report.pdf", "/cancel 14 15"] {
             if case .error = ChatInput.parse(wrong) {} else { Issue.record("\(wrong) was taken") }
         }
     }

@@ -87,6 +87,13 @@ struct FileFolderTests {
         try handle.close()
         #expect(throws: NodeError.self) { try Files.seal(path: path, name: nil, caption: "", folder: dir.path) }
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["sparse.iso"], "no staging file left")
+        // A folder is said to be one, with what to do instead.
+        do {
+            _ = try Files.seal(path: dir.path, name: nil, caption: "", folder: dir.path)
+            Issue.record("a folder was sealed")
+        } catch {
+            #expect("\(error)".hasSuffix("a folder is not sent (send the files in it, or an archive of it)"), "\(error)")
+        }
     }
 
     @Test("/send says a large file is sealing from 50 MB to the limit, and nothing first of one it then refuses")

@@ -154,7 +154,10 @@ final class Files {
     static func seal(path: String, name: String?, caption: String, folder: String) throws -> SealedFile {
         var info = stat()
         guard stat(path, &info) == 0 else { throw NodeError.fileUnreadable(path: path, reason: String(cString: strerror(errno))) }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw NodeError.fileUnreadable(path: path, reason: "not a regular file") }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            let reason = info.st_mode & S_IFMT == S_IFDIR ? "a folder is not sent (send the files in it, or an archive of it)" : "not a regular file"
+            throw NodeError.fileUnreadable(path: path, reason: reason)
+        }
         let size = UInt64(info.st_size)
         try check(size: size, of: path)
         let fd = open(path, O_RDONLY | O_CLOEXEC)
