@@ -129,6 +129,7 @@ extension WebPage {
       window.addEventListener("drop", (ev) => {
         if (!carriesFiles(ev)) return;
         ev.preventDefault(); clearTimeout(dragTimer); dropping(false);
+        if (!convs.get(open)) { say("open a room or a conversation to send files to"); return; }
         for (const f of ev.dataTransfer.files) sendFile(f);
       });
       async function upload() {
