@@ -161,7 +161,7 @@ struct WebPageFileTests {
         #expect(await b.wait(timeout: 60) { $0["type"] == "file" && $0["name"] == "dropped-one.txt" } != nil)
         let pasted = await b.wait(timeout: 60) { $0["type"] == "file" && $0["name"]?.hasPrefix("pasted ") == true }
         #expect(pasted?["name"]?.hasSuffix(".png") == true && pasted?["media"] == "image/png", "\(String(describing: pasted))")
-        #expect(!b.events.withLock { $0.contains { $0["type"] == "file" && ["empty.txt", "render.png", "a-folder"].contains($0["name"] ?? "") } })
+        #expect(!b.events.withLock { $0.contains { $0["type"] == "file" && ["empty.txt", "render.png", "a-folder", "into-search.png"].contains($0["name"] ?? "") } })
         let status = await check.exited()
         try? check.output.write(toFile: shot.replacingOccurrences(of: ".png", with: ".log"), atomically: true, encoding: .utf8)
         #expect(status == 0 && !check.output.contains("FAIL"), "\(check.output)")

@@ -109,6 +109,8 @@ extension WebPage {
       // clipboard also holds text: then it is a text paste, as from a word processor.
       document.addEventListener("paste", (ev) => {
         const data = ev.clipboardData; if (!data || !data.files.length || data.types.includes("text/plain")) return;
+        // Into another box than the message's (search, a room to join): that box's, not a file to send.
+        const into = ev.target; if (into && into !== input && (into.tagName === "INPUT" || into.tagName === "TEXTAREA")) return;
         ev.preventDefault();
         for (const f of data.files) sendFile(f.name === "image.png" || !f.name ? new File([f], pastedName(f), { type: f.type }) : f);
       });

@@ -155,6 +155,10 @@ async def run(b):
                              " const ev = new ClipboardEvent('paste', { clipboardData: t, bubbles: true, cancelable: true });"
                              " document.getElementById('text').dispatchEvent(ev); return ev.defaultPrevented; })()")
     check("a paste that holds text as well is left to the text box", texty is False, texty)
+    searched = await b.js(page, "(() => { const t = new DataTransfer(); t.items.add(new File(['x'], 'into-search.png', { type: 'image/png' }));"
+                                " const ev = new ClipboardEvent('paste', { clipboardData: t, bubbles: true, cancelable: true });"
+                                " document.getElementById('search').dispatchEvent(ev); return ev.defaultPrevented; })()")
+    check("a file pasted into the search box is not sent", searched is False, searched)
 
     errors = [e for e in b.events if e.get("method") == "Runtime.exceptionThrown"]
     check("no script error in the page", not errors, errors[:1])
