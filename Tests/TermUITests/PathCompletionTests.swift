@@ -81,7 +81,7 @@ struct PathCompletionTests {
     func disk() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("pathcompletion-\(getpid())").path
         try FileManager.default.createDirectory(atPath: root + "/sub folder", withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: root + "/photo.png", contents: Data([1]))
+        #expect(FileManager.default.createFile(atPath: root + "/photo.png", contents: Data([1])))
         // A name that is not UTF-8 (bytes 0xFF 0xFE): not offered, since it could not be typed back.
         let bytes = Array((root + "/p").utf8) + [0xFF, 0xFE, 0]
         let raw = bytes.map { CChar(bitPattern: $0) }.withUnsafeBufferPointer { p in p.baseAddress.map { open($0, O_CREAT | O_WRONLY, 0o644) } ?? -1 }
