@@ -23,6 +23,12 @@ extension NetworkNode {
             answerPaste(lines, yes: ["y", "yes"].contains(line.trimmingCharacters(in: .whitespaces).lowercased()))
             return true
         }
+        if let drop = pendingDrop {
+            pendingDrop = nil
+            answerDrop(drop, line.trimmingCharacters(in: .whitespaces).lowercased())
+            return true
+        }
+        if droppedFile(line) { return true }
         do {
             let (events, keepGoing) = try handle(ChatInput.parse(line), line: line)
             emit(events)

@@ -63,6 +63,7 @@ final class NetworkNode: @unchecked Sendable {
     /// `--json`: `/history`, `/search`, `/mentions` and `/rooms` answer as events (`ScriptAnswer`), not chat lines.
     var answersScripts = false
     var pendingPaste: [String]?  // a multi-line paste waiting for the person's yes (`pasted`)
+    var pendingDrop: (path: String, line: String)?  // a file dropped on the terminal, waiting for the person's answer (`droppedFile`)
     var caughtUp = false  // once said (`NodeEvent.caughtUp`): what is shown after is live
     /// Which links a person is told of (`LinkLines`; scripts and a relay's log are told of all).
     var linkLines = LinkLines()

@@ -18,6 +18,7 @@ import pty
 import select
 import subprocess
 import sys
+import tempfile
 import termios
 import time
 
@@ -250,6 +251,29 @@ read_until(master, b"paste 2 lines into #general?", start=mark)
 os.write(master, b"n\r")
 read_until(master, b"the pasted lines were dropped", start=mark)
 print("answered otherwise, a paste is dropped")
+
+# A file dropped on the terminal: the terminal pastes its quoted path; Enter asks before anything goes.
+dropped_dir = tempfile.mkdtemp(prefix="peernode-drop-")
+dropped = os.path.join(dropped_dir, "q3 report.txt")
+with open(dropped, "wb") as f:
+    f.write(b"the numbers for Q3\n" * 100)
+mark = len(screen)
+paste(b"\x1b[200~'" + dropped.encode() + b"' \x1b[201~\r")
+# (The question is folded at the terminal's width: its start is looked for.)
+read_until(master, b"-- send q3 report.txt (1.9 kB) here as a file?", start=mark)
+os.write(master, b"y\r")
+b_wait(lambda e: e.get("type") == "file" and e.get("name") == "q3 report.txt" and e.get("size") == 1900, "the dropped file's offer")
+mark = len(screen)
+paste(b"\x1b[200~'" + dropped.encode() + b"' \x1b[201~\r")
+read_until(master, b"here as a file?", start=mark)
+os.write(master, b"t\r")
+b_wait(lambda e: e.get("type") == "message" and e.get("text", "").strip() == "'" + dropped + "'", "the dropped path posted as words")
+mark = len(screen)
+paste(b"\x1b[200~" + dropped.replace(" ", "\\ ").encode() + b"\x1b[201~\r")
+read_until(master, b"here as a file?", start=mark)
+os.write(master, b"\r")
+read_until(master, b"the dropped file was not sent", start=mark)
+print("a file dropped on the terminal (its path pasted) asks first: y sends the file, t posts the words, else nothing")
 
 # A nick change names the person as the screen did before: bob·fp, not the fingerprint alone.
 mark = len(screen)
