@@ -57,29 +57,30 @@ extension NetworkNode {
 
     /// A file dropped on the terminal: most terminals paste its path, quoted
     /// (`'/home/ann/q3 report.pdf' `), and Enter would post the path as words.
-    /// At a terminal, a line that is only the path of a file there (quoted,
-    /// escaped or bare) is held and the person asked (y sends the file, t posts the line as text,
+    /// At a terminal, a line that is only the absolute path of a file there
+    /// (quoted, or with its spaces escaped, as terminals paste a drop) is held
+    /// and the person asked (y sends the file, t posts the line as text,
     /// anything else drops it): never sent unasked, since a path typed alone
-    /// is not always a file meant to go. True when it was held.
+    /// is not always a file meant to go. True when it was held. A line that
+    /// does not start as such a path costs no look at the disk.
     func droppedFile(_ line: String) -> Bool {
-        guard windows != nil, !answersScripts, case let .send(typed, typedCaption) = ChatInput.parse("/send " + line) else { return false }
-        let (bare, caption) = Self.widened(typed, typedCaption)
-        guard caption.isEmpty else { return false }
-        let path = Self.expandingHome(bare)
+        guard windows != nil, !answersScripts, let first = line.first(where: { $0 != " " }), "'\"/~".contains(first),
+              case let .send(typed, caption) = ChatInput.parse("/send " + line), caption.isEmpty else { return false }
+        let path = Self.expandingHome(typed)
         var info = stat()
         guard path.hasPrefix("/"), stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
-        pendingDrop = (path, line)
+        held = .drop(path: path, line: line)
         let name = TerminalText.sanitize(String(path.split(separator: "/").last ?? ""))
         emit(.chatLines(["-- send \(name) (\(FileSize.text(UInt64(info.st_size)))) here as a file? y sends it; t posts the line as text; anything else drops it"]))
         return true
     }
 
     /// The answer to `droppedFile`.
-    func answerDrop(_ drop: (path: String, line: String), _ answer: String) {
+    func answerDrop(path: String, line: String, _ answer: String) {
         do {
             switch answer {
-            case "y", "yes": emit(try fileCommand(.send(path: drop.path, caption: "")))
-            case "t": emit(try handle(ChatInput.parse(drop.line), line: drop.line).events)
+            case "y", "yes": emit(try fileCommand(.send(path: path, caption: "")))
+            case "t": emit(try handle(ChatInput.parse(line), line: line).events)
             default: emit(.chatLines(["-- the dropped file was not sent"]))
             }
         } catch {

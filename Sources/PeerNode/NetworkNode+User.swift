@@ -18,14 +18,13 @@ extension NetworkNode {
     func handleLine(_ line: String) -> Bool {
         // What the command signed besides its own post (a change our other devices follow, a membership event) goes out too.
         defer { flushOwn() }
-        if let lines = pendingPaste {
-            pendingPaste = nil
-            answerPaste(lines, yes: ["y", "yes"].contains(line.trimmingCharacters(in: .whitespaces).lowercased()))
-            return true
-        }
-        if let drop = pendingDrop {
-            pendingDrop = nil
-            answerDrop(drop, line.trimmingCharacters(in: .whitespaces).lowercased())
+        if let waiting = held {
+            held = nil
+            let answer = line.trimmingCharacters(in: .whitespaces).lowercased()
+            switch waiting {
+            case let .paste(lines): answerPaste(lines, yes: ["y", "yes"].contains(answer))
+            case let .drop(path, typed): answerDrop(path: path, line: typed, answer)
+            }
             return true
         }
         if droppedFile(line) { return true }
@@ -46,7 +45,7 @@ extension NetworkNode {
     func pasted(_ lines: [String]) {
         let kept = lines.filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
         guard !kept.isEmpty else { return }
-        pendingPaste = kept
+        held = .paste(kept)
         let place = session.conversationPeer.map { "your conversation with \(session.plainLabel($0))" } ?? session.room.value
         emit(.chatLines(["-- paste \(kept.count) line\(kept.count == 1 ? "" : "s") into \(place)? y sends them; anything else drops them"]))
     }

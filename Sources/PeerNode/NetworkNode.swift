@@ -62,8 +62,14 @@ final class NetworkNode: @unchecked Sendable {
     var windows: TerminalWindows?
     /// `--json`: `/history`, `/search`, `/mentions` and `/rooms` answer as events (`ScriptAnswer`), not chat lines.
     var answersScripts = false
-    var pendingPaste: [String]?  // a multi-line paste waiting for the person's yes (`pasted`)
-    var pendingDrop: (path: String, line: String)?  // a file dropped on the terminal, waiting for the person's answer (`droppedFile`)
+    /// What the person typed that waits for their answer before anything goes.
+    enum Held {
+        /// A multi-line paste (`pasted`): y sends its lines.
+        case paste([String])
+        /// A line that is only a file's path, as a terminal pastes a dropped file (`droppedFile`).
+        case drop(path: String, line: String)
+    }
+    var held: Held?
     var caughtUp = false  // once said (`NodeEvent.caughtUp`): what is shown after is live
     /// Which links a person is told of (`LinkLines`; scripts and a relay's log are told of all).
     var linkLines = LinkLines()

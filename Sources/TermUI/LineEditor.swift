@@ -159,13 +159,7 @@ public struct LineEditor {
         let isFirstWord = before.isEmpty
         let matches = completer.matches(for: word, firstWord: isFirstWord)
         guard !matches.isEmpty else { return .bell }
-        let common = Completer.commonPrefix(matches)
-        // Candidates that differ in case may share less than what was typed: keep what was typed then.
-        let replacement = matches.count == 1 ? matches[0] + " " : (common.unicodeScalars.count >= word.unicodeScalars.count ? common : word)
-        guard replacement.unicodeScalars.count + scalars.count - word.unicodeScalars.count <= Self.maximumLength else { return .bell }
-        scalars.replaceSubrange(start..<cursor, with: replacement.unicodeScalars)
-        cursor = start + replacement.unicodeScalars.count
-        return matches.count == 1 ? .redraw : .choices(matches)
+        return put(matches.count == 1 ? matches[0] + " " : Completer.commonPrefix(matches), over: word, from: start, choices: matches.count == 1 ? nil : matches)
     }
 
     /// Whether the word after `before` is a path Tab completes: a file or
@@ -176,8 +170,9 @@ public struct LineEditor {
         return nil
     }
 
-    /// `replacement` in place of `word` (never shorter than what was typed),
-    /// then the choices shown when there are several.
+    /// `replacement` in place of `word`, then the choices shown when there
+    /// are several. Candidates that differ in case may share less than what
+    /// was typed: what was typed is kept then.
     private mutating func put(_ replacement: String, over word: String, from start: Int, choices: [String]?) -> Outcome {
         let text = replacement.unicodeScalars.count >= word.unicodeScalars.count ? replacement : word
         guard text.unicodeScalars.count + scalars.count - word.unicodeScalars.count <= Self.maximumLength else { return .bell }

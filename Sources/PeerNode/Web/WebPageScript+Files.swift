@@ -94,11 +94,9 @@ extension WebPage {
         const next = queued.shift(); if (next) sendFile(next.file, next.to);
       }
       function uploadRefused(e) { if (uploadRef && e.ref === uploadRef) uploadEnded(); }
-      function uploadLost() {
-        if (!uploading) return;
-        say("the node went away while sending " + uploading.name + ": not sent");
-        queued.length = 0; uploading = null; uploadRef = null;
-      }
+      // The file going and those waiting are dropped, said in `words`.
+      function uploadsDropped(words) { say(words); queued.length = 0; uploading = null; uploadRef = null; }
+      function uploadLost() { if (uploading) uploadsDropped("the node went away while sending " + uploading.name + ": not sent"); }
       // A screenshot pasted comes as "image.png": named by when it was pasted, so two differ.
       function pastedName(file) {
         const d = new Date(), two = (n) => String(n).padStart(2, "0");
@@ -143,7 +141,7 @@ extension WebPage {
           let piece;
           try { piece = await file.slice(at, at + PIECE).arrayBuffer(); } catch (e) {
             // Gone or changed on the disk while it went: the node drops a file cut short when the connection closes.
-            say(file.name + " could not be read to its end: not sent"); queued.length = 0; uploading = null; uploadRef = null;
+            uploadsDropped(file.name + " could not be read to its end: not sent");
             if (socket) socket.close();
             return;
           }
