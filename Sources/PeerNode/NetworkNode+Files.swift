@@ -37,11 +37,13 @@ extension NetworkNode {
             let place = try session.openPlace()
             let rows = readLogged("the files held") { try node.files.repository.files() } ?? []
             let held = Dictionary(rows.map { ($0.root, node.files.live($0)) }, uniquingKeysWith: { a, _ in a })
+            let saved = Dictionary(rows.compactMap { row in row.saved.map { (row.root, $0) } }, uniquingKeysWith: { a, _ in a })
             var lines: [String] = []
             for stored in try node.store.history(of: place.room, limit: ChatInput.maximumHistory) {
                 guard let offer = node.open(stored.envelope)?.offer else { continue }
                 let number = readLogged("a message's number") { try node.store.number(of: stored) } ?? nil
                 var state = held[offer.root].map { $0.complete ? "held" : "\(FileSize.text(node.files.held($0))) fetched" } ?? "not fetched"
+                if let path = saved[offer.root] { state += Self.savedState(path, number: number) }
                 // A /get under way says where it saves (a second /get may have moved it).
                 if let saving = node.files.savingInto(offer.root) {
                     state += ", saving into " + TerminalText.sanitize(saving) + (number.map { " (/cancel \($0) stops it)" } ?? "")
@@ -53,6 +55,16 @@ extension NetworkNode {
         default:
             return []
         }
+    }
+
+    /// Where the last `/get` saved a file, as `/files` says it: the path, or
+    /// that it is gone from there (moved or deleted since) and how to save it again.
+    static func savedState(_ path: String, number: Int?) -> String {
+        var info = stat()
+        let there = stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+        let shown = TerminalText.sanitize(path)
+        if there { return ", saved to " + shown }
+        return ", saved to \(shown) but gone from there" + (number.map { " (/get \($0) saves it again)" } ?? "")
     }
 
     /// A file dropped on the terminal: most terminals paste its path, quoted
@@ -189,6 +201,7 @@ extension NetworkNode {
                     }
                 }
             default:
+                if case let .done(_, _, root, path, _) = progress { node.files.saved(root, at: path) }
                 events += event(progress).map { [$0] } ?? []
             }
         }

@@ -267,6 +267,12 @@ enum Schema {
         ) WITHOUT ROWID;
         CREATE INDEX files_offer ON files(author, sequence);
         """,
+        // 22: where the last `/get` of a file saved it (a path), so `/files`
+        // says where a fetched file went, after a restart too. NULL: never saved
+        // here (ours, a relay's, or fetched before this column).
+        """
+        ALTER TABLE files ADD COLUMN saved TEXT;
+        """,
     ]
 
     /// The first schema that wrote with `secure_delete` on: an older file

@@ -29,6 +29,9 @@ extension Store {
         public let added: UInt64
         /// Where a `/get` under way saves the file (nil: none is).
         public var folder: String?
+        /// Where the last `/get` saved it whole (nil: never here). Kept by
+        /// `recordSaved` alone; `saveFile` leaves it as it is.
+        public var saved: String?
 
         public init(root: [UInt8], size: UInt64, origin: Origin, author: PublicKey?, sequence: UInt64?, added: UInt64) {
             self.root = root
@@ -84,7 +87,7 @@ extension Store {
 
     public func file(_ root: [UInt8]) throws -> FileRow? {
         // Read with `single`: the statement is reset, holding no read open on the table.
-        try db.statement("SELECT size, held, held_count, origin, author, sequence, added, folder FROM files WHERE root = ?1").bind(1, root)
+        try db.statement("SELECT size, held, held_count, origin, author, sequence, added, folder, saved FROM files WHERE root = ?1").bind(1, root)
             .single { try fileRow(root: root, $0) }
     }
 
@@ -98,14 +101,15 @@ extension Store {
         row.held = held
         row.heldCount = UInt64(clamping: s.int64(2))
         row.folder = s.text(7)
+        row.saved = s.text(8)
         return row
     }
 
     /// Every file held, oldest first.
     public func files() throws -> [FileRow] {
-        let s = try db.statement("SELECT size, held, held_count, origin, author, sequence, added, folder, root FROM files ORDER BY added, root")
+        let s = try db.statement("SELECT size, held, held_count, origin, author, sequence, added, folder, saved, root FROM files ORDER BY added, root")
         var out: [FileRow] = []
-        while try s.step() { out.append(try fileRow(root: s.blob(8), s)) }
+        while try s.step() { out.append(try fileRow(root: s.blob(9), s)) }
         return out
     }
 
@@ -117,6 +121,12 @@ extension Store {
         let fd = open(chunkPath(root), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw StoreError.directory(path: chunkPath(root), operation: "creating", errno: errno) }
         close(fd)
+    }
+
+    /// Records where a `/get` saved `root`'s file whole (`FileRow.saved`).
+    /// Nothing for a file no longer held (erased meanwhile).
+    public func recordSaved(_ root: [UInt8], path: String) throws {
+        try db.statement("UPDATE files SET saved = ?2 WHERE root = ?1").bind(1, root).bind(2, path).run()
     }
 
     /// Records a file: its chunk map as it is.

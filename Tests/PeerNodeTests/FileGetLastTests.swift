@@ -63,4 +63,59 @@ struct FileGetLastTests {
         withExtendedLifetime(dirs) {}
         for node in [a, b] { await node.quit() }
     }
+
+    /// `/files`' row for each offer, from the events after `mark`: by the file's name.
+    static func listed(_ node: NodeProcess, _ names: [String]) async -> [String: String] {
+        let mark = node.events.value.count
+        node.send("/files")
+        let rows = await eventuallyValue(30) { () -> [String: String]? in
+            let texts = node.events.withLock { $0.dropFirst(mark).compactMap { $0["type"] == "notice" ? $0["text"] : nil } }
+            var found: [String: String] = [:]
+            for name in names { found[name] = texts.first { $0.contains(") \(name) ") } }
+            return found.count == names.count ? found : nil
+        }
+        return rows ?? [:]
+    }
+
+    @Test("/files says where /get saved a file, after a restart too, and that it is gone from there once it is, with how to save it again")
+    func filesSaysWhereSaved() async throws {
+        let dirs = [TemporaryDirectory(), TemporaryDirectory()], source = TemporaryDirectory(), into = TemporaryDirectory()
+        let a = try NodeProcess(dir: dirs[0].path, ["--nick", "alice"])
+        #expect(await started(a))
+        let b = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
+        #expect(await started(b))
+        #expect(await linked(b, to: a))
+        let kept = try files.randomFile(source, "kept.bin", size: 70_000), other = try files.randomFile(source, "other.bin", size: 5_000)
+        a.send("/send \(kept.path)")
+        let offer = try #require(await b.wait { $0["type"] == "file" && $0["name"] == "kept.bin" })
+        a.send("/send \(other.path)")
+        #expect(await b.wait { $0["type"] == "file" && $0["name"] == "other.bin" } != nil)
+        let n = try #require(offer["n"])
+        b.send("/get \(n) \(into.path)")
+        let done = await b.wait(timeout: 60) { $0["type"] == "file_done" || $0["type"] == "file_failed" }
+        let path = into.path + "/kept.bin"
+        #expect(done?["type"] == "file_done" && done?["path"] == path, "\(done ?? [:])")
+
+        var rows = await Self.listed(b, ["kept.bin", "other.bin"])
+        #expect(rows["kept.bin"]?.hasSuffix(": held, saved to \(path)") == true, "\(rows)")
+        #expect(rows["other.bin"]?.hasSuffix(": not fetched") == true, "a file never fetched says nothing of a folder: \(rows)")
+        // Alice's own offer: hers, never saved by a /get, so no folder is named.
+        let hers = await Self.listed(a, ["kept.bin"])
+        #expect(hers["kept.bin"]?.hasSuffix(": held") == true, "\(hers)")
+
+        // Kept across a restart; once the saved copy is gone, /files says so and how to save it again.
+        #expect(await b.quit() == 0)
+        #expect(unlink(path) == 0)
+        let again = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
+        #expect(await started(again))
+        rows = await Self.listed(again, ["kept.bin"])
+        #expect(rows["kept.bin"]?.hasSuffix(": held, saved to \(path) but gone from there (/get \(n) saves it again)") == true, "\(rows)")
+        again.send("/get \(n) \(into.path)")
+        #expect(await again.wait(timeout: 60) { $0["type"] == "file_done" && $0["path"] == path } != nil, "\(again.recent(3))")
+        #expect(files.hash(of: path) == kept.hash)
+        rows = await Self.listed(again, ["kept.bin"])
+        #expect(rows["kept.bin"]?.hasSuffix(": held, saved to \(path)") == true, "\(rows)")
+        withExtendedLifetime(dirs) {}
+        for node in [a, again] { await node.quit() }
+    }
 }

@@ -20,6 +20,10 @@ struct FileRepository {
         try storeCall("saving a file's chunk map") { try store.saveFile(row) }
     }
 
+    func recordSaved(_ root: [UInt8], path: String) throws(RepositoryError) {
+        try storeCall("keeping where a file was saved") { try store.recordSaved(root, path: path) }
+    }
+
     func createChunkFile(_ root: [UInt8]) throws(RepositoryError) {
         try storeCall("making a file's chunk file") { try store.createChunkFile(root) }
     }
