@@ -35,7 +35,10 @@ class Node:
         self.events = []
         self.messages = 0
         self.cond = threading.Condition()
-        self.proc = subprocess.Popen([PEERNODE, "--data-dir", data, "--json", "--listen", "127.0.0.1:0", *args],
+        # No discovery: these nodes link by --peer alone. With it, they found each other (the six neighbours
+        # linked among themselves) and any node on the machine's LAN, and a bench run at the office
+        # gossiped its test history into #general of the default network, to everyone there.
+        self.proc = subprocess.Popen([PEERNODE, "--data-dir", data, "--json", "--listen", "127.0.0.1:0", "--no-discovery", *args],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         threading.Thread(target=self._read, daemon=True).start()
         self.ready = self.wait(lambda e: e["type"] == "ready")
