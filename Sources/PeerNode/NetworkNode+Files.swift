@@ -39,9 +39,10 @@ extension NetworkNode {
             let held = Dictionary(rows.map { ($0.root, node.files.live($0)) }, uniquingKeysWith: { a, _ in a })
             let saved = Dictionary(rows.compactMap { row in row.saved.map { (row.root, $0) } }, uniquingKeysWith: { a, _ in a })
             var lines: [String] = []
-            for stored in try node.store.history(of: place.room, limit: ChatInput.maximumHistory) {
+            let offers = try node.store.fileOffers(in: place.room, limit: Self.maximumFilesListed + 1)
+            for stored in offers.prefix(Self.maximumFilesListed).reversed() {
                 guard let offer = node.open(stored.envelope)?.offer else { continue }
-                let number = readLogged("a message's number") { try node.store.number(of: stored) } ?? nil
+                let number = stored.number
                 var state = held[offer.root].map { $0.complete ? "held" : "\(FileSize.text(node.files.held($0))) fetched" } ?? "not fetched"
                 if let path = saved[offer.root] { state += Self.savedState(path, number: number) }
                 // A /get under way says where it saves (a second /get may have moved it).
@@ -50,6 +51,9 @@ extension NetworkNode {
                 }
                 lines.append("  \(number.map { "(\($0)) " } ?? "")\(TerminalText.sanitize(offer.name)) \(FileSize.text(offer.size)) from "
                              + Renderer(people: node.people).label(stored.envelope.author) + ": \(state)")
+            }
+            if offers.count > Self.maximumFilesListed, !lines.isEmpty {
+                lines.insert("  (older ones not listed: these are the newest \(Self.maximumFilesListed))", at: 0)
             }
             return chatLines(lines.isEmpty ? ["-- no files offered in \(place.name)"] : ["-- files offered in \(place.name):"] + lines)
         default:
@@ -101,14 +105,15 @@ extension NetworkNode {
         }
     }
 
-    /// The number of the file offered last in `room` (`/get` alone): among
-    /// the `ChatInput.maximumHistory` newest messages, as `/files` lists them.
+    /// The number of the file offered last in `room` (`/get` alone): the
+    /// newest offer that stands and reads here, however old (`Store.fileOffers`).
     func lastOfferNumber(in room: RoomID) throws -> Int? {
-        for stored in try node.store.history(of: room, limit: ChatInput.maximumHistory).reversed() where node.open(stored.envelope)?.offer != nil {
-            if let number = try node.store.number(of: stored) { return number }
-        }
-        return nil
+        try node.store.fileOffers(in: room, limit: Self.maximumFilesListed).first { node.open($0.envelope)?.offer != nil }?.number
     }
+
+    /// Offers `/files` lists at most (the newest, past them a line says older
+    /// ones are not listed), and `/get` alone looks through for one that stands.
+    static let maximumFilesListed = 200
 
     /// The number of the one `/get` under way in `place` (`/cancel` alone);
     /// with none or several, says so (naming each).

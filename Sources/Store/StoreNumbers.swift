@@ -76,6 +76,27 @@ extension Store {
     }
 
     /// The envelope numbered `number` in `room`.
+    /// The file offers of `room` (rows of kind `file`, numbered), newest
+    /// first, at most `limit`, each with its number: read through their own
+    /// index (schema 23), however many other messages the room holds.
+    public func fileOffers(in room: RoomID, limit: Int) throws -> [StoredEnvelope] {
+        guard let row = roomRows[room], limit > 0 else { return [] }
+        let s = try db.statement(
+            """
+            SELECT bytes, causal_time, delivery, number FROM envelopes
+            WHERE room = ?1 AND kind = \(Kind.file.rawValue) AND number IS NOT NULL
+            ORDER BY number DESC LIMIT ?2
+            """
+        ).bind(1, row).bind(2, limit)
+        var out: [StoredEnvelope] = []
+        while try s.step() {
+            var offer = try stored(s)
+            offer.number = Int(s.int64(3))
+            out.append(offer)
+        }
+        return out
+    }
+
     public func envelope(numbered number: Int, in room: RoomID) throws -> StoredEnvelope? {
         guard number >= 1, let row = roomRows[room] else { return nil }
         var found = try db.statement("SELECT bytes, causal_time, delivery FROM envelopes WHERE room = ?1 AND number = ?2")

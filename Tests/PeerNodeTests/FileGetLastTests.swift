@@ -1,6 +1,7 @@
 import ChatText
 import Foundation
 import Glibc
+@testable import PeerNode
 import TestSupport
 import Testing
 
@@ -75,6 +76,41 @@ struct FileGetLastTests {
             return found.count == names.count ? found : nil
         }
         return rows ?? [:]
+    }
+
+    @Test("/files lists at most the newest 200 offers (NetworkNode.maximumFilesListed): all of them at the limit, and one past it the newest 200 with a line that says older ones are not listed")
+    func filesListedAtTheLimit() async throws {
+        let dir = TemporaryDirectory(), source = TemporaryDirectory()
+        let a = try NodeProcess(dir: dir.path, ["--nick", "alice"])
+        #expect(await started(a))
+        let limit = NetworkNode.maximumFilesListed
+        #expect(limit == 200)
+        let file = try files.randomFile(source, "note.txt", size: 100)
+        func offer(_ count: Int) async {
+            let mark = a.events.value.count
+            for _ in 0..<count { a.send("/send \(file.path)") }
+            _ = await eventuallyValue(60) { a.events.withLock { $0.dropFirst(mark).count { $0["type"] == "file" } } >= count ? true : nil }
+        }
+        // The listing's lines, once all `limit` rows of it have come (they are written together).
+        func listing() async -> [String] {
+            let mark = a.events.value.count
+            a.send("/files")
+            let texts = { a.events.withLock { $0.dropFirst(mark).compactMap { $0["type"] == "notice" ? $0["text"] : nil } } }
+            _ = await eventuallyValue(30) { texts().count { $0.contains(") note.txt ") } >= limit ? true : nil }
+            return texts()
+        }
+        await offer(limit)
+        var rows = await listing()
+        #expect(rows.first == "-- files offered in #general:")
+        #expect(rows.count { $0.contains(") note.txt ") } == limit, "\(rows.prefix(3))")
+        #expect(!rows.contains { $0.contains("not listed") })
+        await offer(1)
+        rows = await listing()
+        let listed = rows.filter { $0.contains(") note.txt ") }
+        #expect(listed.count == limit && listed.first?.hasPrefix("  (2) ") == true && listed.last?.hasPrefix("  (\(limit + 1)) ") == true,
+                "the newest \(limit), oldest first: \(listed.first ?? "") … \(listed.last ?? "")")
+        #expect(rows.contains("  (older ones not listed: these are the newest \(limit))"), "\(rows.prefix(3))")
+        await a.quit()
     }
 
     @Test("/files says where /get saved a file, after a restart too, and that it is gone from there once it is, with how to save it again")

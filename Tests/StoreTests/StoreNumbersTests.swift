@@ -48,6 +48,38 @@ struct StoreNumbersTests {
         #expect(try store.envelope(numbered: 0, in: general) == nil)
     }
 
+    @Test("a room's file offers are read through their own index: newest first, each with its number, none of the other messages, no other room's, at most the limit")
+    func fileOffers() throws {
+        let f = try StoreFixture()
+        let store = try #require(f.store)
+        let a = try ChainAuthor(), b = try ChainAuthor()
+        let other = RoomID.publicRoom(try RoomName("lunch"), network: testNetwork)
+        var offers: [Envelope] = []
+        for i in 0..<30 {
+            _ = try store.insert([try a.next("text \(i)")], receivedAt: 1)
+            if i % 10 == 9 {
+                let offer = try b.next("offer \(i)", kind: .file)
+                offers.append(offer)
+                _ = try store.insert([offer, try a.next("receipt", kind: .receipt)], receivedAt: 1)
+            }
+        }
+        _ = try store.insert([try b.next("offer elsewhere", room: other, kind: .file)], receivedAt: 1)
+        let found = try store.fileOffers(in: general, limit: 10)
+        #expect(found.map(\.envelope.id) == offers.reversed().map(\.id))
+        #expect(found.map(\.number) == [33, 22, 11], "the offers' numbers among the room's texts: \(found.map(\.number))")
+        #expect(try found.allSatisfy { try store.number(of: $0) == $0.number })
+        #expect(try store.fileOffers(in: general, limit: 2).map(\.envelope.id) == [offers[2].id, offers[1].id])
+        #expect(try store.fileOffers(in: general, limit: 0).isEmpty)
+        #expect(try store.fileOffers(in: other, limit: 10).count == 1)
+        #expect(try store.fileOffers(in: RoomID.random(), limit: 10).isEmpty)
+        // Through the index, not a scan of the room.
+        let plan = try store.db.statement(
+            "EXPLAIN QUERY PLAN SELECT bytes FROM envelopes WHERE room = 1 AND kind = \(Kind.file.rawValue) AND number IS NOT NULL ORDER BY number DESC LIMIT 5")
+        var steps: [String] = []
+        while try plan.step() { steps.append(plan.text(3) ?? "") }
+        #expect(steps.contains { $0.contains("envelopes_files") }, "\(steps)")
+    }
+
     @Test("an envelope that waited for what it names is numbered when it is delivered, after what it waited for; numbers go on after a reopen")
     func lateDeliveryAndReopen() throws {
         let f = try StoreFixture()
