@@ -75,7 +75,6 @@ extension Store {
         return out
     }
 
-    /// The envelope numbered `number` in `room`.
     /// The file offers of `room` (rows of kind `file`, numbered), newest
     /// first, at most `limit`, each with its number: read through their own
     /// index (schema 23), however many other messages the room holds.
@@ -97,6 +96,7 @@ extension Store {
         return out
     }
 
+    /// The envelope numbered `number` in `room`.
     public func envelope(numbered number: Int, in room: RoomID) throws -> StoredEnvelope? {
         guard number >= 1, let row = roomRows[room] else { return nil }
         var found = try db.statement("SELECT bytes, causal_time, delivery FROM envelopes WHERE room = ?1 AND number = ?2")
