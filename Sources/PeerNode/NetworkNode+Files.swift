@@ -25,36 +25,37 @@ extension NetworkNode {
             return chatLines([notice])
         case let .get(typed, folder):
             let place = try session.openPlace()
-            guard let number = try typed ?? lastOfferNumber(in: place.room) else { throw NodeError.noFileHere(place.name) }
+            // Alone: the file offered last here, however old, that stands and reads here.
+            guard let number = try typed ?? node.files.offers(in: place.room).offers.first?.stored.number else {
+                throw NodeError.noFileHere(place.name)
+            }
             let e = try node.messageLife.message(in: place.room, named: place.name, number: number)
             return try getFile(e, number: number, place: place.name, folder: folder.map(Self.expandingHome))
         case let .cancel(typed):
             let place = try session.openPlace()
-            let number = try typed ?? onlyFetchNumber(in: place)
+            let number = try typed ?? node.files.onlyFetch(in: place.room, place: place.name)
             try cancelFile(try node.messageLife.message(in: place.room, named: place.name, number: number), number: number)
             return []
         case .files:
             let place = try session.openPlace()
             let rows = readLogged("the files held") { try node.files.repository.files() } ?? []
-            let held = Dictionary(rows.map { ($0.root, node.files.live($0)) }, uniquingKeysWith: { a, _ in a })
-            let saved = Dictionary(rows.compactMap { row in row.saved.map { (row.root, $0) } }, uniquingKeysWith: { a, _ in a })
+            let byRoot = Dictionary(rows.map { ($0.root, $0) }, uniquingKeysWith: { a, _ in a })
+            let renderer = Renderer(people: node.people)
             var lines: [String] = []
-            let offers = try node.store.fileOffers(in: place.room, limit: Self.maximumFilesListed + 1)
-            for stored in offers.prefix(Self.maximumFilesListed).reversed() {
-                guard let offer = node.open(stored.envelope)?.offer else { continue }
+            let (offers, more) = try node.files.offers(in: place.room)
+            for (stored, offer) in offers.reversed() {
                 let number = stored.number
-                var state = held[offer.root].map { $0.complete ? "held" : "\(FileSize.text(node.files.held($0))) fetched" } ?? "not fetched"
-                if let path = saved[offer.root] { state += Self.savedState(path, number: number) }
+                let row = byRoot[offer.root]
+                var state = row.map(node.files.live).map { $0.complete ? "held" : "\(FileSize.text(node.files.held($0))) fetched" } ?? "not fetched"
+                if let path = row?.saved { state += Self.savedState(path, number: number) }
                 // A /get under way says where it saves (a second /get may have moved it).
                 if let saving = node.files.savingInto(offer.root) {
                     state += ", saving into " + TerminalText.sanitize(saving) + (number.map { " (/cancel \($0) stops it)" } ?? "")
                 }
                 lines.append("  \(number.map { "(\($0)) " } ?? "")\(TerminalText.sanitize(offer.name)) \(FileSize.text(offer.size)) from "
-                             + Renderer(people: node.people).label(stored.envelope.author) + ": \(state)")
+                             + renderer.label(stored.envelope.author) + ": \(state)")
             }
-            if offers.count > Self.maximumFilesListed, !lines.isEmpty {
-                lines.insert("  (older ones not listed: these are the newest \(Self.maximumFilesListed))", at: 0)
-            }
+            if more, !lines.isEmpty { lines.insert("  (older ones not listed: these are the newest \(Files.maximumListed))", at: 0) }
             return chatLines(lines.isEmpty ? ["-- no files offered in \(place.name)"] : ["-- files offered in \(place.name):"] + lines)
         default:
             return []
@@ -64,10 +65,8 @@ extension NetworkNode {
     /// Where the last `/get` saved a file, as `/files` says it: the path, or
     /// that it is gone from there (moved or deleted since) and how to save it again.
     static func savedState(_ path: String, number: Int?) -> String {
-        var info = stat()
-        let there = stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
         let shown = TerminalText.sanitize(path)
-        if there { return ", saved to " + shown }
+        if Files.regularFileSize(path) != nil { return ", saved to " + shown }
         return ", saved to \(shown) but gone from there" + (number.map { " (/get \($0) saves it again)" } ?? "")
     }
 
@@ -83,11 +82,10 @@ extension NetworkNode {
         guard windows != nil, !answersScripts, let first = line.first(where: { $0 != " " }), "'\"/~".contains(first),
               case let .send(typed, caption) = ChatInput.parse("/send " + line), caption.isEmpty else { return false }
         let path = Self.expandingHome(typed)
-        var info = stat()
-        guard path.hasPrefix("/"), stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
+        guard path.hasPrefix("/"), let size = Files.regularFileSize(path) else { return false }
         held = .drop(path: path, line: line)
         let name = TerminalText.sanitize(String(path.split(separator: "/").last ?? ""))
-        emit(.chatLines(["-- send \(name) (\(FileSize.text(UInt64(info.st_size)))) here as a file? y sends it; t posts the line as text; anything else drops it"]))
+        emit(.chatLines(["-- send \(name) (\(FileSize.text(size))) here as a file? y sends it; t posts the line as text; anything else drops it"]))
         return true
     }
 
@@ -103,24 +101,6 @@ extension NetworkNode {
             node.storeFailures.heard(error)
             emit(.failed("\(error)"))
         }
-    }
-
-    /// The number of the file offered last in `room` (`/get` alone): the
-    /// newest offer that stands and reads here, however old (`Store.fileOffers`).
-    func lastOfferNumber(in room: RoomID) throws -> Int? {
-        try node.store.fileOffers(in: room, limit: Self.maximumFilesListed).first { node.open($0.envelope)?.offer != nil }?.number
-    }
-
-    /// Offers `/files` lists at most (the newest, past them a line says older
-    /// ones are not listed), and `/get` alone looks through for one that stands.
-    static let maximumFilesListed = 200
-
-    /// The number of the one `/get` under way in `place` (`/cancel` alone);
-    /// with none or several, says so (naming each).
-    func onlyFetchNumber(in place: ChatSession.Place) throws -> Int {
-        let here = node.files.wanted.values.filter { $0.room == place.room }.map(\.number).sorted()
-        guard here.count == 1 else { throw NodeError.whichFetch(place.name, numbers: here) }
-        return here[0]
     }
 
     /// Files at least this large are said to be sealing when `/send` starts.
@@ -194,7 +174,7 @@ extension NetworkNode {
             case let .opening(o):
                 fileOpener.async { [self] in
                     let done = Files.save(o, store: store)
-                    loop.execute { [self] in tell([done]) }
+                    loop.execute { [self] in tell([node.files.opened(done)]) }
                 }
             case let .checkingHeld(check):
                 fileOpener.async { [self] in
@@ -206,7 +186,6 @@ extension NetworkNode {
                     }
                 }
             default:
-                if case let .done(_, _, root, path, _) = progress { node.files.saved(root, at: path) }
                 events += event(progress).map { [$0] } ?? []
             }
         }
@@ -237,7 +216,7 @@ extension NetworkNode {
         let words = caption.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
         for count in stride(from: words.count, through: 1, by: -1) {
             let candidate = path + " " + words[..<count].joined(separator: " ")
-            if stat(expandingHome(candidate), &info) == 0, info.st_mode & S_IFMT == S_IFREG {
+            if Files.regularFileSize(expandingHome(candidate)) != nil {
                 return (candidate, words[count...].joined(separator: " ").trimmingCharacters(in: .whitespaces))
             }
         }

@@ -78,12 +78,12 @@ struct FileGetLastTests {
         return rows ?? [:]
     }
 
-    @Test("/files lists at most the newest 200 offers (NetworkNode.maximumFilesListed): all of them at the limit, and one past it the newest 200 with a line that says older ones are not listed")
+    @Test("/files lists at most the newest 200 offers (Files.maximumListed): all of them at the limit, and one past it the newest 200 with a line that says older ones are not listed")
     func filesListedAtTheLimit() async throws {
         let dir = TemporaryDirectory(), source = TemporaryDirectory()
         let a = try NodeProcess(dir: dir.path, ["--nick", "alice"])
         #expect(await started(a))
-        let limit = NetworkNode.maximumFilesListed
+        let limit = Files.maximumListed
         #expect(limit == 200)
         let file = try files.randomFile(source, "note.txt", size: 100)
         func offer(_ count: Int) async {

@@ -24,6 +24,10 @@ struct FileRepository {
         try storeCall("keeping where a file was saved") { try store.recordSaved(root, path: path) }
     }
 
+    func fileOffers(in room: RoomID, limit: Int) throws(RepositoryError) -> [StoredEnvelope] {
+        try storeCall("reading a room's file offers") { try store.fileOffers(in: room, limit: limit) }
+    }
+
     func createChunkFile(_ root: [UInt8]) throws(RepositoryError) {
         try storeCall("making a file's chunk file") { try store.createChunkFile(root) }
     }

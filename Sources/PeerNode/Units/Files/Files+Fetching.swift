@@ -404,11 +404,5 @@ extension Files {
 
     /// The folder a `/get` under way saves `root` into.
     func savingInto(_ root: [UInt8]) -> String? { wanted[root]?.opener.folder }
-
-    /// Keeps where a `/get` saved `root`'s file whole, for `/files` (after a
-    /// restart too). A failure is counted and said; the file is saved all the same.
-    func saved(_ root: [UInt8], at path: String) {
-        do { try repository.recordSaved(root, path: path) } catch { failures.failed(error) }
-    }
 }
 

@@ -128,3 +128,43 @@ extension Files {
         return [.progress(number: w.number, place: w.place, root: root, bytes: held(row), of: row.size)]
     }
 }
+
+/// What `/files`, `/get` alone and `/cancel` alone ask of the files here.
+extension Files {
+    /// Offers `/files` lists at most (the newest, past them a line says older
+    /// ones are not listed), and `/get` alone looks through for one that stands.
+    static let maximumListed = 200
+
+    /// The file offers of `room` that stand and read here, newest first,
+    /// among its newest `maximumListed`; `more`: older ones were left out.
+    func offers(in room: RoomID) throws(RepositoryError) -> (offers: [(stored: StoredEnvelope, offer: FileOffer)], more: Bool) {
+        let newest = try repository.fileOffers(in: room, limit: Self.maximumListed + 1)
+        let standing = newest.prefix(Self.maximumListed).compactMap { stored in envelopes.open(stored.envelope)?.offer.map { (stored, $0) } }
+        return (standing, newest.count > Self.maximumListed)
+    }
+
+    /// The number of the one `/get` under way in `room` (`/cancel` alone);
+    /// with none or several, says so (naming each), as `place`.
+    func onlyFetch(in room: RoomID, place: String) throws(NodeError) -> Int {
+        let here = wanted.values.filter { $0.room == room }.map(\.number).sorted()
+        guard here.count == 1 else { throw .whichFetch(place, numbers: here) }
+        return here[0]
+    }
+
+    /// A file opened into its folder (`save`, off the loop), back on the loop:
+    /// where it was saved is kept for `/files` (after a restart too). A failure
+    /// to keep it is counted and said; the file is saved all the same.
+    func opened(_ progress: Progress) -> Progress {
+        if case let .done(_, _, root, path, _) = progress {
+            do { try repository.recordSaved(root, path: path) } catch { failures.failed(error) }
+        }
+        return progress
+    }
+
+    /// The size of the regular file at `path`; nil when there is none there.
+    static func regularFileSize(_ path: String) -> UInt64? {
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        return UInt64(info.st_size)
+    }
+}
