@@ -48,6 +48,16 @@ struct OutsidePeerTests {
         try await run("outside_files.py", log: "outside-files.log", atLeast: 17)
     }
 
+    @Test("""
+        the file messages' bounds (§11's table, types 13–16): wants, wants naming their offer, chunks and nones each at \
+        their limits (indices, size, chunk index, proof, sealed length, offer sequence) with the link kept and answered, \
+        and one past each, out of order, overlong or with a byte more closing the link (1008, bad_gossip_message); a \
+        chunk sent unasked not taken, asked for again, and the file whole
+        """)
+    func fileLimits() async throws {
+        try await run("outside_file_limits.py", log: "outside-file-limits.log", atLeast: 32)
+    }
+
     /// Runs one of the outside peer's scripts against the node; what it
     /// checked is kept in .build/`log`. It must end "ALL OK" with at least
     /// `atLeast` checks passed (a script that stopped early checked less).

@@ -338,4 +338,5 @@ async def main():
     check("the node stops cleanly (status 0)", status == 0, status)
 
 
-run_checks(main, 180)
+if __name__ == "__main__":
+    run_checks(main, 180)
