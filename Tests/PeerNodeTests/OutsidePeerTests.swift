@@ -51,11 +51,12 @@ struct OutsidePeerTests {
     @Test("""
         the file messages' bounds (§11's table, types 13–16): wants, wants naming their offer, chunks and nones each at \
         their limits (indices, size, chunk index, proof, sealed length, offer sequence) with the link kept and answered, \
-        and one past each, out of order, overlong or with a byte more closing the link (1008, bad_gossip_message); a \
-        chunk sent unasked not taken, asked for again, and the file whole
+        and one past each, out of order, overlong or with a byte more closing the link (1008, bad_gossip_message); the \
+        largest offer that reads, and ten offers past a bound or cut short shown numbered as ones that do not read, /get \
+        of each refused; a chunk sent unasked not taken, asked for again, and the file whole
         """)
     func fileLimits() async throws {
-        try await run("outside_file_limits.py", log: "outside-file-limits.log", atLeast: 32)
+        try await run("outside_file_limits.py", log: "outside-file-limits.log", atLeast: 44)
     }
 
     /// Runs one of the outside peer's scripts against the node; what it

@@ -5,7 +5,8 @@ each at its limit (the link kept, and answered where the document says it
 is) and one past it (the message refused, the link closed with 1008 and
 counted `bad_gossip_message`), with the encodings the document refuses
 besides (a non-canonical varint, trailing bytes, indices out of order).
-Then a chunk nobody asked for: §16 says a receiver takes a chunk only for
+Offers (§16 "The offer"): the largest that reads, and one past each bound
+shown as an offer that does not read, which /get refuses. Then a chunk nobody asked for: §16 says a receiver takes a chunk only for
 a file it is fetching and a chunk it asked that peer for, so one sent
 unasked is not written and is asked for again.
 Prints "ok NAME" per check and "ALL OK" at the end; exits 1 otherwise.
@@ -131,6 +132,46 @@ async def nones(node):
     await refused(node, "a none whose indices descend closes the link", none_message(root, [3, 2]))
 
 
+async def offers(node):
+    """§16 "The offer": the largest offer that reads, and one past each bound, pushed by us."""
+    me, link = await linked(node, (7, 6, 5, 4, 3, 2, 1))
+    root, plain, key = os.urandom(32), os.urandom(32), os.urandom(32)
+    largest = make_offer(MAXIMUM_SIZE, root, plain, key, b"n" * 255, b"t" * 100, b"c" * 1000)
+    envelope, _ = make_envelope(me, 17, largest)
+    await link.send(envelopes_message([envelope]))
+    shown = await node.wait(lambda e: e["type"] == "file" and e.get("author") == me.public.hex(), 20)
+    check("an offer at every bound (4 GiB, a name of 255 bytes, a type of 100, a caption of 1 000) reads: name, size, type and caption as sent",
+          shown is not None and shown.get("size") == MAXIMUM_SIZE and shown.get("name") == "n" * 255 and shown.get("media") == "t" * 100
+          and shown.get("caption") == "c" * 1000 and shown.get("root") == root.hex(), shown)
+    bad = {
+        "another version (2)": b"\x02" + largest[1:],
+        "size 0": make_offer(0, root, plain, key, b"zero.bin"),
+        "size 4 GiB and one byte": make_offer(MAXIMUM_SIZE + 1, root, plain, key, b"big.bin"),
+        "an empty name": make_offer(1000, root, plain, key, b""),
+        "a type of 101 bytes": make_offer(1000, root, plain, key, b"type.bin", b"t" * 101),
+        "a caption of 1 001 bytes": make_offer(1000, root, plain, key, b"caption.bin", b"", b"c" * 1001),
+        "a name that is not UTF-8": make_offer(1000, root, plain, key, b"\xff\xfe.bin"),
+        "a caption that is not UTF-8": make_offer(1000, root, plain, key, b"ok.bin", b"", b"\xc3"),
+        "cut short in its key": make_offer(1000, root, plain, key, b"x.bin")[:90],
+        "its name's length past the bytes left": make_offer(1000, root, plain, key, b"x.bin")[:-2],
+    }
+    for what, content in bad.items():
+        mark = len(node.events)
+        envelope, _ = make_envelope(me, 17, content)
+        await link.send(envelopes_message([envelope]))
+        event = await node.wait(lambda e: e["type"] == "file" and e.get("author") == me.public.hex(), 20, since=mark)
+        refused_offer = event is not None and "a file offer that does not read" in event.get("text", "") and "root" not in event and "name" not in event
+        # It is numbered like any offer (§16), so /get N names it, and is refused.
+        refused_offer = refused_offer and "n" in event
+        if refused_offer:
+            mark = len(node.events)
+            node.send(f"/get {event['n']}")
+            answer = await node.wait(lambda e: e["type"] in ("error", "file_progress", "file_done", "file_failed"), 10, since=mark)
+            refused_offer = answer is not None and answer["type"] == "error"
+        check(f"an offer with {what} is shown numbered as one that does not read, and /get of it is refused", refused_offer, (event, node.events[-1]))
+    await link.close()
+
+
 async def unasked(node, work):
     """A chunk of a file being fetched that the node did not ask us for is not taken."""
     me, link = await linked(node, (7, 6, 5, 4, 3, 2, 1))
@@ -182,6 +223,7 @@ async def main():
         await named(node)
         await chunks(node)
         await nones(node)
+        await offers(node)
         await unasked(node, work)
     finally:
         status = await node.stop()
