@@ -204,7 +204,37 @@ struct JSONPresenter: JSONLinePresenter {
             return [head("mentions", rows.count)] + rows
         case let .rooms(list):
             return [head("rooms", list.count)] + list.map(conversation)
+        case let .files(listing):
+            let place: [(String, JSONEvents.Value)] = listing.with.map { [("with", .string($0.hex))] } ?? [("room", .string(listing.room?.value ?? ""))]
+            return [head("files", listing.rows.count, place + (listing.more ? [("more", .string("yes"))] : []))]
+                + listing.rows.map { fileListed($0, place: place) }
         }
+    }
+
+    /// One row of `/files` (and the API's `files`): the offer (its number,
+    /// message id, name, size, root, hash, type, author), how much of it is
+    /// held here (`state`, `bytes`), the folder a `/get` under way saves
+    /// into (`saving`), and where the last one saved it (`saved`, with
+    /// `"saved_gone":"yes"` when no file is there now).
+    static func fileListed(_ row: FileListing.Row, place: [(String, JSONEvents.Value)]) -> String {
+        let offer = row.offer
+        var pairs: [(String, JSONEvents.Value)] = [("type", .string("file_listed"))] + place
+        if let n = row.number { pairs.append(("n", .number(UInt64(max(0, n))))) }
+        let bytes: UInt64 = switch row.state {
+        case .notFetched: 0
+        case let .fetching(held): held
+        case .held: offer.size
+        }
+        pairs += [("id", .string(row.envelope.id.hex)), ("name", .text(PeerText(offer.name))), ("size", .number(offer.size)),
+                  ("root", .string(Hex.encode(offer.root))), ("hash", .string(Hex.encode(offer.plainHash))), ("media", .text(PeerText(offer.type))),
+                  ("from", .string(row.from.key.hex)), ("nick", .text(row.from.nick ?? PeerText(""))), ("fp", .string(row.from.key.shortFingerprint)),
+                  ("state", .string(row.state.name)), ("bytes", .number(bytes))]
+        if let saving = row.saving { pairs.append(("saving", .text(PeerText(saving)))) }
+        if let (path, present) = row.saved {
+            pairs.append(("saved", .text(PeerText(path))))
+            if !present { pairs.append(("saved_gone", .string("yes"))) }
+        }
+        return JSONEvents.line(pairs: pairs)
     }
 
     /// Where an edit or a delete happened: `room`, or `to` for a conversation.

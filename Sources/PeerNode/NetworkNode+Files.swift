@@ -38,36 +38,41 @@ extension NetworkNode {
             return []
         case .files:
             let place = try session.openPlace()
-            let rows = readLogged("the files held") { try node.files.repository.files() } ?? []
-            let byRoot = Dictionary(rows.map { ($0.root, $0) }, uniquingKeysWith: { a, _ in a })
-            let renderer = Renderer(people: node.people)
-            var lines: [String] = []
-            let (offers, more) = try node.files.offers(in: place.room)
-            for (stored, offer) in offers.reversed() {
-                let number = stored.number
-                let row = byRoot[offer.root]
-                var state = row.map(node.files.live).map { $0.complete ? "held" : "\(FileSize.text(node.files.held($0))) fetched" } ?? "not fetched"
-                if let path = row?.saved { state += Self.savedState(path, number: number) }
-                // A /get under way says where it saves (a second /get may have moved it).
-                if let saving = node.files.savingInto(offer.root) {
-                    state += ", saving into " + TerminalText.sanitize(saving) + (number.map { " (/cancel \($0) stops it)" } ?? "")
-                }
-                lines.append("  \(number.map { "(\($0)) " } ?? "")\(TerminalText.sanitize(offer.name)) \(FileSize.text(offer.size)) from "
-                             + renderer.label(stored.envelope.author) + ": \(state)")
-            }
-            if more, !lines.isEmpty { lines.insert("  (older ones not listed: these are the newest \(Files.maximumListed))", at: 0) }
-            return chatLines(lines.isEmpty ? ["-- no files offered in \(place.name)"] : ["-- files offered in \(place.name):"] + lines)
+            let listing = try node.files.listing(of: place.room, place: place.name, name: session.conversationPeer == nil ? session.room : nil,
+                                                 with: session.conversationPeer.map(node.people.account), people: node.people)
+            if answersScripts { return [.answer(.files(listing))] }
+            return chatLines(Self.lines(listing))
         default:
             return []
         }
     }
 
-    /// Where the last `/get` saved a file, as `/files` says it: the path, or
-    /// that it is gone from there (moved or deleted since) and how to save it again.
-    static func savedState(_ path: String, number: Int?) -> String {
-        let shown = TerminalText.sanitize(path)
-        if Files.regularFileSize(path) != nil { return ", saved to " + shown }
-        return ", saved to \(shown) but gone from there" + (number.map { " (/get \($0) saves it again)" } ?? "")
+    /// `/files` at a terminal: a line per standing offer, oldest first:
+    /// its number, name, size and author, what is held of it, where the
+    /// last `/get` saved it (or that it is gone from there) and the folder a
+    /// `/get` under way saves into.
+    static func lines(_ listing: FileListing) -> [String] {
+        let renderer = Renderer(people: People())
+        var lines = listing.rows.map { row in
+            var state = switch row.state {
+            case .notFetched: "not fetched"
+            case let .fetching(bytes): "\(FileSize.text(bytes)) fetched"
+            case .held: "held"
+            }
+            if let (path, present) = row.saved {
+                let shown = TerminalText.sanitize(path)
+                state += present ? ", saved to " + shown : ", saved to \(shown) but gone from there" + (row.number.map { " (/get \($0) saves it again)" } ?? "")
+            }
+            // A /get under way says where it saves (a second /get may have moved it).
+            if let saving = row.saving {
+                state += ", saving into " + TerminalText.sanitize(saving) + (row.number.map { " (/cancel \($0) stops it)" } ?? "")
+            }
+            return "  \(row.number.map { "(\($0)) " } ?? "")\(TerminalText.sanitize(row.offer.name)) \(FileSize.text(row.offer.size)) from "
+                + renderer.label(row.from) + ": \(state)"
+        }
+        guard !lines.isEmpty else { return ["-- no files offered in \(listing.place)"] }
+        if listing.more { lines.insert("  (older ones not listed: these are the newest \(Files.maximumListed))", at: 0) }
+        return ["-- files offered in \(listing.place):"] + lines
     }
 
     /// A file dropped on the terminal: most terminals paste its path, quoted

@@ -101,12 +101,12 @@ enum NodeEvent {
     /// The API's `search`: the matches, newest first.
     case found([ShownMessage])
     /// A listing command's answer to a script (`--json`): `/history`,
-    /// `/search`, `/mentions` and `/rooms`, which a person reads as
+    /// `/search`, `/mentions`, `/rooms` and `/files`, which a person reads as
     /// `chatLines`. Not sent to the page, whose API asks for these itself.
     case answer(ScriptAnswer)
 }
 
-/// What `/history`, `/search`, `/mentions` and `/rooms` answer in `--json`:
+/// What `/history`, `/search`, `/mentions`, `/rooms` and `/files` answer in `--json`:
 /// a head line with the count, then one line per row.
 enum ScriptAnswer {
     /// The open room's (`room`) or direct conversation's (`with`) last messages, oldest first.
@@ -117,6 +117,8 @@ enum ScriptAnswer {
     case mentions([ShownMessage])
     /// `/rooms`: the rooms and direct conversations, most recent first.
     case rooms([ConversationRow])
+    /// `/files` (and the API's `files`): the open place's standing offers, oldest first.
+    case files(FileListing)
 }
 
 /// One device of an account, as `/devices` lists it.

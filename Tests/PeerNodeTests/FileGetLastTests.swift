@@ -65,14 +65,14 @@ struct FileGetLastTests {
         for node in [a, b] { await node.quit() }
     }
 
-    /// `/files`' row for each offer, from the events after `mark`: by the file's name.
-    static func listed(_ node: NodeProcess, _ names: [String]) async -> [String: String] {
+    /// `/files`' row (`file_listed`, in `--json`) for each of `names`, by the file's name.
+    static func listed(_ node: NodeProcess, _ names: [String]) async -> [String: [String: String]] {
         let mark = node.events.value.count
         node.send("/files")
-        let rows = await eventuallyValue(30) { () -> [String: String]? in
-            let texts = node.events.withLock { $0.dropFirst(mark).compactMap { $0["type"] == "notice" ? $0["text"] : nil } }
-            var found: [String: String] = [:]
-            for name in names { found[name] = texts.first { $0.contains(") \(name) ") } }
+        let rows = await eventuallyValue(30) { () -> [String: [String: String]]? in
+            let rows = node.events.withLock { $0.dropFirst(mark).filter { $0["type"] == "file_listed" } }
+            var found: [String: [String: String]] = [:]
+            for name in names { found[name] = rows.first { $0["name"] == name } }
             return found.count == names.count ? found : nil
         }
         return rows ?? [:]
@@ -91,25 +91,27 @@ struct FileGetLastTests {
             for _ in 0..<count { a.send("/send \(file.path)") }
             _ = await eventuallyValue(60) { a.events.withLock { $0.dropFirst(mark).count { $0["type"] == "file" } } >= count ? true : nil }
         }
-        // The listing's lines, once all `limit` rows of it have come (they are written together).
-        func listing() async -> [String] {
+        // The listing in --json: its head (`files`, with the count and `more`), then its rows, written together.
+        func listing() async -> (head: [String: String], rows: [[String: String]]) {
             let mark = a.events.value.count
             a.send("/files")
-            let texts = { a.events.withLock { $0.dropFirst(mark).compactMap { $0["type"] == "notice" ? $0["text"] : nil } } }
-            _ = await eventuallyValue(30) { texts().count { $0.contains(") note.txt ") } >= limit ? true : nil }
-            return texts()
+            let head = await eventuallyValue(30) { a.events.withLock { $0.dropFirst(mark).first { $0["type"] == "files" } } } ?? [:]
+            let count = Int(head["count"] ?? "") ?? -1
+            let rows = await eventuallyValue(30) { () -> [[String: String]]? in
+                let rows = a.events.withLock { $0.dropFirst(mark).filter { $0["type"] == "file_listed" } }
+                return rows.count >= count ? rows : nil
+            } ?? []
+            return (head, rows)
         }
         await offer(limit)
-        var rows = await listing()
-        #expect(rows.first == "-- files offered in #general:")
-        #expect(rows.count { $0.contains(") note.txt ") } == limit, "\(rows.prefix(3))")
-        #expect(!rows.contains { $0.contains("not listed") })
+        var (head, rows) = await listing()
+        #expect(head["room"] == "#general" && head["count"] == "\(limit)" && head["more"] == nil, "\(head)")
+        #expect(rows.count == limit && rows.allSatisfy { $0["name"] == "note.txt" && $0["state"] == "held" }, "\(rows.prefix(3))")
         await offer(1)
-        rows = await listing()
-        let listed = rows.filter { $0.contains(") note.txt ") }
-        #expect(listed.count == limit && listed.first?.hasPrefix("  (2) ") == true && listed.last?.hasPrefix("  (\(limit + 1)) ") == true,
-                "the newest \(limit), oldest first: \(listed.first ?? "") … \(listed.last ?? "")")
-        #expect(rows.contains("  (older ones not listed: these are the newest \(limit))"), "\(rows.prefix(3))")
+        (head, rows) = await listing()
+        #expect(head["count"] == "\(limit)" && head["more"] == "yes", "one past the limit says older ones are left out: \(head)")
+        #expect(rows.count == limit && rows.first?["n"] == "2" && rows.last?["n"] == "\(limit + 1)",
+                "the newest \(limit), oldest first: \(rows.first ?? [:]) … \(rows.last ?? [:])")
         await a.quit()
     }
 
@@ -133,11 +135,13 @@ struct FileGetLastTests {
         #expect(done?["type"] == "file_done" && done?["path"] == path, "\(done ?? [:])")
 
         var rows = await Self.listed(b, ["kept.bin", "other.bin"])
-        #expect(rows["kept.bin"]?.hasSuffix(": held, saved to \(path)") == true, "\(rows)")
-        #expect(rows["other.bin"]?.hasSuffix(": not fetched") == true, "a file never fetched says nothing of a folder: \(rows)")
+        #expect(rows["kept.bin"]?["state"] == "held" && rows["kept.bin"]?["saved"] == path && rows["kept.bin"]?["saved_gone"] == nil
+                && rows["kept.bin"]?["bytes"] == "70000" && rows["kept.bin"]?["n"] == n, "\(rows)")
+        #expect(rows["other.bin"]?["state"] == "not_fetched" && rows["other.bin"]?["saved"] == nil && rows["other.bin"]?["bytes"] == "0",
+                "a file never fetched says nothing of a folder: \(rows)")
         // Alice's own offer: hers, never saved by a /get, so no folder is named.
         let hers = await Self.listed(a, ["kept.bin"])
-        #expect(hers["kept.bin"]?.hasSuffix(": held") == true, "\(hers)")
+        #expect(hers["kept.bin"]?["state"] == "held" && hers["kept.bin"]?["saved"] == nil, "\(hers)")
 
         // Kept across a restart; once the saved copy is gone, /files says so and how to save it again.
         #expect(await b.quit() == 0)
@@ -145,12 +149,12 @@ struct FileGetLastTests {
         let again = try NodeProcess(dir: dirs[1].path, ["--nick", "bob", "--peer", a.url])
         #expect(await started(again))
         rows = await Self.listed(again, ["kept.bin"])
-        #expect(rows["kept.bin"]?.hasSuffix(": held, saved to \(path) but gone from there (/get \(n) saves it again)") == true, "\(rows)")
+        #expect(rows["kept.bin"]?["saved"] == path && rows["kept.bin"]?["saved_gone"] == "yes", "\(rows)")
         again.send("/get \(n) \(into.path)")
         #expect(await again.wait(timeout: 60) { $0["type"] == "file_done" && $0["path"] == path } != nil, "\(again.recent(3))")
         #expect(files.hash(of: path) == kept.hash)
         rows = await Self.listed(again, ["kept.bin"])
-        #expect(rows["kept.bin"]?.hasSuffix(": held, saved to \(path)") == true, "\(rows)")
+        #expect(rows["kept.bin"]?["saved"] == path && rows["kept.bin"]?["saved_gone"] == nil, "\(rows)")
         withExtendedLifetime(dirs) {}
         for node in [a, again] { await node.quit() }
     }

@@ -171,8 +171,8 @@ struct FileTransferTests {
         #expect(hash(of: intoC.path + "/minutes.odt") == nil, "nothing saved")
         let mark = c.events.value.count
         c.send("/files")
-        let listed = await eventuallyValue(20) { c.events.value.dropFirst(mark).first { $0["text"]?.contains("minutes.odt") == true } }
-        #expect(listed?["text"]?.contains("fetched") == true, "\(listed ?? [:]) \(c.recent(3))")
+        let listed = await eventuallyValue(20) { c.events.value.dropFirst(mark).first { $0["type"] == "file_listed" && $0["name"] == "minutes.odt" } }
+        #expect(listed?["state"] == "not_fetched" || listed?["state"] == "fetching", "not held: \(listed ?? [:]) \(c.recent(3))")
         // The terminal's words name who.
         let person = Person(key: try PublicKey(hex: bob.id), nick: PeerText("bob"), trusted: false, lookAlike: false, forked: false)
         let line = TerminalPresenter.lines(.fileWaiting(number: 3, place: "#general", root: [], bad: [person])).joined()
@@ -219,10 +219,10 @@ struct FileTransferTests {
         let listing = b.events.value.count
         b.send("/files")
         let listed = await eventuallyValue(30) {
-            b.events.withLock { $0.dropFirst(listing).first { $0["type"] == "notice" && ($0["text"] ?? "").contains("archive.tar") && ($0["text"] ?? "").contains("fetched") } }
+            b.events.withLock { $0.dropFirst(listing).first { $0["type"] == "file_listed" && $0["name"] == "archive.tar" } }
         }
-        let row: String = listed.flatMap { $0["text"] } ?? ""
-        #expect(row.hasSuffix("saving into \(second.path) (/cancel \(n) stops it)"), "/files says where it saves now, and how to stop it: \(b.recent(4))")
+        #expect(listed?["state"] == "fetching" && listed?["saving"] == second.path && listed?["n"] == n,
+                "/files says where it saves now: \(listed ?? [:]) \(b.recent(4))")
         a.child.signal(SIGCONT)
         let done = await b.wait(timeout: 120) { ($0["type"] == "file_done" || $0["type"] == "file_failed") && $0["n"] == n }
         #expect(done?["type"] == "file_done" && done?["path"] == second.path + "/archive.tar" && hash(of: second.path + "/archive.tar") == file.hash,

@@ -93,6 +93,14 @@ extension NetworkNode {
         }
     }
 
+    /// The API's `files`: the conversation's standing offers, as `/files` lists them.
+    func fileListing(of conversation: APIConversation) throws -> FileListing {
+        guard let room = conversation.ids.first else { throw NodeError.badCommand("files needs a room or a conversation") }
+        let account = conversation.peer.map(node.people.account)
+        let place = account.map { "your conversation with " + session.plainLabel($0) } ?? conversation.room?.value ?? ""
+        return try node.files.listing(of: room, place: place, name: conversation.room, with: account, people: node.people)
+    }
+
     /// The API's `read`: everything delivered in the conversation so far is
     /// read (its unread count drops to 0) and, with read receipts on, its
     /// authors are owed a read receipt up to their latest message there.

@@ -48,6 +48,8 @@ struct WebCommand {
         /// Fetch the file a message offers (into the download folder).
         case getFile(MessageID)
         case cancelFile(MessageID)
+        /// The files offered in a conversation (the open room when nil), as `/files` lists them.
+        case files(Target?)
         /// A file from the page: its name, size and caption, for a conversation
         /// (the open room when nil); its bytes follow as binary messages.
         case sendFile(name: String, size: UInt64, caption: String, Target?)
@@ -81,7 +83,7 @@ struct WebCommand {
         "invite": ["who", "room"],
         "edit": ["id", "text"], "delete": ["id"], "versions": ["id"], "react": ["id", "reaction"], "reply": ["id", "text"],
         "typing": ["room", "with"],
-        "get": ["id"], "cancel": ["id"], "send_file": ["name", "size", "caption", "room", "with"],
+        "get": ["id"], "cancel": ["id"], "files": ["room", "with"], "send_file": ["name", "size", "caption", "room", "with"],
     ]
 
     /// Messages in one history page: by default, and at most.
@@ -214,6 +216,7 @@ struct WebCommand {
         case "typing": action = .typing(try target())
         case "get": action = .getFile(try messageID())
         case "cancel": action = .cancelFile(try messageID())
+        case "files": action = .files(try target())
         case "send_file":
             let fileName = try need("name")
             guard let size = UInt64(try need("size")), size <= WebService.maximumUploadBytes else {

@@ -249,6 +249,9 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
             let e = try network.node.messageLife.message(id: id)
             try network.cancelFile(e, number: number(of: e, on: network) ?? 0)
             return ([], [])
+        case let .files(target):
+            let listing = try network.fileListing(of: try network.resolve(target ?? .room(network.session.room)))
+            return ([.answer(.files(listing))], [("count", .number(UInt64(listing.rows.count)))] + (listing.more ? [("more", .string("yes"))] : []))
         case .sendFile:
             // Handled as it arrives (`received`): its bytes follow on the same connection.
             return ([], [])

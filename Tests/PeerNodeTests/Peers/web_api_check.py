@@ -313,6 +313,19 @@ async def uploads(good):
             await ws.send(data[at:at + 60000])
         e = await events_until(ws, lambda e: e.get("ref") == "u3" and e.get("type") in ("ok", "error"), 60)
         check("sent in pieces, it is offered", e is not None and e.get("type") == "ok" and len(e.get("id", "")) == 64, e)
+        offered = (e or {}).get("id")
+        # `files` lists it as /files does: a head, then a row per offer with what is held here.
+        events, ok = await ask(ws, "files", room="#general")
+        head = next((x for x in events if x.get("type") == "files"), {})
+        row = next((x for x in events if x.get("type") == "file_listed" and x.get("id") == offered), {})
+        check("files answers a head with the count, then the offer's row: held whole here, its name, size and number",
+              ok.get("type") == "ok" and ok.get("count") == head.get("count") >= 1 and head.get("room") == "#general"
+              and row.get("state") == "held" and row.get("bytes") == len(data) and row.get("size") == len(data)
+              and row.get("name") == "big.bin" and isinstance(row.get("n"), int) and len(row.get("root", "")) == 64, (events, ok))
+        _, ok = await ask(ws, "files", room="#never-joined")
+        check("files of a room not joined is an error", ok.get("type") == "error", ok)
+        _, ok = await ask(ws, "files", room="#general", **{"with": "bob"})
+        check("files with both room and with is an error", ok.get("type") == "error", ok)
     check("and its bytes leave uploads/ once sealed", not os.listdir(folder), os.listdir(folder))
 
 
