@@ -5,8 +5,9 @@
   all of them (envelopes/s, total seconds);
 - catch-up from six neighbours that all hold the N envelopes (a node back
   from a week away on an office LAN), against the one-peer figure;
-- live latency: p50/p99 from a post at A to its delivery at B (one hop) and
-  at D in a chain A-B-C-D (three hops), measured from the JSON events, so
+- live latency: p50/p99 from a post at A to its delivery at B, two linked
+  nodes (one hop, as issue 41 sets it), and at B and D in a chain A-B-C-D
+  (one hop inside a chain, three hops), measured from the JSON events, so
   each figure includes the pipes; the author's fsync follows its send
   (docs/DECISIONS.md, "Own posts are sent before their fsync").
 usage: bench-gossip.py PEERNODE BENCH_BINARY [N]
@@ -107,6 +108,16 @@ def percentile(values, p):
     return values[min(len(values) - 1, int(len(values) * p))]
 
 
+def stages(n):
+    """The node's time per stage from /stats, one line each: what its turns spent."""
+    mark = len(n.events)
+    n.post("/stats")
+    pump([n], lambda: (head := next((e for e in n.events[mark:] if e["type"] == "stats"), None)) is not None
+         and sum(1 for e in n.events[mark:] if e["type"] == "stage") >= head["stages"])
+    return [f"  {e['stage']:<8} {e['median_ns'] / 1e3:8.1f} {e['p99_ns'] / 1e3:8.1f} {e['max_ns'] / 1e3:9.1f}  ×{e['count']}"
+            for e in n.events[mark:] if e["type"] == "stage"]
+
+
 root = tempfile.mkdtemp(prefix="peernode-bench-gossip-")
 try:
     source = os.path.join(root, "source")
@@ -166,15 +177,6 @@ try:
     for n in neighbours:
         n.stop()
 
-    # Live latency: a chain A-B-C-D, read by one thread with select() so the
-    # harness adds no thread hand-offs of its own; the time of an event is
-    # when its line could first be read.
-    # No discovery: with it the four find each other and link as an overlay,
-    # and D may hear A directly (earlier runs' "three hops" were often one).
-    chain = [QuietNode(os.path.join(root, "chain0"), "--no-discovery")]
-    for i in range(1, 4):
-        chain.append(QuietNode(os.path.join(root, f"chain{i}"), "--no-discovery", "--peer", chain[-1].url()))
-    pump(chain, lambda: all(any(e["type"] == "peer_up" for e in n.events) for n in chain[1:]))
     # The harness's own floor: the same two pipe crossings through `cat`, read the same way, paced the same.
     cat = JSONNode(["cat"])
     floor = []
@@ -190,27 +192,56 @@ try:
     cat.stop()
     pipe50, pipe99 = percentile(floor, 0.5) * 1000, percentile(floor, 0.99) * 1000
     print(f"pipe floor (a line through cat and back, this harness): p50 {pipe50:.2f} ms, p99 {pipe99:.2f} ms")
-    one, three = [], []
-    for i in range(PINGS):
-        text = f"ping {i}"
-        sent = time.monotonic()
-        chain[0].post(text)
-        pump(chain, lambda: chain[3].find(text) is not None and chain[1].find(text) is not None)
-        one.append(chain[1].find(text)["_t"] - sent)
-        three.append(chain[3].find(text)["_t"] - sent)
-        for n in chain:
-            n.events = [e for e in n.events if e["type"] != "message"]
-        time.sleep(0.002)
+
+    def timed(nodes, at):
+        """PINGS posts at nodes[0], each waited for at every node of `at`
+        (indices) before the next: the seconds from the post to each line."""
+        times = {i: [] for i in at}
+        for k in range(PINGS):
+            text = f"ping {k}"
+            sent = time.monotonic()
+            nodes[0].post(text)
+            pump(nodes, lambda: all(nodes[i].find(text) is not None for i in at))
+            for i in at:
+                times[i].append(nodes[i].find(text)["_t"] - sent)
+            for n in nodes:
+                n.events = [e for e in n.events if e["type"] != "message"]
+            time.sleep(0.002)
+        return times
+
+    # One hop as issue 41 sets it: two linked nodes on loopback, from a line
+    # written to A's standard input to B's message line. Read by one thread
+    # with select(), so the harness adds no thread hand-offs of its own; the
+    # time of an event is when its line could first be read.
+    pair = [QuietNode(os.path.join(root, "pair0"), "--no-discovery")]
+    pair.append(QuietNode(os.path.join(root, "pair1"), "--no-discovery", "--peer", pair[0].url()))
+    pump(pair, lambda: any(e["type"] == "peer_up" for e in pair[1].events))
+    one = timed(pair, [1])[1]
+    pair_stages = {name: stages(n) for name, n in (("A, the author", pair[0]), ("B, receives", pair[1]))}
+    for n in pair:
+        n.stop()
+    # Three hops: a chain A-B-C-D. No discovery: with it the four find each
+    # other and link as an overlay, and D may hear A directly (earlier runs'
+    # "three hops" were often one). B's line here is one hop inside a chain:
+    # B forwards to C before it shows, and C and D share the two cores.
+    chain = [QuietNode(os.path.join(root, "chain0"), "--no-discovery")]
+    for i in range(1, 4):
+        chain.append(QuietNode(os.path.join(root, f"chain{i}"), "--no-discovery", "--peer", chain[-1].url()))
+    pump(chain, lambda: all(any(e["type"] == "peer_up" for e in n.events) for n in chain[1:]))
+    times = timed(chain, [1, 3])
+    inside, three = times[1], times[3]
     if os.environ.get("BENCH_DEBUG"):
         print("one", [round(v * 1000, 2) for v in sorted(one)][-12:], "three", [round(v * 1000, 2) for v in sorted(three)][-12:])
         print("p90", percentile(one, 0.9) * 1000, percentile(three, 0.9) * 1000)
-    for name, values in (("one hop", one), ("three hops", three)):
+    for name, values, how in (("one hop", one, "two linked nodes: post at A to its line at B"),
+                              ("one hop inside the chain", inside, "B's line in A-B-C-D: B forwards to C first"),
+                              ("three hops", three, "post at A to its line at D")):
         print(f"live latency {name}: p50 {percentile(values, 0.5) * 1000:.2f} ms, p99 {percentile(values, 0.99) * 1000:.2f} ms "
-              f"(post at A to delivery; A's fsync follows its send)")
+              f"({how}; A's fsync follows its send)")
     # A node forwards before it stores and shows, so D can show a message
     # about when B does: what a hop adds is the chain's extra time per hop.
-    hop = [(t - o) / 2 for o, t in zip(one, three)]
-    print(f"each hop past the first adds (three hops less one, halved; no author, no fsync): "
+    hop = [(t - o) / 2 for o, t in zip(inside, three)]
+    print(f"each hop past the first adds (three hops less B's, halved; no author, no fsync): "
           f"p50 {percentile(hop, 0.5) * 1000:.2f} ms, p99 {percentile(hop, 0.99) * 1000:.2f} ms")
     p50, p99 = percentile(one, 0.5) * 1000, (percentile(one, 0.99) * 1000, percentile(three, 0.99) * 1000)
     # The model's hop, with this harness's pipes in place of the model's own.
@@ -221,16 +252,13 @@ try:
     print(f"aims (issue 41): one hop p50 ≤ 0.35 ms: {'met' if p50 <= 0.35 else 'NOT met'} ({p50:.2f}); p50 ≤ 3.5× the pipe floor: "
           f"{'met' if p50 <= 3.5 * pipe50 else 'NOT met'} ({p50 / pipe50:.2f}×); p99 ≤ 1 ms: {'met' if p99[0] <= 1 else 'NOT met'} ({p99[0]:.2f}); "
           f"three hops p99 ≤ 3 ms: {'met' if p99[1] <= 3 else 'NOT met'} ({p99[1]:.2f})")
-    # Where the time goes: the author (A) and a node that forwards (B), from /stats.
+    for name, lines in pair_stages.items():
+        print(f"stages at {name}, of the two nodes (µs: median / p99 / max, runs):")
+        print("\n".join(lines))
+    # Where the time goes in the chain: the author (A) and a node that forwards (B), from /stats.
     for name, n in (("A, the author", chain[0]), ("B, receives and forwards", chain[1])):
-        mark = len(n.events)
-        n.post("/stats")
-        pump([n], lambda: (head := next((e for e in n.events[mark:] if e["type"] == "stats"), None)) is not None
-             and sum(1 for e in n.events[mark:] if e["type"] == "stage") >= head["stages"])
-        print(f"stages at {name} (µs: median / p99 / max, runs):")
-        for e in n.events[mark:]:
-            if e["type"] == "stage":
-                print(f"  {e['stage']:<8} {e['median_ns'] / 1e3:8.1f} {e['p99_ns'] / 1e3:8.1f} {e['max_ns'] / 1e3:9.1f}  ×{e['count']}")
+        print(f"stages at {name}, in the chain (µs: median / p99 / max, runs):")
+        print("\n".join(stages(n)))
     for n in chain:
         n.stop()
 finally:
