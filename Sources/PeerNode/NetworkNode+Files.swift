@@ -40,8 +40,8 @@ extension NetworkNode {
             let place = try session.openPlace()
             let listing = try node.files.listing(of: place.room, place: place.name, name: session.conversationPeer == nil ? session.room : nil,
                                                  with: session.conversationPeer.map(node.people.account), people: node.people)
-            if answersScripts { return [.answer(.files(listing))] }
-            return chatLines(Self.lines(listing))
+            // A script gets the terminal's lines as before (`notice`; scripts read them), then the rows.
+            return chatLines(Self.lines(listing)) + (answersScripts ? [.answer(.files(listing))] : [])
         default:
             return []
         }

@@ -91,8 +91,9 @@ struct FileGetLastTests {
             for _ in 0..<count { a.send("/send \(file.path)") }
             _ = await eventuallyValue(60) { a.events.withLock { $0.dropFirst(mark).count { $0["type"] == "file" } } >= count ? true : nil }
         }
-        // The listing in --json: its head (`files`, with the count and `more`), then its rows, written together.
-        func listing() async -> (head: [String: String], rows: [[String: String]]) {
+        // The listing in --json: the terminal's lines as notices (as before: scripts read them), then its head
+        // (`files`, with the count and `more`) and its rows, written together.
+        func listing() async -> (head: [String: String], rows: [[String: String]], notices: [String]) {
             let mark = a.events.value.count
             a.send("/files")
             let head = await eventuallyValue(30) { a.events.withLock { $0.dropFirst(mark).first { $0["type"] == "files" } } } ?? [:]
@@ -101,15 +102,18 @@ struct FileGetLastTests {
                 let rows = a.events.withLock { $0.dropFirst(mark).filter { $0["type"] == "file_listed" } }
                 return rows.count >= count ? rows : nil
             } ?? []
-            return (head, rows)
+            let notices = a.events.withLock { $0.dropFirst(mark).compactMap { $0["type"] == "notice" ? $0["text"] : nil } }
+            return (head, rows, notices)
         }
         await offer(limit)
-        var (head, rows) = await listing()
+        var (head, rows, notices) = await listing()
         #expect(head["room"] == "#general" && head["count"] == "\(limit)" && head["more"] == nil, "\(head)")
+        #expect(notices.first == "-- files offered in #general:" && notices.count { $0.contains(") note.txt ") } == limit, "\(notices.prefix(3))")
         #expect(rows.count == limit && rows.allSatisfy { $0["name"] == "note.txt" && $0["state"] == "held" }, "\(rows.prefix(3))")
         await offer(1)
-        (head, rows) = await listing()
+        (head, rows, notices) = await listing()
         #expect(head["count"] == "\(limit)" && head["more"] == "yes", "one past the limit says older ones are left out: \(head)")
+        #expect(notices.contains("  (older ones not listed: these are the newest \(limit))"), "\(notices.prefix(3))")
         #expect(rows.count == limit && rows.first?["n"] == "2" && rows.last?["n"] == "\(limit + 1)",
                 "the newest \(limit), oldest first: \(rows.first ?? [:]) … \(rows.last ?? [:])")
         await a.quit()

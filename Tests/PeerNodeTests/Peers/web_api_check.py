@@ -391,6 +391,11 @@ async def conversations(ws, bob):
     check("a direct conversation's history", ok.get("with") == bob and any(e.get("id") == dm_id and e.get("kind") == "dm" for e in events), (ok, events))
     events, _ = await ask(ws, "rooms")
     check("the direct conversation is listed", any(e.get("with") == bob and e.get("last_text") == "a direct word" and e.get("fp") for e in events), events)
+    events, ok = await ask(ws, "files", **{"with": bob})
+    head = next((e for e in events if e.get("type") == "files"), {})
+    check("files in a direct conversation with none offered: a head naming the other party, no rows",
+          ok.get("type") == "ok" and ok.get("count") == 0 and head.get("with") == bob and head.get("count") == 0
+          and not any(e.get("type") == "file_listed" for e in events), (events, ok))
     _, ok = await ask(ws, "msg", to=bob, text="waves", kind="action")
     action_id = ok.get("id")
     events, _ = await ask(ws, "history", **{"with": bob})
