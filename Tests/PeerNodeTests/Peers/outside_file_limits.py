@@ -5,6 +5,7 @@ each at its limit (the link kept, and answered where the document says it
 is) and one past it (the message refused, the link closed with 1008 and
 counted `bad_gossip_message`), with the encodings the document refuses
 besides (a non-canonical varint, trailing bytes, indices out of order).
+A file held whole answers none past its end, whatever size a want names.
 Offers (§16 "The offer"): the largest that reads, and one past each bound
 shown as an offer that does not read, which /get refuses. Then a chunk nobody asked for: §16 says a receiver takes a chunk only for
 a file it is fetching and a chunk it asked that peer for, so one sent
@@ -172,6 +173,40 @@ async def offers(node):
     await link.close()
 
 
+async def held_whole(node, work):
+    """§16: a node that holds a file whole answers none for an index past the
+    file it holds by that root, whatever size the want names."""
+    me, link = await linked(node, (7, 6, 5, 4, 3, 2, 1))
+    data = os.urandom(100_000)  # two chunks
+    path = os.path.join(work, "held.bin")
+    with open(path, "wb") as f:
+        f.write(data)
+    mark = len(node.events)
+    node.send(f"/send {path}")
+    offered = await node.wait(lambda e: e["type"] == "file" and e.get("name") == "held.bin", 30, since=mark)
+    if not offered:
+        check("the node offers a file of its own", False, "not offered")
+        return
+    root = bytes.fromhex(offered["root"])
+    await link.send(want(root, 10 * 64_000, [5]))
+    answer = await link.until(lambda m: m if m[0] in (14, 15) and m[1:33] == root else None, 10)
+    check("a want naming a larger size, for an index past the file held by that root, is answered none (the link kept)",
+          answer is not None and answer[0] == 15 and read_indices(answer) == (root, [5]), answer and answer[:40].hex())
+    await link.send(want(root, 10 * 64_000, [1, 5]))
+    got = {}
+
+    def take(m):
+        if m[1:33] == root and m[0] == 14:
+            got["chunk"] = m
+        elif m[1:33] == root and m[0] == 15:
+            got["none"] = read_indices(m)[1]
+        return ("chunk" in got and "none" in got) or None
+    await link.until(take, 10)
+    check("the same want naming a chunk it holds and one past the file: the chunk sent, none for the other",
+          "chunk" in got and got.get("none") == [5], got.keys())
+    await link.close()
+
+
 async def unasked(node, work):
     """A chunk of a file being fetched that the node did not ask us for is not taken."""
     me, link = await linked(node, (7, 6, 5, 4, 3, 2, 1))
@@ -224,6 +259,7 @@ async def main():
         await chunks(node)
         await nones(node)
         await offers(node)
+        await held_whole(node, work)
         await unasked(node, work)
     finally:
         status = await node.stop()
