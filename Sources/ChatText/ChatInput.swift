@@ -164,6 +164,22 @@ public enum ChatInput: Equatable, Sendable {
         return (path, String(trimmed[end...]).trimmingCharacters(in: .whitespaces))
     }
 
+    /// The paths a line holds when it is nothing but paths that start with
+    /// `/` or `~`, one after another, each quoted or with its spaces
+    /// escaped, as a terminal pastes several files dropped on it
+    /// (`'/a/q3 report.pdf' '/a/notes.txt' `); nil for anything else.
+    public static func droppedPaths(_ line: String) -> [String]? {
+        var rest = line.trimmingCharacters(in: .whitespaces)
+        var paths: [String] = []
+        while !rest.isEmpty {
+            // Each word takes at least one character, so this ends.
+            guard let (path, after) = pathAndRest(rest), path.hasPrefix("/") || path.hasPrefix("~") else { return nil }
+            paths.append(path)
+            rest = after
+        }
+        return paths.isEmpty ? nil : paths
+    }
+
     /// A path that is all the rest of a line (`/get N DIR`): quoted or
     /// escaped as `pathAndRest` takes it, and bare spaces kept (nothing can
     /// follow it). Nil for text after a closing quote.

@@ -81,30 +81,54 @@ extension NetworkNode {
     /// (quoted, or with its spaces escaped, as terminals paste a drop) is held
     /// and the person asked (y sends the file, t posts the line as text,
     /// anything else drops it): never sent unasked, since a path typed alone
-    /// is not always a file meant to go. True when it was held. A line that
-    /// does not start as such a path costs no look at the disk.
+    /// is not always a file meant to go. Several files dropped at once paste
+    /// their paths one after another: a line of only such paths asks the
+    /// same of them all, each sent as its own offer (at most
+    /// `maximumFilesDropped`; a drop of more is said and nothing goes). True
+    /// when it was held. A line that does not start as such a path costs no
+    /// look at the disk.
     func droppedFile(_ line: String) -> Bool {
-        guard windows != nil, !answersScripts, let first = line.first(where: { $0 != " " }), "'\"/~".contains(first),
-              case let .send(typed, caption) = ChatInput.parse("/send " + line), caption.isEmpty else { return false }
-        let path = Self.expandingHome(typed)
-        guard path.hasPrefix("/"), let size = Files.regularFileSize(path) else { return false }
-        held = .drop(path: path, line: line)
-        let name = TerminalText.sanitize(String(path.split(separator: "/").last ?? ""))
-        emit(.chatLines(["-- send \(name) (\(FileSize.text(size))) here as a file? y sends it; t posts the line as text; anything else drops it"]))
+        guard windows != nil, !answersScripts, let first = line.first(where: { $0 != " " }), "'\"/~".contains(first) else { return false }
+        if case let .send(typed, caption) = ChatInput.parse("/send " + line), caption.isEmpty {
+            let path = Self.expandingHome(typed)
+            guard path.hasPrefix("/"), let size = Files.regularFileSize(path) else { return false }
+            held = .drop(paths: [path], line: line)
+            let name = TerminalText.sanitize(String(path.split(separator: "/").last ?? ""))
+            emit(.chatLines(["-- send \(name) (\(FileSize.text(size))) here as a file? y sends it; t posts the line as text; anything else drops it"]))
+            return true
+        }
+        guard let typed = ChatInput.droppedPaths(line), typed.count > 1 else { return false }
+        let paths = typed.map(Self.expandingHome)
+        guard paths.count <= Self.maximumFilesDropped else {
+            emit(.chatLines(["-- \(paths.count) files dropped at once: at most \(Self.maximumFilesDropped) go together; nothing was sent (drop fewer, or /send each)"]))
+            return true
+        }
+        let sizes = paths.map { $0.hasPrefix("/") ? Files.regularFileSize($0) : nil }
+        guard sizes.allSatisfy({ $0 != nil }) else { return false }
+        held = .drop(paths: paths, line: line)
+        let named = zip(paths, sizes).map { path, size in
+            TerminalText.sanitize(String(path.split(separator: "/").last ?? "")) + " (\(FileSize.text(size ?? 0)))"
+        }
+        emit(.chatLines(["-- send these \(paths.count) files here, each as a file? \(named.joined(separator: ", ")): y sends them; t posts the line as text; anything else drops it"]))
         return true
     }
 
+    /// Files dropped on the terminal at once, at most: each is an offer of its own.
+    static let maximumFilesDropped = 32
+
     /// The answer to `droppedFile`.
-    func answerDrop(path: String, line: String, _ answer: String) {
-        do {
-            switch answer {
-            case "y", "yes": emit(try fileCommand(.send(path: path, caption: "")))
-            case "t": emit(try handle(ChatInput.parse(line), line: line).events)
-            default: emit(.chatLines(["-- the dropped file was not sent"]))
+    func answerDrop(paths: [String], line: String, _ answer: String) {
+        func said(_ act: () throws -> [NodeEvent]) {
+            do { emit(try act()) } catch {
+                node.storeFailures.heard(error)
+                emit(.failed("\(error)"))
             }
-        } catch {
-            node.storeFailures.heard(error)
-            emit(.failed("\(error)"))
+        }
+        switch answer {
+        // Each its own offer: one that cannot go is said, and the rest still go.
+        case "y", "yes": for path in paths { said { try fileCommand(.send(path: path, caption: "")) } }
+        case "t": said { try handle(ChatInput.parse(line), line: line).events }
+        default: emit(.chatLines([paths.count == 1 ? "-- the dropped file was not sent" : "-- the dropped files were not sent"]))
         }
     }
 

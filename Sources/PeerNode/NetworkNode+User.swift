@@ -23,7 +23,7 @@ extension NetworkNode {
             let answer = line.trimmingCharacters(in: .whitespaces).lowercased()
             switch waiting {
             case let .paste(lines): answerPaste(lines, yes: ["y", "yes"].contains(answer))
-            case let .drop(path, typed): answerDrop(path: path, line: typed, answer)
+            case let .drop(paths, typed): answerDrop(paths: paths, line: typed, answer)
             }
             return true
         }

@@ -66,8 +66,8 @@ final class NetworkNode: @unchecked Sendable {
     enum Held {
         /// A multi-line paste (`pasted`): y sends its lines.
         case paste([String])
-        /// A line that is only a file's path, as a terminal pastes a dropped file (`droppedFile`).
-        case drop(path: String, line: String)
+        /// A line that is only files' paths, as a terminal pastes files dropped on it (`droppedFile`).
+        case drop(paths: [String], line: String)
     }
     var held: Held?
     var caughtUp = false  // once said (`NodeEvent.caughtUp`): what is shown after is live

@@ -32,6 +32,19 @@ struct SavedFileTests {
         #expect(NetworkNode.widened(dir.path + "/my", "docs/q3 report.pdf") == (dir.path + "/my", "docs/q3 report.pdf"), "what names a file is taken as typed")
     }
 
+    @Test("several files dropped at once: a line of only paths, quoted or escaped as terminals paste them, is read as those paths; a word that is no absolute path, or text after a quote, makes it no drop")
+    func droppedPaths() {
+        #expect(ChatInput.droppedPaths("'/a/q3 report.pdf' '/a/notes.txt' ") == ["/a/q3 report.pdf", "/a/notes.txt"])
+        #expect(ChatInput.droppedPaths("/a/q3\\ report.pdf /a/notes.txt") == ["/a/q3 report.pdf", "/a/notes.txt"])
+        #expect(ChatInput.droppedPaths("\"/a/x y\" ~/b.txt") == ["/a/x y", "~/b.txt"])
+        #expect(ChatInput.droppedPaths("'/a/one.pdf'") == ["/a/one.pdf"])
+        #expect(ChatInput.droppedPaths("/etc/passwd and /etc/hosts") == nil, "a word that is no path: words, not a drop")
+        #expect(ChatInput.droppedPaths("'/a/x'y") == nil)
+        #expect(ChatInput.droppedPaths("'/a/unclosed") == nil)
+        #expect(ChatInput.droppedPaths("   ") == nil)
+        #expect(ChatInput.droppedPaths("hello") == nil)
+    }
+
     @Test("path parts, control characters, leading dots, device names and lengths are made safe")
     func safeNames() {
         #expect(SavedFile.safeName("report.pdf") == "report.pdf")

@@ -4,13 +4,15 @@ import Testing
 
 @Suite("The terminal UI, typed into through a pseudo-terminal")
 struct TerminalTests {
-    @Test("prompt; half-typed line redrawn when a message arrives; editing keys; history; Tab; mention bell; inert escapes; prompt marks (read, …, ✓); Ctrl-C and a crash signal restore the terminal")
+    @Test("prompt; half-typed line redrawn when a message arrives; editing keys; history; Tab; mention bell; inert escapes; files dropped (one, then two at once) asked before they go; prompt marks (read, …, ✓); Ctrl-C and a crash signal restore the terminal")
     func session() async throws {
         let result = try await Self.run("terminal_session.py")
         let output = result.stdout
         #expect(result.status == 0, "\(output)\n\(result.stderr)")
         #expect(output.contains("Ctrl-C exits 0 and the terminal is restored"), "\(output)")
         #expect(output.contains("a crash signal (SIGSEGV) restores the terminal"), "\(output)")
+        #expect(output.contains("two files dropped at once ask once: y offers each, anything else sends nothing"), "\(output)")
+        #expect(output.contains("32 files dropped at once are asked about; 33 are refused, nothing sent"), "\(output)")
     }
 
     /// Runs a script of Peers/ that drives nodes in pseudo-terminals: the

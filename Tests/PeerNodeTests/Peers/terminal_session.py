@@ -274,6 +274,37 @@ read_until(master, b"here as a file?", start=mark)
 os.write(master, b"\r")
 read_until(master, b"the dropped file was not sent", start=mark)
 print("a file dropped on the terminal (its path pasted) asks first: y sends the file, t posts the words, else nothing")
+# Two files dropped at once: the terminal pastes both paths; one question, and y offers each.
+second = os.path.join(dropped_dir, "notes.txt")
+with open(second, "wb") as f:
+    f.write(b"minutes\n" * 50)
+mark = len(screen)
+paste(b"\x1b[200~'" + dropped.encode() + b"' '" + second.encode() + b"' \x1b[201~\r")
+read_until(master, b"-- send these 2 files here, each as a file?", start=mark)
+os.write(master, b"y\r")
+b_wait(lambda e: e.get("type") == "file" and e.get("name") == "notes.txt" and e.get("size") == 400, "the second dropped file's offer")
+mark = len(screen)
+paste(b"\x1b[200~'" + dropped.encode() + b"' '" + second.encode() + b"' \x1b[201~\r")
+read_until(master, b"each as a file?", start=mark)
+os.write(master, b"\r")
+read_until(master, b"the dropped files were not sent", start=mark)
+print("two files dropped at once ask once: y offers each, anything else sends nothing")
+# NetworkNode.maximumFilesDropped (32) at once, and one past it: said, and nothing goes.
+many = []
+for i in range(33):
+    many.append(os.path.join(dropped_dir, f"m{i}.txt"))
+    with open(many[-1], "wb") as f:
+        f.write(b"x")
+quoted = lambda paths: b" ".join(b"'" + p.encode() + b"'" for p in paths)
+mark = len(screen)
+paste(b"\x1b[200~" + quoted(many[:32]) + b" \x1b[201~\r")
+read_until(master, b"-- send these 32 files here, each as a file?", start=mark)
+os.write(master, b"n\r")
+read_until(master, b"the dropped files were not sent", start=mark)
+mark = len(screen)
+paste(b"\x1b[200~" + quoted(many) + b" \x1b[201~\r")
+read_until(master, b"-- 33 files dropped at once: at most 32 go together; nothing was sent", start=mark)
+print("32 files dropped at once are asked about; 33 are refused, nothing sent")
 
 # A nick change names the person as the screen did before: bob·fp, not the fingerprint alone.
 mark = len(screen)
