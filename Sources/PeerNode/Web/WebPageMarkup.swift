@@ -60,7 +60,7 @@ extension WebPage {
           <label for="text" class="hidden">Message</label>
           <input id="text" maxlength="32768" placeholder="Type a message, Enter sends; /me does an action, /help lists commands" autofocus>
           <button id="attach" type="button" title="send a file to this conversation">File…</button>
-          <input id="file" type="file" hidden>
+          <input id="file" type="file" multiple hidden>
           <button type="submit">Send</button>
         </form>
       </section>

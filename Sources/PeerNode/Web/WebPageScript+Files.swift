@@ -152,6 +152,7 @@ extension WebPage {
         }
       }
       $("attach").addEventListener("click", chooseFile);
-      $("file").addEventListener("change", () => sendFile($("file").files[0]));
+      // Several chosen at once go one after another, as a drop of several does.
+      $("file").addEventListener("change", () => { for (const f of $("file").files) sendFile(f); });
     """#
 }

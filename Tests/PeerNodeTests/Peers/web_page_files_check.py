@@ -2,7 +2,7 @@
 a picture bob sent from his terminal shows as an offer, is fetched with its
 Get button and shown inline; a large file bob sent (archive.tar) is fetched
 and stopped with the Cancel button its Get shows; a file chosen in the
-page's file input is sent, an empty one refused without stopping the next;
+page's file input is sent (two chosen at once, both), an empty one refused without stopping the next;
 files dropped on the page and a screenshot pasted are sent.
 
 Usage: web_page_files_check.py ADDRESS TOKEN SCREENSHOT PICTURE UPLOAD
@@ -124,6 +124,18 @@ async def run(b):
     await b.js(page, "document.getElementById('file').dispatchEvent(new Event('change'))")
     unread = await b.until(page, "window.said.find(t => t && t.includes('cannot be read')) || null", timeout=30)
     check("a folder chosen is not sent, and the page says why", unread == "a-folder cannot be read: a folder is not sent (send the files in it, or an archive of it)", [unread, await b.js(page, "window.said")])
+
+    # Two files chosen at once in the file input (it takes several): both are sent, one after the other.
+    chosen = []
+    for name in ("chosen-one.txt", "chosen-two.txt"):
+        chosen.append(os.path.join(os.path.dirname(UPLOAD), name))
+        with open(chosen[-1], "wb") as f:
+            f.write(name.encode() * 10)
+    check("the file input takes several files", await b.js(page, "document.getElementById('file').multiple") is True)
+    await b.call("DOM.setFileInputFiles", {"files": chosen, "nodeId": found["result"]["nodeId"]}, session=page)
+    await b.js(page, "document.getElementById('file').dispatchEvent(new Event('change'))")
+    both = await b.until(page, "(" + offer("chosen-one.txt") + " && " + offer("chosen-two.txt") + ") ? true : null", timeout=30)
+    check("both files chosen at once are sent", both is True, both)
 
     # Dropped on the page: where they go is said while they are dragged over it
     # (screenshot), and both files dropped are sent, one after the other.
