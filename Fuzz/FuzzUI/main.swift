@@ -96,4 +96,8 @@ func checkParsed(_ text: String) {
     default:
         invariant(trimmed.hasPrefix("/"), "a line without / parsed as a command")
     }
+    // A line read as files dropped at once: only paths, each absolute or from home, never empty.
+    if let paths = ChatInput.droppedPaths(text) {
+        invariant(!paths.isEmpty && paths.allSatisfy { $0.hasPrefix("/") || $0.hasPrefix("~") }, "a drop read a word that is no path")
+    }
 }
