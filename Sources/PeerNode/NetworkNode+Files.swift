@@ -341,7 +341,7 @@ extension NetworkNode {
             if !relay { node.files.relayHandOver.fetching(root, on: id) }
             node.files.asked(root, chunks: chunks, by: peer)
             // A relay fetches what it is asked for and does not hold, to serve it (within `--max-files`).
-            if relay, node.files.relay(root, size: size, offer: offer, now: Node.now(), clock: now) {
+            if relay, node.files.relay(root, size: size, offer: offer, asker: peer, now: Node.now(), clock: now) {
                 assignFiles(node.files.fetch.assign(links: fileLinks, now: now))
             }
             guard var link = links[id] else { return }

@@ -160,6 +160,33 @@ struct RelayQuotaTests {
         return (sealed.offer, chunks, FileTree.levels(sealed.leaves))
     }
 
+    /// The `n`th of some peers that ask a relay for files (not `peer`).
+    func asker(_ n: Int) throws -> PublicKey { try PublicKey(bytes: [UInt8](repeating: UInt8(n + 1), count: 32)) }
+
+    @Test("a relay's fetches one peer's asks start with no chunk come yet are at most Files.relayFetchesPerAsker: at the limit taken, one past refused while another peer's are taken; a chunk come, or the fetch dropped, frees the place")
+    func relayFetchesPerAsker() throws {
+        let dir = TemporaryDirectory(), work = TemporaryDirectory()
+        let node = try relayNode(dir, quota: 10_000_000)
+        let files = node.files
+        let limit = Files.relayFetchesPerAsker
+        #expect(limit == 2)
+        let hostile = try asker(0), other = try asker(1)
+        let made = { (n: Int) in [UInt8](repeating: UInt8(100 + n), count: 32) }
+        let real = try sealedFile(work, "real.bin", size: 130_000)
+        #expect(files.relay(real.offer.root, size: real.offer.size, asker: hostile, now: 1, clock: 0))
+        for n in 1..<limit { #expect(files.relay(made(n), size: 100_000, asker: hostile, now: 1, clock: 0), "at the limit") }
+        #expect(!files.relay(made(limit), size: 100_000, asker: hostile, now: 1, clock: 0), "one past the limit: no fetch")
+        #expect(files.relay(made(limit), size: 100_000, asker: other, now: 1, clock: 0), "another peer's ask is taken")
+        // The real file's first chunk comes: someone holds it, and the asker's place is free again.
+        serve(real, to: files, only: [0])
+        #expect(files.relay(made(limit + 1), size: 100_000, asker: hostile, now: 1, clock: 0), "a fetch proven by a chunk frees its place")
+        #expect(!files.relay(made(limit + 2), size: 100_000, asker: hostile, now: 1, clock: 0))
+        // Dropped after relayPatience: the places are free.
+        files.dropStale(now: Files.relayPatience)
+        #expect(files.relay(made(limit + 2), size: 100_000, asker: hostile, now: 2, clock: Files.relayPatience), "dropped fetches free their places")
+        withExtendedLifetime(node) {}
+    }
+
     /// A node whose files unit keeps files to serve as a relay does, up to `quota` bytes.
     func relayNode(_ dir: TemporaryDirectory, quota: UInt64) throws -> Node {
         let node = try life.node(dir)
@@ -172,7 +199,7 @@ struct RelayQuotaTests {
         -> (files: Files, file: (offer: FileOffer, chunks: [[UInt8]], levels: [[[UInt8]]])) {
         let files = try relayNode(dir, quota: 1_000_000).files
         let file = try sealedFile(work, "three.bin", size: size)
-        #expect(files.relay(file.offer.root, size: file.offer.size, now: 1))
+        #expect(files.relay(file.offer.root, size: file.offer.size, asker: peer, now: 1))
         return (files, file)
     }
 
@@ -191,22 +218,22 @@ struct RelayQuotaTests {
         let node = try relayNode(dir, quota: 300_000)
         let files = node.files
         let first = try sealedFile(work, "one.bin", size: 200_000), second = try sealedFile(work, "two.bin", size: 150_000)
-        #expect(files.relay(first.offer.root, size: first.offer.size, now: 1))
+        #expect(files.relay(first.offer.root, size: first.offer.size, asker: peer, now: 1))
         serve(first, to: files)
         #expect(files.holdsWhole(first.offer.root))
         // Asks for made-up roots: fetched for a while, nothing evicted.
-        for n in 0..<3 { #expect(files.relay([UInt8](repeating: UInt8(n), count: 32), size: 250_000, now: 2, clock: 0)) }
+        for n in 0..<3 { #expect(files.relay([UInt8](repeating: UInt8(n), count: 32), size: 250_000, asker: try asker(n), now: 2, clock: 0)) }
         #expect(files.holdsWhole(first.offer.root), "a root nobody holds flushed nothing")
         files.dropStale(now: Files.relayPatience - 1)
         #expect(files.fetch.roots.count == 3)
         files.dropStale(now: Files.relayPatience)
         #expect(try files.fetch.roots.isEmpty && node.store.files().map(\.root) == [first.offer.root], "stale fetches dropped, their rows with them")
         // A real file over what is left: its first chunk makes room.
-        #expect(files.relay(second.offer.root, size: second.offer.size, now: 3, clock: 100))
+        #expect(files.relay(second.offer.root, size: second.offer.size, asker: peer, now: 3, clock: 100))
         serve(second, to: files)
         #expect(files.holdsWhole(second.offer.root) && !files.holdsWhole(first.offer.root), "the oldest kept file left for the new one")
         #expect(!FileManager.default.fileExists(atPath: node.store.chunkPath(first.offer.root)))
-        #expect(!files.relay([UInt8](repeating: 9, count: 32), size: 300_001, now: 4), "over the quota: never fetched")
+        #expect(!files.relay([UInt8](repeating: 9, count: 32), size: 300_001, asker: peer, now: 4), "over the quota: never fetched")
     }
 
     @Test("a relay binds a file it keeps to the offer an ask names, once it holds that envelope (the first named wins); the tombstone erasing that envelope, stored where it cannot be read, erases the file; an ask naming an erased offer starts nothing")
@@ -219,12 +246,12 @@ struct RelayQuotaTests {
         let steps = try life.chain(bob, on: node, [(.file, file.offer.encoded, []), (.text, life.text("hi"), []), (.tombstone, [], [1])])
         let offer = Dependency(author: bob.publicKey, sequence: 1), other = Dependency(author: bob.publicKey, sequence: 2)
         // Asked before the offer is here: kept unbound (a later ask binds it).
-        #expect(files.relay(file.offer.root, size: file.offer.size, offer: offer, now: 1))
+        #expect(files.relay(file.offer.root, size: file.offer.size, offer: offer, asker: peer, now: 1))
         #expect(files.offer(of: file.offer.root) == nil)
         _ = try node.store.insert(Array(steps[0..<2]), receivedAt: 1)
-        #expect(!files.relay(file.offer.root, size: file.offer.size, offer: offer, now: 2), "already fetched: no second fetch")
+        #expect(!files.relay(file.offer.root, size: file.offer.size, offer: offer, asker: peer, now: 2), "already fetched: no second fetch")
         #expect(files.offer(of: file.offer.root) == offer, "bound once the envelope is held")
-        _ = files.relay(file.offer.root, size: file.offer.size, offer: other, now: 3)
+        _ = files.relay(file.offer.root, size: file.offer.size, offer: other, asker: peer, now: 3)
         #expect(files.offer(of: file.offer.root) == offer, "the first binding stays")
         serve(file, to: files)
         #expect(files.holdsWhole(file.offer.root) && FileManager.default.fileExists(atPath: node.store.chunkPath(file.offer.root)))
@@ -237,7 +264,7 @@ struct RelayQuotaTests {
         _ = files.erase(takenBackBy: [steps[2]])
         #expect(!files.holdsWhole(file.offer.root) && !FileManager.default.fileExists(atPath: node.store.chunkPath(file.offer.root)))
         #expect(try node.store.files().isEmpty)
-        #expect(!files.relay(file.offer.root, size: file.offer.size, offer: offer, now: 4), "an ask naming the erased offer starts nothing")
+        #expect(!files.relay(file.offer.root, size: file.offer.size, offer: offer, asker: peer, now: 4), "an ask naming the erased offer starts nothing")
         #expect(files.fetch.roots.isEmpty)
     }
 

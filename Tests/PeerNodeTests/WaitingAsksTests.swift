@@ -56,7 +56,7 @@ struct WaitingAsksTests {
         let dir = TemporaryDirectory(), work = TemporaryDirectory()
         let node = try units.relayNode(dir, quota: 10_000_000)
         let file = try units.sealedFile(work, "waited.bin", size: size)
-        #expect(node.files.relay(file.offer.root, size: file.offer.size, now: 1))
+        #expect(node.files.relay(file.offer.root, size: file.offer.size, asker: units.peer, now: 1))
         return (node.files, file, (node, [dir, work]))
     }
 
@@ -129,7 +129,7 @@ struct WaitingAsksTests {
                 let node = try units.relayNode(dir, quota: 10_000_000)
                 kept += [dir, node]
                 let (before, next) = (keys[(i + 2) % 3], keys[(i + 1) % 3])
-                #expect(node.files.relay(root, size: file.offer.size, now: 1))
+                #expect(node.files.relay(root, size: file.offer.size, asker: before, now: 1))
                 _ = node.files.fetch.assign(links: [1: next], now: 1)
                 // Each asked this one for other chunks too: both are known to fetch it.
                 node.files.asked(root, chunks: [1, 2], by: before)

@@ -129,7 +129,8 @@ extension Files {
         if let failure = outcome.failure { return ([], stop(root, because: failure)) }
         var said: [Progress] = []
         if let leaf = outcome.leaf, !row.holds(index) {
-            // A relay makes room for a file once it knows someone holds it.
+            // A relay makes room for a file once it knows someone holds it (and its asker's place is free again).
+            unprovenRelayFetches[root] = nil
             if row.origin == .relayed, row.heldCount == 0, !makeRoom(for: row) {
                 erase(root)
                 return ([], [])
@@ -354,6 +355,7 @@ extension Files {
     /// chunk map as they were.
     private func endTransfer(_ root: [UInt8]) -> (wanted: Wanted?, row: Store.FileRow?) {
         fetch.cancel(root)
+        unprovenRelayFetches[root] = nil
         endWaiting(root, held: false)
         partial[root] = nil
         leaves[root] = nil

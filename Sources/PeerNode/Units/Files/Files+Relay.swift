@@ -44,6 +44,15 @@ extension Files {
     /// holds costs it nothing for longer.
     static let relayPatience = 60.0
 
+    /// A relay's fetches one peer's asks may have started that no chunk has
+    /// come for yet. Past it, that peer's asks for other files the relay
+    /// lacks start no fetch (they are answered as any ask for a file not
+    /// held): asks for roots nobody holds, renewed before `relayPatience`
+    /// drops them, would otherwise take all `FileFetch.maximumTransfers`
+    /// places and keep every member's file from the relay. A fetch counts
+    /// until its first chunk verifies (someone holds the file).
+    static let relayFetchesPerAsker = 2
+
     /// Starts fetching `root` to serve it, when it is neither held nor
     /// fetched already, fits the quota, and a place among the transfers is
     /// free. Nothing is evicted yet: a file makes room only once a chunk of
@@ -55,12 +64,13 @@ extension Files {
     /// taken back), and a file kept to serve is bound to the first one
     /// named that this relay holds (`bind`), so that the tombstone erasing
     /// it, which a relay reads the erase list of, erases the file too.
-    func relay(_ root: [UInt8], size: UInt64, offer: Dependency? = nil, now: UInt64, clock: Double = 0) -> Bool {
+    func relay(_ root: [UInt8], size: UInt64, offer: Dependency? = nil, asker: PublicKey, now: UInt64, clock: Double = 0) -> Bool {
         if let offer {
             guard !erased(offer) else { return false }
             bind(root, to: offer)
         }
-        guard let quota = maximumHeld, size <= quota, !fetch.fetches(root), fetch.roots.count < FileFetch.maximumTransfers else { return false }
+        guard let quota = maximumHeld, size <= quota, !fetch.fetches(root), fetch.roots.count < FileFetch.maximumTransfers,
+              unprovenRelayFetches.values.count(where: { $0 == asker }) < Self.relayFetchesPerAsker else { return false }
         guard let all = failures.read({ () throws(RepositoryError) in try repository.files() }), !all.contains(where: { $0.root == root }) else { return false }
         var row = Store.FileRow(root: root, size: size, origin: .relayed, author: nil, sequence: nil, added: now)
         if let offer, holdsEnvelope(offer) { row = row.offered(by: offer.author, sequence: offer.sequence) }
@@ -71,6 +81,7 @@ extension Files {
         }) != nil else { return false }
         rows[root] = row
         leaves[root] = [:]
+        unprovenRelayFetches[root] = asker
         fetch.start(root, chunks: row.chunks, held: { _ in false }, now: clock)
         return true
     }

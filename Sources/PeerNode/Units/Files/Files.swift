@@ -66,6 +66,9 @@ final class Files {
     var trees: [(root: [UInt8], levels: [[[UInt8]]], row: Store.FileRow?)] = []
     /// Bytes of files a relay keeps to serve (`--max-files`); nil: it fetches none.
     var maximumHeld: UInt64?
+    /// A relay's fetches that a peer's ask started and no chunk has come
+    /// for yet, by who asked (`relayFetchesPerAsker`).
+    var unprovenRelayFetches: [[UInt8]: PublicKey] = [:]
     /// Chunks that did not verify (`file_bad_chunk`).
     var badChunks = 0
     /// Files we offered, to be handed to the relays we are linked to.
