@@ -36,6 +36,14 @@ public struct FileFetch: Sendable {
     public static let lackMemory = 10.0
     /// Files fetched at once; more wait their turn.
     public static let maximumTransfers = 8
+    /// Seconds a transfer with a place may go without a chunk before it
+    /// gives the place to one waiting behind it: from then on it is only
+    /// probed (one chunk asked of each link at a time, each peer's "none"
+    /// backing off as usual) until a chunk comes, when it counts for a
+    /// place again. So files nobody serves now (their author gone, or
+    /// offers a member made up for `--auto-get` to take) keep no place from
+    /// a file somebody does serve.
+    public static let stalledAfter = 30.0
 
     public enum Action: Equatable, Sendable {
         /// Ask `link` for these chunks of `root`.
@@ -57,6 +65,13 @@ public struct FileFetch: Sendable {
         var left: UInt64
         /// When the transfer started or last took a chunk in.
         var lastChunk: Double = 0
+        /// When it first had a place among the `maximumTransfers` (nil: it waits its turn).
+        var placedAt: Double?
+
+        /// It had a place and took no chunk in for `seconds` since it got it or since its last chunk.
+        func idle(for seconds: Double, now: Double) -> Bool {
+            placedAt.map { now - max($0, lastChunk) >= seconds } ?? false
+        }
     }
 
     private(set) var transfers: [[UInt8]: Transfer] = [:]
@@ -96,7 +111,9 @@ public struct FileFetch: Sendable {
     public mutating func start(_ root: [UInt8], chunks: UInt64, held: (UInt64) -> Bool, now: Double = 0) {
         guard transfers[root] == nil else { return }
         let missing = (0..<chunks).reversed().filter { !held($0) }
-        transfers[root] = Transfer(chunks: chunks, missing: missing, left: UInt64(missing.count), lastChunk: now)
+        // With fewer than `maximumTransfers` before it, it has a place at once (else `assign` gives it one in turn).
+        transfers[root] = Transfer(chunks: chunks, missing: missing, left: UInt64(missing.count), lastChunk: now,
+                                   placedAt: order.count < Self.maximumTransfers ? now : nil)
         order.append(root)
     }
 
@@ -153,9 +170,11 @@ public struct FileFetch: Sendable {
         return assign(links: links, now: now)
     }
 
-    /// The transfers that took no chunk in for `seconds` (nobody linked holds them, or nobody answers).
+    /// The transfers that had a place and took no chunk in for `seconds`
+    /// (nobody linked holds them, or nobody answers); not one still
+    /// waiting its turn behind others.
     public func stalled(for seconds: Double, now: Double) -> [[UInt8]] {
-        order.filter { root in transfers[root].map { now - $0.lastChunk >= seconds } ?? false }
+        order.filter { root in transfers[root]?.idle(for: seconds, now: now) ?? false }
     }
 
     /// A link went down: what it was asked for goes to the others.
@@ -188,17 +207,33 @@ public struct FileFetch: Sendable {
     }
 
     /// Gives every link (`links`: those that speak files, by peer) room up
-    /// to `perLink` outstanding chunks of each running transfer.
+    /// to `perLink` outstanding chunks of each transfer with a place (the
+    /// first `maximumTransfers` in the order they were started, of those
+    /// not idle for `stalledAfter`), and room for one of each stalled one.
     public mutating func assign(links: [LinkID: PublicKey], now: Double) -> [Action] {
         var out: [Action] = []
-        for root in order.prefix(Self.maximumTransfers) where transfers[root]?.missing.isEmpty == false {
-            out += update(root) { Self.deal(&$0, root: root, links: links, now: now) } ?? []
+        var places = Self.maximumTransfers
+        for root in order {
+            out += update(root) { t -> [Action] in
+                let room: Int
+                if t.idle(for: Self.stalledAfter, now: now) {
+                    room = 1
+                } else if places > 0 {
+                    places -= 1
+                    if t.placedAt == nil { t.placedAt = now }
+                    room = Self.perLink
+                } else {
+                    return []
+                }
+                return t.missing.isEmpty ? [] : Self.deal(&t, root: root, links: links, room: room, now: now)
+            } ?? []
         }
         return out
     }
 
-    /// Deals `t`'s missing chunks, lowest first, round the links with room.
-    private static func deal(_ t: inout Transfer, root: [UInt8], links: [LinkID: PublicKey], now: Double) -> [Action] {
+    /// Deals `t`'s missing chunks, lowest first, round the links with room
+    /// (`room` chunks outstanding on each at most).
+    private static func deal(_ t: inout Transfer, root: [UInt8], links: [LinkID: PublicKey], room: Int, now: Double) -> [Action] {
         let usable = links.filter { !t.bad.contains($0.value) }.sorted { $0.key < $1.key }
         // A peer that said it lacks the file is asked again only once its wait is over.
         let candidates = usable.filter { t.lacking[$0.value].map { now - $0.since >= $0.wait } ?? true }
@@ -208,7 +243,7 @@ public struct FileFetch: Sendable {
         var progress = true
         while !t.missing.isEmpty, progress {
             progress = false
-            for (link, peer) in candidates where load[link, default: 0] < perLink && wants[link, default: []].count < FileMessage.maximumIndices {
+            for (link, peer) in candidates where load[link, default: 0] < room && wants[link, default: []].count < FileMessage.maximumIndices {
                 guard let index = t.missing.popLast() else { break }
                 t.asked[index] = (peer, link, now)
                 wants[link, default: []].append(index)

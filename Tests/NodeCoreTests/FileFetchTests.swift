@@ -123,7 +123,9 @@ struct FileFetchTests {
         for wait in [0.5, 1, 2, 4, 8, 10, 10] {
             #expect(f.lacking(root, chunks: [1, 2, 3], from: a, links: links, now: now).isEmpty)
             #expect(f.tick(links: links, now: now + wait - 0.05).isEmpty, "left alone for \(wait) s")
-            #expect(asked(f.tick(links: links, now: now + wait)) == [1: [1, 2, 3]], "asked again after \(wait) s")
+            // Once no chunk has come for stalledAfter (the last at 1.5 s), it is probed a chunk at a time.
+            let again: [UInt64] = now + wait - 1.5 >= FileFetch.stalledAfter ? [1] : [1, 2, 3]
+            #expect(asked(f.tick(links: links, now: now + wait)) == [1: again], "asked again after \(wait) s")
             now += wait
         }
     }
@@ -136,5 +138,34 @@ struct FileFetchTests {
         #expect(f.assign(links: [1: a], now: 0).count == FileFetch.maximumTransfers)
         let next = f.received(roots[0], index: 0, from: a, valid: true, links: [1: a], now: 1)
         #expect(next == [.complete(roots[0]), .want(1, root: roots[FileFetch.maximumTransfers], chunks: [0])])
+    }
+
+    @Test("a transfer that had a place and took no chunk in for stalledAfter gives it to one waiting its turn and is only probed, a chunk at a time on each link; a chunk come gives it a place again; one waiting its turn is not stalled")
+    func stalledGivesItsPlace() {
+        var f = FileFetch()
+        let limit = FileFetch.maximumTransfers, wait = FileFetch.stalledAfter
+        #expect(wait == 30)
+        // `limit` files nobody serves, then one somebody does, waiting its turn.
+        let stuck = (0..<limit).map { [UInt8](repeating: UInt8($0), count: 32) }
+        let served = [UInt8](repeating: 0xEE, count: 32)
+        for r in stuck + [served] { f.start(r, chunks: 40, held: { _ in false }, now: 0) }
+        let first = asked(f.assign(links: [1: a], now: 0))
+        #expect(first[1]?.count == limit * FileFetch.perLink, "the first \(limit) have the places, 16 chunks each")
+        // They go unanswered: the asks come back after wantTimeout, the peer left alone meanwhile.
+        _ = f.tick(links: [1: a], now: FileFetch.wantTimeout)
+        #expect(f.stalled(for: wait, now: wait - 0.01).isEmpty, "not yet")
+        #expect(f.stalled(for: wait, now: wait) == stuck, "the one waiting its turn is not stalled: it never had a place")
+        let after = f.tick(links: [1: a], now: wait)
+        let roots = after.compactMap { if case let .want(_, root, _) = $0 { root } else { nil } }
+        #expect(roots.contains(served), "the file waiting its turn has a place now")
+        let wants = after.compactMap { if case let .want(_, root, chunks) = $0 { (root, chunks) } else { nil } }
+        #expect(wants.first { $0.0 == served }?.1.count == FileFetch.perLink, "with the room of a place: \(wants.first { $0.0 == served }?.1 ?? [])")
+        #expect(wants.filter { $0.0 != served }.allSatisfy { $0.1.count == 1 } && wants.contains { $0.0 == stuck[0] },
+                "the stalled are probed, one chunk each: \(wants.map(\.1.count))")
+        // A stalled file's probe answered: it has a place again (and one chunk came, so the rest is asked).
+        let probe = wants.first { $0.0 == stuck[0] }?.1.first ?? 0
+        let back = f.received(stuck[0], index: probe, from: a, valid: true, links: [1: a], now: wait + 1)
+        #expect(back.contains { if case let .want(_, root, chunks) = $0 { root == stuck[0] && chunks.count == FileFetch.perLink } else { false } },
+                "a chunk come: a place again, its link filled to 16: \(back)")
     }
 }
