@@ -85,6 +85,9 @@ public struct FileFetch: Sendable {
     /// Whether `root` is being fetched.
     public func fetches(_ root: [UInt8]) -> Bool { transfers[root] != nil }
 
+    /// Whether `root` waits its turn behind `maximumTransfers` others (it never had a place yet).
+    public func waitsItsTurn(_ root: [UInt8]) -> Bool { transfers[root].map { $0.placedAt == nil } ?? false }
+
     /// Whether chunk `index` of `root` was asked of `peer` and not answered yet.
     public func asked(_ root: [UInt8], index: UInt64, of peer: PublicKey) -> Bool {
         transfers[root]?.asked[index]?.peer == peer

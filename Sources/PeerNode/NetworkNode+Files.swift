@@ -180,7 +180,9 @@ extension NetworkNode {
         assignFiles(node.files.fetch.assign(links: links, now: monotonic()))
         if links.isEmpty, !resumed { said += node.files.waitingWithoutLinks(offer.root) }
         tell(said)
-        return []
+        guard node.files.fetch.waitsItsTurn(offer.root) else { return [] }
+        return [.chatLines(["-- /get \(number): waits its turn: \(FileFetch.maximumTransfers) files are being fetched; it starts as soon as one ends, "
+                            + "or goes \(Int(FileFetch.stalledAfter)) s without a chunk"])]
     }
 
     /// `/cancel N`: the `/get` of the file `e` offers stops, what came of it erased (`Files.cancel`).

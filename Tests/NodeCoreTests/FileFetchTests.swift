@@ -151,13 +151,14 @@ struct FileFetchTests {
         for r in stuck + [served] { f.start(r, chunks: 40, held: { _ in false }, now: 0) }
         let first = asked(f.assign(links: [1: a], now: 0))
         #expect(first[1]?.count == limit * FileFetch.perLink, "the first \(limit) have the places, 16 chunks each")
+        #expect(f.waitsItsTurn(served) && !f.waitsItsTurn(stuck[limit - 1]), "one past the limit waits its turn")
         // They go unanswered: the asks come back after wantTimeout, the peer left alone meanwhile.
         _ = f.tick(links: [1: a], now: FileFetch.wantTimeout)
         #expect(f.stalled(for: wait, now: wait - 0.01).isEmpty, "not yet")
         #expect(f.stalled(for: wait, now: wait) == stuck, "the one waiting its turn is not stalled: it never had a place")
         let after = f.tick(links: [1: a], now: wait)
         let roots = after.compactMap { if case let .want(_, root, _) = $0 { root } else { nil } }
-        #expect(roots.contains(served), "the file waiting its turn has a place now")
+        #expect(roots.contains(served) && !f.waitsItsTurn(served), "the file waiting its turn has a place now")
         let wants = after.compactMap { if case let .want(_, root, chunks) = $0 { (root, chunks) } else { nil } }
         #expect(wants.first { $0.0 == served }?.1.count == FileFetch.perLink, "with the room of a place: \(wants.first { $0.0 == served }?.1 ?? [])")
         #expect(wants.filter { $0.0 != served }.allSatisfy { $0.1.count == 1 } && wants.contains { $0.0 == stuck[0] },
