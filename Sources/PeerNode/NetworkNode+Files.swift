@@ -84,32 +84,45 @@ extension NetworkNode {
     /// is not always a file meant to go. Several files dropped at once paste
     /// their paths one after another: a line of only such paths asks the
     /// same of them all, each sent as its own offer (at most
-    /// `maximumFilesDropped`; a drop of more is said and nothing goes). True
-    /// when it was held. A line that does not start as such a path costs no
-    /// look at the disk.
+    /// `maximumFilesDropped`; a drop of more is said and nothing goes). A
+    /// folder among them is not sent: that is said, and its path goes to the
+    /// room only if the person answers t. True when it was held. A line that
+    /// does not start as such a path costs no look at the disk.
     func droppedFile(_ line: String) -> Bool {
         guard windows != nil, !answersScripts, let first = line.first(where: { $0 != " " }), "'\"/~".contains(first) else { return false }
         if case let .send(typed, caption) = ChatInput.parse("/send " + line), caption.isEmpty {
             let path = Self.expandingHome(typed)
-            guard path.hasPrefix("/"), let size = Files.regularFileSize(path) else { return false }
-            held = .drop(paths: [path], line: line)
-            let name = TerminalText.sanitize(String(path.split(separator: "/").last ?? ""))
-            emit(.chatLines(["-- send \(name) (\(FileSize.text(size))) here as a file? y sends it; t posts the line as text; anything else drops it"]))
-            return true
+            if path.hasPrefix("/"), let size = Files.regularFileSize(path) {
+                held = .drop(paths: [path], line: line)
+                let name = TerminalText.sanitize(String(path.split(separator: "/").last ?? ""))
+                emit(.chatLines(["-- send \(name) (\(FileSize.text(size))) here as a file? y sends it; t posts the line as text; anything else drops it"]))
+                return true
+            }
         }
-        guard let typed = ChatInput.droppedPaths(line), typed.count > 1 else { return false }
+        guard let typed = ChatInput.droppedPaths(line) else { return false }
         let paths = typed.map(Self.expandingHome)
-        guard paths.count <= Self.maximumFilesDropped else {
-            emit(.chatLines(["-- \(paths.count) files dropped at once: at most \(Self.maximumFilesDropped) go together; nothing was sent (drop fewer, or /send each)"]))
+        let sizes = paths.map { $0.hasPrefix("/") ? Files.regularFileSize($0) : nil }
+        if paths.count > 1, sizes.allSatisfy({ $0 != nil }) {
+            guard paths.count <= Self.maximumFilesDropped else {
+                emit(.chatLines(["-- \(paths.count) files dropped at once: at most \(Self.maximumFilesDropped) go together; nothing was sent (drop fewer, or /send each)"]))
+                return true
+            }
+            held = .drop(paths: paths, line: line)
+            let named = zip(paths, sizes).map { path, size in
+                TerminalText.sanitize(String(path.split(separator: "/").last ?? "")) + " (\(FileSize.text(size ?? 0)))"
+            }
+            emit(.chatLines(["-- send these \(paths.count) files here, each as a file? \(named.joined(separator: ", ")): y sends them; t posts the line as text; anything else drops it"]))
             return true
         }
-        let sizes = paths.map { $0.hasPrefix("/") ? Files.regularFileSize($0) : nil }
-        guard sizes.allSatisfy({ $0 != nil }) else { return false }
-        held = .drop(paths: paths, line: line)
-        let named = zip(paths, sizes).map { path, size in
-            TerminalText.sanitize(String(path.split(separator: "/").last ?? "")) + " (\(FileSize.text(size ?? 0)))"
+        // A folder dropped (alone or with files): it is not sent, and its path does not go to the room unasked.
+        func isFolder(_ path: String) -> Bool {
+            var folder: ObjCBool = false
+            return FileManager.default.fileExists(atPath: path, isDirectory: &folder) && folder.boolValue
         }
-        emit(.chatLines(["-- send these \(paths.count) files here, each as a file? \(named.joined(separator: ", ")): y sends them; t posts the line as text; anything else drops it"]))
+        guard zip(paths, sizes).allSatisfy({ $0.hasPrefix("/") && ($1 != nil || isFolder($0)) }), let folder = paths.first(where: isFolder) else { return false }
+        held = .drop(paths: [], line: line)
+        let name = TerminalText.sanitize(String(folder.split(separator: "/").last ?? "/"))
+        emit(.chatLines(["-- \(name) is a folder, and a folder is not sent (send the files in it, or an archive of it): t posts the line as text; anything else drops it"]))
         return true
     }
 
@@ -126,9 +139,10 @@ extension NetworkNode {
         }
         switch answer {
         // Each its own offer: one that cannot go is said, and the rest still go.
-        case "y", "yes": for path in paths { said { try fileCommand(.send(path: path, caption: "")) } }
+        case "y" where !paths.isEmpty, "yes" where !paths.isEmpty: for path in paths { said { try fileCommand(.send(path: path, caption: "")) } }
         case "t": said { try handle(ChatInput.parse(line), line: line).events }
-        default: emit(.chatLines([paths.count == 1 ? "-- the dropped file was not sent" : "-- the dropped files were not sent"]))
+        default:
+            emit(.chatLines([paths.isEmpty ? "-- nothing was sent or posted" : paths.count == 1 ? "-- the dropped file was not sent" : "-- the dropped files were not sent"]))
         }
     }
 

@@ -13,6 +13,7 @@ struct TerminalTests {
         #expect(output.contains("a crash signal (SIGSEGV) restores the terminal"), "\(output)")
         #expect(output.contains("two files dropped at once ask once: y offers each, anything else sends nothing"), "\(output)")
         #expect(output.contains("32 files dropped at once are asked about; 33 are refused, nothing sent"), "\(output)")
+        #expect(output.contains("a folder dropped is not sent, and its path is not posted unasked"), "\(output)")
     }
 
     /// Runs a script of Peers/ that drives nodes in pseudo-terminals: the

@@ -305,6 +305,15 @@ mark = len(screen)
 paste(b"\x1b[200~" + quoted(many) + b" \x1b[201~\r")
 read_until(master, b"-- 33 files dropped at once: at most 32 go together; nothing was sent", start=mark)
 print("32 files dropped at once are asked about; 33 are refused, nothing sent")
+# A folder dropped: not sent, said, and its path goes to the room only if t is answered.
+folder = os.path.join(dropped_dir, "holiday photos")
+os.makedirs(folder)
+mark = len(screen)
+paste(b"\x1b[200~'" + folder.encode() + b"' \x1b[201~\r")
+read_until(master, b"-- holiday photos is a folder, and a folder is not sent", start=mark)
+os.write(master, b"\r")
+read_until(master, b"nothing was sent or posted", start=mark)
+print("a folder dropped is not sent, and its path is not posted unasked")
 
 # A nick change names the person as the screen did before: bob·fp, not the fingerprint alone.
 mark = len(screen)
