@@ -96,7 +96,7 @@ struct FileUnitTests {
         let (node, offered, theOffer) = try offeredToNode(dir)
         let file = into.path + "/plain.txt"
         #expect(FileManager.default.createFile(atPath: file, contents: Data([1])))
-        for (folder, reason) in [(into.path + "/missing", "no such folder"), (file, "not a folder")] {
+        for (folder, reason) in [(into.path + "/missing", "no such folder (a folder is not made for a /get: make it first, or leave the folder out for your download folder)"), (file, "not a folder")] {
             do {
                 _ = try node.files.get(theOffer, from: offered, number: 1, place: life.name.value, folder: folder, now: 2, clock: 2)
                 Issue.record("/get into \(folder) went on")

@@ -13,7 +13,7 @@ extension Files {
         guard offer.size <= FileOffer.maximumSize else { throw NodeError.fileTooLarge(path: offer.name, size: offer.size) }
         var isFolder: ObjCBool = false
         let exists = FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder)
-        guard exists, isFolder.boolValue else { throw NodeError.fileNotSaved(path: folder, reason: exists ? "not a folder" : "no such folder") }
+        guard exists, isFolder.boolValue else { throw NodeError.fileNotSaved(path: folder, reason: exists ? "not a folder" : "no such folder (a folder is not made for a /get: make it first, or leave the folder out for your download folder)") }
         let row = try repository.file(offer.root) ?? Store.FileRow(root: offer.root, size: offer.size, origin: .fetched, author: e.author, sequence: e.sequence, added: now)
         guard row.size == offer.size else { throw NodeError.fileNotSaved(path: folder, reason: "another file of that root is held here, of another size") }
         // A /get of a file already under way: into the same folder it says
