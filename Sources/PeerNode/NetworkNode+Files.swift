@@ -75,59 +75,16 @@ extension NetworkNode {
         return ["-- files offered in \(listing.place):"] + lines
     }
 
-    /// A file dropped on the terminal: most terminals paste its path, quoted
-    /// (`'/home/ann/q3 report.pdf' `), and Enter would post the path as words.
-    /// At a terminal, a line that is only the absolute path of a file there
-    /// (quoted, or with its spaces escaped, as terminals paste a drop) is held
-    /// and the person asked (y sends the file, t posts the line as text,
-    /// anything else drops it): never sent unasked, since a path typed alone
-    /// is not always a file meant to go. Several files dropped at once paste
-    /// their paths one after another: a line of only such paths asks the
-    /// same of them all, each sent as its own offer (at most
-    /// `maximumFilesDropped`; a drop of more is said and nothing goes). A
-    /// folder among them is not sent: that is said, and its path goes to the
-    /// room only if the person answers t. True when it was held. A line that
-    /// does not start as such a path costs no look at the disk.
+    /// Files dropped on the terminal (`DroppedFiles`): at a terminal, a line
+    /// that is only the paths of files (or a folder) there is held and the
+    /// person asked: y offers each file, t posts the line as text, anything
+    /// else drops it. True when the line was taken so.
     func droppedFile(_ line: String) -> Bool {
-        guard windows != nil, !answersScripts, let first = line.first(where: { $0 != " " }), "'\"/~".contains(first) else { return false }
-        if case let .send(typed, caption) = ChatInput.parse("/send " + line), caption.isEmpty {
-            let path = Self.expandingHome(typed)
-            if path.hasPrefix("/"), let size = Files.regularFileSize(path) {
-                held = .drop(paths: [path], line: line)
-                let name = TerminalText.sanitize(String(path.split(separator: "/").last ?? ""))
-                emit(.chatLines(["-- send \(name) (\(FileSize.text(size))) here as a file? y sends it; t posts the line as text; anything else drops it"]))
-                return true
-            }
-        }
-        guard let typed = ChatInput.droppedPaths(line) else { return false }
-        let paths = typed.map(Self.expandingHome)
-        let sizes = paths.map { $0.hasPrefix("/") ? Files.regularFileSize($0) : nil }
-        if paths.count > 1, sizes.allSatisfy({ $0 != nil }) {
-            guard paths.count <= Self.maximumFilesDropped else {
-                emit(.chatLines(["-- \(paths.count) files dropped at once: at most \(Self.maximumFilesDropped) go together; nothing was sent (drop fewer, or /send each)"]))
-                return true
-            }
-            held = .drop(paths: paths, line: line)
-            let named = zip(paths, sizes).map { path, size in
-                TerminalText.sanitize(String(path.split(separator: "/").last ?? "")) + " (\(FileSize.text(size ?? 0)))"
-            }
-            emit(.chatLines(["-- send these \(paths.count) files here, each as a file? \(named.joined(separator: ", ")): y sends them; t posts the line as text; anything else drops it"]))
-            return true
-        }
-        // A folder dropped (alone or with files): it is not sent, and its path does not go to the room unasked.
-        func isFolder(_ path: String) -> Bool {
-            var folder: ObjCBool = false
-            return FileManager.default.fileExists(atPath: path, isDirectory: &folder) && folder.boolValue
-        }
-        guard zip(paths, sizes).allSatisfy({ $0.hasPrefix("/") && ($1 != nil || isFolder($0)) }), let folder = paths.first(where: isFolder) else { return false }
-        held = .drop(paths: [], line: line)
-        let name = TerminalText.sanitize(String(folder.split(separator: "/").last ?? "/"))
-        emit(.chatLines(["-- \(name) is a folder, and a folder is not sent (send the files in it, or an archive of it): t posts the line as text; anything else drops it"]))
+        guard windows != nil, !answersScripts, let drop = DroppedFiles.read(line, disk: DroppedFiles.realDisk) else { return false }
+        if case .tooMany = drop {} else { held = .drop(paths: drop.paths, line: line) }
+        emit(.chatLines([drop.question]))
         return true
     }
-
-    /// Files dropped on the terminal at once, at most: each is an offer of its own.
-    static let maximumFilesDropped = 32
 
     /// The answer to `droppedFile`.
     func answerDrop(paths: [String], line: String, _ answer: String) {

@@ -45,6 +45,33 @@ struct SavedFileTests {
         #expect(ChatInput.droppedPaths("hello") == nil)
     }
 
+    @Test("a drop read against a disk: one file, several, DroppedFiles.maximumFiles at once and one past, a folder alone or among files, a path that is not there, words; the questions name each file inert")
+    func droppedFilesRead() {
+        let files: [String: UInt64] = Dictionary(uniqueKeysWithValues: (0..<40).map { ("/d/f\($0).txt", UInt64(100 + $0)) } + [("/d/q3 report.pdf", 2_400_000), ("/d/evil\u{1B}[31m.txt", 5)])
+        let disk = DroppedFiles.Disk(size: { files[$0] }, isFolder: { $0 == "/d/photos" || $0 == "/home/ann/photos" },
+                                     expandingHome: { $0.hasPrefix("~/") ? "/home/ann" + $0.dropFirst() : $0 })
+        let one = DroppedFiles.read("'/d/q3 report.pdf' ", disk: disk)
+        #expect(one == .files([.init(path: "/d/q3 report.pdf", size: 2_400_000)]))
+        #expect(one?.question == "-- send q3 report.pdf (2.4 MB) here as a file? y sends it; t posts the line as text; anything else drops it")
+        #expect(DroppedFiles.read("/d/q3\\ report.pdf", disk: disk)?.paths == ["/d/q3 report.pdf"], "escaped, as some terminals paste")
+        let quoted = { (n: Int) in (0..<n).map { "'/d/f\($0).txt'" }.joined(separator: " ") + " " }
+        let limit = DroppedFiles.maximumFiles
+        #expect(limit == 32)
+        #expect(DroppedFiles.read(quoted(2), disk: disk)?.question
+                == "-- send these 2 files here, each as a file? f0.txt (100 B), f1.txt (101 B): y sends them; t posts the line as text; anything else drops it")
+        #expect(DroppedFiles.read(quoted(limit), disk: disk)?.paths.count == limit, "at the limit: all of them")
+        #expect(DroppedFiles.read(quoted(limit + 1), disk: disk) == .tooMany(limit + 1), "one past: nothing goes")
+        #expect(DroppedFiles.read(quoted(limit + 1), disk: disk)?.paths == [])
+        #expect(DroppedFiles.read("'/d/photos' ", disk: disk) == .folder("photos"))
+        #expect(DroppedFiles.read("'/d/f0.txt' '~/photos' ", disk: disk) == .folder("photos"), "a folder among files: none of them goes")
+        #expect(DroppedFiles.read("'/d/f0.txt' '/d/gone.txt' ", disk: disk) == nil, "a path that is not there: words, not a drop")
+        #expect(DroppedFiles.read("'/d/gone.txt' ", disk: disk) == nil)
+        #expect(DroppedFiles.read("hello '/d/f0.txt'", disk: disk) == nil)
+        #expect(DroppedFiles.read("'relative.txt' ", disk: disk) == nil, "not a path from the root")
+        let evil = DroppedFiles.read("'/d/f0.txt' '/d/evil\u{1B}[31m.txt'", disk: disk)?.question ?? ""
+        #expect(evil.contains("evil^[[31m.txt (5 B)") && !evil.contains("\u{1B}"), "a file's name is shown inert: \(evil)")
+    }
+
     @Test("path parts, control characters, leading dots, device names and lengths are made safe")
     func safeNames() {
         #expect(SavedFile.safeName("report.pdf") == "report.pdf")

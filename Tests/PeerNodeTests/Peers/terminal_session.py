@@ -289,7 +289,7 @@ read_until(master, b"each as a file?", start=mark)
 os.write(master, b"\r")
 read_until(master, b"the dropped files were not sent", start=mark)
 print("two files dropped at once ask once: y offers each, anything else sends nothing")
-# NetworkNode.maximumFilesDropped (32) at once, and one past it: said, and nothing goes.
+# DroppedFiles.maximumFiles (32) at once, and one past it: said, and nothing goes.
 many = []
 for i in range(33):
     many.append(os.path.join(dropped_dir, f"m{i}.txt"))
