@@ -60,6 +60,15 @@ struct OutsidePeerTests {
         try await run("outside_file_limits.py", log: "outside-file-limits.log", atLeast: 46)
     }
 
+    @Test("""
+        an ask for a chunk the node is still fetching (§16): one it asked another peer for waits and is answered with \
+        the chunk as soon as it came; one never served is answered none after the patience (0.5 s, within 0.75 s); one \
+        asked of nobody yet is answered none at once
+        """)
+    func fileWaits() async throws {
+        try await run("outside_file_waits.py", log: "outside-file-waits.log", atLeast: 6)
+    }
+
     /// Runs one of the outside peer's scripts against the node; what it
     /// checked is kept in .build/`log`. It must end "ALL OK" with at least
     /// `atLeast` checks passed (a script that stopped early checked less).

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""An ask for a chunk the node is still fetching (docs/PROTOCOL.md §16, "On
+the link"), from the document alone, against a real node. P offers a file
+and serves it when we say; the node fetches it; Q asks the node for chunks:
+  - a chunk the node asked P for and does not hold yet is not answered at
+    once: the ask waits, and is answered with the chunk as soon as it came;
+  - one P never serves is answered none once it waited 0.5 s (looked at
+    every 0.25 s, so within 0.75 s), not before;
+  - one the node asked nobody for yet is answered none at once.
+Prints "ok NAME" per check and "ALL OK" at the end; exits 1 otherwise.
+usage: outside_file_waits.py PEERNODE
+"""
+import os
+import sys
+import tempfile
+import time
+
+from checks import check, run_checks
+from outside_files import chunk_message, linked, make_offer, proof, read_chunk, read_indices, read_want, seal_file, want
+from outside_link import Node
+from outside_wire import blake2b256, envelopes_message, make_envelope
+
+PATIENCE = 0.5      # WaitingAsks.patience
+
+
+def read_want_indices(m):
+    return read_indices(m)[1]
+LOOKED_EVERY = 0.25
+
+
+async def main():
+    node = Node(os.path.abspath(sys.argv[1]))
+    await node.start("--no-discovery")
+    work = tempfile.mkdtemp(prefix="outside-file-waits-")
+    try:
+        p_me, p = await linked(node)
+        data = os.urandom(40 * 64_000)
+        key, sealed, tree = seal_file(data)
+        root = tree[-1][0]
+        envelope, _ = make_envelope(p_me, 17, make_offer(len(data), root, blake2b256(data), key, b"waited.bin"))
+        await p.send(envelopes_message([envelope]))
+        shown = await node.wait(lambda e: e["type"] == "file" and e.get("name") == "waited.bin", 20)
+        if not shown:
+            check("the node shows P's offer", False, "not shown")
+            return
+        node.send(f"/get {shown['n']} {work}")
+        first = await p.until(lambda m: m if m[0] == 13 and m[1:33] == root else None, 20)
+        asked_of_p = set(read_want(first)[2]) if first else set()
+        check("the node asks P for the first chunks", {0, 1} <= asked_of_p, sorted(asked_of_p))
+        q_me, q = await linked(node)
+
+        def answer_to(index):
+            def match(m):
+                if m[0] == 14 and m[1:33] == root and read_chunk(m)[1] == index:
+                    return ("chunk", m)
+                if m[0] == 15 and m[1:33] == root:
+                    return ("none", m)
+                return None
+            return match
+
+        # 1. Chunk 0, asked of P, not here yet: Q's ask waits, and is answered as soon as P serves it.
+        await q.send(want(root, len(data), [0]))
+        # (Short of the patience by enough that P's chunk below comes well before the ask would be given up.)
+        early = await q.until(answer_to(0), PATIENCE * 0.3)
+        check("an ask for a chunk the node asked another for is not answered at once", early is None, early)
+        await p.send(chunk_message(root, 0, proof(0, tree), sealed[0]))
+        started = time.monotonic()
+        got = await q.until(answer_to(0), 5)
+        took = time.monotonic() - started
+        check(f"it is answered with the chunk once it came and verified (here {took:.2f} s after)", got is not None and got[0] == "chunk"
+              and read_chunk(got[1])[3] == sealed[0], (got and got[0], round(took, 3)))
+
+        # 2. Chunk 1, asked of P, which never serves it: none once the ask waited the patience, not before.
+        started = time.monotonic()
+        await q.send(want(root, len(data), [1]))
+        got = await q.until(answer_to(1), 5)
+        took = time.monotonic() - started
+        # Not before the patience; the upper bound leaves a loaded machine room (what it rules out is an ask left
+        # to the asker's own 15 s timeout).
+        check(f"one never served is answered none after waiting 0.5 s (within 0.75 s on a quiet machine; here {took:.2f} s)",
+              got is not None and got[0] == "none" and PATIENCE - 0.05 <= took <= PATIENCE + LOOKED_EVERY + 1.5, (got and got[0], round(took, 3)))
+
+        # 3. A chunk past everything asked so far (asked of nobody, or of Q itself): none at once, so before the
+        # answer to an ask sent just after it for a chunk asked of P (which waits the patience).
+        last = len(sealed) - 1
+        await q.send(want(root, len(data), [last]))
+        await q.send(want(root, len(data), [2]))
+        order = []
+
+        def answers(m):
+            if m[1:33] == root and m[0] in (14, 15):
+                order.append(read_chunk(m)[1] if m[0] == 14 else ("none", tuple(sorted(read_want_indices(m)))))
+            return len(order) >= 2 or None
+        await q.until(answers, 5)
+        check("a chunk asked of nobody yet is answered none at once, before an ask waiting for P sent after it",
+              order[:1] == [("none", (last,))], order)
+        await p.close()
+        await q.close()
+    finally:
+        status = await node.stop()
+    check("the node stops cleanly (status 0)", status == 0, status)
+
+
+run_checks(main, 120)
