@@ -280,6 +280,19 @@ enum Schema {
         """
         CREATE INDEX envelopes_files ON envelopes(room, number) WHERE kind = \(Kind.file.rawValue) AND number IS NOT NULL;
         """,
+        // 24: the offers a relay's asks named for a file besides the one its row
+        // names (`Store.bindFile`): a tombstone erasing any of them erases the
+        // file, so the author's delete erases it even when another member named
+        // an offer of their own for it first.
+        """
+        CREATE TABLE file_bindings(
+            root BLOB NOT NULL,
+            author BLOB NOT NULL,
+            sequence INTEGER NOT NULL,
+            PRIMARY KEY(root, author, sequence)
+        ) WITHOUT ROWID;
+        CREATE INDEX file_bindings_offer ON file_bindings(author, sequence);
+        """,
     ]
 
     /// The first schema that wrote with `secure_delete` on: an older file

@@ -147,8 +147,26 @@ extension Store {
     }
 
     /// The files whose offer is `author`'s envelope `sequence`.
+    /// Offers bound to one file besides its row's, at most (`bindFile`).
+    public static let maximumFileBindings = 16
+
+    /// Binds `root`'s file to one more offer (author, sequence) besides the
+    /// one its row names; nothing past `maximumFileBindings`. True when bound.
+    @discardableResult
+    public func bindFile(_ root: [UInt8], author: PublicKey, sequence: UInt64) throws -> Bool {
+        let count = try db.statement("SELECT count(*) FROM file_bindings WHERE root = ?1").bind(1, root)
+        guard try count.step(), count.int64(0) < Int64(Self.maximumFileBindings) else { return false }
+        try db.statement("INSERT OR IGNORE INTO file_bindings(root, author, sequence) VALUES (?1, ?2, ?3)")
+            .bind(1, root).bind(2, author.bytes).bind(3, Int64(clamping: sequence)).run()
+        return true
+    }
+
+    /// The files the offer at (`author`, `sequence`) names: by their row, or bound besides it (`bindFile`).
     public func files(offeredBy author: PublicKey, sequence: UInt64) throws -> [[UInt8]] {
-        let s = try db.statement("SELECT root FROM files WHERE author = ?1 AND sequence = ?2").bind(1, author.bytes).bind(2, Int64(clamping: sequence))
+        let s = try db.statement("""
+            SELECT root FROM files WHERE author = ?1 AND sequence = ?2
+            UNION SELECT root FROM file_bindings WHERE author = ?1 AND sequence = ?2
+            """).bind(1, author.bytes).bind(2, Int64(clamping: sequence))
         var out: [[UInt8]] = []
         while try s.step() { out.append(s.blob(0)) }
         return out
@@ -224,6 +242,7 @@ extension Store {
     /// after this makes a new chunk file; the old one is never served again.
     public func detachFile(_ root: [UInt8]) throws -> String? {
         try db.statement("DELETE FROM files WHERE root = ?1").bind(1, root).run()
+        try db.statement("DELETE FROM file_bindings WHERE root = ?1").bind(1, root).run()
         let path = chunkPath(root)
         // The tree names no byte of the file, but it goes too, whatever became of the chunks.
         unlink(path + ".tree")

@@ -268,6 +268,39 @@ struct RelayQuotaTests {
         #expect(files.fetch.roots.isEmpty)
     }
 
+    @Test("a relay's file is bound to every offer asks named (Store.maximumFileBindings besides its row's, one past refused): the author's delete erases it though another member named an offer of their own for it first")
+    func erasedByAnyNamedOffer() throws {
+        let dir = TemporaryDirectory(), work = TemporaryDirectory()
+        let node = try relayNode(dir, quota: 1_000_000)
+        let files = node.files
+        let alice = try SigningKey.generate(), mallory = try SigningKey.generate()
+        let file = try sealedFile(work, "hers.bin", size: 70_000)
+        let hers = try life.chain(alice, on: node, [(.file, file.offer.encoded, []), (.tombstone, [], [1])])
+        let his = try life.chain(mallory, on: node, [(.file, file.offer.encoded, [])])
+        _ = try node.store.insert([hers[0], his[0]], receivedAt: 1)
+        let aliceOffer = Dependency(author: alice.publicKey, sequence: 1), malloryOffer = Dependency(author: mallory.publicKey, sequence: 1)
+        // Mallory names his own offer for her file first; her hand-over names hers.
+        #expect(files.relay(file.offer.root, size: file.offer.size, offer: malloryOffer, asker: mallory.publicKey, now: 1))
+        #expect(!files.relay(file.offer.root, size: file.offer.size, offer: aliceOffer, asker: alice.publicKey, now: 2))
+        #expect(files.offer(of: file.offer.root) == malloryOffer, "the row names the first")
+        serve(file, to: files)
+        #expect(files.holdsWhole(file.offer.root))
+        _ = try node.store.insert([hers[1]], receivedAt: 3)
+        _ = files.erase(takenBackBy: [hers[1]])
+        #expect(!files.holdsWhole(file.offer.root) && !FileManager.default.fileExists(atPath: node.store.chunkPath(file.offer.root)),
+                "her delete erased it, though his offer was named first")
+        #expect(try node.store.files().isEmpty && node.store.files(offeredBy: alice.publicKey, sequence: 1).isEmpty, "its bindings gone with it")
+
+        // The bindings besides the row's are bounded: at the limit bound, one past not.
+        let root = [UInt8](repeating: 7, count: 32)
+        let limit = Store.maximumFileBindings
+        #expect(limit == 16)
+        for n in 0..<limit { #expect(try node.store.bindFile(root, author: try asker(n), sequence: 1)) }
+        #expect(try !node.store.bindFile(root, author: try asker(limit), sequence: 1), "one past the limit is not bound")
+        #expect(try node.store.files(offeredBy: try asker(limit - 1), sequence: 1) == [root])
+        #expect(try node.store.files(offeredBy: try asker(limit), sequence: 1).isEmpty)
+    }
+
     @Test("a file still being fetched is served in part: each chunk held with the proof it came with (it verifies against the root), 'not held' for the rest; once whole, every chunk from the tree")
     func servesWhatItHolds() throws {
         let dir = TemporaryDirectory(), work = TemporaryDirectory()

@@ -52,6 +52,13 @@ struct FileRepository {
         try storeCall("reading the files of an offer") { try store.files(offeredBy: author, sequence: sequence) }
     }
 
+    /// Binds `root`'s file to one more offer besides its row's (`Store.bindFile`).
+    /// True when bound (false past `Store.maximumFileBindings`).
+    @discardableResult
+    func bindAlso(_ root: [UInt8], to offer: Dependency) throws(RepositoryError) -> Bool {
+        try storeCall("binding a file to an offer") { try store.bindFile(root, author: offer.author, sequence: offer.sequence) }
+    }
+
     /// Whether a tombstone held here erased the envelope at `offer`.
     func isErased(_ offer: Dependency) throws(RepositoryError) -> Bool {
         try storeCall("reading an erasure") { try store.erasedBy(offer.author, offer.sequence) != nil }

@@ -97,13 +97,23 @@ extension Files {
         failures.read { () throws(RepositoryError) in try repository.holdsEnvelope(offer) } ?? false
     }
 
-    /// Binds a relayed file that names no offer yet to `offer`, when an
-    /// envelope is held there: the first such ask wins. (Someone who names
-    /// another envelope first holds the file, and could as well keep it and
-    /// offer it again: a relay's erasure cannot be surer than its members.)
+    /// Binds a relayed file to `offer`, when an envelope is held there: the
+    /// first such ask's offer goes in its row (named in the relay's own asks
+    /// for it), each later one besides it (`FileRepository.bindAlso`, at most
+    /// `Store.maximumFileBindings`). A tombstone erasing any of them erases
+    /// the file: so the author's delete erases it even where another member
+    /// named an offer of their own for it first. (That member's delete
+    /// erases it too: a relay, which cannot read an offer, cannot tell whose
+    /// file it is, and a member could as well keep the file and offer it again.)
     private func bind(_ root: [UInt8], to offer: Dependency) {
         guard let row = rows[root] ?? failures.read({ () throws(RepositoryError) in try repository.file(root) }) ?? nil,
-              row.origin == .relayed, row.author == nil, holdsEnvelope(offer) else { return }
+              row.origin == .relayed, holdsEnvelope(offer) else { return }
+        guard row.author == nil else {
+            if row.author != offer.author || row.sequence != offer.sequence {
+                _ = failures.read { () throws(RepositoryError) in try repository.bindAlso(root, to: offer) }
+            }
+            return
+        }
         let bound = row.offered(by: offer.author, sequence: offer.sequence)
         guard failures.read({ () throws(RepositoryError) in try repository.save(bound) }) != nil else { return }
         if rows[root] != nil { rows[root] = bound }
