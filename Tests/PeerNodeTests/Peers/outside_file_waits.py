@@ -46,7 +46,7 @@ async def main():
         node.send(f"/get {shown['n']} {work}")
         first = await p.until(lambda m: m if m[0] == 13 and m[1:33] == root else None, 20)
         asked_of_p = set(read_want(first)[2]) if first else set()
-        check("the node asks P for the first chunks", {0, 1} <= asked_of_p, sorted(asked_of_p))
+        check("the node asks P for the first chunks", {0, 1, 2, 3} <= asked_of_p, sorted(asked_of_p))
         q_me, q = await linked(node)
 
         def answer_to(index):
@@ -58,17 +58,21 @@ async def main():
                 return None
             return match
 
-        # 1. Chunk 0, asked of P, not here yet: Q's ask waits, and is answered as soon as P serves it.
-        await q.send(want(root, len(data), [0]))
-        # (Short of the patience by enough that P's chunk below comes well before the ask would be given up.)
-        early = await q.until(answer_to(0), PATIENCE * 0.3)
+        # 1. Chunk 0, asked of P, not here yet: Q's ask waits, and is answered as soon as P serves it. (P's
+        # chunk goes well before the ask would be given up; on a machine so loaded that the node took it in
+        # only after the patience, the answer is a none, and the same is tried once more with chunk 3.)
+        for index in (0, 3):
+            await q.send(want(root, len(data), [index]))
+            early = await q.until(answer_to(index), PATIENCE * 0.3)
+            await p.send(chunk_message(root, index, proof(index, tree), sealed[index]))
+            started = time.monotonic()
+            got = await q.until(answer_to(index), 5)
+            took = time.monotonic() - started
+            if early is not None or got is None or got[0] == "chunk":
+                break
         check("an ask for a chunk the node asked another for is not answered at once", early is None, early)
-        await p.send(chunk_message(root, 0, proof(0, tree), sealed[0]))
-        started = time.monotonic()
-        got = await q.until(answer_to(0), 5)
-        took = time.monotonic() - started
         check(f"it is answered with the chunk once it came and verified (here {took:.2f} s after)", got is not None and got[0] == "chunk"
-              and read_chunk(got[1])[3] == sealed[0], (got and got[0], round(took, 3)))
+              and read_chunk(got[1])[3] == sealed[index], (got and got[0], round(took, 3)))
 
         # 2. Chunk 1, asked of P, which never serves it: none once the ask waited the patience, not before.
         started = time.monotonic()
