@@ -14,7 +14,7 @@ extension NetworkNode {
         switch input {
         case let .send(typed, typedCaption):
             let (path, caption) = Self.widened(typed, typedCaption)
-            let full = Self.expandingHome(path)
+            let full = Files.expandingHome(path)
             try offerFile(path: full, name: nil, caption: caption, room: session.room, peer: session.conversationPeer) { [self] result in
                 if case let .failure(error) = result { emit(.failed("/send \(TerminalText.sanitize(path)): \(error)")) }
             }
@@ -30,7 +30,7 @@ extension NetworkNode {
                 throw NodeError.noFileHere(place.name)
             }
             let e = try node.messageLife.message(in: place.room, named: place.name, number: number)
-            return try getFile(e, number: number, place: place.name, folder: folder.map(Self.expandingHome))
+            return try getFile(e, number: number, place: place.name, folder: folder.map(Files.expandingHome))
         case let .cancel(typed):
             let place = try session.openPlace()
             let number = try typed ?? node.files.onlyFetch(in: place.room, place: place.name)
@@ -41,38 +41,10 @@ extension NetworkNode {
             let listing = try node.files.listing(of: place.room, place: place.name, name: session.conversationPeer == nil ? session.room : nil,
                                                  with: session.conversationPeer.map(node.people.account), people: node.people)
             // A script gets the terminal's lines as before (`notice`; scripts read them), then the rows.
-            return chatLines(Self.lines(listing)) + (answersScripts ? [.answer(.files(listing))] : [])
+            return chatLines(listing.lines) + (answersScripts ? [.answer(.files(listing))] : [])
         default:
             return []
         }
-    }
-
-    /// `/files` at a terminal: a line per standing offer, oldest first:
-    /// its number, name, size and author, what is held of it, where the
-    /// last `/get` saved it (or that it is gone from there) and the folder a
-    /// `/get` under way saves into.
-    static func lines(_ listing: FileListing) -> [String] {
-        let renderer = Renderer(people: People())
-        var lines = listing.rows.map { row in
-            var state = switch row.state {
-            case .notFetched: "not fetched"
-            case let .fetching(bytes): "\(FileSize.text(bytes)) fetched"
-            case .held: "held"
-            }
-            if let (path, present) = row.saved {
-                let shown = TerminalText.sanitize(path)
-                state += present ? ", saved to " + shown : ", saved to \(shown) but gone from there" + (row.number.map { " (/get \($0) saves it again)" } ?? "")
-            }
-            // A /get under way says where it saves (a second /get may have moved it).
-            if let saving = row.saving {
-                state += ", saving into " + TerminalText.sanitize(saving) + (row.number.map { " (/cancel \($0) stops it)" } ?? "")
-            }
-            return "  \(row.number.map { "(\($0)) " } ?? "")\(TerminalText.sanitize(row.offer.name)) \(FileSize.text(row.offer.size)) from "
-                + renderer.label(row.from) + ": \(state)"
-        }
-        guard !lines.isEmpty else { return ["-- no files offered in \(listing.place)"] }
-        if listing.more { lines.insert("  (older ones not listed: these are the newest \(Files.maximumListed))", at: 0) }
-        return ["-- files offered in \(listing.place):"] + lines
     }
 
     /// Files dropped on the terminal (`DroppedFiles`): at a terminal, a line
@@ -214,22 +186,17 @@ extension NetworkNode {
     /// a file's path is taken as the path (and the rest as the caption).
     static func widened(_ path: String, _ caption: String) -> (path: String, caption: String) {
         var info = stat()
-        guard !caption.isEmpty, stat(expandingHome(path), &info) != 0, errno == ENOENT else { return (path, caption) }
+        guard !caption.isEmpty, stat(Files.expandingHome(path), &info) != 0, errno == ENOENT else { return (path, caption) }
         let words = caption.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
         for count in stride(from: words.count, through: 1, by: -1) {
             let candidate = path + " " + words[..<count].joined(separator: " ")
-            if Files.regularFileSize(expandingHome(candidate)) != nil {
+            if Files.regularFileSize(Files.expandingHome(candidate)) != nil {
                 return (candidate, words[count...].joined(separator: " ").trimmingCharacters(in: .whitespaces))
             }
         }
         return (path, caption)
     }
 
-    /// `~/x` is the home folder's `x`.
-    static func expandingHome(_ path: String) -> String {
-        guard path.hasPrefix("~/"), let home = ProcessInfo.processInfo.environment["HOME"] else { return path }
-        return home + path.dropFirst()
-    }
 
     /// The default folder for `/get`, made if missing.
     static func downloadFolder() throws -> String {

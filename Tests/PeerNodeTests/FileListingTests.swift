@@ -30,7 +30,7 @@ struct FileListingTests {
     @Test("at a terminal: a line per offer with its number, name, size and author, what is held, where it was saved or that it is gone, where a /get saves, paths inert")
     func terminalLines() throws {
         let dir = TemporaryDirectory()
-        let lines = NetworkNode.lines(try listing(dir))
+        let lines = try listing(dir).lines
         #expect(lines.first == "-- files offered in #general:")
         #expect(lines.count == 6, "\(lines)")
         #expect(lines[1].hasPrefix("  (1) plan.pdf 100 kB from ") && lines[1].hasSuffix(": not fetched"), "\(lines[1])")
@@ -39,9 +39,9 @@ struct FileListingTests {
         #expect(lines[4].hasSuffix(": held, saved to /tmp/in/plan.pdf but gone from there (/get 4 saves it again)"), "\(lines[4])")
         #expect(lines[5].hasPrefix("  plan.pdf 100 kB from ") && lines[5].hasSuffix(": held"), "no number, no (N): \(lines[5])")
         #expect(!lines.joined().contains("\u{1B}"), "nothing from the disk or the network acts on the terminal")
-        let more = NetworkNode.lines(try listing(TemporaryDirectory(), more: true))
+        let more = try listing(TemporaryDirectory(), more: true).lines
         #expect(more[1] == "  (older ones not listed: these are the newest \(Files.maximumListed))", "\(more)")
-        #expect(NetworkNode.lines(FileListing(place: "#dev", room: nil, with: nil, rows: [], more: false)) == ["-- no files offered in #dev"])
+        #expect(FileListing(place: "#dev", room: nil, with: nil, rows: [], more: false).lines == ["-- no files offered in #dev"])
     }
 
     @Test("in --json and the API: a files head (room, count, more) and a file_listed row per offer with its state, bytes, saving, saved and saved_gone")

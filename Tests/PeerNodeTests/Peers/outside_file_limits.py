@@ -18,9 +18,9 @@ import sys
 import tempfile
 
 from checks import check, run_checks
-from outside_files import chunk_message, linked, make_offer, proof, read_indices, read_want, seal_file, want
+from outside_files import chunk_message, linked, make_offer, offered_and_got, proof, read_indices, read_want, want
 from outside_link import Node
-from outside_wire import blake2b256, envelopes_message, make_envelope, varint
+from outside_wire import envelopes_message, make_envelope, varint
 
 MAXIMUM_SIZE = 4_294_967_296       # FileOffer.maximumSize, 4 GiB
 MAXIMUM_CHUNKS = 67_109            # FileTree.maximumChunks
@@ -211,16 +211,11 @@ async def unasked(node, work):
     """A chunk of a file being fetched that the node did not ask us for is not taken."""
     me, link = await linked(node, (7, 6, 5, 4, 3, 2, 1))
     data = os.urandom(20 * 64_000 + 500)  # 21 chunks: more than the 16 asked of one link at once
-    key, sealed, tree = seal_file(data)
-    root = tree[-1][0]
-    envelope, _ = make_envelope(me, 17, make_offer(len(data), root, blake2b256(data), key, b"unasked.bin"))
-    await link.send(envelopes_message([envelope]))
-    shown = await node.wait(lambda e: e["type"] == "file" and e.get("name") == "unasked.bin", 20)
-    if not shown:
+    got = await offered_and_got(node, me, link, data, "unasked.bin", tempfile.mkdtemp(dir=work))
+    if not got:
         check("the node shows our offer of 21 chunks", False, "not shown")
         return
-    node.send(f"/get {shown['n']} {tempfile.mkdtemp(dir=work)}")
-    first = await link.until(lambda m: m if m[0] == 13 and m[1:33] == root else None, 20)
+    sealed, tree, root, first = got
     asked = set(read_want(first)[2]) if first else set()
     last = len(sealed) - 1
     check("the node's first ask is for at most 16 chunks, not the last", first is not None and 0 < len(asked) <= 16 and last not in asked, sorted(asked))

@@ -16,9 +16,8 @@ import tempfile
 import time
 
 from checks import check, run_checks
-from outside_files import chunk_message, linked, make_offer, proof, read_chunk, read_indices, read_want, seal_file, want
+from outside_files import chunk_message, linked, offered_and_got, proof, read_chunk, read_indices, read_want, want
 from outside_link import Node
-from outside_wire import blake2b256, envelopes_message, make_envelope
 
 PATIENCE = 0.5      # WaitingAsks.patience
 
@@ -35,16 +34,11 @@ async def main():
     try:
         p_me, p = await linked(node)
         data = os.urandom(40 * 64_000)
-        key, sealed, tree = seal_file(data)
-        root = tree[-1][0]
-        envelope, _ = make_envelope(p_me, 17, make_offer(len(data), root, blake2b256(data), key, b"waited.bin"))
-        await p.send(envelopes_message([envelope]))
-        shown = await node.wait(lambda e: e["type"] == "file" and e.get("name") == "waited.bin", 20)
-        if not shown:
+        got = await offered_and_got(node, p_me, p, data, "waited.bin", work)
+        if not got:
             check("the node shows P's offer", False, "not shown")
             return
-        node.send(f"/get {shown['n']} {work}")
-        first = await p.until(lambda m: m if m[0] == 13 and m[1:33] == root else None, 20)
+        sealed, tree, root, first = got
         asked_of_p = set(read_want(first)[2]) if first else set()
         check("the node asks P for the first chunks", {0, 1, 2, 3} <= asked_of_p, sorted(asked_of_p))
         q_me, q = await linked(node)

@@ -148,6 +148,22 @@ def seal_file(plaintext):
     return key, sealed, tree
 
 
+async def offered_and_got(node, me, link, data, name, into):
+    """Offers `data` as `name` from `me` on `link` (an offer made by hand) and has the
+    node /get it into `into`: (sealed chunks, tree, root, the node's first want),
+    or None when the node does not show the offer."""
+    key, sealed, tree = seal_file(data)
+    root = tree[-1][0]
+    envelope, _ = make_envelope(me, 17, make_offer(len(data), root, blake2b256(data), key, name.encode()))
+    await link.send(envelopes_message([envelope]))
+    shown = await node.wait(lambda e: e["type"] == "file" and e.get("name") == name, 20)
+    if not shown:
+        return None
+    node.send(f"/get {shown['n']} {into}")
+    first = await link.until(lambda m: m if m[0] == 13 and m[1:33] == root else None, 20)
+    return sealed, tree, root, first
+
+
 async def linked(node, versions=(7, 6, 5, 4, 3, 2, 1)):
     """A new identity's link, kept (pushes come to us), its clock sent."""
     me = Identity()

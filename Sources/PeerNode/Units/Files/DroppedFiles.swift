@@ -76,8 +76,5 @@ enum DroppedFiles: Equatable {
     }
 
     /// The disk as it is.
-    static let realDisk = Disk(size: { Files.regularFileSize($0) }, isFolder: { path in
-        var folder: ObjCBool = false
-        return FileManager.default.fileExists(atPath: path, isDirectory: &folder) && folder.boolValue
-    }, expandingHome: { NetworkNode.expandingHome($0) })
+    static let realDisk = Disk(size: { Files.regularFileSize($0) }, isFolder: { Files.isFolder($0) }, expandingHome: { Files.expandingHome($0) })
 }

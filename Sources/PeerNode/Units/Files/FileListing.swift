@@ -1,5 +1,6 @@
 import Crypto
 import Gossip
+import NetworkText
 import Store
 
 /// `/files`, and the API's `files`: the file offers that stand in one room
@@ -61,5 +62,35 @@ extension Files {
                                    saved: row?.saved.map { ($0, Self.regularFileSize($0) != nil) }, saving: savingInto(offer.root))
         }
         return FileListing(place: place, room: name, with: with, rows: rows, more: more)
+    }
+}
+
+extension FileListing {
+    /// `/files` at a terminal: a line per standing offer, oldest first:
+    /// its number, name, size and author, what is held of it, where the
+    /// last `/get` saved it (or that it is gone from there) and the folder a
+    /// `/get` under way saves into.
+    var lines: [String] {
+        let renderer = Renderer(people: People())
+        var lines = rows.map { row in
+            var state = switch row.state {
+            case .notFetched: "not fetched"
+            case let .fetching(bytes): "\(FileSize.text(bytes)) fetched"
+            case .held: "held"
+            }
+            if let (path, present) = row.saved {
+                let shown = TerminalText.sanitize(path)
+                state += present ? ", saved to " + shown : ", saved to \(shown) but gone from there" + (row.number.map { " (/get \($0) saves it again)" } ?? "")
+            }
+            // A /get under way says where it saves (a second /get may have moved it).
+            if let saving = row.saving {
+                state += ", saving into " + TerminalText.sanitize(saving) + (row.number.map { " (/cancel \($0) stops it)" } ?? "")
+            }
+            return "  \(row.number.map { "(\($0)) " } ?? "")\(TerminalText.sanitize(row.offer.name)) \(FileSize.text(row.offer.size)) from "
+                + renderer.label(row.from) + ": \(state)"
+        }
+        guard !lines.isEmpty else { return ["-- no files offered in \(place)"] }
+        if more { lines.insert("  (older ones not listed: these are the newest \(Files.maximumListed))", at: 0) }
+        return ["-- files offered in \(place):"] + lines
     }
 }

@@ -130,10 +130,12 @@ extension Files {
         var said: [Progress] = []
         if let leaf = outcome.leaf, !row.holds(index) {
             // A relay makes room for a file once it knows someone holds it (and its asker's place is free again).
-            unprovenRelayFetches[root] = nil
-            if row.origin == .relayed, row.heldCount == 0, !makeRoom(for: row) {
-                erase(root)
-                return ([], [])
+            if row.origin == .relayed, row.heldCount == 0 {
+                unprovenRelayFetches[root] = nil
+                guard makeRoom(for: row) else {
+                    erase(root)
+                    return ([], [])
+                }
             }
             row.mark(index)
             for link in waitingAsks.came(root, index: index) { freedAsks.append(FreedAsk(link: link, root: root, chunks: [index], held: true)) }

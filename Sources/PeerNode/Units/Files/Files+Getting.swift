@@ -11,9 +11,7 @@ extension Files {
     /// and hashed off the loop (`checkingHeld`), then goes on (`resume`).
     func get(_ offer: FileOffer, from e: Envelope, number: Int, place: String, folder: String, now: UInt64, clock: Double) throws -> [Progress] {
         guard offer.size <= FileOffer.maximumSize else { throw NodeError.fileTooLarge(path: offer.name, size: offer.size) }
-        var isFolder: ObjCBool = false
-        let exists = FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder)
-        guard exists, isFolder.boolValue else { throw NodeError.fileNotSaved(path: folder, reason: exists ? "not a folder" : "no such folder (a folder is not made for a /get: make it first, or leave the folder out for your download folder)") }
+        guard Self.isFolder(folder) else { throw NodeError.fileNotSaved(path: folder, reason: FileManager.default.fileExists(atPath: folder) ? "not a folder" : "no such folder (a folder is not made for a /get: make it first, or leave the folder out for your download folder)") }
         let row = try repository.file(offer.root) ?? Store.FileRow(root: offer.root, size: offer.size, origin: .fetched, author: e.author, sequence: e.sequence, added: now)
         guard row.size == offer.size else { throw NodeError.fileNotSaved(path: folder, reason: "another file of that root is held here, of another size") }
         // A /get of a file already under way: into the same folder it says
@@ -166,5 +164,17 @@ extension Files {
         var info = stat()
         guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
         return UInt64(info.st_size)
+    }
+
+    /// Whether `path` is a folder.
+    static func isFolder(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+    }
+
+    /// `~/x` is the home folder's `x`.
+    static func expandingHome(_ path: String) -> String {
+        guard path.hasPrefix("~/"), let home = ProcessInfo.processInfo.environment["HOME"] else { return path }
+        return home + path.dropFirst()
     }
 }
