@@ -11,10 +11,10 @@ struct EnvelopeFields {
     let room: RoomID
     /// Version 1 only.
     let kind: Kind?
-    /// Version 3 only.
+    /// Versions 3 and 4 only.
     let erases: [UInt64]
     let bodyLength: Int
-    /// Version 3 only.
+    /// Versions 3 and 4 only.
     let bodyHash: [UInt8]?
 
     /// The rules of §4 that do not need the signature: one encoding per envelope.
@@ -58,7 +58,7 @@ struct EnvelopeFields {
         w.u64(timestamp)
         w.raw(room.bytes)
         if let kind { w.u8(kind.rawValue) }
-        if version == 3 {
+        if version >= 3 {
             w.u8(UInt8(erases.count))
             for s in erases { w.u64(s) }
         }
@@ -79,8 +79,16 @@ struct EnvelopeFields {
 
     /// A freshly signed envelope: signed bytes, signature, then `tail`.
     func envelope(signed: [UInt8], signature: [UInt8], tail: [UInt8], body: [UInt8], erasedBy: UInt64?) -> Envelope {
-        envelope(encoded: signed + signature + tail, signedCount: signed.count, signature: signature, body: body,
-                 erasedBy: erasedBy, id: MessageID(unchecked: BLAKE2b.hash(signed)))
+        let head = signed + signature
+        let id = BLAKE2b.hash(version >= 4 ? head : signed)
+        return envelope(encoded: head + tail, signedCount: signed.count, signature: signature, body: body,
+                        erasedBy: erasedBy, id: MessageID(unchecked: id))
+    }
+
+    /// How many leading bytes of an encoding the message id hashes: the
+    /// signed bytes, and from version 4 the signature after them too.
+    func idCount(signedCount: Int) -> Int {
+        version >= 4 ? signedCount + Signature.byteCount : signedCount
     }
 }
 
@@ -121,7 +129,7 @@ extension Envelope {
                 kind = known
             }
             var erases: [UInt64] = []
-            if version == 3 {
+            if version >= 3 {
                 let erased = Int(try r.u8("erase count"))
                 guard erased <= maximumErasures else { throw .tooManyErasures(count: erased, limit: maximumErasures) }
                 for _ in 0..<erased { erases.append(try r.u64("erased sequence")) }
@@ -131,7 +139,7 @@ extension Envelope {
             guard bodyLength <= maximumBody else { throw .bodyTooLarge(size: bodyLength, limit: maximumBody) }
             guard version == 1 || SealedBody.isSealedSize(bodyLength) else { throw .bodyNotPadded(size: bodyLength) }
             let body = version < 3 ? Array(try r.take(bodyLength, "body")) : nil
-            let bodyHash = version == 3 ? Array(try r.take(32, "body hash")) : nil
+            let bodyHash = version >= 3 ? Array(try r.take(32, "body hash")) : nil
             let signedCount = r.offset - start
             let signature = Array(try r.take(Signature.byteCount, "signature"))
             let fields = Fields(version: version, author: author, sequence: sequence, previous: previous, dependencies: deps,
@@ -162,7 +170,7 @@ extension Envelope {
         let fields = head.fields
         var body = head.body ?? []
         var proof: Head?
-        if fields.version == 3 {
+        if fields.version >= 3 {
             let form = try r.u8("form")
             switch Form(rawValue: form) {
             case .body:
@@ -170,7 +178,7 @@ extension Envelope {
                 guard BLAKE2b.hash(body) == fields.bodyHash else { throw .bodyHashMismatch }
             case .proof:
                 let erasing = try Head.read(&r)
-                guard erasing.fields.version == 3, erasing.fields.author == fields.author,
+                guard erasing.fields.version >= 3, erasing.fields.author == fields.author,
                       erasing.fields.sequence > fields.sequence, erasing.fields.erases.contains(fields.sequence) else {
                     throw .badErasureProof
                 }
@@ -181,7 +189,7 @@ extension Envelope {
         }
         guard r.remaining == 0 else { throw .trailingBytes(count: r.remaining) }
         let id: [UInt8] = bytes.withUnsafeBytes { all in
-            BLAKE2b.hash(UnsafeRawBufferPointer(rebasing: all[0..<head.signedCount]))
+            BLAKE2b.hash(UnsafeRawBufferPointer(rebasing: all[0..<fields.idCount(signedCount: head.signedCount)]))
         }
         if verification == .signature {
             guard verify(author: fields.author, signature: head.signature, signed: bytes[0..<head.signedCount]) else { throw .badSignature }

@@ -54,11 +54,14 @@ public struct Dependency: Hashable, Sendable {
 /// body's hash instead of the body, and which may name earlier envelopes of
 /// its author to erase: a body can then be removed and the envelope still
 /// verifies and still holds its place in the author's chain (`pruned`).
+/// Version 4 (what this build signs) is version 3 whose id covers the
+/// signature too, so the next envelope's `previous` vouches for this one's
+/// signature (`ChainVerification`).
 public struct Envelope: Hashable, Sendable {
     /// The version this build signs.
-    public static let newestVersion: UInt8 = 3
+    public static let newestVersion: UInt8 = 4
     /// The versions this build reads (and serves, whoever signed them).
-    public static let versions: ClosedRange<UInt8> = 1...3
+    public static let versions: ClosedRange<UInt8> = 1...4
 
     /// Largest plaintext body (64 KiB).
     public static let maximumPlaintextBody = 65_536
@@ -76,10 +79,10 @@ public struct Envelope: Hashable, Sendable {
     /// Versions 1 and 2, after the dependency list, body excluded: timestamp,
     /// room, kind (version 1 only), body length, signature.
     static let trailerSize = 8 + 32 + 1 + 4 + Signature.byteCount
-    /// Version 3, after the dependency list: timestamp, room, erase count,
+    /// Versions 3 and 4, after the dependency list: timestamp, room, erase count,
     /// erased sequences, body length, body hash, signature.
     static let headTrailerSize = 8 + 32 + 1 + maximumErasures * 8 + 4 + 32 + Signature.byteCount
-    /// The largest version-3 head (signed bytes and signature, no body).
+    /// The largest version-3 or 4 head (signed bytes and signature, no body).
     static let maximumHead = headerSize + maximumDependencies * dependencySize + headTrailerSize
     /// The largest encoded envelope; longer input is refused before parsing.
     /// A version-3 head, its form byte, and the larger of a body and the
@@ -97,12 +100,12 @@ public struct Envelope: Hashable, Sendable {
     /// The kind, where it travels in clear (version 1). Later versions'
     /// kind is inside the body (`SealedBody.open`).
     public let clearKind: Kind?
-    /// Version 3: sequences of the author's earlier envelopes whose bodies
+    /// Versions 3 and 4: sequences of the author's earlier envelopes whose bodies
     /// this one erases, ascending (empty: it erases nothing).
     public let erases: [UInt64]
     /// The length of the body, which a pruned envelope still states.
     public let bodyLength: Int
-    /// Version 3: BLAKE2b-256 of the body, signed in its place.
+    /// Versions 3 and 4: BLAKE2b-256 of the body, signed in its place.
     public let bodyHash: [UInt8]?
     /// The encrypted body (room key or direct key); empty once pruned.
     public let body: [UInt8]
@@ -110,7 +113,8 @@ public struct Envelope: Hashable, Sendable {
     /// its body (whose head travels with it as the proof).
     public let erasedBy: UInt64?
     public let signature: [UInt8]
-    /// BLAKE2b-256 of the signed bytes (everything before the signature).
+    /// BLAKE2b-256 of the signed bytes (everything before the signature),
+    /// and from version 4 of the signature after them too (`idCoversSignature`).
     public let id: MessageID
     /// The whole canonical encoding: signed bytes, signature and, for
     /// version 3, the form byte and the body or the proof.
@@ -121,19 +125,28 @@ public struct Envelope: Hashable, Sendable {
     public var signedBytes: ArraySlice<UInt8> { encoded[0..<signedCount] }
     /// The signed bytes and the signature: what proves an erasure (§4).
     var head: ArraySlice<UInt8> { encoded[0..<(signedCount + Signature.byteCount)] }
-    /// Whether the body was erased (only version 3 can be).
+    /// Whether the body was erased (only versions 3 and 4 can be).
     public var isPruned: Bool { erasedBy != nil }
+    /// Whether a body can be erased from this envelope (versions 3 and 4).
+    public var isErasable: Bool { version >= 3 }
+    /// Whether the id hashes the signature too (version 4): then the
+    /// author's next envelope, naming this id as `previous`, signs over this
+    /// envelope's signature, and one verified signature vouches for the
+    /// whole run below it (docs/PROTOCOL.md §4, "Chains vouch").
+    public var idCoversSignature: Bool { version >= 4 }
 
-    /// Builds, checks and signs a version-3 envelope: `body` is a sealed body
+    /// Builds, checks and signs an envelope of version 4 (or 3, which earlier
+    /// builds signed; tests and golden vectors do): `body` is a sealed body
     /// (`SealedBody.seal`), kind inside, of a padded size; `erases` names
     /// earlier envelopes of this author whose bodies are to be erased.
     public static func sign(
         by key: SigningKey, sequence: UInt64, previous: MessageID, dependencies: [Dependency],
-        timestamp: UInt64, room: RoomID, erases: [UInt64] = [], body: [UInt8]
+        timestamp: UInt64, room: RoomID, erases: [UInt64] = [], body: [UInt8], version: UInt8 = newestVersion
     ) throws(EnvelopeError) -> Envelope {
+        guard version == 3 || version == 4 else { throw .unknownVersion(version) }
         // Before `check`, which would call a body past the largest size too large: it is first of all not padded.
         guard SealedBody.isSealedSize(body.count) else { throw .bodyNotPadded(size: body.count) }
-        let fields = Fields(version: 3, author: key.publicKey, sequence: sequence, previous: previous,
+        let fields = Fields(version: version, author: key.publicKey, sequence: sequence, previous: previous,
                             dependencies: dependencies.sorted { $0.author < $1.author }, timestamp: timestamp, room: room,
                             kind: nil, erases: erases, bodyLength: body.count, bodyHash: BLAKE2b.hash(body))
         try fields.check()
@@ -177,12 +190,12 @@ public struct Envelope: Hashable, Sendable {
     }
 
     /// This envelope with its body erased, carrying `erasing`'s head as the
-    /// proof that its author asked for it. Nil unless both are version 3,
-    /// by the same author, and `erasing` names this envelope's sequence.
+    /// proof that its author asked for it. Nil unless both are of version 3
+    /// or 4, by the same author, and `erasing` names this envelope's sequence.
     /// An envelope already pruned is returned as it is.
     public func pruned(by erasing: Envelope) -> Envelope? {
         if isPruned { return self }
-        guard version == 3, erasing.version == 3, erasing.author == author, erasing.sequence > sequence,
+        guard isErasable, erasing.isErasable, erasing.author == author, erasing.sequence > sequence,
               erasing.erases.contains(sequence) else { return nil }
         let signed = Array(signedBytes)
         let proof = Array(erasing.head)
@@ -193,7 +206,7 @@ public struct Envelope: Hashable, Sendable {
             encoded: signed + signature + [Form.proof.rawValue] + proof, signedCount: signedCount)
     }
 
-    /// What follows a version-3 envelope's signature.
+    /// What follows a version-3 or 4 envelope's signature.
     enum Form: UInt8 {
         /// The body, whose BLAKE2b-256 is the signed body hash.
         case body = 0

@@ -30,11 +30,14 @@ public enum LinkProtocol: Int, Sendable, CaseIterable, Comparable, CustomStringC
     case v8 = 8
     /// As version 8, and presence beacons (type 17) travel on it.
     case v9 = 9
+    /// As version 9, and envelopes of version 4 (the id covers the
+    /// signature, so a chain vouches for it; docs/PROTOCOL.md §4) travel on it.
+    case v10 = 10
 
     public static func < (a: LinkProtocol, b: LinkProtocol) -> Bool { a.rawValue < b.rawValue }
 
     /// The newest version this build speaks.
-    public static let newest = LinkProtocol.v9
+    public static let newest = LinkProtocol.v10
 
     /// The WebSocket subprotocol that names it: `peernode.N`.
     public var subprotocol: String { "peernode.\(rawValue)" }
@@ -57,7 +60,7 @@ public enum LinkProtocol: Int, Sendable, CaseIterable, Comparable, CustomStringC
 
     /// The newest envelope version the peer on a link of this version reads:
     /// a node sends it nothing newer (docs/PROTOCOL.md §10).
-    public var envelopeVersion: UInt8 { self >= .v5 ? 3 : self >= .v3 ? 2 : 1 }
+    public var envelopeVersion: UInt8 { self >= .v10 ? 4 : self >= .v5 ? 3 : self >= .v3 ? 2 : 1 }
 
     /// Whether membership and tree messages may be sent on a link of this version.
     public var speaksOverlay: Bool { self >= .v4 }

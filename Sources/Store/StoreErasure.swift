@@ -38,7 +38,7 @@ extension Store {
     /// The envelope to store for `e`: pruned when a held envelope of its
     /// author already erased it (an original that arrives after its tombstone).
     func erasedForm(of e: Envelope, author: Int64) throws -> Envelope {
-        guard e.version == 3, !e.isPruned, erasingAuthors.contains(e.author),
+        guard e.isErasable, !e.isPruned, erasingAuthors.contains(e.author),
               let by = try erasingSequence(author, e.sequence), let erasing = try loadEnvelope(author, by) else { return e }
         return e.pruned(by: erasing) ?? e
     }

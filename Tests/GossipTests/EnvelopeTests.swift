@@ -47,7 +47,7 @@ struct EnvelopeTests {
     func framing() throws {
         let e = try Author().envelope()
         #expect(throws: EnvelopeError.trailingBytes(count: 1)) { try Envelope.decode(e.encoded + [0]) }
-        for version: UInt8 in [0, 4, 255] {
+        for version: UInt8 in [0, 5, 255] {
             var v = e.encoded
             v[0] = version
             #expect(throws: EnvelopeError.unknownVersion(version)) { try Envelope.decode(v) }

@@ -61,7 +61,7 @@ struct ErasableGoldenFile: Codable {
                 Dependency(author: try #require(Self.keys[pair[0]]?.publicKey), sequence: try #require(UInt64(pair[1])))
             }
             let e = try Envelope.sign(by: signer, sequence: item.sequence, previous: previous, dependencies: deps,
-                                      timestamp: item.timestamp, room: roomID, erases: item.erases, body: body)
+                                      timestamp: item.timestamp, room: roomID, erases: item.erases, body: body, version: 3)
             out[item.name] = (e, nil)
         }
         for item in envelopes {

@@ -27,7 +27,7 @@ struct LinkVersionTests {
         #expect(r.knownClock(of: 2)?[author.publicKey] == 2)
     }
 
-    @Test("a version-3 envelope goes to a version-5 link only; a version-4 link is held back from it")
+    @Test("a version-3 envelope goes to a version-5 link and later only; a version-4 link is held back from it")
     func versionThree() throws {
         let author = try SigningKey.generate()
         let room = RoomID.random()
@@ -36,11 +36,28 @@ struct LinkVersionTests {
         _ = r.linkUp(1, now: 0, version: .v4)
         _ = r.linkUp(2, now: 0, version: .v5)
         let sealed = try SealedBody.seal(kind: .text, content: [2], key: key, author: author.publicKey, room: room)
-        let e = try Envelope.sign(by: author, sequence: 1, previous: .zero, dependencies: [], timestamp: 2, room: room, body: sealed)
+        let e = try Envelope.sign(by: author, sequence: 1, previous: .zero, dependencies: [], timestamp: 2, room: room, body: sealed, version: 3)
         #expect(e.version == 3)
         let sent = r.localPost(e)
         #expect(sent.contains(.heldBack(1, 1)))
         #expect(sent.contains { if case .send(2, _) = $0 { true } else { false } })
-        #expect(LinkProtocol.v5.envelopeVersion == 3 && LinkProtocol.v4.envelopeVersion == 2 && LinkProtocol.newest == .v9 && LinkProtocol.v9.speaksPresence && !LinkProtocol.v8.speaksPresence && LinkProtocol.v6.speaksTyping && !LinkProtocol.v5.speaksTyping && LinkProtocol.v7.speaksFiles && !LinkProtocol.v6.speaksFiles && LinkProtocol.v8.namesFileOffers && !LinkProtocol.v7.namesFileOffers)
+        #expect(LinkProtocol.v5.envelopeVersion == 3 && LinkProtocol.v4.envelopeVersion == 2 && LinkProtocol.newest == .v10 && LinkProtocol.v9.speaksPresence && !LinkProtocol.v8.speaksPresence && LinkProtocol.v6.speaksTyping && !LinkProtocol.v5.speaksTyping && LinkProtocol.v7.speaksFiles && !LinkProtocol.v6.speaksFiles && LinkProtocol.v8.namesFileOffers && !LinkProtocol.v7.namesFileOffers)
+    }
+
+    @Test("a version-4 envelope (what this build signs) goes to a version-10 link only; a version-9 link is held back from it")
+    func versionFour() throws {
+        let author = try SigningKey.generate()
+        let room = RoomID.random()
+        let key = SymmetricKey.generate()
+        var r = Replicator(me: author.publicKey, clock: VectorClock(), random: SystemRandomNumberGenerator())
+        _ = r.linkUp(1, now: 0, version: .v9)
+        _ = r.linkUp(2, now: 0, version: .v10)
+        let sealed = try SealedBody.seal(kind: .text, content: [2], key: key, author: author.publicKey, room: room)
+        let e = try Envelope.sign(by: author, sequence: 1, previous: .zero, dependencies: [], timestamp: 2, room: room, body: sealed)
+        #expect(e.version == 4 && Envelope.newestVersion == 4)
+        let sent = r.localPost(e)
+        #expect(sent.contains(.heldBack(1, 1)))
+        #expect(sent.contains { if case .send(2, _) = $0 { true } else { false } })
+        #expect(LinkProtocol.v10.envelopeVersion == 4 && LinkProtocol.v9.envelopeVersion == 3 && LinkProtocol.v10.subprotocol == "peernode.10")
     }
 }

@@ -35,9 +35,9 @@ struct SealedBodyTests {
         let e = try envelope(kind, Array("secret".utf8))
         let decoded = try Envelope.decode(e.encoded)
         #expect(decoded == e)
-        #expect(decoded.version == 3 && decoded.clearKind == nil && !decoded.isPruned)
+        #expect(decoded.version == 4 && decoded.clearKind == nil && !decoded.isPruned)
         #expect(try SealedBody.open(decoded, key: key) == OpenedBody(kind: kind, content: Array("secret".utf8)))
-        // Layout (version 3): no kind byte; an empty erase list, the body's length and
+        // Layout (version 4, as 3): no kind byte; an empty erase list, the body's length and
         // hash, the signature, the form byte and a body of the smallest bucket.
         #expect(e.encoded.count == 1 + 32 + 8 + 32 + 2 + 8 + 32 + 1 + 4 + 32 + 64 + 1 + (256 + 40))
     }

@@ -47,7 +47,7 @@ struct DirectMetadataTests {
         let conversation = fromAlice.filter { $0.room != general }
 
         // No kind in clear, on anything.
-        #expect(fromAlice.allSatisfy { $0.version == 3 && $0.clearKind == nil })
+        #expect(fromAlice.allSatisfy { $0.version == Envelope.newestVersion && $0.clearKind == nil })
         // The room is not one a member can compute: not version 1's derivation
         // from the two public keys, nor Eve's own conversations.
         let nameable = [RoomID.directVersion1(alice, bob, network: Self.network), RoomID.directVersion1(alice, eveKey.publicKey, network: Self.network),

@@ -27,7 +27,7 @@ class Link:
     def __init__(self, who, nick=b"outsider", network=NETWORK_KEY):
         self.who, self.nick, self.network = who, nick, network
 
-    async def open(self, port, versions=(6, 5, 4, 3, 2, 1)):
+    async def open(self, port, versions=(10, 9, 8, 7, 6, 5, 4, 3, 2, 1)):
         """Dials the node and shakes hands as the initiator."""
         ws = await connect(f"ws://127.0.0.1:{port}/peernode/1",
                            subprotocols=[f"peernode.{v}" for v in versions], max_size=2**17, ping_interval=None)

@@ -21,6 +21,8 @@ and discovery on a loopback group of its own), then:
            and sends one for her post;
   tree:    §11 "Tree push": a pruned author's post comes as an ihave, a
            graft brings it in full again, the node's own always in full;
+  chains:  §4 "Chains vouch": version-4 runs taken on the signature at
+           their top, a signature swapped by a peer refused;
   handshakes: another network key, nick claims too long or with the
            separator dot, the unknown-author cap (§10, §11);
   hostile: on links of fresh identities, every malformed or over-limit
@@ -62,7 +64,7 @@ async def chat(node):
     """The whole life of a link, as a well-behaved peer."""
     me = Identity()
     link = await Link(me).open(node.port)
-    check("link version 6 agreed in the WebSocket handshake", link.version == 6, link.version)
+    check("link version 10 agreed in the WebSocket handshake", link.version == 10, link.version)
     check("the node's binding names its identity", link.remote == node.id, link.remote.hex())
     check("the node's nick claim is alice", link.remote_nick == b"alice", link.remote_nick)
     up = await node.wait(lambda e: e["type"] == "peer_up" and e["id"] == me.public.hex())
@@ -193,9 +195,9 @@ async def tree(node, link):
 
 
 async def older(node):
-    """A link that speaks only version 4 (§10): the node's version-3
+    """A link that speaks only version 4 (§10): the node's version-4
     envelopes are held back from it and counted, and no typing notice
-    (type 12) goes on it."""
+    (type 12) goes on it; nor its envelopes on a link of version 9."""
     link = await Link(Identity(), nick=None).open(node.port, versions=(4, 3, 2, 1))
     check("offered 4 down to 1, the node answers peernode.4", link.version == 4, link.version)
     await link.send(overlay(8, struct.pack(">H", 0)))  # keep
@@ -203,10 +205,76 @@ async def older(node):
     node.send("/typing")
     node.send("not for version 4")
     too_new = await link.until(lambda m: m if m[0] == 12 or batch_of(node.id)(m) else None, timeout=3)
-    check("nothing of the node's version 3, and no typing notice, on a version-4 link", too_new is None, too_new)
+    check("nothing of the node's version 4, and no typing notice, on a version-4 link", too_new is None, too_new)
     held = counter(await node.stats(), "envelopes_too_new_for_link") - before
     check("what was held back is counted (envelopes_too_new_for_link)", held >= 1, held)
     await link.close()
+    link = await Link(Identity(), nick=None).open(node.port, versions=(9, 8, 7, 6, 5, 4, 3, 2, 1))
+    await link.send(overlay(8, struct.pack(">H", 0)))  # keep
+    node.send("not for version 9")
+    too_new = await link.until(batch_of(node.id), timeout=3)
+    check("nothing of the node's version 4 on a version-9 link", link.version == 9 and too_new is None, (link.version, too_new))
+    await link.close()
+
+
+async def chains(node, link):
+    """§4 "Chains vouch": a version-4 envelope is valid on its own signature
+    or when the author's next envelope, valid, names its id (which covers
+    the signature). Pushed on our chat link, for three fresh authors."""
+    def shown_texts(author, since):
+        return sorted(e.get("text") for e in node.events[since:] if e["type"] == "message" and e.get("author") == author.public.hex())
+
+    async def shown(author, since, texts):
+        return await node.wait(lambda e: shown_texts(author, since) == sorted(texts) or None, since=since, timeout=10)
+
+    # An author that signs over a head whose signature is not one: taken with the envelope that names it.
+    v, mark = Identity(), len(node.events)
+    garbled, _ = make_envelope(v, 1, b"v one", version=4, signature=b"\x5a" * 64)
+    two, _ = make_envelope(v, 1, b"v two", version=4)
+    three, _ = make_envelope(v, 1, b"v three", version=4)
+    await link.send(envelopes_message([garbled, two, three]))
+    await shown(v, mark, ["v one", "v two", "v three"])
+    check("a run of version 4 whose first signature does not verify, named by the next, valid: all three shown",
+          shown_texts(v, mark) == ["v one", "v three", "v two"], shown_texts(v, mark))
+
+    # The same alone: refused (the link stays); with the envelope that vouches for it, taken.
+    w, mark = Identity(), len(node.events)
+    before = counter(await node.stats(), "invalid_envelope")
+    garbled, _ = make_envelope(w, 1, b"w one", version=4, signature=b"\x5a" * 64)
+    two, _ = make_envelope(w, 1, b"w two", version=4)
+    await link.send(envelopes_message([garbled]))
+    stats = await node.counters_reach({"invalid_envelope": before + 1})
+    check("that envelope alone is refused, counted invalid_envelope, the link kept",
+          counter(stats, "invalid_envelope") == before + 1 and await link.barrier() and not shown_texts(w, mark),
+          (counter(stats, "invalid_envelope") - before, shown_texts(w, mark)))
+    await link.send(envelopes_message([garbled, two]))
+    await shown(w, mark, ["w one", "w two"])
+    check("sent again with the next, which names it: both shown", shown_texts(w, mark) == ["w one", "w two"], shown_texts(w, mark))
+
+    # A peer that swaps a signature in an author's run: that one refused, the one below it taken.
+    u, mark = Identity(), len(node.events)
+    before = counter(await node.stats(), "invalid_envelope")
+    one, _ = make_envelope(u, 1, b"u one", version=4)
+    two, _ = make_envelope(u, 1, b"u two", version=4)
+    three, _ = make_envelope(u, 1, b"u three", version=4)
+    swapped = swap_signature(two)
+    await link.send(envelopes_message([one, swapped, three]))
+    stats = await node.counters_reach({"invalid_envelope": before + 1})
+    await link.barrier()
+    check("a signature swapped by a peer in a run: that envelope refused (invalid_envelope), the one below it shown",
+          counter(stats, "invalid_envelope") == before + 1 and shown_texts(u, mark) == ["u one"],
+          (counter(stats, "invalid_envelope") - before, shown_texts(u, mark)))
+    await link.send(envelopes_message([two]))
+    await shown(u, mark, ["u one", "u two", "u three"])
+    check("the genuine one sent after it: it and the one it held back are shown",
+          shown_texts(u, mark) == ["u one", "u three", "u two"], shown_texts(u, mark))
+
+
+def swap_signature(envelope):
+    """`envelope` (version 3 or 4, with its body) with its 64 signature bytes replaced."""
+    e = read_envelope(envelope)
+    at = envelope.index(e["signature"])
+    return envelope[:at] + b"\x5a" * 64 + envelope[at + 64:]
 
 
 async def presence(node):
@@ -243,8 +311,8 @@ async def presence(node):
 async def dialled(node, listener):
     """The node dials our listener for --peer."""
     link = await asyncio.wait_for(listener.links.get(), 30)
-    check("the node dials path /peernode/1, offering peernode.9 down to peernode.1",
-          listener.path == "/peernode/1" and listener.offered == [f"peernode.{v}" for v in (9, 8, 7, 6, 5, 4, 3, 2, 1)],
+    check("the node dials path /peernode/1, offering peernode.10 down to peernode.1",
+          listener.path == "/peernode/1" and listener.offered == [f"peernode.{v}" for v in (10, 9, 8, 7, 6, 5, 4, 3, 2, 1)],
           (listener.path, listener.offered))
     check("the dialling node binds its identity", link.remote == node.id, link.remote.hex())
     keep = await link.until(lambda m: m if m[:2] == b"\x08\x08" else None)
@@ -335,6 +403,7 @@ async def main():
         await discovery(node, group)
         me, link = await chat(node)
         await tree(node, link)
+        await chains(node, link)
         await older(node)
         await presence(node)
         await handshakes(node)

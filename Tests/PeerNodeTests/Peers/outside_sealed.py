@@ -40,7 +40,7 @@ def opened_in(author, room, key, want):
     return match
 
 
-async def linked(node, who, nick, versions=(6, 5, 4, 3, 2, 1)):
+async def linked(node, who, nick, versions=(10, 9, 8, 7, 6, 5, 4, 3, 2, 1)):
     link = await Link(who, nick=nick).open(node.port, versions)
     await link.send(overlay(8, struct.pack(">H", 0)))  # keep: pushes come to us
     await link.send(b"\x01" + entries([]))

@@ -106,26 +106,31 @@ def open_body(body, author, room=GENERAL_ID, key=GENERAL_KEY):
     return plain[0], end[:-1][1:]
 
 
-def make_envelope(who, kind, content, erase=(), timestamp=None, room=GENERAL_ID, key=GENERAL_KEY, dependencies=()):
-    """A version-3 envelope of `who`'s next sequence in `room`, its body
-    sealed with `key`; `dependencies` are (author, sequence) pairs. Returns (bytes, id)."""
+def make_envelope(who, kind, content, erase=(), timestamp=None, room=GENERAL_ID, key=GENERAL_KEY, dependencies=(),
+                  version=3, signature=None):
+    """A version-3 (or 4) envelope of `who`'s next sequence in `room`, its body
+    sealed with `key`; `dependencies` are (author, sequence) pairs; `signature`
+    replaces the one `who` would make (the id of version 4 covers what is
+    there). Returns (bytes, id)."""
     who.sequence += 1
     body = seal_body(kind, content, who.public, room, key)
-    head = bytes([3]) + who.public + struct.pack(">Q", who.sequence) + who.last_id
+    head = bytes([version]) + who.public + struct.pack(">Q", who.sequence) + who.last_id
     head += struct.pack(">H", len(dependencies)) + b"".join(a + struct.pack(">Q", s) for a, s in sorted(dependencies))
     head += struct.pack(">Q", timestamp if timestamp is not None else int(time.time() * 1000)) + room
     head += bytes([len(erase)]) + b"".join(struct.pack(">Q", s) for s in erase)
     head += struct.pack(">I", len(body)) + blake2b256(body)
-    message_id = blake2b256(head)
-    signed = head + who.sign(ENVELOPE_CONTEXT, head)
+    signed = head + (signature if signature is not None else who.sign(ENVELOPE_CONTEXT, head))
+    message_id = blake2b256(signed if version == 4 else head)
     who.last_id = message_id
     return signed + b"\x00" + body, message_id
 
 
 def read_envelope(data):
-    """Parses a version-3 envelope field by field (§4); checks its body
-    hash and signature. Returns a dict, or raises ValueError."""
-    if data[0] != 3:
+    """Parses a version-3 or 4 envelope field by field (§4); checks its body
+    hash and signature. Returns a dict, or raises ValueError. The id is
+    BLAKE2b-256 of the signed bytes (version 3), or of the signed bytes and
+    the signature (version 4)."""
+    if data[0] not in (3, 4):
         raise ValueError(f"version {data[0]}")
     author, (sequence,), previous = data[1:33], struct.unpack(">Q", data[33:41]), data[41:73]
     (n,) = struct.unpack(">H", data[73:75])
@@ -148,8 +153,10 @@ def read_envelope(data):
             raise ValueError("body length or hash")
         if body_length - 40 not in BUCKETS:
             raise ValueError("body not padded")
+    id_end = head_end + 64 if data[0] == 4 else head_end
     return {"author": author, "sequence": sequence, "previous": previous, "timestamp": timestamp, "room": room,
-            "dependencies": dependencies, "erased": erased, "form": form, "body": rest, "id": blake2b256(data[:head_end])}
+            "dependencies": dependencies, "erased": erased, "form": form, "body": rest, "id": blake2b256(data[:id_end]),
+            "version": data[0], "signature": signature}
 
 
 # ---- §11 gossip messages -------------------------------------------------
