@@ -5,7 +5,7 @@ import Gossip
 // libFuzzer entry: envelope (every version, pruned forms and their proofs),
 // gossip-message decoding (carried envelopes inside it), the contents of edits,
 // reactions, replies and file offers, a file chunk's proof, body padding, and
-// chunk reassembly. Must never crash.
+// chunk reassembly, and the runs a batch's chains vouch for. Must never crash.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzEnvelope(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
@@ -35,8 +35,29 @@ public func fuzzEnvelope(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     if let m = try? GossipMessage.decode(bytes) {
         invariant((try? GossipMessage.decode(m.encoded)) == m, "a gossip message does not survive encode and decode")
+        if case let .envelopes(batch) = m { checkChains(batch.map(\.envelope)) }
     }
     var joiner = GossipChunker()
     _ = try? joiner.add(bytes)
     return 0
+}
+
+/// A batch's runs (`ChainVerification`): each envelope's prover is the top
+/// of its run, a top proves itself, only version 4 unpruned envelopes are
+/// taken on another's signature, each index is asked for once, and with no
+/// signature verifying nothing is valid.
+func checkChains(_ batch: [Envelope]) {
+    let provers = ChainVerification.provers(batch)
+    for (i, p) in provers.enumerated() {
+        invariant(batch.indices.contains(p) && provers[p] == p, "a prover that is not the top of its run")
+        invariant(p == i || (batch[i].idCoversSignature && !batch[i].isPruned && batch[p].author == batch[i].author
+                             && batch[p].sequence > batch[i].sequence), "an envelope vouched for by one that cannot")
+    }
+    var asked: [Int] = []
+    let valid = ChainVerification.verified(batch) { indices in
+        invariant(indices == indices.sorted() && Set(indices).count == indices.count, "indices asked out of order or twice")
+        asked += indices
+        return indices.map { _ in false }
+    }
+    invariant(Set(asked).count == asked.count && valid.allSatisfy { !$0 }, "taken without a verified signature, or asked twice")
 }
