@@ -1,7 +1,7 @@
 import Crypto
 
 /// The fields every version signs, checked and encoded in one place.
-struct EnvelopeFields {
+struct EnvelopeFields: Sendable {
     let version: UInt8
     let author: PublicKey
     let sequence: UInt64
@@ -70,11 +70,7 @@ struct EnvelopeFields {
 
     /// An envelope of these fields whose encoding is `encoded`.
     func envelope(encoded: [UInt8], signedCount: Int, signature: [UInt8], body: [UInt8], erasedBy: UInt64?, id: MessageID) -> Envelope {
-        Envelope(
-            version: version, author: author, sequence: sequence, previous: previous, dependencies: dependencies,
-            timestamp: timestamp, room: room, clearKind: kind, erases: erases, bodyLength: bodyLength,
-            bodyHash: bodyHash, body: body, erasedBy: erasedBy, signature: signature, id: id,
-            encoded: encoded, signedCount: signedCount)
+        Envelope(self, body: body, erasedBy: erasedBy, signature: signature, id: id, encoded: encoded, signedCount: signedCount)
     }
 
     /// A freshly signed envelope: signed bytes, signature, then `tail`.

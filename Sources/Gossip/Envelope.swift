@@ -94,17 +94,8 @@ public struct Envelope: Hashable, Sendable {
     /// pipe, forwarding, the store), and as a struct of ten arrays each copy
     /// cost ten retains and ten releases (8 % of a catch-up's loop, perf).
     final class Storage: Sendable {
-        let version: UInt8
-        let author: PublicKey
-        let sequence: UInt64
-        let previous: MessageID
-        let dependencies: [Dependency]
-        let timestamp: UInt64
-        let room: RoomID
-        let clearKind: Kind?
-        let erases: [UInt64]
-        let bodyLength: Int
-        let bodyHash: [UInt8]?
+        /// What the signature covers, as decoded (`EnvelopeFields`).
+        let signed: EnvelopeFields
         let body: [UInt8]
         let erasedBy: UInt64?
         let signature: [UInt8]
@@ -112,20 +103,8 @@ public struct Envelope: Hashable, Sendable {
         let encoded: [UInt8]
         let signedCount: Int
 
-        init(version: UInt8, author: PublicKey, sequence: UInt64, previous: MessageID, dependencies: [Dependency],
-             timestamp: UInt64, room: RoomID, clearKind: Kind?, erases: [UInt64], bodyLength: Int, bodyHash: [UInt8]?,
-             body: [UInt8], erasedBy: UInt64?, signature: [UInt8], id: MessageID, encoded: [UInt8], signedCount: Int) {
-            self.version = version
-            self.author = author
-            self.sequence = sequence
-            self.previous = previous
-            self.dependencies = dependencies
-            self.timestamp = timestamp
-            self.room = room
-            self.clearKind = clearKind
-            self.erases = erases
-            self.bodyLength = bodyLength
-            self.bodyHash = bodyHash
+        init(signed: EnvelopeFields, body: [UInt8], erasedBy: UInt64?, signature: [UInt8], id: MessageID, encoded: [UInt8], signedCount: Int) {
+            self.signed = signed
             self.body = body
             self.erasedBy = erasedBy
             self.signature = signature
@@ -136,33 +115,29 @@ public struct Envelope: Hashable, Sendable {
     }
     let storage: Storage
 
-    init(version: UInt8, author: PublicKey, sequence: UInt64, previous: MessageID, dependencies: [Dependency],
-         timestamp: UInt64, room: RoomID, clearKind: Kind?, erases: [UInt64], bodyLength: Int, bodyHash: [UInt8]?,
-         body: [UInt8], erasedBy: UInt64?, signature: [UInt8], id: MessageID, encoded: [UInt8], signedCount: Int) {
-        storage = Storage(version: version, author: author, sequence: sequence, previous: previous, dependencies: dependencies,
-                          timestamp: timestamp, room: room, clearKind: clearKind, erases: erases, bodyLength: bodyLength,
-                          bodyHash: bodyHash, body: body, erasedBy: erasedBy, signature: signature, id: id, encoded: encoded,
+    init(_ signed: EnvelopeFields, body: [UInt8], erasedBy: UInt64?, signature: [UInt8], id: MessageID, encoded: [UInt8], signedCount: Int) {
+        storage = Storage(signed: signed, body: body, erasedBy: erasedBy, signature: signature, id: id, encoded: encoded,
                           signedCount: signedCount)
     }
 
-    public var version: UInt8 { storage.version }
-    public var author: PublicKey { storage.author }
-    public var sequence: UInt64 { storage.sequence }
-    public var previous: MessageID { storage.previous }
-    public var dependencies: [Dependency] { storage.dependencies }
+    public var version: UInt8 { storage.signed.version }
+    public var author: PublicKey { storage.signed.author }
+    public var sequence: UInt64 { storage.signed.sequence }
+    public var previous: MessageID { storage.signed.previous }
+    public var dependencies: [Dependency] { storage.signed.dependencies }
     /// Milliseconds since the Unix epoch, as the author's clock said.
-    public var timestamp: UInt64 { storage.timestamp }
-    public var room: RoomID { storage.room }
+    public var timestamp: UInt64 { storage.signed.timestamp }
+    public var room: RoomID { storage.signed.room }
     /// The kind, where it travels in clear (version 1). Later versions'
     /// kind is inside the body (`SealedBody.open`).
-    public var clearKind: Kind? { storage.clearKind }
+    public var clearKind: Kind? { storage.signed.kind }
     /// Versions 3 and 4: sequences of the author's earlier envelopes whose bodies
     /// this one erases, ascending (empty: it erases nothing).
-    public var erases: [UInt64] { storage.erases }
+    public var erases: [UInt64] { storage.signed.erases }
     /// The length of the body, which a pruned envelope still states.
-    public var bodyLength: Int { storage.bodyLength }
+    public var bodyLength: Int { storage.signed.bodyLength }
     /// Versions 3 and 4: BLAKE2b-256 of the body, signed in its place.
-    public var bodyHash: [UInt8]? { storage.bodyHash }
+    public var bodyHash: [UInt8]? { storage.signed.bodyHash }
     /// The encrypted body (room key or direct key); empty once pruned.
     public var body: [UInt8] { storage.body }
     /// A pruned envelope: the sequence of the author's envelope that erased
@@ -266,11 +241,8 @@ public struct Envelope: Hashable, Sendable {
               erasing.erases.contains(sequence) else { return nil }
         let signed = Array(signedBytes)
         let proof = Array(erasing.head)
-        return Envelope(
-            version: version, author: author, sequence: sequence, previous: previous, dependencies: dependencies,
-            timestamp: timestamp, room: room, clearKind: clearKind, erases: erases, bodyLength: bodyLength,
-            bodyHash: bodyHash, body: [], erasedBy: erasing.sequence, signature: signature, id: id,
-            encoded: signed + signature + [Form.proof.rawValue] + proof, signedCount: signedCount)
+        return Envelope(storage.signed, body: [], erasedBy: erasing.sequence, signature: signature, id: id,
+                        encoded: signed + signature + [Form.proof.rawValue] + proof, signedCount: signedCount)
     }
 
     /// What follows a version-3 or 4 envelope's signature.
