@@ -38,10 +38,10 @@ final class VerifyPipe: @unchecked Sendable {
     /// Until none waits: every batch waiting taken at once, checked by
     /// `verify` (one flag an envelope, in order), and handed to `back` with
     /// their flags and the seconds the check took. `together`: all that was
-    /// taken checked as one and handed back as one (a catch-up: fewer ends
-    /// of a parallel section, fewer wake-ups); else each batch handed back as
-    /// soon as it is checked (a relay's live traffic: the first need not wait
-    /// for the last).
+    /// taken checked as one and handed back as one (fewer ends of a parallel
+    /// section, fewer wake-ups, and runs of an author's envelopes across the
+    /// batches proved by one signature); else each batch handed back as soon
+    /// as it is checked (the first need not wait for the last).
     func drain(together: Bool, verify: ([CarriedEnvelope]) -> [Bool], back: ([NetworkNode.VerifiedBatch], Double) -> Void) {
         while true {
             let taken = take()
