@@ -26,6 +26,9 @@ struct JSONPresenter: JSONLinePresenter {
                                             ("addr", .string(address))] + (person.key == node ? [] : [("account", .string(person.key.hex))]))]
         case let .peerDown(key, _, _):
             return [JSONEvents.line(["type": .string("peer_down"), "id": .string(key.hex)])]
+        case let .olderPeer(person, node, version):
+            return [JSONEvents.line(pairs: [("type", .string("older_peer")), ("id", .string(node.hex)), ("nick", .text(person.nick ?? PeerText(""))),
+                                            ("link_version", .number(UInt64(version))), ("newest", .number(UInt64(LinkProtocol.newest.rawValue)))])]
         case let .caughtUp(held):
             return [JSONEvents.line(["type": .string("caught_up"), "held": .number(held)])]
         case let .message(m):

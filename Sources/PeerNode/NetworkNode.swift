@@ -73,6 +73,8 @@ final class NetworkNode: @unchecked Sendable {
     var caughtUp = false  // once said (`NodeEvent.caughtUp`): what is shown after is live
     /// Which links a person is told of (`LinkLines`; scripts and a relay's log are told of all).
     var linkLines = LinkLines()
+    /// Peers told of as running an older version (`NodeEvent.olderPeer`), once each.
+    var olderPeersTold: Set<PublicKey> = []
     var server: WebSocketServer?
     var discovery: DiscoveryService?
     private(set) var listenAddress = ""
@@ -316,6 +318,9 @@ final class NetworkNode: @unchecked Sendable {
             let person = node.people[remote].claiming(nick.map(PeerText.init))
             let event = NodeEvent.peerUp(person, address: link.connection.remoteAddress, node: remote, device: node.devices.name(of: remote))
             emit(answersScripts || relay ? [event] : linkLines.up(event, remote: remote, settled: linkView(id, remote: remote).isSettled))
+        }
+        if let version = core.version(of: id), version.envelopeVersion < Envelope.newestVersion, olderPeersTold.insert(remote).inserted {
+            emit(.olderPeer(node.people[remote].claiming(nick.map(PeerText.init)), node: remote, linkVersion: version.rawValue))
         }
         // What we remember of this peer makes the clock exchange cost what changed.
         feed(.replicate(id, memory: peerClocks(of: remote)))

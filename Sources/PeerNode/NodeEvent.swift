@@ -22,6 +22,10 @@ enum NodeEvent {
     /// for, with the nick from its messages, else from its handshake: its
     /// account when `node` is a device, and then `device` is the device's name.
     case peerUp(Person, address: String, node: PublicKey, device: String?)
+    /// A link to `node` speaks a version whose envelopes are older than
+    /// this build signs: what this node writes now is held back from it
+    /// until it is upgraded (docs/PROTOCOL.md §10). Said once a peer a run.
+    case olderPeer(Person, node: PublicKey, linkVersion: Int)
     /// No link to the peer is left (`reason`: what its last link said when it closed).
     case peerDown(PublicKey, reason: PeerText?, person: Person)
     case message(ShownMessage)

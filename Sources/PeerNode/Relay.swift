@@ -77,6 +77,8 @@ struct RelayLogPresenter: Presenter {
                 log.info("link up", ["peer": node.hex, "account": person.key.hex, "nick": person.nick?.unsanitized ?? "", "addr": address])
             case let .peerDown(key, reason, _):
                 log.info("link down", ["peer": key.hex, "reason": reason?.description ?? ""])
+            case let .olderPeer(_, node, version):
+                log.info("older peer: what is signed now is held back from it", ["peer": node.hex, "link_version": "\(version)"])
             default:
                 break
             }

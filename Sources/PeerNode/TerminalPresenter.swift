@@ -28,6 +28,8 @@ struct TerminalPresenter: LinePresenter {
             // A device of someone's account: which of their machines this is.
             let which = person.key == node ? "" : " (device \(device.map { "\(PeerText($0)) " } ?? "")\(node.shortFingerprint))"
             return ["-- linked to \(plain.label(person))\(which) at \(address)"]
+        case let .olderPeer(person, _, version):
+            return ["-- \(plain.label(person)) runs an older peernode (link version \(version)): what you write now will not reach it until it is upgraded"]
         case let .peerDown(key, reason, person):
             // Named as the link line named it: nick·fp (and which device, when it is not the account's key).
             return ["-- link to \(plain.label(person))\(person.key == key ? "" : " (device \(key.shortFingerprint))") closed" + (reason.map { ": \($0)" } ?? "")]

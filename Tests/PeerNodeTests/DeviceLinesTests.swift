@@ -50,6 +50,21 @@ struct DeviceLinkUpTests {
     }
 }
 
+@Suite("A peer of an older version")
+struct OlderPeerLineTests {
+    @Test("the terminal says what is held back from it, its nick sanitized; --json gives older_peer with its link version and the newest")
+    func olderPeer() throws {
+        let key = try SigningKey.generate().publicKey
+        let bob = Person(key: key, nick: PeerText("bob\u{1b}[2J"), trusted: false, lookAlike: false, forked: false)
+        let event = NodeEvent.olderPeer(bob, node: key, linkVersion: 9)
+        #expect(TerminalPresenter.lines(event)
+                == ["-- bob^[[2J·\(key.shortFingerprint) runs an older peernode (link version 9): what you write now will not reach it until it is upgraded"])
+        let json = JSONPresenter.lines(event).joined()
+        #expect(json.contains("\"type\":\"older_peer\"") && json.contains("\"link_version\":9") && json.contains("\"newest\":10")
+                && json.contains("\"id\":\"\(key.hex)\"") && !json.contains("\u{1b}"), "\(json)")
+    }
+}
+
 /// Which links a person is told of (`LinkLines`).
 @Suite("Link lines at the terminal")
 struct LinkLinesTests {

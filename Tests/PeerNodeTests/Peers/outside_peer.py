@@ -65,6 +65,9 @@ async def chat(node):
     me = Identity()
     link = await Link(me).open(node.port)
     check("link version 10 agreed in the WebSocket handshake", link.version == 10, link.version)
+    up = await node.wait(lambda e: e["type"] == "peer_up" and e["id"] == me.public.hex())
+    check("a peer of the newest version is not said to be older", not any(e["type"] == "older_peer" and e["id"] == me.public.hex()
+                                                                          for e in node.events), "older_peer")
     check("the node's binding names its identity", link.remote == node.id, link.remote.hex())
     check("the node's nick claim is alice", link.remote_nick == b"alice", link.remote_nick)
     up = await node.wait(lambda e: e["type"] == "peer_up" and e["id"] == me.public.hex())
@@ -198,8 +201,12 @@ async def older(node):
     """A link that speaks only version 4 (§10): the node's version-4
     envelopes are held back from it and counted, and no typing notice
     (type 12) goes on it; nor its envelopes on a link of version 9."""
-    link = await Link(Identity(), nick=None).open(node.port, versions=(4, 3, 2, 1))
+    old = Identity()
+    link = await Link(old, nick=None).open(node.port, versions=(4, 3, 2, 1))
     check("offered 4 down to 1, the node answers peernode.4", link.version == 4, link.version)
+    said = await node.wait(lambda e: e["type"] == "older_peer" and e["id"] == old.public.hex())
+    check("the node says the peer runs an older version (older_peer, link_version 4, newest 10)",
+          said is not None and said.get("link_version") == 4 and said.get("newest") == 10, said)
     await link.send(overlay(8, struct.pack(">H", 0)))  # keep
     before = counter(await node.stats(), "envelopes_too_new_for_link")
     node.send("/typing")
@@ -209,7 +216,10 @@ async def older(node):
     held = counter(await node.stats(), "envelopes_too_new_for_link") - before
     check("what was held back is counted (envelopes_too_new_for_link)", held >= 1, held)
     await link.close()
-    link = await Link(Identity(), nick=None).open(node.port, versions=(9, 8, 7, 6, 5, 4, 3, 2, 1))
+    nine = Identity()
+    link = await Link(nine, nick=None).open(node.port, versions=(9, 8, 7, 6, 5, 4, 3, 2, 1))
+    said = await node.wait(lambda e: e["type"] == "older_peer" and e["id"] == nine.public.hex())
+    check("and of a version-9 link (older_peer, link_version 9)", said is not None and said.get("link_version") == 9, said)
     await link.send(overlay(8, struct.pack(">H", 0)))  # keep
     node.send("not for version 9")
     too_new = await link.until(batch_of(node.id), timeout=3)
