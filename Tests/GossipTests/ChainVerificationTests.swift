@@ -150,6 +150,18 @@ struct ChainVerificationTests {
         #expect(prunedCheck.valid == [true, true, true] && prunedCheck.asked == [0, 2])
     }
 
+    @Test("an author's chain may pass from version 3 to 4: a version-4 tombstone erases a version-3 envelope, and the pruned form verifies with its proof")
+    func upgradeErases() throws {
+        let three = try chain(1, by: alice, version: 3)[0]
+        let tombstone = try Envelope.sign(by: alice, sequence: 2, previous: three.id, dependencies: [], timestamp: 2, room: room,
+                                          erases: [1], body: try body("", kind: .tombstone, by: alice))
+        #expect(tombstone.version == 4)
+        let pruned = try #require(three.pruned(by: tombstone))
+        let decoded = try Envelope.decode(pruned.encoded)
+        #expect(decoded.isPruned && decoded.id == three.id && decoded.version == 3 && decoded.erasedBy == 2)
+        try tombstone.checkFollows(decoded)
+    }
+
     @Test("empty and single batches; a sequence at the limit has no next to look for")
     func edges() throws {
         #expect(check([]) == ([], []))
