@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-envelopes.json"
 SEALED_FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-envelopes-2.json"
 ERASABLE_FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-envelopes-3.json"
+CHAINED_FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-envelopes-4.json"
 TYPING_FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-typing.json"
 DEVICE_LINK_FIXTURE = ROOT / "Tests/GossipTests/Fixtures/golden-device-link.json"
 MEMBERSHIP_FIXTURE = ROOT / "Tests/PeerNodeTests/Fixtures/golden-membership.json"
@@ -135,10 +136,11 @@ def main():
             fail(f"{name}: body length")
     sealed = check_sealed(net, alice, bob)
     erasable = check_erasable(net, alice, bob)
+    chained = check_erasable(net, alice, bob, CHAINED_FIXTURE, 4)
     typing = check_typing(alice)
     frames = check_device_link(alice)
     check_membership(alice)
-    print(f"check-golden: {count} envelopes of version 1, {sealed} of version 2 and {erasable} of version 3 ok; {typing} typing notices ok; "
+    print(f"check-golden: {count} envelopes of version 1, {sealed} of version 2 and {erasable} of version 3 and {chained} of version 4 ok; {typing} typing notices ok; "
           f"CPace draft vectors and {frames} device-link frames ok; a membership event, a new conversation key and an invite with epochs ok")
 
 
@@ -245,13 +247,14 @@ class Reader:
         return struct.unpack(fmt, self.take(n))[0]
 
 
-def parse_head3(r):
-    """A version-3 head (PROTOCOL.md §4): the signed bytes and the signature.
-    Returns the fields, the signed bytes and the signature."""
+def parse_head3(r, version=3):
+    """A version-3 (or 4) head (PROTOCOL.md §4): the signed bytes and the
+    signature. Returns the fields and the bytes the id hashes: the signed
+    bytes (version 3), the signed bytes and the signature (version 4)."""
     start = r.o
     f = {"version": r.take(1)[0], "author": r.take(32), "sequence": r.u(">Q", 8), "previous": r.take(32)}
-    if f["version"] != 3:
-        fail(f"version {f['version']} where 3 is expected")
+    if f["version"] != version:
+        fail(f"version {f['version']} where {version} is expected")
     count = r.u(">H", 2)
     f["dependencies"] = [(r.take(32), r.u(">Q", 8)) for _ in range(count)]
     f["timestamp"] = r.u(">Q", 8)
@@ -269,15 +272,15 @@ def parse_head3(r):
     signed = r.data[start:r.o]
     signature = r.take(64)
     Ed25519PublicKey.from_public_bytes(f["author"]).verify(signature, b"peernode/1 envelope\x00" + signed)
-    return f, signed
+    return f, signed + signature if version == 4 else signed
 
 
-def parse3(data):
-    """A whole version-3 envelope: head, form byte, then the body (its
+def parse3(data, version=3):
+    """A whole version-3 (or 4) envelope: head, form byte, then the body (its
     BLAKE2b-256 must be the signed hash) or the proof (the head of the
-    author's later envelope that erases this one)."""
+    author's later envelope that erases this one). Returns the fields and the id."""
     r = Reader(data)
-    f, signed = parse_head3(r)
+    f, signed = parse_head3(r, version)
     form = r.take(1)[0]
     if form == 0:
         f["body"] = r.take(f["body_length"])
@@ -285,7 +288,7 @@ def parse3(data):
             fail("body hash")
         f["erased_by"] = None
     elif form == 1:
-        proof, _ = parse_head3(r)
+        proof, _ = parse_head3(r, version)
         if proof["author"] != f["author"] or proof["sequence"] <= f["sequence"] or f["sequence"] not in proof["erases"]:
             fail("proof does not erase this envelope")
         f["body"], f["erased_by"] = b"", proof["sequence"]
@@ -296,16 +299,16 @@ def parse3(data):
     return f, hashlib.blake2b(signed, digest_size=32).digest()
 
 
-def check_erasable(net, alice, bob):
+def check_erasable(net, alice, bob, path=ERASABLE_FIXTURE, version=3):
     lib = sodium()
-    fixture = json.loads(ERASABLE_FIXTURE.read_text())
+    fixture = json.loads(path.read_text())
     names = {"alice": alice, "bob": bob}
     room = derive(net, "peernode/1 room-id", fixture["room"].encode())
     key = derive(net, "peernode/1 room-key", fixture["room"].encode())
     ids, by_name = {}, {}
     for item in fixture["envelopes"]:
         name = item["name"]
-        f, message_id = parse3(bytes.fromhex(item["bytes"]))
+        f, message_id = parse3(bytes.fromhex(item["bytes"]), version)
         if f["erased_by"] is not None or message_id.hex() != item["id"] or f["author"] != names[item["author"]]:
             fail(f"{name}: id, author or form")
         previous = bytes(32) if item["previous"] == "00" * 32 else ids[item["previous"]]
@@ -323,7 +326,7 @@ def check_erasable(net, alice, bob):
         ids[name], by_name[name] = message_id, item
     for item in fixture["envelopes"]:
         if item.get("pruned_bytes"):
-            f, message_id = parse3(bytes.fromhex(item["pruned_bytes"]))
+            f, message_id = parse3(bytes.fromhex(item["pruned_bytes"]), version)
             erasing = by_name[item["pruned_by"]]
             if message_id != ids[item["name"]] or f["erased_by"] != erasing["sequence"] or f["body"]:
                 fail(f"{item['name']}: pruned form")

@@ -37,8 +37,16 @@ struct ErasableGoldenFile: Codable {
     let nonce: String
     let envelopes: [Item]
 
-    static let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/golden-envelopes-3.json")
-    static let loaded: ErasableGoldenFile? = (try? Data(contentsOf: url)).flatMap { try? JSONDecoder().decode(ErasableGoldenFile.self, from: $0) }
+    static func url(version: UInt8) -> URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/golden-envelopes-\(version).json")
+    }
+    static func load(version: UInt8) -> ErasableGoldenFile? {
+        (try? Data(contentsOf: url(version: version))).flatMap { try? JSONDecoder().decode(ErasableGoldenFile.self, from: $0) }
+    }
+    static let loaded = load(version: 3)
+    /// The same inputs signed as version 4 (the id over the head, signature
+    /// included), made from the document by a script, not by this build.
+    static let loaded4 = load(version: 4)
 
     static let keys: [String: SigningKey] = [
         "alice": try! SigningKey(seed: [UInt8](repeating: 0x11, count: 32)),  // fixed test keys
@@ -46,7 +54,7 @@ struct ErasableGoldenFile: Codable {
     ]
 
     /// Signs the items from their inputs: what the committed bytes must be.
-    func rebuilt() throws -> [String: (Envelope, Envelope?)] {
+    func rebuilt(version: UInt8 = 3) throws -> [String: (Envelope, Envelope?)] {
         let network = NetworkKey.derived(fromName: network_name)
         let roomName = try RoomName(room)
         let roomID = RoomID.publicRoom(roomName, network: network)
@@ -61,7 +69,7 @@ struct ErasableGoldenFile: Codable {
                 Dependency(author: try #require(Self.keys[pair[0]]?.publicKey), sequence: try #require(UInt64(pair[1])))
             }
             let e = try Envelope.sign(by: signer, sequence: item.sequence, previous: previous, dependencies: deps,
-                                      timestamp: item.timestamp, room: roomID, erases: item.erases, body: body, version: 3)
+                                      timestamp: item.timestamp, room: roomID, erases: item.erases, body: body, version: version)
             out[item.name] = (e, nil)
         }
         for item in envelopes {
@@ -99,5 +107,27 @@ struct ErasableGoldenTests {
         }
         if item.kind == "edit" { #expect(String(decoding: try MessageEdit.decode(opened.content).text, as: UTF8.self) == "hello, LAN") }
         if item.kind == "reaction" { #expect(try Reaction.decode(opened.content).reaction == "👍") }
+    }
+
+    @Test("version 4 (the same inputs): each vector decodes, its id hashes the head with the signature, its inputs sign to its bytes, the references name version-4 ids, the pruned forms keep the id",
+          arguments: ErasableGoldenFile.loaded4?.envelopes ?? [])
+    func vector4(_ item: ErasableGoldenFile.Item) throws {
+        let file = try #require(ErasableGoldenFile.loaded4)
+        let rebuilt = try #require(try file.rebuilt(version: 4)[item.name])
+        #expect(Hex.encode(rebuilt.0.encoded) == item.bytes)
+        let decoded = try Envelope.decode(hex(item.bytes))
+        let head = Array(decoded.encoded[0..<(decoded.encoded.count - 1 - decoded.bodyLength)])
+        #expect(decoded.version == 4 && decoded.id.hex == item.id && Hex.encode(BLAKE2b.hash(head)) == item.id)
+        if let prunedHex = item.pruned_bytes {
+            #expect(Hex.encode(try #require(rebuilt.1).encoded) == prunedHex)
+            let pruned = try Envelope.decode(hex(prunedHex))
+            #expect(pruned.isPruned && pruned.id == decoded.id)
+        }
+    }
+
+    @Test("the version-4 fixture is present, four items as version 3's")
+    func present4() throws {
+        let file = try #require(ErasableGoldenFile.loaded4)
+        #expect(file.envelopes.map(\.kind) == ["text", "edit", "reaction", "tombstone"] && file.envelopes.allSatisfy { $0.bytes.hasPrefix("04") })
     }
 }
