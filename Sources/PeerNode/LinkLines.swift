@@ -12,14 +12,14 @@ import NodeCore
 /// (its close reason is worth reading); one refused as not a neighbour is
 /// not told of at all. Scripts (`--json`) still get every link.
 struct LinkLines {
-    /// The `peerUp` of each peer whose only link is not settled yet.
-    private(set) var waiting: [PublicKey: NodeEvent] = [:]
+    /// The `peerUp` (and what is said with it) of each peer whose only link is not settled yet.
+    private(set) var waiting: [PublicKey: [NodeEvent]] = [:]
 
-    /// A peer's first link is up: its line now if `settled` (a neighbour, a
+    /// A peer's first link is up: its lines now if `settled` (a neighbour, a
     /// kept link, a link of an older version), else when it settles.
-    mutating func up(_ event: NodeEvent, remote: PublicKey, settled: Bool) -> [NodeEvent] {
-        if settled { return [event] }
-        waiting[remote] = event
+    mutating func up(_ events: [NodeEvent], remote: PublicKey, settled: Bool) -> [NodeEvent] {
+        if settled { return events }
+        waiting[remote] = events
         return []
     }
 
@@ -28,7 +28,7 @@ struct LinkLines {
 
     /// `remote`'s link became a neighbour or a kept link: its line now.
     mutating func settled(_ remote: PublicKey) -> [NodeEvent] {
-        waiting.removeValue(forKey: remote).map { [$0] } ?? []
+        waiting.removeValue(forKey: remote) ?? []
     }
 
     /// No link carries `remote` any more.
@@ -36,6 +36,6 @@ struct LinkLines {
         guard let up = waiting.removeValue(forKey: remote) else { return [event] }
         // Asked and refused, or it asked and we had no place: nothing to tell.
         if reason?.unsanitized == LinkCore.notNeighbourReason { return [] }
-        return [up, event]
+        return up + [event]
     }
 }

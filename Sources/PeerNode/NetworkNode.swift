@@ -313,14 +313,18 @@ final class NetworkNode: @unchecked Sendable {
         links[id]?.probe.lastProbe = now
         discovery?.setLinked(remote, true)
         for d in table.dialers.values where d.remote == remote { unlinkedPeerAddresses.remove(d.address) }
-        if announce {
-            // The nick from its messages if we have them, else the one it claimed in the handshake.
-            let person = node.people[remote].claiming(nick.map(PeerText.init))
-            let event = NodeEvent.peerUp(person, address: link.connection.remoteAddress, node: remote, device: node.devices.name(of: remote))
-            emit(answersScripts || relay ? [event] : linkLines.up(event, remote: remote, settled: linkView(id, remote: remote).isSettled))
-        }
+        // The nick from its messages if we have them, else the one it claimed in the handshake.
+        let person = node.people[remote].claiming(nick.map(PeerText.init))
+        var older: [NodeEvent] = []
         if let version = core.version(of: id), version.envelopeVersion < Envelope.newestVersion, olderPeersTold.insert(remote).inserted {
-            emit(.olderPeer(node.people[remote].claiming(nick.map(PeerText.init)), node: remote, linkVersion: version.rawValue))
+            older = [.olderPeer(person, node: remote, linkVersion: version.rawValue)]
+        }
+        if announce {
+            let event = NodeEvent.peerUp(person, address: link.connection.remoteAddress, node: remote, device: node.devices.name(of: remote))
+            // At the terminal, said with its link line (which waits while the link is not settled).
+            emit(answersScripts || relay ? [event] + older : linkLines.up([event] + older, remote: remote, settled: linkView(id, remote: remote).isSettled))
+        } else if !older.isEmpty {
+            emit(older)
         }
         // What we remember of this peer makes the clock exchange cost what changed.
         feed(.replicate(id, memory: peerClocks(of: remote)))

@@ -32,7 +32,7 @@ struct TerminalPresenter: LinePresenter {
             return ["-- \(plain.label(person)) runs an older peernode (link version \(version)): what you write now will not reach it until it is upgraded"]
         case let .peerDown(key, reason, person):
             // Named as the link line named it: nick·fp (and which device, when it is not the account's key).
-            return ["-- link to \(plain.label(person))\(person.key == key ? "" : " (device \(key.shortFingerprint))") closed" + (reason.map { ": \($0)" } ?? "")]
+            return ["-- link to \(plain.label(person))\(person.key == key ? "" : " (device \(key.shortFingerprint))") closed" + (reason.flatMap { $0.unsanitized.isEmpty ? nil : ": \($0)" } ?? "")]
         case let .message(m), let .replyQuoted(m):
             // A reply quoted late (the answered message came after it) is shown again, with its quote.
             let renderer = Renderer(people: m.people)

@@ -79,10 +79,10 @@ struct LinkLinesTests {
         let (a, b, c, d) = (try SigningKey.generate().publicKey, try SigningKey.generate().publicKey,
                             try SigningKey.generate().publicKey, try SigningKey.generate().publicKey)
         var lines = LinkLines()
-        #expect(lines.up(Self.up(a), remote: a, settled: true).count == 1)
-        #expect(lines.up(Self.up(b), remote: b, settled: false).isEmpty)
-        #expect(lines.up(Self.up(c), remote: c, settled: false).isEmpty)
-        #expect(lines.up(Self.up(d), remote: d, settled: false).isEmpty)
+        #expect(lines.up([Self.up(a)], remote: a, settled: true).count == 1)
+        #expect(lines.up([Self.up(b)], remote: b, settled: false).isEmpty)
+        #expect(lines.up([Self.up(c)], remote: c, settled: false).isEmpty)
+        #expect(lines.up([Self.up(d)], remote: d, settled: false).isEmpty)
         #expect(lines.unsettled == [b, c, d].sorted())
         // b becomes a neighbour: its line now, and its close later is told of.
         #expect(lines.settled(b).count == 1 && lines.settled(b).isEmpty)
@@ -95,5 +95,12 @@ struct LinkLinesTests {
         let told = lines.down(.peerDown(d, reason: bye, person: Self.bob(d)), remote: d, reason: bye)
         #expect(told.count == 2 && told.flatMap(TerminalPresenter.lines).last?.contains("-- link to bob·\(d.shortFingerprint) closed: bye") == true, "\(told.flatMap(TerminalPresenter.lines))")
         #expect(lines.unsettled.isEmpty)
+        // A close with an empty reason says none (not "closed:" and nothing).
+        #expect(TerminalPresenter.lines(.peerDown(d, reason: PeerText(""), person: Self.bob(d))) == ["-- link to bob·\(d.shortFingerprint) closed"])
+        // What is said with a link line (an older peer) waits with it and comes after it.
+        let older = NodeEvent.olderPeer(Self.bob(a), node: a, linkVersion: 9)
+        #expect(lines.up([Self.up(a), older], remote: a, settled: false).isEmpty)
+        let both = lines.settled(a).flatMap(TerminalPresenter.lines)
+        #expect(both.count == 2 && both[0].hasPrefix("-- linked to bob") && both[1].contains("runs an older peernode"), "\(both)")
     }
 }
