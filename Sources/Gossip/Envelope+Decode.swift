@@ -76,9 +76,8 @@ struct EnvelopeFields: Sendable {
     /// A freshly signed envelope: signed bytes, signature, then `tail`.
     func envelope(signed: [UInt8], signature: [UInt8], tail: [UInt8], body: [UInt8], erasedBy: UInt64?) -> Envelope {
         let head = signed + signature
-        let id = BLAKE2b.hash(version >= 4 ? head : signed)
         return envelope(encoded: head + tail, signedCount: signed.count, signature: signature, body: body,
-                        erasedBy: erasedBy, id: MessageID(unchecked: id))
+                        erasedBy: erasedBy, id: MessageID(unchecked: BLAKE2b.hash(head[0..<idCount(signedCount: signed.count)])))
     }
 
     /// How many leading bytes of an encoding the message id hashes: the

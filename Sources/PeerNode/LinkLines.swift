@@ -1,4 +1,5 @@
 import Crypto
+import Gossip
 import NetworkText
 import NodeCore
 
@@ -14,6 +15,16 @@ import NodeCore
 struct LinkLines {
     /// The `peerUp` (and what is said with it) of each peer whose only link is not settled yet.
     private(set) var waiting: [PublicKey: [NodeEvent]] = [:]
+    /// Peers told of as running an older version (`NodeEvent.olderPeer`), once each a run.
+    private var olderTold: Set<PublicKey> = []
+
+    /// What to say of `person`'s link at `version`: that it runs an older
+    /// version, when the link cannot carry what this build signs and it was
+    /// not said of that peer yet.
+    mutating func older(_ person: Person, node remote: PublicKey, version: LinkProtocol) -> [NodeEvent] {
+        guard version.envelopeVersion < Envelope.newestVersion, olderTold.insert(remote).inserted else { return [] }
+        return [.olderPeer(person, node: remote, linkVersion: version.rawValue)]
+    }
 
     /// A peer's first link is up: its lines now if `settled` (a neighbour, a
     /// kept link, a link of an older version), else when it settles.

@@ -73,8 +73,6 @@ final class NetworkNode: @unchecked Sendable {
     var caughtUp = false  // once said (`NodeEvent.caughtUp`): what is shown after is live
     /// Which links a person is told of (`LinkLines`; scripts and a relay's log are told of all).
     var linkLines = LinkLines()
-    /// Peers told of as running an older version (`NodeEvent.olderPeer`), once each.
-    var olderPeersTold: Set<PublicKey> = []
     var server: WebSocketServer?
     var discovery: DiscoveryService?
     private(set) var listenAddress = ""
@@ -315,10 +313,7 @@ final class NetworkNode: @unchecked Sendable {
         for d in table.dialers.values where d.remote == remote { unlinkedPeerAddresses.remove(d.address) }
         // The nick from its messages if we have them, else the one it claimed in the handshake.
         let person = node.people[remote].claiming(nick.map(PeerText.init))
-        var older: [NodeEvent] = []
-        if let version = core.version(of: id), version.envelopeVersion < Envelope.newestVersion, olderPeersTold.insert(remote).inserted {
-            older = [.olderPeer(person, node: remote, linkVersion: version.rawValue)]
-        }
+        let older = core.version(of: id).map { linkLines.older(person, node: remote, version: $0) } ?? []
         if announce {
             let event = NodeEvent.peerUp(person, address: link.connection.remoteAddress, node: remote, device: node.devices.name(of: remote))
             // At the terminal, said with its link line (which waits while the link is not settled).
