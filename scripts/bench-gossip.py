@@ -9,7 +9,9 @@
   nodes (one hop, as issue 41 sets it), and at B and D in a chain A-B-C-D
   (one hop inside a chain, three hops), measured from the JSON events, so
   each figure includes the pipes; the author's fsync follows its send
-  (docs/DECISIONS.md, "Own posts are sent before their fsync").
+  (docs/DECISIONS.md, "Own posts are sent before their fsync");
+- where the one hop goes between the processes: 300 more posts followed in
+  the kernel's scheduler events (hoptimeline.py; root and perf).
 usage: bench-gossip.py PEERNODE BENCH_BINARY [N]
 """
 import json
@@ -21,12 +23,15 @@ import tempfile
 import threading
 import time
 
+import hoptimeline
 from benchnodes import JSONNode, pump
 
 PEERNODE, BENCH = sys.argv[1], sys.argv[2]
 N = int(sys.argv[3]) if len(sys.argv) > 3 else 100_000
 # Posts timed through the chain; p99 is the 5th slowest of 500.
 PINGS = 500
+# Posts followed through the scheduler's events (hoptimeline.py).
+TIMELINE_PINGS = 300
 # Neighbours a node has on an office LAN (--max-links' default).
 NEIGHBOURS = 6
 
@@ -193,19 +198,25 @@ try:
     pipe50, pipe99 = percentile(floor, 0.5) * 1000, percentile(floor, 0.99) * 1000
     print(f"pipe floor (a line through cat and back, this harness): p50 {pipe50:.2f} ms, p99 {pipe99:.2f} ms")
 
-    def timed(nodes, at):
-        """PINGS posts at nodes[0], each waited for at every node of `at`
-        (indices) before the next: the seconds from the post to each line."""
+    def timed(nodes, at, pings=PINGS):
+        """`pings` posts at nodes[0], each waited for at every node of `at`
+        (indices) before the next: the seconds from the post to each line.
+        While a post is on its way only the nodes of `at` are read: the
+        author's own line and receipts, read then, kept this thread busy
+        when the line awaited came (0.03-0.07 ms of every hop measured);
+        the others are drained after it."""
         times = {i: [] for i in at}
-        for k in range(PINGS):
+        awaited = [nodes[i] for i in at]
+        for k in range(pings):
             text = f"ping {k}"
             sent = time.monotonic()
             nodes[0].post(text)
-            pump(nodes, lambda: all(nodes[i].find(text) is not None for i in at))
+            pump(awaited, lambda: all(n.find(text) is not None for n in awaited))
             for i in at:
                 times[i].append(nodes[i].find(text)["_t"] - sent)
             for n in nodes:
-                n.events = [e for e in n.events if e["type"] != "message"]
+                n.read()
+                n.events = [e for e in n.events if e["type"] not in ("message", "receipt")]
             time.sleep(0.002)
         return times
 
@@ -217,6 +228,9 @@ try:
     pair.append(QuietNode(os.path.join(root, "pair1"), "--no-discovery", "--peer", pair[0].url()))
     pump(pair, lambda: any(e["type"] == "peer_up" for e in pair[1].events))
     one = timed(pair, [1])[1]
+    # The same hop again under the kernel's scheduler tracing: where its time goes between the processes.
+    timeline = hoptimeline.record(lambda: timed(pair, [1], TIMELINE_PINGS))
+    timeline = timeline and hoptimeline.segments(timeline, threading.get_native_id(), pair[0].proc.pid, pair[1].proc.pid)
     pair_stages = {name: stages(n) for name, n in (("A, the author", pair[0]), ("B, receives", pair[1]))}
     for n in pair:
         n.stop()
@@ -252,6 +266,22 @@ try:
     print(f"aims (issue 41): one hop p50 ≤ 0.35 ms: {'met' if p50 <= 0.35 else 'NOT met'} ({p50:.2f}); p50 ≤ 3.5× the pipe floor: "
           f"{'met' if p50 <= 3.5 * pipe50 else 'NOT met'} ({p50 / pipe50:.2f}×); p99 ≤ 1 ms: {'met' if p99[0] <= 1 else 'NOT met'} ({p99[0]:.2f}); "
           f"three hops p99 ≤ 3 ms: {'met' if p99[1] <= 3 else 'NOT met'} ({p99[1]:.2f})")
+    if timeline:
+        spans, where = timeline
+        n = len(spans[hoptimeline.SEGMENTS[0]])
+        print(f"where one hop goes between the processes ({n} of {TIMELINE_PINGS} posts followed in the kernel's scheduler "
+              f"events, `perf sched`; µs, p50 / p90):")
+        model_of = {hoptimeline.SEGMENTS[1]: model["a"], hoptimeline.SEGMENTS[3]: model["b"]}
+        for name in hoptimeline.SEGMENTS:
+            values = spans[name]
+            if not values:
+                continue
+            beside = f"   the model's primitives {model_of[name]:.0f}" if name in model_of else ""
+            print(f"  {name:<24} {percentile(values, 0.5) * 1e6:7.0f} {percentile(values, 0.9) * 1e6:7.0f}{beside}")
+        total = [sum(spans[name][i] for name in hoptimeline.SEGMENTS) for i in range(n)]
+        if total:
+            print(f"  {'the whole hop':<24} {percentile(total, 0.5) * 1e6:7.0f} {percentile(total, 0.9) * 1e6:7.0f}   "
+                  f"(ran where: {', '.join(f'{k} {v}' for k, v in sorted(where.items()))})")
     for name, lines in pair_stages.items():
         print(f"stages at {name}, of the two nodes (µs: median / p99 / max, runs):")
         print("\n".join(lines))

@@ -5,7 +5,7 @@
 #   test — that, plus what the tests use (the sqlite3 shell, python3-venv,
 #          systemd-analyze for the unit, tcpdump for the capture test,
 #          chromium for the web page, gdb for a hung test's stacks, ...)
-#   bench — test's packages, plus libwebsockets-dev, gcc and bc (WebSocket benchmark), mosquitto (relay benchmark), nginx-light and curl (files benchmark)
+#   bench — test's packages, plus libwebsockets-dev, gcc and bc (WebSocket benchmark), mosquitto (relay benchmark), nginx-light and curl (files benchmark), linux-perf (the hop's timeline)
 # Runs apt-get as root, or through sudo when that works without a password
 # prompt; otherwise it stops with a plain message naming the packages.
 set -euo pipefail
@@ -16,7 +16,7 @@ if [ "$mode" = "test" ] || [ "$mode" = "bench" ]; then
   packages+=(sqlite3 python3 python3-venv python3-cryptography strace nodejs node-ws iproute2 iptables systemd tcpdump chromium gdb)
 fi
 if [ "$mode" = "bench" ]; then
-  packages+=(libwebsockets-dev gcc bc mosquitto nginx-light curl)
+  packages+=(libwebsockets-dev gcc bc mosquitto nginx-light curl linux-perf)
 fi
 # Tests of this script add packages here (e.g. one that does not exist).
 read -r -a extra <<< "${PEERNODE_EXTRA_PACKAGES:-}"

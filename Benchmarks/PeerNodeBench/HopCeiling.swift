@@ -97,8 +97,8 @@ func runHopCeiling(directory: String) throws {
     print("writes to 50 loopback links in turn, one thread draining them (not in the model: what a paced relay's writes cost): "
           + fanOut.map { String(format: "%d message%@ (%d bytes) each %.2f µs/KB", $0.0, $0.0 == 1 ? "" : "s", $0.0 * relayWireBytes, $0.1) }
             .joined(separator: ", ") + String(format: "; the model's bulk write %.2f µs/KB", writePerKB))
-    print(String(format: "hop-ceiling-us one %.1f three %.1f pipes %.1f catchup-per-s %.0f verify-per-s %.0f relay50-per-s %.0f relay50-bench-per-s %.0f catchup-runs-per-s %.0f relay50-bench-runs-per-s %.0f",
-                 oneHop, threeHops, pipes, catchUp, verifyRate, relay, relayBench, catchUpRuns, relayBenchRuns))
+    print(String(format: "hop-ceiling-us one %.1f a %.1f b %.1f three %.1f pipes %.1f catchup-per-s %.0f verify-per-s %.0f relay50-per-s %.0f relay50-bench-per-s %.0f catchup-runs-per-s %.0f relay50-bench-runs-per-s %.0f",
+                 oneHop, hopA, hopB, threeHops, pipes, catchUp, verifyRate, relay, relayBench, catchUpRuns, relayBenchRuns))
 }
 
 /// The primitives on a message's path, each timed alone (median µs),

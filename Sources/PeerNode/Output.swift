@@ -42,6 +42,10 @@ final class Output: @unchecked Sendable {
     private var dropped = 0
     private var closed = false
     private(set) var writerStarted = false
+    /// Times the writer thread was woken with nothing to write (for tests:
+    /// a live line written by its caller must not wake it).
+    private var idleWakes = 0
+    var writerIdleWakes: Int { condition.withLock { idleWakes } }
 
     /// Where lines go instead of stdout. Set once, before any output.
     var sink: (@Sendable ([String]) -> Void)?
@@ -133,10 +137,10 @@ final class Output: @unchecked Sendable {
         if queued.isEmpty, inFlight == 0, bytes.count <= Self.directWriteLimit {
             let done = writeNowIfRoom(bytes)
             written += done
-            if done == bytes.count {
-                condition.broadcast()
-                return
-            }
+            // Nothing to tell anyone: with nothing unwritten before this write, no caller waits on it,
+            // and a broadcast would wake the writer thread for nothing (a futex wake and a thread run
+            // on the other core at each live line, just when stdout's reader is to run there).
+            if done == bytes.count { return }
             queued += bytes[done...]
         } else {
             queued += bytes
@@ -165,7 +169,10 @@ final class Output: @unchecked Sendable {
     private func writeUntilClosed() {
         condition.lock()
         while true {
-            while queued.isEmpty, !closed { condition.wait() }
+            while queued.isEmpty, !closed {
+                condition.wait()
+                if queued.isEmpty, !closed { idleWakes += 1 }
+            }
             if closed { break }
             let bytes = queued
             queued = []

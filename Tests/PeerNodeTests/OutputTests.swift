@@ -89,6 +89,25 @@ struct OutputTests {
         close(readEnd)
     }
 
+    @Test("a line written by its caller wakes no thread: once the writer has started and drained, 200 live lines leave it asleep (each woke it for nothing before)")
+    func directWriteWakesNoThread() throws {
+        let made = try Child.closeOnExecPipe()
+        let out = Output(descriptor: made.write)
+        let reader = Self.readInBackground(made.read)
+        // Past the direct limit: the writer thread starts and writes it.
+        out.lines([String(repeating: "x", count: Output.directWriteLimit)])
+        #expect(out.writerStarted)
+        #expect(out.waitUntilUnwritten(atMost: 0))
+        let before = out.writerIdleWakes
+        for i in 0..<200 { out.lines(["{\"type\":\"message\",\"n\":\(i)}"]) }
+        #expect(out.writerIdleWakes == before, "woken \(out.writerIdleWakes - before) times with nothing to write")
+        out.finish()
+        close(made.write)
+        let text = String(decoding: reader(.distantFuture) ?? [], as: UTF8.self)
+        #expect(text.split(separator: "\n").count == 201)
+        close(made.read)
+    }
+
     @Test("a reader that stopped: exactly maximumUnwrittenBytes is kept, one line past it dropped and counted; the count comes once it drained to half, then the lines after it")
     func droppedAtTheLimit() throws {
         let (readEnd, writeEnd) = try Self.fullPipe()
