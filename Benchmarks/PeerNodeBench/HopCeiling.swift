@@ -161,7 +161,7 @@ struct PathPrimitives {
             if intentFile >= 0 { Glibc.close(intentFile) }
             unlink(intentPath)
         }
-        let intentBytes = Array("PNOI".utf8) + [0, 0, 0, 0] + sample.encoded
+        let intentBytes = OwnIntentRecord.encode(sample)
         intent = median {
             var fs = statvfs()
             _ = fstatvfs(intentFile, &fs)

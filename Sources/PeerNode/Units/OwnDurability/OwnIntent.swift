@@ -14,13 +14,11 @@ import Store
 /// file as it loses an unsynced commit; the boot id covers both
 /// (`OwnDurability`).
 ///
-/// The file: the four bytes `PNOI`, the envelope's length (4 bytes, big
-/// endian, at most `Envelope.maximumSize`), the envelope as on the wire.
-/// Each post writes over the last, and the bytes are zeroed once its row
+/// The file is one `OwnIntentRecord` (`PNOI`, the length, the envelope as
+/// on the wire). Each post writes over the last, and the bytes are zeroed once its row
 /// is committed; what does not read whole and verify is no intent.
 final class OwnIntent {
     static let fileName = "own-intent"
-    static let magic: [UInt8] = Array("PNOI".utf8)
     /// Bytes free on the data directory's filesystem below which a post is
     /// committed before it is sent, as before: on a disk about to fill, a
     /// post that cannot be stored is refused, never sent (a commit that
@@ -51,8 +49,7 @@ final class OwnIntent {
         guard fd >= 0 else { return false }
         var fs = statvfs()
         guard fstatvfs(fd, &fs) == 0, Self.roomToSendFirst(available: UInt64(fs.f_bavail) &* UInt64(fs.f_frsize)) else { return false }
-        let count = UInt32(e.encoded.count)
-        let bytes = Self.magic + [UInt8(count >> 24), UInt8((count >> 16) & 0xff), UInt8((count >> 8) & 0xff), UInt8(count & 0xff)] + e.encoded
+        let bytes = OwnIntentRecord.encode(e)
         let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
         written = max(written, n)
         return n == bytes.count
@@ -94,7 +91,7 @@ final class OwnIntent {
         guard let e = read() else { return }
         // Zeroed once it is stored, or found to be nothing to store; kept where the store failed.
         if fd < 0 { fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW) }
-        written = Self.magic.count + 4 + e.encoded.count
+        written = OwnIntentRecord.headerCount + e.encoded.count
         let head = try store.head(of: me)
         if e.author == me, e.sequence == (head?.sequence ?? 0) + 1, e.previous == head?.id ?? .zero {
             _ = try store.insertOwn(e, at: Node.now(), durable: true)
@@ -107,12 +104,10 @@ final class OwnIntent {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return nil }
         defer { Glibc.close(fd) }
-        let most = Self.magic.count + 4 + Envelope.maximumSize
+        let most = OwnIntentRecord.maximumCount
         var buffer = [UInt8](repeating: 0, count: most)
         let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, most, 0) }
-        guard n >= Self.magic.count + 4, Array(buffer[0..<4]) == Self.magic else { return nil }
-        let length = buffer[4..<8].reduce(0) { $0 << 8 | Int($1) }
-        guard length <= Envelope.maximumSize, n >= 8 + length else { return nil }
-        return try? Envelope.decode(Array(buffer[8..<(8 + length)]), verification: .signature)
+        guard n > 0, let bytes = OwnIntentRecord.envelopeBytes(buffer[..<n]) else { return nil }
+        return try? Envelope.decode(Array(bytes), verification: .signature)
     }
 }
