@@ -1,3 +1,4 @@
+import Gossip
 import Reactor
 import TermUI
 
@@ -63,6 +64,23 @@ final class StandardInput: @unchecked Sendable {
         for line in lines where !quitting {
             if !network.handleLine(line) { return quit() }
         }
+        redraw()
+    }
+
+    /// Lines read from a pipe or a file, each in turn; a line past the limit is said where it was.
+    private func handle(_ items: [InputLines.Item]) {
+        for item in items where !quitting {
+            switch item {
+            case let .line(line):
+                if !network.handleLine(line) { return quit() }
+            case .overlong:
+                network.emit(.failed("a line of more than \(InputLines.maximumLineBytes) bytes on standard input was dropped (a message holds at most \(Envelope.maximumPlaintextBody))"))
+            }
+        }
+        redraw()
+    }
+
+    private func redraw() {
         terminal?.setPrompt(network.prompt())
         terminal?.setCompleter(network.completer())
     }
@@ -77,25 +95,62 @@ final class StandardInput: @unchecked Sendable {
 }
 
 /// Bytes from a pipe or file split into lines: "\n" or "\r\n" ends one, and
-/// a last line without either counts at the end of input.
+/// a last line without either counts at the end of input. A line of more
+/// than `maximumLineBytes` is dropped whole and said (`overlong`), and the
+/// lines after it are read as usual. Each byte is looked at once.
 struct InputLines {
-    private var pending: [UInt8] = []
+    /// The most bytes a line from standard input holds before its "\n" (the
+    /// "\r" of a "\r\n" among them): far past the longest message a line
+    /// can post (`Envelope.maximumPlaintextBody`, 65,536 bytes, with a
+    /// command and an id before it). A file with no line ends piped in by
+    /// mistake (a binary, `/dev/zero`) was held whole in memory and searched
+    /// again for a line end at every read: memory and a core without end.
+    static let maximumLineBytes = 1 << 20
 
-    mutating func add(_ bytes: [UInt8]) -> [String] {
-        pending += bytes
-        var out: [String] = []
+    enum Item: Equatable {
+        case line(String)
+        /// A line past `maximumLineBytes`, dropped: said as soon as it passes the limit, not at its end.
+        case overlong
+    }
+
+    private var pending: [UInt8] = []
+    /// Bytes held for a line not yet ended (at most `maximumLineBytes`).
+    var heldBytes: Int { pending.count }
+    /// Inside a line past the limit: its bytes are dropped up to its end.
+    private var dropping = false
+
+    mutating func add(_ bytes: [UInt8]) -> [Item] {
+        var out: [Item] = []
         var start = 0
-        while let newline = pending[start...].firstIndex(of: 0x0A) {
-            out.append(Self.text(pending[start..<newline]))
+        while let newline = bytes[start...].firstIndex(of: 0x0A) {
+            if dropping {
+                dropping = false
+            } else if pending.count + (newline - start) > Self.maximumLineBytes {
+                out.append(.overlong)
+            } else {
+                pending += bytes[start..<newline]
+                out.append(.line(Self.text(pending[...])))
+            }
+            pending = []
             start = newline + 1
         }
-        pending.removeFirst(start)
+        guard !dropping else { return out }
+        if pending.count + (bytes.count - start) > Self.maximumLineBytes {
+            out.append(.overlong)
+            pending = []
+            dropping = true
+        } else {
+            pending += bytes[start...]
+        }
         return out
     }
 
-    mutating func end() -> [String] {
-        defer { pending = [] }
-        return pending.isEmpty ? [] : [Self.text(pending[...])]
+    mutating func end() -> [Item] {
+        defer {
+            pending = []
+            dropping = false
+        }
+        return dropping || pending.isEmpty ? [] : [.line(Self.text(pending[...]))]
     }
 
     private static func text(_ bytes: ArraySlice<UInt8>) -> String {
