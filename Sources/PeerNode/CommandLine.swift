@@ -1,3 +1,5 @@
+import Gossip
+
 /// The command line, parsed by a pure function so it can be tested without
 /// running anything. The usage text is generated from the same tables.
 struct Options: Equatable {
@@ -218,9 +220,11 @@ enum CommandLineSpec {
         }
         switch words.first {
         case nil:
+            try expectValues(options, peers: .url)
             return .chat(options)
         case "relay":
             try expectNoMore(words, after: 1)
+            try expectValues(options, peers: .url)
             if let format = options.logFormat, format != "plain", format != "json" {
                 throw UsageError(message: "--log-format takes plain or json, got \(format)")
             }
@@ -245,9 +249,11 @@ enum CommandLineSpec {
             switch words.dropFirst().first {
             case "add":
                 try expectNoMore(words, after: 2)
+                try expectValues(options, peers: .hostPort)
                 return .deviceAdd(options)
             case "join":
                 guard words.count == 3 else { throw UsageError(message: "peernode device join needs the CODE that `peernode device add` printed") }
+                try expectValues(options, peers: .hostPort)
                 return .deviceJoin(code: words[2], options)
             case "revoke":
                 guard words.count == 3 else { throw UsageError(message: "peernode device revoke needs a DEVICE: its name, fingerprint or id") }
@@ -307,6 +313,30 @@ enum CommandLineSpec {
     private static func expectNumber(_ value: String?, for name: String, in range: ClosedRange<Int>) throws(UsageError) {
         guard let value, Int(value).map(range.contains) != true else { return }
         throw UsageError(message: "\(name) takes a number from \(range.lowerBound) to \(range.upperBound), got \(value)")
+    }
+
+    /// How a command takes `--peer`: a node or relay `ws://HOST:PORT`, `device join` the `HOST:PORT` printed.
+    enum PeerForm { case url, hostPort }
+
+    /// Values that name an address, a nick or a room, checked before anything
+    /// runs: a typo is a usage error (exit 2) and makes no data directory or
+    /// identity, as an unknown option does. (They were checked as the node
+    /// started: exit 1, after a new data directory was made for a bad nick.)
+    private static func expectValues(_ options: Options, peers form: PeerForm) throws(UsageError) {
+        for peer in options.peers {
+            let (needs, ok) = form == .url ? ("ws://HOST:PORT", PeerAddress.parse(peerURL: peer) != nil) : ("HOST:PORT", PeerAddress.split(hostPort: peer) != nil)
+            if !ok { throw UsageError(message: "--peer needs \(needs), got \(peer.debugDescription)") }
+        }
+        for (name, value) in [("--listen", options.listen), ("--metrics-listen", options.metricsListen)] {
+            if let value, PeerAddress.split(hostPort: value) == nil { throw UsageError(message: "\(name) needs HOST:PORT, got \(value.debugDescription)") }
+        }
+        if let wanted = options.multicast, PeerAddress.split(hostPort: wanted).map({ $0.1 != 0 }) != true {
+            throw UsageError(message: "--multicast needs GROUP:PORT (e.g. 239.255.73.73:7733), got \(wanted.debugDescription)")
+        }
+        for (name, value) in [("--nick", options.nick), ("--name", options.deviceName)] {
+            if let value, Nick.checked(value) == nil { throw UsageError(message: "\(name): \(EnvelopeError.badNick(value))") }
+        }
+        if let room = options.room, RoomName.checked(room) == nil { throw UsageError(message: "--room: \(EnvelopeError.badRoomName(room))") }
     }
 
     private static func expectNoMore(_ words: [String], after count: Int) throws(UsageError) {

@@ -1,4 +1,5 @@
 import ChatText
+import Gossip
 @testable import PeerNode
 import Testing
 
@@ -123,6 +124,37 @@ struct DirectInputTests {
         #expect(PeerAddress.parse(peerURL: "ws://[::1]:7733/peernode/1") ?? ("", 0) == ("::1", 7733))
         #expect(PeerAddress.parse(peerURL: "http://x:1") == nil)
         #expect(PeerAddress.parse(peerURL: "ws://x") == nil)
+        // A bracket that does not enclose the whole host, a space, a slash or a control character: not a host.
+        for bad in ["ws://[::1:7733", "ws://::1]:7733", "ws://[]:7733", "ws://a b:7733", "ws://a/b:7733", "ws://a\u{1B}b:7733", "ws://[a]b]:1"] {
+            #expect(PeerAddress.parse(peerURL: bad) == nil, "\(bad.debugDescription)")
+        }
+        #expect(PeerAddress.split(hostPort: "fe80::1%eth0:7733") ?? ("", 0) == ("fe80::1%eth0", 7733))
+        #expect(PeerAddress.split(hostPort: "[fe80::1]:0") ?? ("", 1) == ("fe80::1", 0))
+    }
+
+    @Test("a value that is not an address, a nick or a room is a usage error before anything runs: --peer, --listen, --metrics-listen, --multicast (port 0 too), --nick, --name, --room")
+    func badValues() throws {
+        let refused: [([String], String)] = [
+            (["--peer", "http://x:1"], "--peer needs ws://HOST:PORT"),
+            (["--peer", "ws://[::1"], "--peer needs ws://HOST:PORT"),
+            (["relay", "--peer", "x:1"], "--peer needs ws://HOST:PORT"),
+            (["device", "join", "12345678", "--peer", "ws://x:1"], "--peer needs HOST:PORT"),
+            (["--listen", ":99999"], "--listen needs HOST:PORT"),
+            (["relay", "--metrics-listen", "9100"], "--metrics-listen needs HOST:PORT"),
+            (["--multicast", "239.1.1.1"], "--multicast needs GROUP:PORT"),
+            (["--multicast", "239.1.1.1:0"], "--multicast needs GROUP:PORT"),
+            (["--nick", "a b"], "--nick: not a valid nick"),
+            (["--nick", String(repeating: "n", count: Nick.maximumLength + 1)], "--nick: not a valid nick"),
+            (["device", "add", "--name", "my laptop"], "--name: not a valid nick"),
+            (["--room", "#a b"], "--room: not a valid room name"),
+        ]
+        for (args, words) in refused {
+            #expect(throws: UsageError.self, "\(args)") { try CommandLineSpec.parse(args) }
+            do { _ = try CommandLineSpec.parse(args) } catch { #expect(error.message.hasPrefix(words), "\(args): \(error.message)") }
+        }
+        // At the limits: accepted.
+        #expect(throws: Never.self) { try CommandLineSpec.parse(["--nick", String(repeating: "n", count: Nick.maximumLength), "--multicast", "239.1.1.1:1", "--listen", "[::]:0"]) }
+        #expect(throws: Never.self) { try CommandLineSpec.parse(["device", "join", "12345678", "--peer", "10.0.0.2:7735"]) }
     }
 }
 

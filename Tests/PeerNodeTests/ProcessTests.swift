@@ -66,6 +66,13 @@ struct ProcessTests {
             #expect(r.stderr.hasSuffix("; try `peernode --help`\n") && r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
             #expect(r.stdout.isEmpty)
         }
+        // A bad value is a usage error too, and makes no data directory.
+        let missing = TemporaryDirectory().path + "/never"
+        for args in [["--nick", "a b"], ["--peer", "ws://[::1"], ["--listen", ":99999"]] {
+            let r = try await PeerNodeProcess.run(args + ["--data-dir", missing])
+            #expect(r.status == 2 && r.stderr.hasSuffix("; try `peernode --help`\n"), "\(args): \(r.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: missing), "\(args) made \(missing)")
+        }
         let help = try await PeerNodeProcess.run(["--help"])
         #expect(help.status == 0 && help.stdout.contains("peernode id"))
         #expect(try await PeerNodeProcess.run(["help"]).stdout == help.stdout)
