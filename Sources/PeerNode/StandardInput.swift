@@ -56,6 +56,8 @@ final class StandardInput: @unchecked Sendable {
             case let .paste(lines):
                 network.pasted(lines)
                 terminal?.setPrompt(network.prompt())
+            case let .pasteTooLong(count):
+                network.emit(.chatLines(["-- a paste of \(count) lines is more than \(TerminalSession.maximumPastedLines): nothing was sent; to share that much, save it to a file and /send it"]))
             }
         }
     }

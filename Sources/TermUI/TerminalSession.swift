@@ -14,6 +14,9 @@ public enum TerminalInput: Equatable, Sendable {
     /// A paste of several lines (bracketed paste): none is sent until the
     /// person says so; the line being typed is empty again.
     case paste([String])
+    /// A paste of more than `TerminalSession.maximumPastedLines` lines: none
+    /// was kept, and none is sent; the count says how many it held.
+    case pasteTooLong(lines: Int)
 }
 
 public final class TerminalSession: @unchecked Sendable {
@@ -25,6 +28,13 @@ public final class TerminalSession: @unchecked Sendable {
     /// Inside a bracketed paste: Enter ends a pasted line, Tab is a tab.
     private var pasting = false
     private var pastedLines: [String] = []
+    /// Lines of the paste under way, kept or not.
+    private var pastedCount = 0
+    /// Lines one paste may hold (irssi asks about any paste; chat services
+    /// make a long one a file). A longer paste is refused whole and its lines
+    /// past the limit are not kept: a file pasted by mistake was held line
+    /// by line, then offered as that many messages.
+    public static let maximumPastedLines = 1_000
     /// Home, then erase the whole screen (Ctrl-L).
     static let clearScreen = "\u{1B}[H\u{1B}[2J"
     /// Milliseconds of silence after an Esc before it counts as the Esc key.
@@ -67,6 +77,12 @@ public final class TerminalSession: @unchecked Sendable {
     /// `/clear`, as Ctrl-L: the screen cleared, the prompt and the line drawn again at the top.
     public func clear() { lock.withLock { write(Self.clearScreen + line.render(editor)) } }
 
+    /// A line of the paste under way, kept while the paste is within its limit.
+    private func keepPasted(_ text: String) {
+        pastedCount += 1
+        if pastedCount <= Self.maximumPastedLines { pastedLines.append(text) } else { pastedLines = [] }
+    }
+
     /// Bytes read from stdin (by whoever watches it): what the person
     /// submitted or asked for, in order.
     public func feed(_ bytes: [UInt8]) -> [TerminalInput] {
@@ -102,6 +118,7 @@ public final class TerminalSession: @unchecked Sendable {
             case .pasteStart:
                 pasting = true
                 pastedLines = []
+                pastedCount = 0
                 continue
             case .pasteEnd:
                 guard pasting else { continue }
@@ -109,15 +126,20 @@ public final class TerminalSession: @unchecked Sendable {
                 guard !pastedLines.isEmpty else { continue }
                 // Several lines: the last, unended one goes with them; nothing is sent before the person agrees.
                 let last = lock.withLock { editor.text }
-                if !last.isEmpty { pastedLines.append(last) }
+                if !last.isEmpty { keepPasted(last) }
                 lock.withLock { editor.set("") }
                 dirty = true
                 draw()
-                out.append(pastedLines.count == 1 ? .line(pastedLines[0]) : .paste(pastedLines))
+                if pastedCount > Self.maximumPastedLines {
+                    out.append(.pasteTooLong(lines: pastedCount))
+                } else {
+                    out.append(pastedLines.count == 1 ? .line(pastedLines[0]) : .paste(pastedLines))
+                }
                 pastedLines = []
+                pastedCount = 0
                 continue
             case .enter where pasting:
-                pastedLines.append(lock.withLock { editor.text })
+                keepPasted(lock.withLock { editor.text })
                 lock.withLock { editor.set("") }
                 dirty = true
                 continue

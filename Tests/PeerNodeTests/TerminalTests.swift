@@ -4,7 +4,7 @@ import Testing
 
 @Suite("The terminal UI, typed into through a pseudo-terminal")
 struct TerminalTests {
-    @Test("prompt; half-typed line redrawn when a message arrives; editing keys; history; Tab; mention bell; inert escapes; files dropped (one, then two at once) asked before they go; prompt marks (read, …, ✓); Ctrl-C and a crash signal restore the terminal")
+    @Test("prompt; half-typed line redrawn when a message arrives; editing keys; history; Tab; mention bell; inert escapes; files dropped (one, then two at once) asked before they go; a paste of 1,001 lines refused; prompt marks (read, …, ✓); Ctrl-C and a crash signal restore the terminal")
     func session() async throws {
         let result = try await Self.run("terminal_session.py")
         let output = result.stdout
@@ -14,6 +14,7 @@ struct TerminalTests {
         #expect(output.contains("two files dropped at once ask once: y offers each, anything else sends nothing"), "\(output)")
         #expect(output.contains("32 files dropped at once are asked about; 33 are refused, nothing sent"), "\(output)")
         #expect(output.contains("a folder dropped is not sent, and its path is not posted unasked"), "\(output)")
+        #expect(output.contains("a paste of 1,000 lines asks; one of 1,001 is refused whole and said, and typing goes on"), "\(output)")
     }
 
     /// Runs a script of Peers/ that drives nodes in pseudo-terminals: the

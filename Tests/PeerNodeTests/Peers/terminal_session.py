@@ -6,7 +6,7 @@ terminal (A). Checks: the prompt; a message arriving while a line is half
 typed is printed above and the half line is drawn again; line editing keys;
 Tab completion; a mention and a direct message ring the bell; a 10,000-byte line arrives as
 three messages cut on word boundaries, and a long edit is refused; a
-multi-line paste asks before it sends; Ctrl-L and /clear clear the screen; the prompt's mark on our last
+multi-line paste asks before it sends, one of more than 1,000 lines is refused; Ctrl-L and /clear clear the screen; the prompt's mark on our last
 message (read, local only, stored); Ctrl-C clears a typed line, and on an
 empty one quits with exit code 0 and the
 terminal settings as they were; so does a crash signal (then dies of it). Prints what it checked; exits non-zero
@@ -251,6 +251,32 @@ read_until(master, b"paste 2 lines into #general?", start=mark)
 os.write(master, b"n\r")
 read_until(master, b"the pasted lines were dropped", start=mark)
 print("answered otherwise, a paste is dropped")
+
+# A paste's lines are bounded (TerminalSession.maximumPastedLines, 1,000): at the limit it asks as any paste;
+# one line more is refused whole, said, and nothing of it is sent.
+mark = len(screen)
+paste(b"\x1b[200~" + b"\r".join(b"at the limit %d" % i for i in range(1000)) + b"\x1b[201~")
+read_until(master, b"paste 1000 lines into #general?", start=mark)
+os.write(master, b"n\r")
+read_until(master, b"the pasted lines were dropped", start=mark)
+mark = len(screen)
+paste(b"\x1b[200~" + b"\r".join(b"past the limit %d" % i for i in range(1001)) + b"\x1b[201~")
+read_until(master, b"a paste of 1001 lines is more than 1000: nothing was sent", start=mark)
+os.write(master, b"after the long paste\r")
+sent_of_paste = []
+
+
+def after_long_paste(e):
+    # A's messages come in the order it sent them: any line of the paste would come before this one.
+    if e.get("type") == "message" and e.get("text", "").startswith("past the limit"):
+        sent_of_paste.append(e["text"])
+    return e.get("type") == "message" and e.get("text") == "after the long paste"
+
+
+b_wait(after_long_paste, "the line typed after the long paste")
+if sent_of_paste:
+    fail(f"{len(sent_of_paste)} lines of the paste past the limit were sent")
+print("a paste of 1,000 lines asks; one of 1,001 is refused whole and said, and typing goes on")
 
 # A file dropped on the terminal: the terminal pastes its quoted path; Enter asks before anything goes.
 dropped_dir = tempfile.mkdtemp(prefix="peernode-drop-")
