@@ -97,6 +97,13 @@ public enum ChatInput: Equatable, Sendable {
     public static let defaultHistory = 20
     /// `/history N` shows at most this many lines.
     public static let maximumHistory = 10_000
+    /// Words one `/search` may hold (the page's search too): the full-text
+    /// index's cost grows with their square (3,000 words 54 ms, 100,000 more
+    /// than 30 s with the node's loop held); more is refused, saying so.
+    public static let maximumSearchWords = 64
+
+    /// The words of a search query, as the index splits them (any white space).
+    public static func searchWords(_ query: String) -> Int { query.split(whereSeparator: { $0.isWhitespace }).count }
 
     /// Every command: the words that call it, its usage and what it does.
     /// `/help`, `/help CMD` and Tab completion all come from this table.
@@ -371,7 +378,9 @@ public enum ChatInput: Equatable, Sendable {
             }
             return .set(parts[0], parts[1])
         case "search":
-            return argument.isEmpty ? .error("/search needs some words: /search lunch friday") : .search(argument)
+            if argument.isEmpty { return .error("/search needs some words: /search lunch friday") }
+            let words = searchWords(argument)
+            return words > maximumSearchWords ? .error("/search takes at most \(maximumSearchWords) words, got \(words)") : .search(argument)
         case "switch":
             return argument.isEmpty || argument.contains(" ") ? .error("/switch needs a room or a number: /switch #random") : .switchRoom(argument)
         case "window":

@@ -1,3 +1,4 @@
+import ChatText
 import Foundation
 @testable import PeerNode
 import Testing
@@ -102,5 +103,21 @@ struct WebAccessTests {
         for bad in ["0", #""0""#, "\(most + 1)", #""\#(most + 1)""#, "true", "false", "50.5", "null", "1e300", "99999999999999999999", #""x""#, "[]"] {
             #expect(throws: WebCommand.Failure.self, "\(bad)") { try limit(bad) }
         }
+    }
+
+    @Test("search: ChatInput.maximumSearchWords words taken, one more refused with the ref, as /search is")
+    func searchWords() throws {
+        let most = ChatInput.maximumSearchWords
+        let words = (0...most).map { "w\($0)" }
+        let atLimit = words.prefix(most).joined(separator: " ")
+        guard case let .search(text) = try WebCommand.parse(#"{"cmd":"search","text":"\#(atLimit)","ref":"s"}"#).action else {
+            Issue.record("not a search")
+            return
+        }
+        #expect(text == atLimit)
+        #expect(ChatInput.parse("/search " + atLimit) == .search(atLimit))
+        let onePast = words.joined(separator: "\t")
+        #expect(throws: WebCommand.Failure.self) { try WebCommand.parse(#"{"cmd":"search","text":"\#(onePast.replacingOccurrences(of: "\t", with: "\\t"))","ref":"s"}"#) }
+        #expect(ChatInput.parse("/search " + words.joined(separator: " ")) == .error("/search takes at most \(most) words, got \(most + 1)"))
     }
 }

@@ -204,6 +204,10 @@ struct WebCommand {
         case "search":
             let text = try need("text")
             guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { throw Failure(ref: ref, message: "search needs some words") }
+            let words = ChatInput.searchWords(text)
+            guard words <= ChatInput.maximumSearchWords else {
+                throw Failure(ref: ref, message: "search takes at most \(ChatInput.maximumSearchWords) words, got \(words)")
+            }
             action = .search(text)
         case "mentions": action = .mentions
         case "edit", "reply":
