@@ -14,6 +14,9 @@ final class Logger: @unchecked Sendable {
     private let format: Format
     private let path: String?
     private var descriptor: Int32 = 2
+    /// The log file's last write failed: said once on stderr, and its lines
+    /// go there too, until a write to the file works again.
+    private var fileFailing = false
     /// Where lines go instead (the terminal session prints them above the prompt).
     var sink: (@Sendable (String) -> Void)?
 
@@ -55,8 +58,22 @@ final class Logger: @unchecked Sendable {
             return
         }
         let bytes = Array((line + "\n").utf8)
-        // A log that cannot be written has nowhere to say so.
-        lock.withLock { try? Syscall.writeAll(descriptor, bytes) }
+        lock.withLock {
+            do {
+                try Syscall.writeAll(descriptor, bytes)
+                fileFailing = false
+            } catch {
+                // Standard error that cannot be written has nowhere to say so; a log file has standard error
+                // (a service's journal): said there once, and its lines kept there meanwhile.
+                guard descriptor != 2, let path else { return }
+                if !fileFailing {
+                    let said = "peernode: writing the log file \(TerminalText.sanitize(path)) failed (\(error)): its lines go to standard error until it works again\n"
+                    try? Syscall.writeAll(2, Array(said.utf8))
+                }
+                fileFailing = true
+                try? Syscall.writeAll(2, bytes)
+            }
+        }
     }
 
     /// UTC, milliseconds: 2026-11-29T18:00:00.123Z.
