@@ -5,7 +5,15 @@ import Foundation
 import Gossip
 import Reactor
 import Store
+import Synchronization
 import TermUI
+
+/// Set once from any thread (stdout's writer), read at the end.
+final class FailedOnce: Sendable {
+    private let flag = Mutex(false)
+    func set() { flag.withLock { $0 = true } }
+    var happened: Bool { flag.withLock { $0 } }
+}
 
 /// Exit codes: 0 success, 1 a runtime failure (message on stderr), 2 bad usage.
 enum ExitCode {
@@ -112,9 +120,17 @@ func run(_ command: Command) throws {
         network.answersScripts = options.json
         let done = DispatchSemaphore(value: 0)
         let input = StandardInput(network: network, terminal: terminal) { done.signal() }
-        // Whoever reads stdout has gone: stop as at the end of standard input.
+        // Whoever reads stdout has gone: stop as at the end of standard input. A reader that closed
+        // it (EPIPE) ends the run as the end of input does, exit 0; a stdout that cannot be written
+        // (a full disk, an I/O error) is a failure, exit 1, so a script or a service sees it.
+        let stdoutFailed = FailedOnce()
         out.onClosed = { error in
-            network.log.warning("standard output was closed (\(error)): stopping")
+            if error.errno == EPIPE {
+                network.log.warning("standard output was closed (\(error)): stopping")
+            } else {
+                stdoutFailed.set()
+                network.log.warning("writing standard output failed (\(error)): stopping")
+            }
             network.loop.execute { input.quit() }
         }
         // Before the loop starts (nothing else touches it yet); these were blocked first thing.
@@ -146,6 +162,7 @@ func run(_ command: Command) throws {
         done.wait()
         out.finish()
         terminal?.finish()
+        if stdoutFailed.happened { exit(ExitCode.failure) }
     case let .relay(options):
         try runRelay(options, environment: environment)
     case let .deviceAdd(options):
