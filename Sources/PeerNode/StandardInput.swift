@@ -51,7 +51,7 @@ final class StandardInput: @unchecked Sendable {
     private func take(_ inputs: [TerminalInput]) {
         for input in inputs {
             switch input {
-            case let .line(text): handle([text])
+            case let .line(text): handle([.line(text)])
             case .quit: quit()
             case let .paste(lines):
                 network.pasted(lines)
@@ -62,14 +62,7 @@ final class StandardInput: @unchecked Sendable {
         }
     }
 
-    private func handle(_ lines: [String]) {
-        for line in lines where !quitting {
-            if !network.handleLine(line) { return quit() }
-        }
-        redraw()
-    }
-
-    /// Lines read from a pipe or a file, each in turn; a line past the limit is said where it was.
+    /// Lines typed or read from a pipe or a file, each in turn; a line past the limit is said where it was.
     private func handle(_ items: [InputLines.Item]) {
         for item in items where !quitting {
             switch item {
@@ -79,10 +72,6 @@ final class StandardInput: @unchecked Sendable {
                 network.emit(.failed("a line of more than \(InputLines.maximumLineBytes) bytes on standard input was dropped (a message holds at most \(Envelope.maximumPlaintextBody))"))
             }
         }
-        redraw()
-    }
-
-    private func redraw() {
         terminal?.setPrompt(network.prompt())
         terminal?.setCompleter(network.completer())
     }
