@@ -263,7 +263,7 @@ final class PacedSends: LoopHandler, @unchecked Sendable {
         arm()
     }
 
-    func tick(now: Double) {}
+    func tick(now: Double) -> Double? { nil }
     func shutdown() { if fd >= 0 { close(fd) } }
 }
 

@@ -31,8 +31,6 @@ public final class DiscoveryService: @unchecked Sendable {
     public static let rescanInterval = 2.0
     /// Most datagrams read between two ticks.
     static let datagramsPerTurn = 512
-    /// Longest time between two turns (expiry and announcements are due by the core's deadline).
-    static let turnInterval = 0.1
 
     private let socket: MulticastSocket
     private let configuration: Configuration
@@ -41,7 +39,9 @@ public final class DiscoveryService: @unchecked Sendable {
     private var core: DiscoveryCore
     private var token: UInt64?
     private var nextRescan = 0.0
-    private var lastTurn = -Double.infinity
+    /// When the next turn is due without a datagram (monotonic seconds): the
+    /// core's next deadline or the next rescan, whichever is first.
+    private var nextTurn = -Double.infinity
     private var stopped = false
 
     /// `onEvent` is called on `loop`'s thread with found and expired peers.
@@ -69,6 +69,8 @@ public final class DiscoveryService: @unchecked Sendable {
     /// The link layer's news: linked peers never expire.
     public func setLinked(_ node: PublicKey, _ linked: Bool) {
         core.setLinked(node, linked, now: Self.wallClock())
+        // An unlinked peer's expiry is a deadline of its own.
+        planNextTurn()
     }
 
     /// Stops reading and announcing (the socket closes with the service).
@@ -104,7 +106,6 @@ public final class DiscoveryService: @unchecked Sendable {
     private func turn() {
         guard !stopped else { return }
         let monotonic = monotonicNow()
-        lastTurn = monotonic
         let now = Self.wallClock()
         var actions: [DiscoveryCore.Action] = []
         if monotonic >= nextRescan {
@@ -124,6 +125,20 @@ public final class DiscoveryService: @unchecked Sendable {
                 onEvent(action)
             }
         }
+        planNextTurn()
+    }
+
+    /// Tells the loop when the next turn is due: the core's deadline (wall
+    /// clock milliseconds, as its announcements carry) or the next rescan,
+    /// which comes every `rescanInterval` whatever the wall clock does.
+    private func planNextTurn() {
+        guard !stopped else { return }
+        let monotonic = monotonicNow()
+        let wall = Self.wallClock()
+        let deadline = core.nextDeadline
+        let untilCore = deadline > wall ? Double(deadline - wall) / 1000 : 0
+        nextTurn = min(nextRescan, monotonic + untilCore)
+        loop.tickNeeded(at: nextTurn)
     }
 
     /// The loop's view of the service: readable socket, ticks, shutdown
@@ -132,9 +147,10 @@ public final class DiscoveryService: @unchecked Sendable {
         weak var service: DiscoveryService?
         init(_ service: DiscoveryService) { self.service = service }
         func handle(events: UInt32) { service?.turn() }
-        func tick(now: Double) {
-            guard let service else { return }
-            if now - service.lastTurn >= DiscoveryService.turnInterval || DiscoveryService.wallClock() >= service.core.nextDeadline { service.turn() }
+        func tick(now: Double) -> Double? {
+            guard let service, !service.stopped else { return nil }
+            if now >= service.nextTurn { service.turn() }
+            return service.nextTurn
         }
         func shutdown() { service?.stop() }
     }

@@ -7,8 +7,13 @@ import Synchronization
 public protocol LoopHandler: AnyObject {
     /// Readiness events from epoll.
     func handle(events: UInt32)
-    /// Called about every `EventLoop.tickInterval` seconds for timeouts.
-    func tick(now: Double)
+    /// Checks the handler's timeouts (handshake, ping, close). Called soon
+    /// after the handler is registered, then once the time it returned
+    /// (or asked for with `EventLoop.tickNeeded(at:)`) has come; returns
+    /// when it next needs a look, nil for not until it asks. The loop never
+    /// calls it more often than every `EventLoop.tickInterval`, and may call
+    /// it earlier than asked, for another handler's sake.
+    func tick(now: Double) -> Double?
     /// The loop is shutting down.
     func shutdown()
 }
@@ -25,7 +30,9 @@ public protocol Flushable: AnyObject {
 /// everything registered with the loop is touched only on its thread,
 /// which is why the types built on it can be `Sendable` with unchecked state.
 public final class EventLoop: @unchecked Sendable {
-    /// How often handlers' timeouts (handshake, ping, close) are checked.
+    /// The shortest time between two looks at handlers' timeouts (handshake,
+    /// ping, close): a deadline is met within this much. An idle loop does
+    /// not wake at this pace: only when some handler's deadline is due.
     public static let tickInterval = 0.05
     /// Bytes read from a socket per `read` call.
     public static let readChunk = 256 << 10
@@ -47,6 +54,13 @@ public final class EventLoop: @unchecked Sendable {
     private var nextToken: UInt64 = 1
     private var flushQueue: [Flushable] = []
     private var lastTick = 0.0
+    /// When some handler next needs its `tick` (the earliest asked for).
+    private var nextTick = 0.0
+    /// Turns that ran the handlers' ticks, and epoll waits that ended with
+    /// nothing to do but a tick or a timer (loop thread; an idle node's
+    /// wake-ups, tests read them through `execute`).
+    public private(set) var tickTurns = 0
+    public private(set) var idleWakes = 0
     private var timers = Timers()
     private var signalDescriptor: Int32 = -1
     private var signalHandler: ((Int32) -> Void)?
@@ -118,7 +132,16 @@ public final class EventLoop: @unchecked Sendable {
         _ = try Syscall.check("epoll_ctl(ADD)") { peernode_epoll_ctl(epoll, EPOLL_CTL_ADD, fd, events, token) }
         nextToken += 1
         handlers[token] = handler
+        // Its first tick says when it needs the next.
+        nextTick = min(nextTick, monotonicNow())
         return token
+    }
+
+    /// A handler's state now needs its `tick` by `time` (monotonic
+    /// seconds), earlier than the time its last tick returned: a close
+    /// sent, a pause begun. Loop thread only.
+    public func tickNeeded(at time: Double) {
+        nextTick = min(nextTick, time)
     }
 
     public func modify(_ fd: Int32, token: UInt64, events: UInt32) {
@@ -177,11 +200,10 @@ public final class EventLoop: @unchecked Sendable {
     private func run() {
         threadID.store(UInt(pthread_self()), ordering: .relaxed)
         var events = [epoll_event](repeating: epoll_event(), count: 256)
-        lastTick = monotonicNow()
+        lastTick = monotonicNow() - Self.tickInterval
         while running.load(ordering: .acquiring) {
-            let untilTimer = timers.nextDue.map { max(0, $0 - monotonicNow()) } ?? Self.tickInterval
-            let timeout = Int32((min(Self.tickInterval, untilTimer) * 1000).rounded(.up))
-            let n = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, Int32($0.count), timeout) }
+            let n = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, Int32($0.count), waitTimeout()) }
+            if n == 0 { idleWakes += 1 }
             if n > 0 {
                 wokeAt = monotonicNow()
                 for i in 0..<Int(n) {
@@ -203,9 +225,14 @@ public final class EventLoop: @unchecked Sendable {
             let now = monotonicNow()
             if n > 0, let turnEnded { turnEnded(wokeAt, now) }
             for body in timers.takeDue(now: now) { body() }
-            if now - lastTick >= Self.tickInterval {
+            if now >= nextTick, now - lastTick >= Self.tickInterval {
                 lastTick = now
-                for handler in Array(handlers.values) { handler.tick(now: now) }
+                tickTurns += 1
+                // What the handlers ask for while they tick (`tickNeeded`) counts too.
+                nextTick = .infinity
+                for handler in Array(handlers.values) {
+                    if let next = handler.tick(now: now) { nextTick = min(nextTick, next) }
+                }
             }
             flushScheduled()
         }
@@ -214,6 +241,17 @@ public final class EventLoop: @unchecked Sendable {
         runPending()
         flushScheduled()
         stopped.store(true, ordering: .releasing)
+    }
+
+    /// Milliseconds until the next timer or handler tick is due, -1 for
+    /// none (the wake-up eventfd ends the wait for work from other threads).
+    private func waitTimeout() -> Int32 {
+        let now = monotonicNow()
+        var due = max(nextTick, lastTick + Self.tickInterval)
+        if let timer = timers.nextDue { due = min(due, timer) }
+        guard due.isFinite else { return -1 }
+        let milliseconds = ((due - now) * 1000).rounded(.up)
+        return Int32(min(max(0, milliseconds), Double(Int32.max)))
     }
 
     private func deliverSignals() {

@@ -38,7 +38,7 @@ public final class StreamReader: LoopHandler {
     }
 
     public func handle(events: UInt32) { readOnce() }
-    public func tick(now: Double) {}
+    public func tick(now: Double) -> Double? { nil }
     public func shutdown() { stop() }
 
     /// Stops reading (no `onEnd`).

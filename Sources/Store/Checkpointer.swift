@@ -8,10 +8,12 @@ import Synchronization
 /// two fsyncs: that was the tail of the live-latency figures.
 ///
 /// Here the writer only reports the WAL's size after each commit (a WAL
-/// hook, which replaces SQLite's automatic checkpoint); a second connection
-/// looks every `interval` seconds and runs a PASSIVE checkpoint (which never
-/// blocks the writer) once the WAL holds `backgroundPages`. If the background
-/// ever falls far behind, the writer checkpoints by itself at `writerPages`.
+/// hook, which replaces SQLite's automatic checkpoint); the commit that
+/// finds the WAL at `backgroundPages` hands a PASSIVE checkpoint (which
+/// never blocks the writer) to a second connection on a queue of its own,
+/// at most one at a time and one every `spacing` seconds. Nothing runs on a
+/// clock: a quiet node's threads sleep. If the background ever falls far
+/// behind, the writer checkpoints by itself at `writerPages`.
 final class Checkpointer: @unchecked Sendable {
     /// WAL pages (4 KiB each) that make the background checkpoint: 16 MiB,
     /// a few thousand chat messages, so a quiet node rarely checkpoints.
@@ -19,58 +21,75 @@ final class Checkpointer: @unchecked Sendable {
     /// WAL pages at which the writer checkpoints inside its commit (64 MiB).
     static let writerPages = 16_384
 
-    /// Shared with the C hook: pages in the WAL after the last commit.
-    final class Counter: Sendable {
+    /// What the writer's WAL hook reaches, inside the writer's commit: the
+    /// WAL's size, and the background connection a checkpoint is handed to.
+    final class Background: @unchecked Sendable {
+        /// Pages in the WAL after the last commit.
         let pages = Atomic<Int>(0)
-    }
+        /// A checkpoint was handed over and has not finished.
+        let pending = Atomic<Bool>(false)
+        /// No checkpoint is handed over before this (`DispatchTime` nanoseconds).
+        let notBefore = Atomic<UInt64>(0)
+        /// WAL frames copied into the database so far.
+        let framesCheckpointed = Atomic<Int>(0)
+        let threshold: Int
+        let spacing: UInt64
+        let connection: Connection
+        let queue = DispatchQueue(label: "peernode.checkpoint")
+        /// Set by `stop`, on `queue`.
+        var stopped = false
 
-    private let connection: Connection
-    private let counter = Counter()
-    private let queue = DispatchQueue(label: "peernode.checkpoint")
-    private var timer: DispatchSourceTimer?
-    /// WAL frames copied into the database by this checkpointer so far.
-    let framesCheckpointed = Atomic<Int>(0)
-    private let threshold: Int
+        init(connection: Connection, threshold: Int, spacing: Double) {
+            self.connection = connection
+            self.threshold = threshold
+            self.spacing = UInt64(max(0, spacing) * 1e9)
+        }
 
-    init(writer: Connection, path: String, interval: Double, threshold: Int = backgroundPages) throws(SQLiteError) {
-        self.threshold = threshold
-        connection = try Connection(path: path)
-        // SQLite opens the file lazily: one read makes the connection see the WAL.
-        _ = try connection.integer("SELECT count(*) FROM sqlite_schema")
-        // The counter lives as long as this object, which outlives the hook (see `stop`).
-        let context = Unmanaged.passUnretained(counter).toOpaque()
-        sqlite3_wal_hook(writer.handle, { context, db, _, pages in
-            guard let context else { return SQLITE_OK }
-            Unmanaged<Counter>.fromOpaque(context).takeUnretainedValue().pages.store(Int(pages), ordering: .relaxed)
-            if pages >= Int32(Checkpointer.writerPages) { sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) }
-            return SQLITE_OK
-        }, context)
-        self.writer = writer
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(100))
-        timer.setEventHandler { [self] in run() }
-        self.timer = timer
-        timer.resume()
-    }
+        /// In the writer's commit: the WAL holds `count` pages.
+        func committed(_ count: Int32, writer: OpaquePointer?) {
+            pages.store(Int(count), ordering: .relaxed)
+            if count >= Int32(Checkpointer.writerPages) { sqlite3_wal_checkpoint_v2(writer, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) }
+            guard count >= Int32(threshold) else { return }
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard now >= notBefore.load(ordering: .relaxed), !pending.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            notBefore.store(now + spacing, ordering: .relaxed)
+            queue.async { [self] in run() }
+        }
 
-    private let writer: Connection
-
-    private func run() {
-        guard counter.pages.load(ordering: .relaxed) >= threshold else { return }
-        var log: Int32 = 0
-        var done: Int32 = 0
-        let rc = sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &done)
-        if rc == SQLITE_OK, done > 0 { framesCheckpointed.add(Int(done), ordering: .relaxed) }
-    }
-
-    /// Removes the hook, stops the timer and waits for a checkpoint in progress.
-    func stop() {
-        sqlite3_wal_hook(writer.handle, nil, nil)
-        queue.sync {
-            timer?.cancel()
-            timer = nil
+        private func run() {
+            defer { pending.store(false, ordering: .releasing) }
+            guard !stopped else { return }
+            var log: Int32 = 0
+            var done: Int32 = 0
+            let rc = sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &done)
+            if rc == SQLITE_OK, done > 0 { framesCheckpointed.add(Int(done), ordering: .relaxed) }
         }
     }
 
-    deinit { timer?.cancel() }
+    private let background: Background
+    private let writer: Connection
+
+    /// WAL frames copied into the database by the background so far.
+    var framesCheckpointed: Int { background.framesCheckpointed.load(ordering: .relaxed) }
+
+    init(writer: Connection, path: String, spacing: Double, threshold: Int = backgroundPages) throws(SQLiteError) {
+        let connection = try Connection(path: path)
+        // SQLite opens the file lazily: one read makes the connection see the WAL.
+        _ = try connection.integer("SELECT count(*) FROM sqlite_schema")
+        background = Background(connection: connection, threshold: threshold, spacing: spacing)
+        // The background lives as long as this object, which outlives the hook (see `stop`).
+        let context = Unmanaged.passUnretained(background).toOpaque()
+        sqlite3_wal_hook(writer.handle, { context, db, _, pages in
+            guard let context else { return SQLITE_OK }
+            Unmanaged<Background>.fromOpaque(context).takeUnretainedValue().committed(pages, writer: db)
+            return SQLITE_OK
+        }, context)
+        self.writer = writer
+    }
+
+    /// Removes the hook and waits for a checkpoint in progress; none starts after.
+    func stop() {
+        sqlite3_wal_hook(writer.handle, nil, nil)
+        background.queue.sync { background.stopped = true }
+    }
 }

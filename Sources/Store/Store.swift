@@ -100,13 +100,13 @@ public final class Store {
 
     private var checkpointer: Checkpointer?
 
-    /// Runs WAL checkpoints on a background connection every `interval`
-    /// seconds instead of inside commits (see `Checkpointer`).
-    /// `pages` is the WAL size that triggers a background checkpoint.
-    public func checkpointInBackground(interval: Double = 1.0, pages: Int? = nil) throws(StoreError) {
+    /// Runs WAL checkpoints on a background connection instead of inside
+    /// commits (see `Checkpointer`): one handed over by the commit that
+    /// finds the WAL at `pages`, at most one every `spacing` seconds.
+    public func checkpointInBackground(spacing: Double = 1.0, pages: Int? = nil) throws(StoreError) {
         guard checkpointer == nil else { return }
         do {
-            checkpointer = try Checkpointer(writer: db, path: path, interval: interval, threshold: pages ?? Checkpointer.backgroundPages)
+            checkpointer = try Checkpointer(writer: db, path: path, spacing: spacing, threshold: pages ?? Checkpointer.backgroundPages)
         } catch {
             throw .sqlite(error)
         }
@@ -129,7 +129,7 @@ public final class Store {
 
     /// WAL frames the background checkpointer has copied into the database.
     public var framesCheckpointedInBackground: Int {
-        checkpointer?.framesCheckpointed.load(ordering: .relaxed) ?? 0
+        checkpointer?.framesCheckpointed ?? 0
     }
 
     /// Opens (or creates) `peernode.db` in a locked data directory.

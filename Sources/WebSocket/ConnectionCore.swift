@@ -323,6 +323,16 @@ struct ConnectionCore {
         }
     }
 
+    /// When `tick` next has something to check: the close deadline, the
+    /// pong's, or the next ping's (nil once closed).
+    var nextDeadline: Double? {
+        switch state {
+        case let .closeSent(deadline): return deadline
+        case .open: return pingSentAt.map { $0 + timeouts.pongDeadline } ?? lastReceived + timeouts.pingInterval
+        default: return nil
+        }
+    }
+
     /// The link ended under us (EOF, reset) without a close handshake.
     mutating func connectionLost(into out: inout Output) {
         guard state != .closed else { return }

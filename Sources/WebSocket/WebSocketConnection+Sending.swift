@@ -80,6 +80,8 @@ extension WebSocketConnection {
             core.close(.policyViolation, reason: "send queue over \(limits.maximumSendQueue) bytes: not reading", now: monotonicNow(), into: &out)
             writeBuffer.append(contentsOf: out.outgoing)
         }
+        // A close we sent has a deadline the loop must look at.
+        if case let .closeSent(deadline) = core.state { loop.tickNeeded(at: deadline) }
         if !flushScheduled {
             flushScheduled = true
             loop.scheduleFlush(self)

@@ -282,6 +282,7 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
     private func respondAndClose(_ response: [UInt8]) {
         phase = .closingAfterWrite
         answerStall = AnswerStall(now: monotonicNow())
+        loop.tickNeeded(at: monotonicNow() + EventLoop.tickInterval)
         writeBuffer.append(contentsOf: response)
         flush()
     }
@@ -395,7 +396,7 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
         if wasOpen, let info { callbacks.onClose(self, info) }
     }
 
-    public func tick(now: Double) {
+    public func tick(now: Double) -> Double? {
         switch phase {
         case let .serverHandshake(deadline), let .clientConnecting(deadline), let .clientHandshake(deadline):
             if now >= deadline {
@@ -409,7 +410,7 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
             // The client took nothing of the answer for `stalledAnswer` while some waits: cut off.
             var queued: Int32 = 0
             if ioctl(fd, UInt(TIOCOUTQ), &queued) != 0 { queued = 0 }
-            guard answerStall.stalled(queued: Int(queued), unsent: unsentBytes, now: now, limit: timeouts.stalledAnswer) else { return }
+            guard answerStall.stalled(queued: Int(queued), unsent: unsentBytes, now: now, limit: timeouts.stalledAnswer) else { return nextTick }
             // Reset, not closed in order: a FIN would wait behind the unread bytes, and the kernel would hold
             // them for minutes more; the answer is cut short either way (its Content-Length says so).
             var reset = linger(l_onoff: 1, l_linger: 0)
@@ -417,6 +418,18 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
             closeSocket(report: nil)
         case .closed:
             break
+        }
+        return nextTick
+    }
+
+    /// When this connection's next deadline falls (`tick`'s answer).
+    private var nextTick: Double? {
+        switch phase {
+        case let .serverHandshake(deadline), let .clientConnecting(deadline), let .clientHandshake(deadline): return deadline
+        case .open: return core.nextDeadline
+        // Whether the client takes the answer is looked at each tick.
+        case .closingAfterWrite: return monotonicNow() + EventLoop.tickInterval
+        case .closed: return nil
         }
     }
 

@@ -149,7 +149,9 @@ public final class WebSocketServer: @unchecked Sendable {
                     // EMFILE and friends: the listener rests a moment (level-triggered
                     // epoll would wake it again at once, spinning a core).
                     loop.modify(fd, token: token, events: 0)
-                    pausedUntil = monotonicNow() + Configuration.acceptPause
+                    let until = monotonicNow() + Configuration.acceptPause
+                    pausedUntil = until
+                    loop.tickNeeded(at: until)
                     return
                 }
                 guard case let .done(client) = accepted else { return }
@@ -183,11 +185,12 @@ public final class WebSocketServer: @unchecked Sendable {
             }
         }
 
-        public func tick(now: Double) {
+        public func tick(now: Double) -> Double? {
             if let until = pausedUntil, now >= until, !closed {
                 pausedUntil = nil
                 loop.modify(fd, token: token, events: peernode_EPOLLIN)
             }
+            return pausedUntil
         }
 
         /// The connection has its request head (or is gone): no longer half-open.

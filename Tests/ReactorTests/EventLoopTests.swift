@@ -25,8 +25,32 @@ private final class PipeReader: LoopHandler, @unchecked Sendable {
             seen.withLock { $0 += buffer[0..<n] }
         }
     }
-    func tick(now: Double) {}
+    func tick(now: Double) -> Double? { nil }
     func shutdown() {}
+}
+
+/// A handler that asks for its ticks: at `wants` (monotonic seconds), then not again unless told.
+private final class DeadlineHandler: LoopHandler, @unchecked Sendable {
+    let ticks = Mutex<[Double]>([])
+    let wants = Mutex<Double?>(nil)
+    func handle(events: UInt32) {}
+    func tick(now: Double) -> Double? {
+        ticks.withLock { $0.append(now) }
+        return wants.withLock { w in
+            guard let at = w, now >= at else { return w }
+            w = nil
+            return nil
+        }
+    }
+    func shutdown() {}
+}
+
+/// What the loop counted of its wake-ups, read on its thread.
+private func wakeCounts(_ loop: EventLoop) -> (idle: Int, ticks: Int) {
+    let counts = Mutex<(idle: Int, ticks: Int)?>(nil)
+    loop.execute { counts.withLock { $0 = (loop.idleWakes, loop.tickTurns) } }
+    _ = waitUntil(5) { counts.withLock { $0 } != nil }
+    return counts.withLock { $0 } ?? (-1, -1)
 }
 
 @Suite("The reactor: one epoll thread with timers and descriptors")
@@ -86,6 +110,72 @@ struct EventLoopTests {
         #expect(order.withLock { $0 } == Array(0..<100))
         loop.shutdown()
         #expect(waitUntil(5) { loop.hasStopped })
+    }
+
+    @Test("an idle loop sleeps until a deadline is due: a handler is ticked once it is registered, then at the time it returns or asks for, not every tickInterval")
+    func ticksOnlyWhenDue() throws {
+        let loop = try EventLoop()
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer { close(ends[0]); close(ends[1]) }
+        let readEnd = ends[0]
+        let handler = DeadlineHandler()
+        loop.start()
+        defer { loop.shutdown() }
+        loop.execute { _ = try? loop.register(readEnd, events: peernode_EPOLLIN, handler: handler) }
+        #expect(waitUntil(5) { handler.ticks.withLock { $0.count } == 1 }, "the first tick follows registration")
+        let before = wakeCounts(loop)
+        // Ten tick intervals with nothing due: no wake-up, no tick (the old loop ticked ten times).
+        usleep(useconds_t(EventLoop.tickInterval * 10 * 1_000_000))
+        let after = wakeCounts(loop)
+        #expect(after.idle == before.idle, "an idle loop woke \(after.idle - before.idle) times")
+        #expect(handler.ticks.withLock { $0.count } == 1)
+        // A deadline asked for from the loop (a close sent, a pause begun) is met, not early and not a whole interval late.
+        let asked = Mutex<Double>(0)
+        loop.execute {
+            let at = monotonicNow() + 0.2
+            asked.withLock { $0 = at }
+            handler.wants.withLock { $0 = at }
+            loop.tickNeeded(at: at)
+        }
+        #expect(waitUntil(5) { asked.withLock { $0 } > 0 && handler.ticks.withLock { $0.count } >= 2 })
+        let second = handler.ticks.withLock { $0[1] }
+        let at = asked.withLock { $0 }
+        #expect(second >= at, "ticked \(at - second) s before the deadline")
+        #expect(second < at + 0.15, "ticked \(second - at) s after the deadline")
+        // Nothing asked after it: the loop sleeps again.
+        let settled = wakeCounts(loop)
+        usleep(useconds_t(EventLoop.tickInterval * 6 * 1_000_000))
+        #expect(wakeCounts(loop).ticks == settled.ticks)
+        #expect(handler.ticks.withLock { $0.count } == 2)
+    }
+
+    @Test("a deadline a handler returns from its tick is met: ticks come at its times, no closer together than tickInterval")
+    func returnedDeadlines() throws {
+        let loop = try EventLoop()
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer { close(ends[0]); close(ends[1]) }
+        /// Asks for a tick 10 ms after each (closer than the loop's spacing).
+        final class Eager: LoopHandler, @unchecked Sendable {
+            let ticks = Mutex<[Double]>([])
+            func handle(events: UInt32) {}
+            func tick(now: Double) -> Double? {
+                let count = ticks.withLock { $0.append(now); return $0.count }
+                return count < 5 ? now + 0.01 : nil
+            }
+            func shutdown() {}
+        }
+        let readEnd = ends[0]
+        let eager = Eager()
+        loop.start()
+        defer { loop.shutdown() }
+        loop.execute { _ = try? loop.register(readEnd, events: peernode_EPOLLIN, handler: eager) }
+        #expect(waitUntil(5) { eager.ticks.withLock { $0.count } == 5 })
+        let times = eager.ticks.withLock { $0 }
+        for (a, b) in zip(times, times.dropFirst()) {
+            #expect(b - a >= EventLoop.tickInterval * 0.99, "ticks \(b - a) s apart")
+        }
     }
 
     @Test("system calls: EAGAIN is wouldBlock, another errno a typed error naming the call")
