@@ -183,6 +183,36 @@ extension NetworkNode {
         let showing = monotonicNow()
         let (shownAhead, promptStale) = showAhead(kept.map { all[$0].envelope })
         let shownAheadTook = monotonicNow() - showing
+        let waits = !shownAhead.isEmpty && !relay
+        let stored = Arrived(all: all, source: source, valid: valid, kept: kept, forwardedAhead: forwardedAhead,
+                             shownAhead: shownAhead, promptStale: promptStale, shownAheadTook: shownAheadTook, waited: waits)
+        // Shown: the core goes to the line's reader first, the store follows at the loop's next wake
+        // (`EventLoop.afterWaiting`). This turn is the one that stored, for its time.
+        guard !waits else {
+            storedThisTurn = true
+            return loop.afterWaiting { [self] in finishStoring(stored) }
+        }
+        finishStoring(stored)
+    }
+
+    /// What `storeNow` took and showed, for the rest of its work.
+    struct Arrived {
+        let all: [CarriedEnvelope]
+        let source: [LinkID]
+        let valid: [Bool]
+        let kept: [Int]
+        let forwardedAhead: Bool
+        let shownAhead: [StoredEnvelope]
+        let promptStale: Bool
+        let shownAheadTook: Double
+        /// Stored after the loop's wait, not in the turn that took it.
+        let waited: Bool
+    }
+
+    /// The store's transaction for what `storeNow` took, the answers to the
+    /// links, and what it delivered shown.
+    private func finishStoring(_ arrived: Arrived) {
+        let (all, source, valid, kept) = (arrived.all, arrived.source, arrived.valid, arrived.kept)
         var inserted: [LinkID: [CarriedEnvelope]] = [:]
         var brokenAuthors: Set<PublicKey> = []
         var clock: [Dependency] = []
@@ -224,8 +254,8 @@ extension NetworkNode {
         }
         let delivering = monotonicNow()
         if !inserted.isEmpty {
-            storedThisTurn = true
-            if !forwardedAhead { core.stages.record(.forward, delivering - forwarding) }
+            if !arrived.waited { storedThisTurn = true }
+            if !arrived.forwardedAhead { core.stages.record(.forward, delivering - forwarding) }
         }
         let stored = inserted.values.flatMap { $0.map(\.envelope) }
         takeRevocationsStored(stored)
@@ -233,11 +263,11 @@ extension NetworkNode {
         let ended = node.files.erase(takenBackBy: stored)
         // A revoked device's genuine envelope refused as not linking (a fork of the thief's held below it) may be proven now.
         for author in brokenAuthors where node.devices.revokedHeads[author] != nil { node.devices.promoteNamedChain(author) }
-        showDeliveries(shownAhead: shownAhead, promptStale: promptStale)
+        showDeliveries(shownAhead: arrived.shownAhead, promptStale: arrived.promptStale)
         // A /get of a file its author just deleted ends, said after the delete itself.
         tell(ended)
         node.openedAhead.clear()
-        if !inserted.isEmpty, !relay { core.stages.record(.deliver, shownAheadTook + monotonicNow() - delivering) }
+        if !inserted.isEmpty, !relay { core.stages.record(.deliver, arrived.shownAheadTook + monotonicNow() - delivering) }
     }
 
     /// Revocations are taken when stored, not only when delivered: one

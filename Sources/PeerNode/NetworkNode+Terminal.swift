@@ -296,16 +296,29 @@ extension NetworkNode {
         feed(.posted(e))
         if !feeding { loop.flushNow() }
         let syncing = monotonicNow()
-        // Sent before its row (`OwnIntent`): committed now, after the sockets were written. Only it can be
-        // pending here (a post commits any earlier one before it is signed); one that fails stays pending,
-        // tried again at the turn's end and before the next post, not again at once.
+        core.stages.record(.send, syncing - sending)
+        // Sent before its row (`OwnIntent`): its row, the fsync and our own line follow once the loop has
+        // waited (`EventLoop.afterWaiting`), so the core goes first to whoever the send woke.
+        guard node.ownIntent.pending?.id == e.id, !feeding else { return writeOwn(e) }
+        ownRowAfterWait = true
+        loop.afterWaiting { [self] in
+            ownRowAfterWait = false
+            writeOwn(e)
+        }
+    }
+
+    /// Our envelope `e`, sent, on the disk and then shown. Only it can be
+    /// pending aside (a post commits any earlier one before it is signed);
+    /// one that fails stays pending, tried again at the turn's end and
+    /// before the next post, not again at once.
+    private func writeOwn(_ e: Envelope) {
+        let committing = monotonicNow()
         let heldAside = node.ownIntent.pending?.id == e.id
         if heldAside { commitOwnIntent() }
         let committed = monotonicNow()
         syncOwnRows()
         let synced = monotonicNow()
-        core.stages.record(.send, syncing - sending)
-        if heldAside { core.stages.record(.row, committed - syncing) }
+        if heldAside { core.stages.record(.row, committed - committing) }
         core.stages.record(.sync, synced - committed)
         showDeliveries()
     }

@@ -16,6 +16,8 @@ extension NetworkNode {
 
     /// A line from stdin; false when the person quit.
     func handleLine(_ line: String) -> Bool {
+        // A line sees done what the one before it, read with it, left for the loop's wait (a post's row).
+        loop.settle()
         // What the command signed besides its own post (a change our other devices follow, a membership event) goes out too.
         defer { flushOwn() }
         if let waiting = held {

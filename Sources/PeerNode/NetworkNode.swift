@@ -155,8 +155,9 @@ final class NetworkNode: @unchecked Sendable {
         blocked.set(try node.store.blockedIdentities())
         core.stopwatch = { monotonicNow() }
         loop.turnEnded = { [unowned self] woke, flushed in
-            // Ours signed in the turn (a receipt, a membership change) are on the disk before the next.
-            if node.store.ownUnsynced || node.ownIntent.pending != nil { syncOwn() }
+            // Ours signed in the turn (a receipt, a membership change) are on the disk before the next;
+            // a post whose row follows the loop's wait (`sendOwn`) is written then, with the rest.
+            if !ownRowAfterWait, node.store.ownUnsynced || node.ownIntent.pending != nil { syncOwn() }
             guard storedThisTurn else { return }
             storedThisTurn = false
             core.stages.record(.turn, flushed - woke)
@@ -256,6 +257,8 @@ final class NetworkNode: @unchecked Sendable {
     private var lastReceiveDone = 0.0
     /// A batch was stored this loop turn: the turn is timed (`StageTimes.Stage.turn`).
     var storedThisTurn = false
+    /// Our post was sent and its row, fsync and line wait for the loop's next wake (`sendOwn`).
+    var ownRowAfterWait = false
 
     /// Inputs waiting for the effects being done (`feed`).
     private var inputs: [LinkCore.Input] = []
@@ -398,6 +401,8 @@ final class NetworkNode: @unchecked Sendable {
         // A second signal while stopping changes nothing.
         guard !stopping else { return }
         stopping = true
+        // A post's row, or what was shown and waits for its store, is written before anything closes.
+        loop.settle()
         // What a relay holds for its next commit is stored, and its links told, before they close.
         commitHeld()
         server?.stop()

@@ -72,8 +72,13 @@ final class StandardInput: @unchecked Sendable {
                 network.emit(.failed("a line of more than \(InputLines.maximumLineBytes) bytes on standard input was dropped (a message holds at most \(Envelope.maximumPlaintextBody))"))
             }
         }
-        terminal?.setPrompt(network.prompt())
-        terminal?.setCompleter(network.completer())
+        guard let terminal else { return }
+        // Drawn from what the lines did: after a post's row where it waits for the loop's wait (Up offers it).
+        let redraw = { [network] in
+            terminal.setPrompt(network.prompt())
+            terminal.setCompleter(network.completer())
+        }
+        if network.loop.hasWorkAfterWaiting { network.loop.afterWaiting(redraw) } else { redraw() }
     }
 
     /// Stops reading and stops the node (end of input, `/quit`, stdout closed). On the loop.

@@ -21,6 +21,14 @@ public protocol LoopHandler: AnyObject {
 /// Something with output to push at the end of a loop iteration (`scheduleFlush`).
 public protocol Flushable: AnyObject {
     func flush()
+    /// Whether `flush` only writes what is queued, calling no code of the
+    /// application's (or settling first, `EventLoop.settle`): such a flush
+    /// may run while work waits for the loop's next wait (`afterWaiting`).
+    var onlyWrites: Bool { get }
+}
+
+extension Flushable {
+    public var onlyWrites: Bool { false }
 }
 
 /// One thread running epoll over non-blocking descriptors: it serves
@@ -34,6 +42,9 @@ public final class EventLoop: @unchecked Sendable {
     /// ping, close): a deadline is met within this much. An idle loop does
     /// not wake at this pace: only when some handler's deadline is due.
     public static let tickInterval = 0.05
+    /// The longest a body given to `afterWaiting` waits: the loop's wait
+    /// for events ends by then (epoll's timeout is in milliseconds).
+    public static let afterWaitingLimit = 0.001
     /// Bytes read from a socket per `read` call.
     public static let readChunk = 256 << 10
     /// The epoll token of the wake-up eventfd (handlers get 1 and up).
@@ -53,6 +64,8 @@ public final class EventLoop: @unchecked Sendable {
     private var handlers: [UInt64: LoopHandler] = [:]
     private var nextToken: UInt64 = 1
     private var flushQueue: [Flushable] = []
+    /// Work that waits for the loop's next wait (`afterWaiting`).
+    private var afterWait: [() -> Void] = []
     private var lastTick = 0.0
     /// When some handler next needs its `tick` (the earliest asked for).
     private var nextTick = 0.0
@@ -70,7 +83,9 @@ public final class EventLoop: @unchecked Sendable {
     public private(set) var wokeAt = 0.0
     /// Called on the loop thread at the end of each turn that had events,
     /// once everything scheduled was flushed, with the turn's `wokeAt` and
-    /// the time then (the node times a message's whole turn with it).
+    /// the time then (the node times a message's whole turn with it). It
+    /// runs before what waits for the next wait (`afterWaiting`), so it
+    /// must leave alone what that work will do.
     public var turnEnded: ((_ woke: Double, _ flushed: Double) -> Void)?
 
     public init() throws(SystemError) {
@@ -164,6 +179,33 @@ public final class EventLoop: @unchecked Sendable {
     /// before it stores and shows it.
     public func flushNow() { flushScheduled() }
 
+    /// Runs `body` once the loop has waited for events: after this turn's
+    /// writes, when the loop wakes again (at most `afterWaitingLimit`
+    /// later), before anything else runs. So the thread sleeps in between,
+    /// and a process this turn's writes woke (the reader of a line just
+    /// written) runs on this core at once, where it would wait behind the
+    /// work or be woken on an idle core. Anything else the loop would run
+    /// first (an event, a timer, work from `execute`, a flush that is not
+    /// `onlyWrites`) runs it first instead: nothing sees the work undone.
+    /// Loop thread only.
+    public func afterWaiting(_ body: @escaping () -> Void) {
+        afterWait.append(body)
+    }
+
+    /// Whether work waits for the loop's next wait (`afterWaiting`).
+    public var hasWorkAfterWaiting: Bool { !afterWait.isEmpty }
+
+    /// Runs now what waits for the loop's next wait (`afterWaiting`): for
+    /// code about to call into the application from a flush that is
+    /// otherwise `onlyWrites`. Loop thread only.
+    public func settle() {
+        while !afterWait.isEmpty {
+            let work = afterWait
+            afterWait.removeAll()
+            for body in work { body() }
+        }
+    }
+
     /// Runs `body` on the loop every `interval` seconds, the first time
     /// `interval` from now, until `cancel`.
     @discardableResult
@@ -204,9 +246,11 @@ public final class EventLoop: @unchecked Sendable {
         while running.load(ordering: .acquiring) {
             let n = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, Int32($0.count), waitTimeout()) }
             if n == 0 { idleWakes += 1 }
+            settle()
             if n > 0 {
                 wokeAt = monotonicNow()
                 for i in 0..<Int(n) {
+                    settle()
                     let token = withUnsafePointer(to: &events[i]) { peernode_epoll_token($0) }
                     let flags = withUnsafePointer(to: &events[i]) { peernode_epoll_events($0) }
                     switch token {
@@ -224,18 +268,23 @@ public final class EventLoop: @unchecked Sendable {
             flushScheduled()
             let now = monotonicNow()
             if n > 0, let turnEnded { turnEnded(wokeAt, now) }
-            for body in timers.takeDue(now: now) { body() }
+            for body in timers.takeDue(now: now) {
+                settle()
+                body()
+            }
             if now >= nextTick, now - lastTick >= Self.tickInterval {
                 lastTick = now
                 tickTurns += 1
                 // What the handlers ask for while they tick (`tickNeeded`) counts too.
                 nextTick = .infinity
                 for handler in Array(handlers.values) {
+                    settle()
                     if let next = handler.tick(now: now) { nextTick = min(nextTick, next) }
                 }
             }
             flushScheduled()
         }
+        settle()
         for handler in Array(handlers.values) { handler.shutdown() }
         handlers.removeAll()
         runPending()
@@ -249,6 +298,7 @@ public final class EventLoop: @unchecked Sendable {
         let now = monotonicNow()
         var due = max(nextTick, lastTick + Self.tickInterval)
         if let timer = timers.nextDue { due = min(due, timer) }
+        if !afterWait.isEmpty { due = min(due, now + Self.afterWaitingLimit) }
         guard due.isFinite else { return -1 }
         let milliseconds = ((due - now) * 1000).rounded(.up)
         return Int32(min(max(0, milliseconds), Double(Int32.max)))
@@ -268,14 +318,20 @@ public final class EventLoop: @unchecked Sendable {
             queue.removeAll()
             return taken
         }
-        for w in work { w() }
+        for w in work {
+            settle()
+            w()
+        }
     }
 
     private func flushScheduled() {
         while !flushQueue.isEmpty {
             let list = flushQueue
             flushQueue.removeAll(keepingCapacity: true)
-            for c in list { c.flush() }
+            for c in list {
+                if !c.onlyWrites { settle() }
+                c.flush()
+            }
         }
     }
 }

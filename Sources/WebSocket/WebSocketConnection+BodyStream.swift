@@ -10,6 +10,7 @@ extension WebSocketConnection {
               body.queued < body.stream.length, unsentBytes < HTTPBodyStream.window else { return }
         body.asking = true
         bodyStream = body
+        loop.settle()
         body.stream.next { [self] part in loop.execute { [self] in partCame(part) } }
     }
 

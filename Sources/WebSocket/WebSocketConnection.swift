@@ -309,6 +309,8 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
 
     /// The peer went away without a close handshake (or the socket failed).
     private func lost() {
+        // What follows calls into the application (`onClose`).
+        loop.settle()
         switch phase {
         case .open:
             var out = ConnectionCore.Output()
@@ -322,6 +324,11 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
             break
         }
     }
+
+    /// A flush writes; where it calls into the application (a lost
+    /// connection, a low-water notice, a body's next part, the socket
+    /// closed) it settles the loop's waiting work first (`EventLoop.settle`).
+    public var onlyWrites: Bool { true }
 
     /// Writes what is queued; watches for writability when the socket is full.
     public func flush() {
@@ -369,6 +376,7 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
     private func noticeLowWater() {
         guard let notice = lowWater, case .open = phase, unsentBytes < notice.bytes else { return }
         lowWater = nil
+        loop.settle()
         notice.body()
     }
 
@@ -381,6 +389,8 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
 
     func closeSocket(report info: CloseInfo?) {
         if case .closed = phase { return }
+        // What follows calls into the application (`onSocketClosed`, `onClose`).
+        loop.settle()
         lowWater = nil
         bodyStream = nil
         let wasOpen: Bool

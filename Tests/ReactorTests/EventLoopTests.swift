@@ -45,6 +45,14 @@ private final class DeadlineHandler: LoopHandler, @unchecked Sendable {
     func shutdown() {}
 }
 
+/// Strings in the order they were added, from any thread.
+private final class Record: Sendable {
+    private let lock = Mutex<[String]>([])
+    func add(_ s: String) { lock.withLock { $0.append(s) } }
+    func clear() { lock.withLock { $0.removeAll() } }
+    var all: [String] { lock.withLock { $0 } }
+}
+
 /// What the loop counted of its wake-ups, read on its thread.
 private func wakeCounts(_ loop: EventLoop) -> (idle: Int, ticks: Int) {
     let counts = Mutex<(idle: Int, ticks: Int)?>(nil)
@@ -176,6 +184,86 @@ struct EventLoopTests {
         for (a, b) in zip(times, times.dropFirst()) {
             #expect(b - a >= EventLoop.tickInterval * 0.99, "ticks \(b - a) s apart")
         }
+    }
+
+    @Test("work given to afterWaiting runs once the loop has waited: not in the turn that gave it, before the next event's handler or timer, within afterWaitingLimit when nothing comes; settle runs it at once")
+    func afterWaiting() throws {
+        let loop = try EventLoop()
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer { close(ends[0]); close(ends[1]) }
+        try Syscall.setNonBlocking(ends[0])
+        let (readEnd, writeEnd) = (ends[0], ends[1])
+        let order = Record()
+        /// Records each byte read, and hands work to `afterWaiting` for a 1.
+        final class Reader: LoopHandler, @unchecked Sendable {
+            let fd: Int32, loop: EventLoop, order: Record
+            init(fd: Int32, loop: EventLoop, order: Record) { (self.fd, self.loop, self.order) = (fd, loop, order) }
+            func handle(events: UInt32) {
+                var byte: UInt8 = 0
+                while read(fd, &byte, 1) == 1 {
+                    order.add("read \(byte)")
+                    // The loop's wait timed out in between (nothing else comes), or the work ran in this turn.
+                    let wakes = loop.idleWakes
+                    if byte == 1 { loop.afterWaiting { [order, loop] in order.add(loop.idleWakes > wakes ? "after 1" : "after 1, not waited") } }
+                }
+            }
+            func tick(now: Double) -> Double? { nil }
+            func shutdown() {}
+        }
+        loop.start()
+        defer { loop.shutdown() }
+        loop.execute { _ = try? loop.register(readEnd, events: peernode_EPOLLIN, handler: Reader(fd: readEnd, loop: loop, order: order)) }
+        // Nothing else comes: the work runs when the wait times out.
+        var one: UInt8 = 1
+        let wrote = monotonicNow()
+        #expect(write(writeEnd, &one, 1) == 1)
+        #expect(waitUntil(5) { order.all.contains("after 1") })
+        #expect(monotonicNow() - wrote < 1, "waited \(monotonicNow() - wrote) s")
+        // A timer due at once finds it done.
+        order.clear()
+        loop.execute {
+            loop.afterWaiting { order.add("after execute") }
+            loop.after(0) { order.add("timer") }
+        }
+        #expect(waitUntil(5) { order.all.count == 2 })
+        #expect(order.all == ["after execute", "timer"])
+        // Two bytes read in one call: the work the first gave waits for the wait that follows.
+        order.clear()
+        loop.execute {
+            var both: [UInt8] = [1, 2]
+            _ = write(writeEnd, &both, 2)
+        }
+        #expect(waitUntil(5) { order.all.count >= 3 })
+        #expect(order.all == ["read 1", "read 2", "after 1"])
+        // An event that comes while work waits is handled after it.
+        order.clear()
+        loop.execute {
+            loop.afterWaiting { order.add("after 3") }
+            var three: UInt8 = 3
+            _ = write(writeEnd, &three, 1)
+        }
+        #expect(waitUntil(5) { order.all.count >= 2 })
+        #expect(order.all == ["after 3", "read 3"], "the event's handler ran before the work")
+        // Work from other threads taken in one batch: each item finds done what the one before it left.
+        order.clear()
+        loop.execute {
+            loop.execute { loop.afterWaiting { order.add("after first") } }
+            loop.execute { order.add("second") }
+        }
+        #expect(waitUntil(5) { order.all.count == 2 })
+        #expect(order.all == ["after first", "second"])
+        // settle: at once, in order.
+        order.clear()
+        loop.execute {
+            loop.afterWaiting { order.add("a") }
+            loop.afterWaiting { order.add("b") }
+            order.add("settling")
+            loop.settle()
+            order.add("settled")
+        }
+        #expect(waitUntil(5) { order.all.count == 4 })
+        #expect(order.all == ["settling", "a", "b", "settled"])
     }
 
     @Test("system calls: EAGAIN is wouldBlock, another errno a typed error naming the call")
