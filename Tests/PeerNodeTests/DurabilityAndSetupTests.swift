@@ -79,6 +79,39 @@ struct DurabilityAndSetupTests {
         }
     }
 
+    @Test("the store follows the loop's wait: the author sleeps between its post's send and its row, the receiver between its line and its store (docs/DECISIONS.md)")
+    func storeFollowsTheWait() async throws {
+        let dir = TemporaryDirectory()
+        let traced = { (name: String) in
+            ["/usr/bin/strace", "-f", "-y", "-s", "256", "-e", "trace=read,sendto,write,pwrite64,epoll_wait", "-o", dir.file(name)]
+        }
+        let b = try NodeProcess(dir: dir.file("b"), [], wrapper: traced("b.txt"))
+        #expect(await started(b), "strace comes with make test")
+        let a = try NodeProcess(dir: dir.file("a"), ["--peer", b.url], wrapper: traced("a.txt"))
+        #expect(await started(a))
+        #expect(await linked(a, to: b))
+        let text = "stored after a wait"
+        a.send(text)
+        #expect(await b.wait { $0["text"] == text } != nil)
+        #expect(await a.wait { $0["text"] == text } != nil)
+        await a.quit(); await b.quit()
+        /// In `name`'s trace, after the first call `start` matches: where `first`, a wait and `last` come.
+        func order(_ name: String, from start: (String) -> Bool, _ first: (String) -> Bool, _ last: (String) -> Bool) -> (Int, Int, Int)? {
+            let calls = String(decoding: readFile(dir.file(name)), as: UTF8.self).split(separator: "\n").map(String.init)
+            guard let s = calls.firstIndex(where: start), let f = calls[s...].firstIndex(where: first),
+                  let w = calls[f...].firstIndex(where: { $0.contains("epoll_wait(") }),
+                  let l = calls[f...].firstIndex(where: last) else { return nil }
+            return (f, w, l)
+        }
+        let wal = { (call: String) in call.contains("pwrite64(") && call.contains("peernode.db-wal") }
+        // A: the post on the link, the loop waits, then its row.
+        let author = order("a.txt", from: { $0.contains("read(0") && $0.contains(text) }, { $0.contains("sendto(") && $0.contains("MSG_NOSIGNAL") }, wal)
+        #expect(author.map { $0.0 < $0.1 && $0.1 < $0.2 } == true, "A: send, wait, row at \(String(describing: author))")
+        // B: the line shown, the loop waits, then the store's transaction.
+        let receiver = order("b.txt", from: { _ in true }, { $0.contains("write(1") && $0.contains(text) }, wal)
+        #expect(receiver.map { $0.0 < $0.1 && $0.1 < $0.2 } == true, "B: line, wait, store at \(String(describing: receiver))")
+    }
+
     @Test("set-up without root or sudo stops with a plain message naming the packages")
     func setupWithoutRoot() async throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
