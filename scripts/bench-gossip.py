@@ -182,6 +182,11 @@ try:
     for n in neighbours:
         n.stop()
 
+    # The catch-ups above left hundreds of MB of dirty pages (eight data directories): written back by
+    # the kernel's flusher threads while the hops below were timed, they took the cores and the disk
+    # from the nodes (the p99 of one hop 1.05-1.30 ms after a catch-up of 100,000, 0.37-0.65 after
+    # 2,000). They are written out first, so the hops are timed on a machine at rest, as a chat finds it.
+    os.sync()
     # The harness's own floor: the same two pipe crossings through `cat`, read the same way, paced the same.
     cat = JSONNode(["cat"])
     floor = []
