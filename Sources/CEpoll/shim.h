@@ -44,6 +44,21 @@ static inline int peernode_epoll_ctl(int epfd, int op, int fd, uint32_t events, 
 }
 
 static inline uint64_t peernode_epoll_token(const struct epoll_event *ev) { return ev->data.u64; }
+
+/* epoll_wait with a timeout in nanoseconds (negative: none), through
+   epoll_pwait2 (Linux 5.11); where the kernel lacks it (ENOSYS), epoll_wait
+   with the timeout rounded up to whole milliseconds. */
+static inline int peernode_epoll_wait_ns(int epfd, struct epoll_event *events, int max, int64_t nanoseconds) {
+    static int missing = 0;
+    if (!missing) {
+        struct timespec t = { nanoseconds / 1000000000, nanoseconds % 1000000000 };
+        int n = epoll_pwait2(epfd, events, max, nanoseconds < 0 ? NULL : &t, NULL);
+        if (n >= 0 || errno != ENOSYS) return n;
+        missing = 1;
+    }
+    int milliseconds = nanoseconds < 0 ? -1 : (int)((nanoseconds + 999999) / 1000000);
+    return epoll_wait(epfd, events, max, milliseconds);
+}
 static inline int peernode_accept4(int fd) {
     return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 }

@@ -42,9 +42,12 @@ public final class EventLoop: @unchecked Sendable {
     /// ping, close): a deadline is met within this much. An idle loop does
     /// not wake at this pace: only when some handler's deadline is due.
     public static let tickInterval = 0.05
-    /// The longest a body given to `afterWaiting` waits: the loop's wait
-    /// for events ends by then (epoll's timeout is in milliseconds).
-    public static let afterWaitingLimit = 0.001
+    /// The longest a body given to `afterWaiting` waits: long enough for
+    /// a process woken by the turn's writes to get on the core (tens of
+    /// µs), short enough that the store's work is done well before the
+    /// next message of a fast exchange. 1 ms measured no better for the
+    /// hop and put each message's disk work nearer the next one (docs/SCALE.md).
+    public static let afterWaitingLimit = 0.0002
     /// Bytes read from a socket per `read` call.
     public static let readChunk = 256 << 10
     /// The epoll token of the wake-up eventfd (handlers get 1 and up).
@@ -244,7 +247,7 @@ public final class EventLoop: @unchecked Sendable {
         var events = [epoll_event](repeating: epoll_event(), count: 256)
         lastTick = monotonicNow() - Self.tickInterval
         while running.load(ordering: .acquiring) {
-            let n = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, Int32($0.count), waitTimeout()) }
+            let n = events.withUnsafeMutableBufferPointer { peernode_epoll_wait_ns(epoll, $0.baseAddress, Int32($0.count), waitTimeout()) }
             if n == 0 { idleWakes += 1 }
             settle()
             if n > 0 {
@@ -292,16 +295,17 @@ public final class EventLoop: @unchecked Sendable {
         stopped.store(true, ordering: .releasing)
     }
 
-    /// Milliseconds until the next timer or handler tick is due, -1 for
-    /// none (the wake-up eventfd ends the wait for work from other threads).
-    private func waitTimeout() -> Int32 {
+    /// Nanoseconds until the next timer or handler tick, or the work that
+    /// waits for this wait, is due; -1 for none (the wake-up eventfd ends
+    /// the wait for work from other threads).
+    private func waitTimeout() -> Int64 {
         let now = monotonicNow()
         var due = max(nextTick, lastTick + Self.tickInterval)
         if let timer = timers.nextDue { due = min(due, timer) }
         if !afterWait.isEmpty { due = min(due, now + Self.afterWaitingLimit) }
         guard due.isFinite else { return -1 }
-        let milliseconds = ((due - now) * 1000).rounded(.up)
-        return Int32(min(max(0, milliseconds), Double(Int32.max)))
+        let nanoseconds = ((due - now) * 1e9).rounded(.up)
+        return Int64(min(max(0, nanoseconds), 1e15))
     }
 
     private func deliverSignals() {

@@ -83,7 +83,7 @@ struct DurabilityAndSetupTests {
     func storeFollowsTheWait() async throws {
         let dir = TemporaryDirectory()
         let traced = { (name: String) in
-            ["/usr/bin/strace", "-f", "-y", "-s", "256", "-e", "trace=read,sendto,write,pwrite64,epoll_wait", "-o", dir.file(name)]
+            ["/usr/bin/strace", "-f", "-y", "-s", "256", "-e", "trace=read,sendto,write,pwrite64,epoll_wait,epoll_pwait2", "-o", dir.file(name)]
         }
         let b = try NodeProcess(dir: dir.file("b"), [], wrapper: traced("b.txt"))
         #expect(await started(b), "strace comes with make test")
@@ -99,7 +99,7 @@ struct DurabilityAndSetupTests {
         func order(_ name: String, from start: (String) -> Bool, _ first: (String) -> Bool, _ last: (String) -> Bool) -> (Int, Int, Int)? {
             let calls = String(decoding: readFile(dir.file(name)), as: UTF8.self).split(separator: "\n").map(String.init)
             guard let s = calls.firstIndex(where: start), let f = calls[s...].firstIndex(where: first),
-                  let w = calls[f...].firstIndex(where: { $0.contains("epoll_wait(") }),
+                  let w = calls[f...].firstIndex(where: { $0.contains("epoll_wait(") || $0.contains("epoll_pwait2(") }),
                   let l = calls[f...].firstIndex(where: last) else { return nil }
             return (f, w, l)
         }
