@@ -202,10 +202,11 @@ public final class EventLoop: @unchecked Sendable {
     /// code about to call into the application from a flush that is
     /// otherwise `onlyWrites`. Loop thread only.
     public func settle() {
+        // One at a time from the front: a body that settles (a connection it
+        // closes) goes on with the rest in the order they were given.
         while !afterWait.isEmpty {
-            let work = afterWait
-            afterWait.removeAll()
-            for body in work { body() }
+            let body = afterWait.removeFirst()
+            body()
         }
     }
 

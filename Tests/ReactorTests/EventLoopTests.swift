@@ -264,6 +264,18 @@ struct EventLoopTests {
         }
         #expect(waitUntil(5) { order.all.count == 4 })
         #expect(order.all == ["settling", "a", "b", "settled"])
+        // A body that settles (a connection it closes) goes on in the order given: what it gives comes after the rest.
+        order.clear()
+        loop.execute {
+            loop.afterWaiting {
+                order.add("first")
+                loop.afterWaiting { order.add("given by first") }
+                loop.settle()
+            }
+            loop.afterWaiting { order.add("second") }
+        }
+        #expect(waitUntil(5) { order.all.count == 3 })
+        #expect(order.all == ["first", "second", "given by first"])
     }
 
     @Test("system calls: EAGAIN is wouldBlock, another errno a typed error naming the call")
