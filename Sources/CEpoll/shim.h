@@ -46,14 +46,16 @@ static inline int peernode_epoll_ctl(int epfd, int op, int fd, uint32_t events, 
 static inline uint64_t peernode_epoll_token(const struct epoll_event *ev) { return ev->data.u64; }
 
 /* epoll_wait with a timeout in nanoseconds (negative: none), through
-   epoll_pwait2 (Linux 5.11); where the kernel lacks it (ENOSYS), epoll_wait
-   with the timeout rounded up to whole milliseconds. */
+   epoll_pwait2 (Linux 5.11); where it fails for any reason but a signal
+   (ENOSYS on an older kernel, EPERM under a container's seccomp filter
+   that does not know it), epoll_wait from then on, with the timeout
+   rounded up to whole milliseconds. */
 static inline int peernode_epoll_wait_ns(int epfd, struct epoll_event *events, int max, int64_t nanoseconds) {
     static int missing = 0;
     if (!missing) {
         struct timespec t = { nanoseconds / 1000000000, nanoseconds % 1000000000 };
         int n = epoll_pwait2(epfd, events, max, nanoseconds < 0 ? NULL : &t, NULL);
-        if (n >= 0 || errno != ENOSYS) return n;
+        if (n >= 0 || errno == EINTR) return n;
         missing = 1;
     }
     int milliseconds = nanoseconds < 0 ? -1 : (int)((nanoseconds + 999999) / 1000000);
