@@ -82,9 +82,11 @@ public final class EventLoop: @unchecked Sendable {
     private var signalHandler: ((Int32) -> Void)?
     /// Shared read buffer: data is parsed straight out of it where possible.
     public let scratch: UnsafeMutableRawBufferPointer
-    /// When epoll last returned with events (monotonic seconds; loop thread only).
+    /// When epoll last returned with events, or with work given to
+    /// `afterWaiting` to run (monotonic seconds; loop thread only).
     public private(set) var wokeAt = 0.0
-    /// Called on the loop thread at the end of each turn that had events,
+    /// Called on the loop thread at the end of each turn that had events
+    /// or ran work given to `afterWaiting`,
     /// once everything scheduled was flushed, with the turn's `wokeAt` and
     /// the time then (the node times a message's whole turn with it). It
     /// runs before what waits for the next wait (`afterWaiting`), so it
@@ -250,9 +252,11 @@ public final class EventLoop: @unchecked Sendable {
         while running.load(ordering: .acquiring) {
             let n = events.withUnsafeMutableBufferPointer { peernode_epoll_wait_ns(epoll, $0.baseAddress, Int32($0.count), waitTimeout()) }
             if n == 0 { idleWakes += 1 }
+            // A turn that runs work given to `afterWaiting` ends as one with events does (`turnEnded`).
+            let worked = n > 0 || !afterWait.isEmpty
+            if worked { wokeAt = monotonicNow() }
             settle()
             if n > 0 {
-                wokeAt = monotonicNow()
                 for i in 0..<Int(n) {
                     settle()
                     let token = withUnsafePointer(to: &events[i]) { peernode_epoll_token($0) }
@@ -271,7 +275,7 @@ public final class EventLoop: @unchecked Sendable {
             runPending()
             flushScheduled()
             let now = monotonicNow()
-            if n > 0, let turnEnded { turnEnded(wokeAt, now) }
+            if worked, let turnEnded { turnEnded(wokeAt, now) }
             for body in timers.takeDue(now: now) {
                 settle()
                 body()

@@ -278,6 +278,19 @@ struct EventLoopTests {
         #expect(order.all == ["first", "second", "given by first"])
     }
 
+    @Test("a turn that only ran work given to afterWaiting ends as a turn with events does: turnEnded follows it (the node syncs there what it signed)")
+    func turnEndedAfterWaitingWork() throws {
+        let loop = try EventLoop()
+        let order = Record()
+        loop.turnEnded = { _, _ in order.add("turn ended") }
+        loop.start()
+        defer { loop.shutdown() }
+        loop.execute { loop.afterWaiting { order.add("work") } }
+        #expect(waitUntil(5) { order.all.count >= 3 })
+        // The execute's turn ends, then the work runs at the wait's end, and that turn ends too.
+        #expect(Array(order.all.prefix(3)) == ["turn ended", "work", "turn ended"])
+    }
+
     @Test("system calls: EAGAIN is wouldBlock, another errno a typed error naming the call")
     func syscalls() throws {
         var ends: [Int32] = [0, 0]
