@@ -188,8 +188,8 @@ public final class EventLoop: @unchecked Sendable {
     /// writes, when the loop wakes again (at most `afterWaitingLimit`
     /// later), before anything else runs. So the thread sleeps in between,
     /// and a process this turn's writes woke (the reader of a line just
-    /// written) runs on this core at once, where it would wait behind the
-    /// work or be woken on an idle core. Anything else the loop would run
+    /// written) can run on this core at once, where it would wait behind
+    /// the work or be woken on an idle core. Anything else the loop would run
     /// first (an event, a timer, work from `execute`, a flush that is not
     /// `onlyWrites`) runs it first instead: nothing sees the work undone.
     /// Loop thread only.
