@@ -97,6 +97,7 @@ extension NetworkNode {
         }
         refreshPrompt()
         feed(.tick)
+        for hook in onTick { hook() }
         savePeerClocks(now: now)
         tickOwnHistory(now: now)
         tickFiles()

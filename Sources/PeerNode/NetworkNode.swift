@@ -392,6 +392,9 @@ final class NetworkNode: @unchecked Sendable {
     private var stopping = false
     /// Run once when the node stops, before its links close (the API's clients are told).
     var onStop: [() -> Void] = []
+    /// Run at the end of each once-a-second turn (`tick`): a service's own
+    /// periodic look rides on it instead of waking the node at times of its own.
+    var onTick: [() -> Void] = []
 
     /// Stops (on the loop): no new links, discovery silent, every link
     /// closed cleanly (1001). Once they have finished closing (at most

@@ -22,7 +22,9 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
     static let maximumUnsentBytes = 4 << 20
     /// Seconds between looks at the token file: a token replaced by
     /// `peernode web-url --new` closes the clients let in with the old one.
-    static let tokenCheckInterval = 1.0
+    /// The look rides on the node's own turn (`NetworkNode.onTick`), so the
+    /// page costs an idle node no wake-up of its own.
+    static let tokenCheckInterval = NetworkNode.tickInterval
     /// The longest `ref` a command may carry (echoed in its answer).
     static let maximumRefLength = 64
     /// Seconds a connection has to send its whole request head: a browser
@@ -84,7 +86,7 @@ final class WebService: JSONLinePresenter, @unchecked Sendable {
         // listener's start, so it is in place before the first request is read.
         let bound = WebAccess(host: access.host, port: port)
         network.loop.execute { [unowned self] in access = bound }
-        _ = network.loop.every(Self.tokenCheckInterval) { [unowned self] in checkToken() }
+        network.onTick.append { [unowned self] in checkToken() }
         // A stopping node says so to its clients (1001), as to its links.
         network.onStop.append { [unowned self] in stop() }
         let shownHost = access.host.contains(":") ? "[\(access.host)]" : access.host
