@@ -22,7 +22,7 @@ struct IdleWakeTests {
     }
 
     /// The most wake-ups a second an idle node with a link and its page may
-    /// have: its own once-a-second turn, the page's token check, the link's
+    /// have: its own once-a-second turn (the page's token check rides on it), the link's
     /// round-trip probes both ways (2–3 measured). The loop once looked at its
     /// handlers' timeouts every 50 ms, 20 wake-ups a second with nothing due,
     /// and a checkpoint timer woke two more threads every second.
