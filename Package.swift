@@ -82,7 +82,7 @@ let package = Package(
         // Helpers every test target shares: temporary directories, hex, file modes.
         .target(name: "TestSupport", dependencies: ["Crypto", "Seeded"], path: "Tests/TestSupport"),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Reactor", "TestSupport"], exclude: ["Peers"]),
-        .testTarget(name: "ReactorTests", dependencies: ["Reactor", "CEpoll"]),
+        .testTarget(name: "ReactorTests", dependencies: ["Reactor", "CEpoll", "TestSupport"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "CSodium", "Seeded", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "GossipTests", dependencies: ["Gossip", "Crypto", "NetworkText", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Gossip", "Crypto", "TestSupport"]),

@@ -128,6 +128,9 @@ extension NetworkNode {
     func stats() -> NodeEvent {
         var all = counters.byName.merging(discovery?.counters ?? [:]) { a, _ in a }
         all.merge(unitCounts) { a, _ in a }
+        // The loop's own clock: its once-a-second turns, and the waits that ended with no event (an idle node's wake-ups).
+        all["node_ticks"] = ticksRun
+        all["loop_idle_wakes"] = loop.idleWakes
         return .stats(links: linkedPeers.count, counters: all.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) },
                       stages: core.stages.summaries)
     }

@@ -60,6 +60,7 @@ extension NetworkNode {
     }
 
     func tick() {
+        ticksRun += 1
         let now = monotonic()
         checkStoreSize()
         // A store failure met in the background is said now, not at the next line shown.

@@ -259,6 +259,8 @@ final class NetworkNode: @unchecked Sendable {
     var storedThisTurn = false
     /// Our post was sent and its row, fsync and line wait for the loop's next wake (`sendOwn`).
     var ownRowAfterWait = false
+    /// Once-a-second turns run (`tick`), for `/stats`: the node's own clock.
+    var ticksRun = 0
 
     /// Inputs waiting for the effects being done (`feed`).
     private var inputs: [LinkCore.Input] = []

@@ -309,8 +309,7 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
 
     /// The peer went away without a close handshake (or the socket failed).
     private func lost() {
-        // What follows calls into the application (`onClose`).
-        loop.settle()
+        // Every way out goes through `closeSocket`, which settles the loop's waiting work first.
         switch phase {
         case .open:
             var out = ConnectionCore.Output()

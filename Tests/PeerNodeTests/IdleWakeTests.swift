@@ -5,7 +5,8 @@ import Testing
 
 /// An idle node on a laptop: how often its threads wake with nothing to do.
 /// Each wake-up of a sleeping thread is a voluntary context switch when it
-/// sleeps again, counted by the kernel per thread (`/proc/PID/task/*/status`).
+/// sleeps again, counted by the kernel per thread (`/proc/PID/task/*/status`),
+/// over a window the node's own once-a-second turns measure (`/stats`).
 @Suite("An idle node sleeps", .serialized)
 struct IdleWakeTests {
     /// The voluntary context switches of every thread of `pid` so far (nil: gone).
@@ -27,6 +28,37 @@ struct IdleWakeTests {
     /// handlers' timeouts every 50 ms, 20 wake-ups a second with nothing due,
     /// and a checkpoint timer woke two more threads every second.
     static let idleWakeUpsPerSecond = 6.0
+
+    /// What a node's threads did in a window of quiet.
+    struct Quiet {
+        /// The node's once-a-second turns in the window (about its seconds).
+        let turns: Int
+        /// Voluntary context switches of all its threads, less the one each `/stats` ask cost.
+        let wakeUps: Int
+        /// CPU seconds, user and system.
+        let cpu: Double
+        var wakeUpsPerTurn: Double { Double(wakeUps) / Double(max(1, turns)) }
+    }
+
+    /// A window of quiet at `node` (its process `pid`), timed by the node's
+    /// own clock rather than a sleep here: from one `/stats` answer to the
+    /// one that shows `turns` more of its once-a-second turns (`node_ticks`),
+    /// asked every half second. nil: no answer, or no /proc entry.
+    static func quiet(_ node: NodeProcess, pid: pid_t, turns: Int) async -> Quiet? {
+        let ticks = { (event: [String: String]?) in event?["node_ticks"].flatMap { Int($0) } }
+        guard let first = ticks(await node.stats()), let w0 = wakeUps(pid), let c0 = cpuSeconds(pid) else { return nil }
+        var asks = 0
+        var last = first
+        let reached = await eventually(60, interval: .milliseconds(500)) {
+            if let now = ticks(node.events.value.last { $0["type"] == "stats" }) { last = now }
+            guard last < first + turns else { return true }
+            asks += 1
+            node.send("/stats")
+            return false
+        }
+        guard reached, let w1 = wakeUps(pid), let c1 = cpuSeconds(pid) else { return nil }
+        return Quiet(turns: last - first, wakeUps: w1 - w0 - asks, cpu: c1 - c0)
+    }
 
     /// CPU seconds `pid` has used (user and system, all threads; nil: gone).
     static func cpuSeconds(_ pid: pid_t) -> Double? {
@@ -57,15 +89,11 @@ struct IdleWakeTests {
         // b's node is the strace's child.
         let node = (try? String(contentsOfFile: "/proc/\(b.pid)/task/\(b.pid)/children", encoding: .utf8))
             .flatMap { $0.split(separator: " ").first.flatMap { pid_t($0) } } ?? b.pid
-        let window = 3.0
-        let before = (Self.cpuSeconds(node), Self.wakeUps(node))
-        try await Task.sleep(for: .seconds(window))
-        let after = (Self.cpuSeconds(node), Self.wakeUps(node))
-        if let c0 = before.0, let c1 = after.0, let w0 = before.1, let w1 = after.1 {
-            #expect(c1 - c0 < window * 0.1, "bob used \(c1 - c0) s of CPU in \(window) s idle: its loop spins")
-            #expect(Double(w1 - w0) / window <= Self.idleWakeUpsPerSecond, "bob woke \(Double(w1 - w0) / window) times a second")
+        if let quiet = await Self.quiet(b, pid: node, turns: 3) {
+            #expect(quiet.cpu < Double(quiet.turns) * 0.1, "bob used \(quiet.cpu) s of CPU in \(quiet.turns) s idle: its loop spins")
+            #expect(quiet.wakeUpsPerTurn <= Self.idleWakeUpsPerSecond, "bob woke \(quiet.wakeUpsPerTurn) times a second")
         } else {
-            Issue.record("no /proc entry for bob's node (\(node))")
+            Issue.record("no /stats answer or /proc entry for bob's node (\(node))")
         }
         await a.quit()
         await b.quit()
@@ -83,19 +111,12 @@ struct IdleWakeTests {
         #expect(await b.wait { $0["text"] == "hello" } != nil)
         // Once the hello's receipt is back, nothing is left to do: a window of quiet is counted.
         #expect(await a.wait { $0["type"] == "receipt" } != nil)
-        let window = 4.0
-        let before = (Self.wakeUps(a.pid), Self.wakeUps(b.pid))
-        let started = ProcessInfo.processInfo.systemUptime
-        try await Task.sleep(for: .seconds(window))
-        let elapsed = ProcessInfo.processInfo.systemUptime - started
-        let after = (Self.wakeUps(a.pid), Self.wakeUps(b.pid))
-        for (name, first, last) in [("alice (with the page)", before.0, after.0), ("bob", before.1, after.1)] {
-            guard let first, let last else {
-                Issue.record("\(name): no /proc entry for the node")
+        for (name, node) in [("alice (with the page)", a), ("bob", b)] {
+            guard let quiet = await Self.quiet(node, pid: node.pid, turns: 4) else {
+                Issue.record("\(name): no /stats answer or /proc entry for the node")
                 continue
             }
-            let rate = Double(last - first) / elapsed
-            #expect(rate <= Self.idleWakeUpsPerSecond, "\(name) woke \(rate) times a second with nothing to do")
+            #expect(quiet.wakeUpsPerTurn <= Self.idleWakeUpsPerSecond, "\(name) woke \(quiet.wakeUpsPerTurn) times a second with nothing to do")
         }
         await a.quit()
         await b.quit()

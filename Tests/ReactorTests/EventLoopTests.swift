@@ -2,6 +2,7 @@ import CEpoll
 import Glibc
 import Reactor
 import Synchronization
+import TestSupport
 import Testing
 
 /// Waits (up to `seconds`) until `done` says so; what it saw otherwise.
@@ -45,12 +46,12 @@ private final class DeadlineHandler: LoopHandler, @unchecked Sendable {
     func shutdown() {}
 }
 
-/// Strings in the order they were added, from any thread.
-private final class Record: Sendable {
-    private let lock = Mutex<[String]>([])
-    func add(_ s: String) { lock.withLock { $0.append(s) } }
-    func clear() { lock.withLock { $0.removeAll() } }
-    var all: [String] { lock.withLock { $0 } }
+/// Whether a timer of the loop's own, due `seconds` from now, ran (waited
+/// for at most 5 s more): the loop's clock, not a sleep here, measures the wait.
+private func timerFired(_ loop: EventLoop, after seconds: Double) -> Bool {
+    let fired = Mutex<Bool>(false)
+    loop.execute { loop.after(seconds) { fired.withLock { $0 = true } } }
+    return waitUntil(seconds + 5) { fired.withLock { $0 } }
 }
 
 /// What the loop counted of its wake-ups, read on its thread.
@@ -133,10 +134,11 @@ struct EventLoopTests {
         loop.execute { _ = try? loop.register(readEnd, events: peernode_EPOLLIN, handler: handler) }
         #expect(waitUntil(5) { handler.ticks.withLock { $0.count } == 1 }, "the first tick follows registration")
         let before = wakeCounts(loop)
-        // Ten tick intervals with nothing due: no wake-up, no tick (the old loop ticked ten times).
-        usleep(useconds_t(EventLoop.tickInterval * 10 * 1_000_000))
+        // Ten tick intervals with nothing due, timed by a timer of the loop's own: no wake-up but the
+        // timer's, no tick (the old loop ticked ten times).
+        #expect(timerFired(loop, after: EventLoop.tickInterval * 10))
         let after = wakeCounts(loop)
-        #expect(after.idle == before.idle, "an idle loop woke \(after.idle - before.idle) times")
+        #expect(after.idle == before.idle + 1, "an idle loop woke \(after.idle - before.idle - 1) times besides the timer")
         #expect(handler.ticks.withLock { $0.count } == 1)
         // A deadline asked for from the loop (a close sent, a pause begun) is met, not early and not a whole interval late.
         let asked = Mutex<Double>(0)
@@ -153,7 +155,7 @@ struct EventLoopTests {
         #expect(second < at + 0.15, "ticked \(second - at) s after the deadline")
         // Nothing asked after it: the loop sleeps again.
         let settled = wakeCounts(loop)
-        usleep(useconds_t(EventLoop.tickInterval * 6 * 1_000_000))
+        #expect(timerFired(loop, after: EventLoop.tickInterval * 6))
         #expect(wakeCounts(loop).ticks == settled.ticks)
         #expect(handler.ticks.withLock { $0.count } == 2)
     }
@@ -194,18 +196,18 @@ struct EventLoopTests {
         defer { close(ends[0]); close(ends[1]) }
         try Syscall.setNonBlocking(ends[0])
         let (readEnd, writeEnd) = (ends[0], ends[1])
-        let order = Record()
+        let order = Locked<[String]>([])
         /// Records each byte read, and hands work to `afterWaiting` for a 1.
         final class Reader: LoopHandler, @unchecked Sendable {
-            let fd: Int32, loop: EventLoop, order: Record
-            init(fd: Int32, loop: EventLoop, order: Record) { (self.fd, self.loop, self.order) = (fd, loop, order) }
+            let fd: Int32, loop: EventLoop, order: Locked<[String]>
+            init(fd: Int32, loop: EventLoop, order: Locked<[String]>) { (self.fd, self.loop, self.order) = (fd, loop, order) }
             func handle(events: UInt32) {
                 var byte: UInt8 = 0
                 while read(fd, &byte, 1) == 1 {
-                    order.add("read \(byte)")
+                    order.withLock { $0.append("read \(byte)") }
                     // The loop's wait timed out in between (nothing else comes), or the work ran in this turn.
                     let wakes = loop.idleWakes
-                    if byte == 1 { loop.afterWaiting { [order, loop] in order.add(loop.idleWakes > wakes ? "after 1" : "after 1, not waited") } }
+                    if byte == 1 { loop.afterWaiting { [order, loop] in order.withLock { $0.append(loop.idleWakes > wakes ? "after 1" : "after 1, not waited") } } }
                 }
             }
             func tick(now: Double) -> Double? { nil }
@@ -218,77 +220,77 @@ struct EventLoopTests {
         var one: UInt8 = 1
         let wrote = monotonicNow()
         #expect(write(writeEnd, &one, 1) == 1)
-        #expect(waitUntil(5) { order.all.contains("after 1") })
+        #expect(waitUntil(5) { order.value.contains("after 1") })
         #expect(monotonicNow() - wrote < 1, "waited \(monotonicNow() - wrote) s")
         // A timer due at once finds it done.
-        order.clear()
+        order.withLock { $0.removeAll() }
         loop.execute {
-            loop.afterWaiting { order.add("after execute") }
-            loop.after(0) { order.add("timer") }
+            loop.afterWaiting { order.withLock { $0.append("after execute") } }
+            loop.after(0) { order.withLock { $0.append("timer") } }
         }
-        #expect(waitUntil(5) { order.all.count == 2 })
-        #expect(order.all == ["after execute", "timer"])
+        #expect(waitUntil(5) { order.value.count == 2 })
+        #expect(order.value == ["after execute", "timer"])
         // Two bytes read in one call: the work the first gave waits for the wait that follows.
-        order.clear()
+        order.withLock { $0.removeAll() }
         loop.execute {
             var both: [UInt8] = [1, 2]
             _ = write(writeEnd, &both, 2)
         }
-        #expect(waitUntil(5) { order.all.count >= 3 })
-        #expect(order.all == ["read 1", "read 2", "after 1"])
+        #expect(waitUntil(5) { order.value.count >= 3 })
+        #expect(order.value == ["read 1", "read 2", "after 1"])
         // An event that comes while work waits is handled after it.
-        order.clear()
+        order.withLock { $0.removeAll() }
         loop.execute {
-            loop.afterWaiting { order.add("after 3") }
+            loop.afterWaiting { order.withLock { $0.append("after 3") } }
             var three: UInt8 = 3
             _ = write(writeEnd, &three, 1)
         }
-        #expect(waitUntil(5) { order.all.count >= 2 })
-        #expect(order.all == ["after 3", "read 3"], "the event's handler ran before the work")
+        #expect(waitUntil(5) { order.value.count >= 2 })
+        #expect(order.value == ["after 3", "read 3"], "the event's handler ran before the work")
         // Work from other threads taken in one batch: each item finds done what the one before it left.
-        order.clear()
+        order.withLock { $0.removeAll() }
         loop.execute {
-            loop.execute { loop.afterWaiting { order.add("after first") } }
-            loop.execute { order.add("second") }
+            loop.execute { loop.afterWaiting { order.withLock { $0.append("after first") } } }
+            loop.execute { order.withLock { $0.append("second") } }
         }
-        #expect(waitUntil(5) { order.all.count == 2 })
-        #expect(order.all == ["after first", "second"])
+        #expect(waitUntil(5) { order.value.count == 2 })
+        #expect(order.value == ["after first", "second"])
         // settle: at once, in order.
-        order.clear()
+        order.withLock { $0.removeAll() }
         loop.execute {
-            loop.afterWaiting { order.add("a") }
-            loop.afterWaiting { order.add("b") }
-            order.add("settling")
+            loop.afterWaiting { order.withLock { $0.append("a") } }
+            loop.afterWaiting { order.withLock { $0.append("b") } }
+            order.withLock { $0.append("settling") }
             loop.settle()
-            order.add("settled")
+            order.withLock { $0.append("settled") }
         }
-        #expect(waitUntil(5) { order.all.count == 4 })
-        #expect(order.all == ["settling", "a", "b", "settled"])
+        #expect(waitUntil(5) { order.value.count == 4 })
+        #expect(order.value == ["settling", "a", "b", "settled"])
         // A body that settles (a connection it closes) goes on in the order given: what it gives comes after the rest.
-        order.clear()
+        order.withLock { $0.removeAll() }
         loop.execute {
             loop.afterWaiting {
-                order.add("first")
-                loop.afterWaiting { order.add("given by first") }
+                order.withLock { $0.append("first") }
+                loop.afterWaiting { order.withLock { $0.append("given by first") } }
                 loop.settle()
             }
-            loop.afterWaiting { order.add("second") }
+            loop.afterWaiting { order.withLock { $0.append("second") } }
         }
-        #expect(waitUntil(5) { order.all.count == 3 })
-        #expect(order.all == ["first", "second", "given by first"])
+        #expect(waitUntil(5) { order.value.count == 3 })
+        #expect(order.value == ["first", "second", "given by first"])
     }
 
     @Test("a turn that only ran work given to afterWaiting ends as a turn with events does: turnEnded follows it (the node syncs there what it signed)")
     func turnEndedAfterWaitingWork() throws {
         let loop = try EventLoop()
-        let order = Record()
-        loop.turnEnded = { _, _ in order.add("turn ended") }
+        let order = Locked<[String]>([])
+        loop.turnEnded = { _, _ in order.withLock { $0.append("turn ended") } }
         loop.start()
         defer { loop.shutdown() }
-        loop.execute { loop.afterWaiting { order.add("work") } }
-        #expect(waitUntil(5) { order.all.count >= 3 })
+        loop.execute { loop.afterWaiting { order.withLock { $0.append("work") } } }
+        #expect(waitUntil(5) { order.value.count >= 3 })
         // The execute's turn ends, then the work runs at the wait's end, and that turn ends too.
-        #expect(Array(order.all.prefix(3)) == ["turn ended", "work", "turn ended"])
+        #expect(Array(order.value.prefix(3)) == ["turn ended", "work", "turn ended"])
     }
 
     @Test("system calls: EAGAIN is wouldBlock, another errno a typed error naming the call")
