@@ -32,7 +32,10 @@ struct LogFileTests {
         let full = try await runToEnd("/bin/bash", ["-c", "\(node) < <(echo hello; exec sleep 30 2>/dev/null) > /dev/full"])
         #expect(full.status == 1 && full.stderr.contains("writing standard output failed"), "\(full.status): \(full.stderr)")
         // The reader takes one byte and goes: the node's next line meets EPIPE, as `yes | head` does.
-        let closed = try await runToEnd("/bin/bash", ["-c", "\(node) < <(echo hello; exec sleep 30 2>/dev/null) | head -c 1 > /dev/null; echo \"node: ${PIPESTATUS[0]}\""])
+        // A line asked for every tenth of a second: a node that had written all it had before the reader
+        // left (a loaded machine starts `head` late) still has a next line, not 30 s of silence.
+        let asking = "(echo hello; while echo /stats 2>/dev/null; do sleep 0.1; done)"
+        let closed = try await runToEnd("/bin/bash", ["-c", "\(node) < <\(asking) | head -c 1 > /dev/null; echo \"node: ${PIPESTATUS[0]}\""])
         #expect(closed.stdout.contains("node: 0") && closed.stderr.contains("standard output was closed"), "\(closed.stdout) \(closed.stderr)")
     }
 }
