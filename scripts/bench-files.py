@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from benchnodes import RefusedPorts, cpu_seconds, fetch_file, free_port, peak_rss_kib, pump, start_node, start_relay, thread_cpu_seconds
+from benchnodes import RefusedPorts, cpu_seconds, fetch_file, free_port, machine_seconds, peak_rss_kib, pump, start_node, start_relay, thread_cpu_seconds
 
 
 PEERNODE = sys.argv[1]
@@ -163,8 +163,21 @@ def main():
     r = node("r", a.listen, *[h.listen for h in holders])
     linked(r, 4)
     os.sync()
+    sources = [a] + holders
+    before = {x.proc.pid: cpu_seconds(x.proc.pid) for x in sources + [r]}
+    threads_before, machine_before = thread_cpu_seconds(r.proc.pid), machine_seconds()
     four = get([a, b, r] + holders, r, offer(r)["n"])
+    machine = {k: v - machine_before[k] for k, v in machine_seconds().items()}
     print(f"four sources to one receiver:      {mb(four):8.0f} MB/s   ({one / four:.2f}× one source; aim > 1×)")
+    # Where it went, as for one source: a run far under one source shows here whether the cores were
+    # full (and with what), waiting on the disk, or idle.
+    spent = {x.proc.pid: cpu_seconds(x.proc.pid) - before[x.proc.pid] for x in sources + [r]}
+    threads = sorted(((name, s - threads_before.get(t, ("", 0))[1]) for t, (name, s) in thread_cpu_seconds(r.proc.pid).items()),
+                     key=lambda x: -x[1])
+    print(f"  CPU per MB: the four sources {per(sum(spent[x.proc.pid] for x in sources)):.2f} ms in all "
+          f"({', '.join(f'{per(spent[x.proc.pid]):.2f}' for x in sources)}), the receiver {per(spent[r.proc.pid]):.2f} ms "
+          f"(its busiest threads {', '.join(f'{per(s):.2f}' for _, s in threads[:2])}); the machine's cores over the transfer: "
+          f"busy {machine['busy'] / four:.2f}, waiting on the disk {machine['iowait'] / four:.2f}, idle {machine['idle'] / four:.2f} of 2")
 
     # A room whose members all fetch a file at once, from its author and from each other (a full mesh): asks
     # for chunks on their way wait for them, and no ring of such waits may close (docs/DECISIONS.md).

@@ -190,6 +190,17 @@ def cpu_seconds(pid):
         return _stat_cpu(f.read())
 
 
+def machine_seconds():
+    """The machine's CPU seconds so far from /proc/stat, all cores summed: busy (user, nice, system,
+    irq, softirq), idle and iowait. Their change over a transfer says whether its cores were full,
+    waiting on the disk, or idle."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:8]]
+    tick = os.sysconf("SC_CLK_TCK")
+    user, nice, system, idle, iowait, irq, softirq = fields
+    return {"busy": (user + nice + system + irq + softirq) / tick, "idle": idle / tick, "iowait": iowait / tick}
+
+
 def thread_cpu_seconds(pid):
     """(name, CPU seconds: user plus system) of each thread of the process so far, by thread id.
     The node's event loop is a thread named like the program; Dispatch's workers have other names."""

@@ -366,6 +366,8 @@ final class NetworkNode: @unchecked Sendable {
     /// waiting for a place in the shared pool (`DispatchQueue.global()`) behind whatever else holds it.
     let fileSealer = DispatchQueue(label: "peernode.files.seal")
     let fileOpener = DispatchQueue(label: "peernode.files.open")
+    /// Places for chunks waiting on `fileOpener` (`openChunk`).
+    let openSlots = DispatchSemaphore(value: NetworkNode.chunksWaitingToOpen)
     var batchesVerifying = 0
     static let inlineVerifyLimit = 8
     /// Batches back from the verifier, not yet stored: those that came back
