@@ -335,9 +335,9 @@ extension NetworkNode {
     }
 
     /// Chunks checked and written, waiting to be opened into their `/get`'s
-    /// folder, at most: past it the files worker waits, and with it the
-    /// fetch's next asks, so a receiver whose opening is slower than its
-    /// links holds this many chunks in memory and no more (4 MB).
+    /// folder, at most (`BoundedHandOff`): past it the files worker waits,
+    /// and with it the fetch's next asks, so a receiver whose opening is
+    /// slower than its links holds this many chunks in memory and no more (4 MB).
     static let chunksWaitingToOpen = 64
 
     /// On the files worker: `sealed`, checked and written, opened by the
@@ -346,11 +346,7 @@ extension NetworkNode {
     /// hash) ran one after the other on one thread, the receiver's
     /// bottleneck with a core to spare (docs/SCALE.md, "Files").
     func openChunk(_ opener: FileOpener, _ sealed: [UInt8], _ index: UInt64) {
-        openSlots.wait()
-        fileOpener.async { [openSlots] in
-            opener.take(sealed, index: index)
-            openSlots.signal()
-        }
+        chunkOpening.hand { opener.take(sealed, index: index) }
     }
 
     /// Answers queued asks while the link has room; then waits for it to drain.
