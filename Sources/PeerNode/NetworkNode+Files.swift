@@ -299,7 +299,7 @@ extension NetworkNode {
                 // The leaf's hash and the write go to the files worker (another core); the loop takes the outcome in.
                 nonisolated(unsafe) let store = node.store
                 fileWorker.async { [self] in
-                    let outcome = check.run(store: store, open: openChunk)
+                    let outcome = check.run(store: store)
                     loop.execute { [self] in
                         let (actions, said) = node.files.apply(outcome, links: fileLinks, now: monotonic())
                         assignFiles(actions)
@@ -332,21 +332,6 @@ extension NetworkNode {
             node.files[keyPath: due] = false
             body()
         }
-    }
-
-    /// Chunks checked and written, waiting to be opened into their `/get`'s
-    /// folder, at most (`BoundedHandOff`): past it the files worker waits,
-    /// and with it the fetch's next asks, so a receiver whose opening is
-    /// slower than its links holds this many chunks in memory and no more (4 MB).
-    static let chunksWaitingToOpen = 64
-
-    /// On the files worker: `sealed`, checked and written, opened by the
-    /// opener's thread (`fileOpener`) while the worker checks the next one.
-    /// The two passes over each chunk (its leaf hash; its open and plain
-    /// hash) ran one after the other on one thread, the receiver's
-    /// bottleneck with a core to spare (docs/SCALE.md, "Files").
-    func openChunk(_ opener: FileOpener, _ sealed: [UInt8], _ index: UInt64) {
-        chunkOpening.hand { opener.take(sealed, index: index) }
     }
 
     /// Answers queued asks while the link has room; then waits for it to drain.

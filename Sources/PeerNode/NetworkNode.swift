@@ -365,9 +365,7 @@ final class NetworkNode: @unchecked Sendable {
     /// (seconds for a large one): queues of the node's own, each given a thread when it has work, never
     /// waiting for a place in the shared pool (`DispatchQueue.global()`) behind whatever else holds it.
     let fileSealer = DispatchQueue(label: "peernode.files.seal")
-    var fileOpener: DispatchQueue { chunkOpening.queue }
-    /// Chunks handed to `fileOpener` to be opened, at most `chunksWaitingToOpen` at once (`openChunk`).
-    let chunkOpening = BoundedHandOff(queue: DispatchQueue(label: "peernode.files.open"), limit: NetworkNode.chunksWaitingToOpen)
+    let fileOpener = DispatchQueue(label: "peernode.files.open")
     var batchesVerifying = 0
     static let inlineVerifyLimit = 8
     /// Batches back from the verifier, not yet stored: those that came back

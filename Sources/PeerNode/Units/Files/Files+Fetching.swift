@@ -82,13 +82,8 @@ extension Files {
 
         /// The leaf when the chunk verified and was written; `valid` false
         /// when it did not verify (the peer's fault); `written` false when
-        /// it verified but the disk would not take it (asked again). The
-        /// written chunk is opened into the `/get`'s folder by `open`: at
-        /// once by default; the node hands it to a thread of its own
-        /// (`NetworkNode.openChunk`), so the next chunk's check goes on
-        /// beside it. A failure to open is said with a later chunk, or by
-        /// `FileOpener.finish`.
-        func run(store: Store, open: (FileOpener, [UInt8], UInt64) -> Void = { $0.take($1, index: $2) }) -> ChunkOutcome {
+        /// it verified but the disk would not take it (asked again).
+        func run(store: Store) -> ChunkOutcome {
             let leaf = FileTree.leaf(index: index, sealed: sealed)
             guard sealed.count == row.sealedLength(of: index),
                   FileTree.verify(leaf: leaf, index: index, chunks: row.chunks, proof: proof, root: root) else {
@@ -97,7 +92,7 @@ extension Files {
             do { try store.writeChunk(sealed, index: index, of: row) } catch {
                 return ChunkOutcome(root: root, index: index, peer: peer, leaf: nil, proof: [], valid: true, failure: error)
             }
-            if let opener { open(opener, sealed, index) }
+            opener?.take(sealed, index: index)
             return ChunkOutcome(root: root, index: index, peer: peer, leaf: leaf, proof: proof, valid: true, failure: opener?.failure)
         }
     }
