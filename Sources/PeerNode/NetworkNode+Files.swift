@@ -296,22 +296,27 @@ extension NetworkNode {
             case .ignored: break
             case let .duplicate(actions): assignFiles(actions)
             case let .check(check):
-                // The leaf's hash and the write go to the files worker (another core); the loop takes the outcome in.
+                // The leaf's hash here, beside the link's open of the same bytes; the write and the
+                // opening on the files worker (another core); the loop takes the outcome in.
+                guard let leaf = check.checked() else { return take(check.invalid) }
                 nonisolated(unsafe) let store = node.store
                 fileWorker.async { [self] in
-                    let outcome = check.run(store: store)
-                    loop.execute { [self] in
-                        let (actions, said) = node.files.apply(outcome, links: fileLinks, now: monotonic())
-                        assignFiles(actions)
-                        answerFreedAsks()
-                        tell(said)
-                    }
+                    let outcome = check.write(leaf: leaf, store: store)
+                    loop.execute { [self] in take(outcome) }
                 }
             }
         case let .none(root, chunks):
             assignFiles(node.files.lacking(root, chunks: chunks, from: peer, links: fileLinks, now: now))
             asksAgainAfterLack()
         }
+    }
+
+    /// A chunk's check and write, done: what it frees asked for, and said.
+    private func take(_ outcome: Files.ChunkOutcome) {
+        let (actions, said) = node.files.apply(outcome, links: fileLinks, now: monotonic())
+        assignFiles(actions)
+        answerFreedAsks()
+        tell(said)
     }
 
     /// A peer that said it lacks a file is asked again once `FileFetch.lackFirst`

@@ -84,11 +84,25 @@ extension Files {
         /// when it did not verify (the peer's fault); `written` false when
         /// it verified but the disk would not take it (asked again).
         func run(store: Store) -> ChunkOutcome {
+            guard let leaf = checked() else { return invalid }
+            return write(leaf: leaf, store: store)
+        }
+
+        /// The chunk's leaf, when it reaches the root through its proof
+        /// (nil: the peer sent a bad chunk). The node takes it on the loop,
+        /// beside the link's open of the same bytes; `write` follows on the
+        /// files worker.
+        func checked() -> [UInt8]? {
+            guard sealed.count == row.sealedLength(of: index) else { return nil }
             let leaf = FileTree.leaf(index: index, sealed: sealed)
-            guard sealed.count == row.sealedLength(of: index),
-                  FileTree.verify(leaf: leaf, index: index, chunks: row.chunks, proof: proof, root: root) else {
-                return ChunkOutcome(root: root, index: index, peer: peer, leaf: nil, proof: [], valid: false, failure: nil)
-            }
+            return FileTree.verify(leaf: leaf, index: index, chunks: row.chunks, proof: proof, root: root) ? leaf : nil
+        }
+
+        /// What a chunk that did not check comes to: its peer's fault.
+        var invalid: ChunkOutcome { ChunkOutcome(root: root, index: index, peer: peer, leaf: nil, proof: [], valid: false, failure: nil) }
+
+        /// The checked chunk (`leaf`) written to its chunk file and opened into the `/get`'s folder.
+        func write(leaf: [UInt8], store: Store) -> ChunkOutcome {
             do { try store.writeChunk(sealed, index: index, of: row) } catch {
                 return ChunkOutcome(root: root, index: index, peer: peer, leaf: nil, proof: [], valid: true, failure: error)
             }
