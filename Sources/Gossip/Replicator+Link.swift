@@ -44,5 +44,9 @@ extension Replicator {
         var announced = VectorClock()
         /// Ids to announce at the next tick (lazy link): author → newest sequence.
         var lazyQueue: [PublicKey: UInt64] = [:]
+        /// What the peer asked for that was on its way into our store
+        /// (verified or forwarded ahead, not yet stored), per author: the
+        /// sequences still to send once it is (`requestReceived`, `stored`).
+        var waitingAsks: [PublicKey: ClosedRange<UInt64>] = [:]
     }
 }

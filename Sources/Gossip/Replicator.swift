@@ -265,16 +265,72 @@ public struct Replicator {
         return actions
     }
 
+    /// Authors a link may have asks waiting for (`waitingAsks`) at once;
+    /// past it, an ask for what is not stored yet is dropped, as before
+    /// (the asker asks again after `pullTimeout`).
+    public static let maximumWaitingAsks = 1_024
+
     public mutating func requestReceived(_ link: LinkID, ranges: [GossipRequest]) -> [Action] {
         guard var l = links.removeValue(forKey: link) else { return [] }
-        let actions: [Action] = ranges.compactMap { r in
-            let last = min(clock[r.author], r.from &+ max(r.count, 1) &- 1)
-            guard r.from >= 1, r.from <= last else { return nil }
-            // On its way: not pushed again.
-            l.known[r.author] = max(l.known[r.author], last)
-            return .sendStored(link, author: r.author, from: r.from, through: last)
+        var actions: [Action] = []
+        for r in ranges where r.from >= 1 {
+            let end = r.from &+ max(r.count, 1) &- 1
+            let last = min(clock[r.author], end)
+            if r.from <= last {
+                // On its way: not pushed again.
+                l.known[r.author] = max(l.known[r.author], last)
+                actions.append(.sendStored(link, author: r.author, from: r.from, through: last))
+            }
+            // The rest is on its way into the store here (a relay stores every
+            // few milliseconds what it forwarded ahead, and a link that pushed
+            // it ahead made the peer ask for what came before): sent once it
+            // is stored, not left for the peer's `pullTimeout`.
+            let next = max(r.from, clock[r.author] &+ 1)
+            guard end >= next, end > clock[r.author], pending.contains(Dependency(author: r.author, sequence: next)) else { continue }
+            if let waiting = l.waitingAsks[r.author] {
+                l.waitingAsks[r.author] = min(waiting.lowerBound, next)...max(waiting.upperBound, end)
+            } else if l.waitingAsks.count < Self.maximumWaitingAsks {
+                l.waitingAsks[r.author] = next...end
+            }
         }
         links[link] = l
+        return actions
+    }
+
+    /// The parts of `range` outside `taken` (none, one or two).
+    static func outside(_ range: ClosedRange<UInt64>, _ taken: ClosedRange<UInt64>?) -> [ClosedRange<UInt64>] {
+        guard let taken, taken.overlaps(range) else { return [range] }
+        var parts: [ClosedRange<UInt64>] = []
+        if range.lowerBound < taken.lowerBound { parts.append(range.lowerBound...(taken.lowerBound - 1)) }
+        if range.upperBound > taken.upperBound { parts.append((taken.upperBound + 1)...range.upperBound) }
+        return parts
+    }
+
+    /// Asks that waited for what `stored` has just stored: sent now, as far
+    /// as the clock goes, but for what the same `stored` pushed the link
+    /// (`knownBefore`: the links' known clocks before that push); what is
+    /// still on its way keeps waiting, the rest is dropped (the peer asks again).
+    mutating func answerWaitingAsks(authors: Set<PublicKey>, knownBefore: [LinkID: VectorClock]) -> [Action] {
+        guard !authors.isEmpty else { return [] }
+        var actions: [Action] = []
+        for id in links.keys.sorted() {
+            guard links[id]?.waitingAsks.isEmpty == false, var l = links.removeValue(forKey: id) else { continue }
+            for author in authors.sorted() {
+                guard let waiting = l.waitingAsks[author], clock[author] >= waiting.lowerBound else { continue }
+                let last = min(clock[author], waiting.upperBound)
+                // Pushed just now: `before`+1 through what the link is known to hold now.
+                let before = knownBefore[id]?[author] ?? l.known[author]
+                let pushed = l.known[author] > before ? (before &+ 1)...l.known[author] : nil
+                for part in Self.outside(waiting.lowerBound...last, pushed) {
+                    actions.append(.sendStored(id, author: author, from: part.lowerBound, through: part.upperBound))
+                }
+                l.known[author] = max(l.known[author], last)
+                let rest = last &+ 1
+                l.waitingAsks[author] = rest <= waiting.upperBound && pending.contains(Dependency(author: author, sequence: rest))
+                    ? rest...waiting.upperBound : nil
+            }
+            links[id] = l
+        }
         return actions
     }
 
@@ -379,8 +435,12 @@ public struct Replicator {
         // gap, and it would ask us for a range we could not serve yet (the
         // relay test's stall: 30 s, the pull timeout).
         let continuing = inserted.filter { $0.envelope.sequence <= clock[$0.envelope.author] }
+        // What links with asks waiting are known to hold before the push (rarely any link).
+        let knownBefore = links.filter { !$0.value.waitingAsks.isEmpty }.mapValues(\.known)
         actions += push(continuing.map { CarriedEnvelope(hops: $0.hops &+ 1, envelope: $0.envelope) }, except: link)
         actions += announceFilledGaps(before: before, pushed: continuing, except: link)
+        actions += answerWaitingAsks(authors: Set(newClock.filter { clock[$0.author] > (before[$0.author] ?? 0) }.map(\.author)),
+                                     knownBefore: knownBefore)
         return actions
     }
     /// Verified envelopes that continue their authors' chains here (the

@@ -249,7 +249,7 @@ extension NetworkNode {
 /// fetch core decides, chunks checked and written as they come, and asks
 /// from peers answered as the link drains, a bounded queue per link.
 extension NetworkNode {
-    /// Where chunks that came are checked and written, off the loop (`Files.ChunkCheck`), in order.
+    /// Where chunks that came, checked on the loop, are written and opened (`Files.ChunkCheck.write`), in order.
     static let fileWorkerLabel = "peernode.files"
 
     /// Unsent bytes on a link below which queued chunk asks are answered.

@@ -360,7 +360,7 @@ final class NetworkNode: @unchecked Sendable {
     /// is verified on the loop thread: two thread hops cost more than it does.
     let verifier = DispatchQueue(label: "peernode.verify")
     let verifyPipe = VerifyPipe()  // what waits for the verifier: all of it verified together (`drainVerifyPipe`)
-    let fileWorker = DispatchQueue(label: NetworkNode.fileWorkerLabel)  // files' chunks checked and written (NetworkNode+Gossip)
+    let fileWorker = DispatchQueue(label: NetworkNode.fileWorkerLabel)  // files' chunks written and opened (NetworkNode+Files)
     /// Files sealed for `/send`, and files opened into their folders or their held chunks read back for `/get`
     /// (seconds for a large one): queues of the node's own, each given a thread when it has work, never
     /// waiting for a place in the shared pool (`DispatchQueue.global()`) behind whatever else holds it.

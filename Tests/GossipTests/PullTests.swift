@@ -233,4 +233,71 @@ struct PullTests {
         // A stored answer about what we hold says nothing new; the wanted range waits for its ask or the tick.
         #expect(requests(r.storedReceived(1, entries: [Dependency(author: held, sequence: 9)], now: 4)).isEmpty)
     }
+
+    /// `count` envelopes of `author`'s chain from sequence 1 (their bodies are never opened here).
+    static func chain(_ count: Int, by author: SigningKey) throws -> [CarriedEnvelope] {
+        let room = RoomID.random(), key = SymmetricKey.generate()
+        var out: [CarriedEnvelope] = []
+        var previous = MessageID.zero
+        for s in 1...count {
+            let e = try Envelope.sign(by: author, sequence: UInt64(s), previous: previous, dependencies: [], timestamp: UInt64(s),
+                                      room: room, body: try SealedBody.seal(kind: .text, content: Array("message \(s)".utf8), key: key,
+                                                                            author: author.publicKey, room: room))
+            previous = e.id
+            out.append(CarriedEnvelope(hops: 0, envelope: e))
+        }
+        return out
+    }
+
+    @Test("an ask for what is on its way into the store (a relay stores what it forwarded ahead a few milliseconds later) is answered once it is stored, not left for the asker's pullTimeout; what nothing brings is not kept; what the store's own push sent is not sent twice")
+    func askWaitsForTheStore() throws {
+        let key = try SigningKey.generate()
+        let author = key.publicKey
+        let chain = try Self.chain(4, by: key)
+        var r = Replicator(me: try SigningKey.generate().publicKey, clock: VectorClock(), random: SystemRandomNumberGenerator())
+        for id in 1...3 { _ = r.linkUp(id, now: 0, version: .newest) }
+        // Link 1 brings 1 and 2, forwarded ahead to links 2 and 3 (which now count as holding them).
+        _ = r.envelopesReceived(1, Array(chain[0..<2]), now: 0)
+        _ = r.verifiedAhead(Array(chain[0..<2]))
+        #expect(r.knownClock(of: 2)?[author] == 2)
+        // Link 2 lost 1 on its way and asks for 1...4 before they are stored: nothing can go yet.
+        #expect(!Self.sendsStored(r.requestReceived(2, ranges: [GossipRequest(author: author, from: 1, count: 4)])))
+        // Stored: 1...2 go to link 2 then (3 and 4 are coming from nobody: not kept).
+        let stored = r.stored(from: 1, checked: Array(chain[0..<2]), inserted: Array(chain[0..<2]), invalid: 0,
+                              newClock: [Dependency(author: author, sequence: 2)], now: 0.004)
+        #expect(stored.filter { if case .sendStored = $0 { true } else { false } } == [.sendStored(2, author: author, from: 1, through: 2)])
+        // Link 3 asks for 3...4 while 3 is on its way, not forwarded ahead: the store's push sends it, the ask adds only 4, once that is stored.
+        _ = r.envelopesReceived(1, [chain[2]], now: 1)
+        #expect(!Self.sendsStored(r.requestReceived(3, ranges: [GossipRequest(author: author, from: 3, count: 2)])))
+        let third = r.stored(from: 1, checked: [chain[2]], inserted: [chain[2]], invalid: 0, newClock: [Dependency(author: author, sequence: 3)], now: 1.004)
+        #expect(third.contains { if case let .send(3, .envelopes(sent)) = $0 { sent.map(\.envelope.sequence) == [3] } else { false } })
+        #expect(!Self.sendsStored(third), "sent twice: \(third)")
+        // 4 was never on its way when asked for: when it comes, link 3 gets it by the push alone.
+        _ = r.envelopesReceived(1, [chain[3]], now: 2)
+        let fourth = r.stored(from: 1, checked: [chain[3]], inserted: [chain[3]], invalid: 0, newClock: [Dependency(author: author, sequence: 4)], now: 2.004)
+        #expect(!Self.sendsStored(fourth))
+        // An ask for what nothing brings sends nothing and is not kept.
+        #expect(r.requestReceived(2, ranges: [GossipRequest(author: author, from: 5, count: 3)]).isEmpty)
+    }
+
+    @Test("asks waiting for the store: maximumWaitingAsks authors per link are kept and answered once stored, one more is not")
+    func waitingAsksAreBounded() throws {
+        let limit = Replicator.maximumWaitingAsks
+        #expect(limit == 1_024)
+        let keys = try (0...limit).map { _ in try SigningKey.generate() }
+        let firsts = try keys.map { try Self.chain(1, by: $0)[0] }
+        var r = Replicator(me: try SigningKey.generate().publicKey, clock: VectorClock(), random: SystemRandomNumberGenerator())
+        for id in 1...2 { _ = r.linkUp(id, now: 0, version: .newest) }
+        _ = r.envelopesReceived(1, firsts, now: 0)
+        _ = r.verifiedAhead(firsts)
+        // One request per author, the last one past the limit.
+        _ = r.requestReceived(2, ranges: firsts.map { GossipRequest(author: $0.envelope.author, from: 1, count: 1) })
+        let stored = r.stored(from: 1, checked: firsts, inserted: firsts, invalid: 0,
+                              newClock: firsts.map { Dependency(author: $0.envelope.author, sequence: 1) }, now: 0.004)
+        let answered = Set(stored.compactMap { action -> PublicKey? in
+            if case let .sendStored(2, author, 1, 1) = action { return author }
+            return nil
+        })
+        #expect(answered.count == limit, "\(answered.count) answered")
+    }
 }

@@ -68,8 +68,9 @@ extension Files {
         case check(ChunkCheck)
     }
 
-    /// A chunk's check against the tree and its write, as a worker does
-    /// them: no state of the node, only the chunk file (`Store.writeChunk`).
+    /// A chunk's check against the tree (`checked`, on the loop) and its
+    /// write and opening (`write`, on the files worker): no state of the
+    /// node, only the chunk file (`Store.writeChunk`) and the opener.
     struct ChunkCheck: Sendable {
         let root: [UInt8]
         let index: UInt64
