@@ -286,7 +286,7 @@ public struct Replicator {
             // it ahead made the peer ask for what came before): sent once it
             // is stored, not left for the peer's `pullTimeout`.
             let next = max(r.from, clock[r.author] &+ 1)
-            guard end >= next, end > clock[r.author], pending.contains(Dependency(author: r.author, sequence: next)) else { continue }
+            guard end >= next, pending.contains(Dependency(author: r.author, sequence: next)) else { continue }
             if let waiting = l.waitingAsks[r.author] {
                 l.waitingAsks[r.author] = min(waiting.lowerBound, next)...max(waiting.upperBound, end)
             } else if l.waitingAsks.count < Self.maximumWaitingAsks {
@@ -297,37 +297,27 @@ public struct Replicator {
         return actions
     }
 
-    /// The parts of `range` outside `taken` (none, one or two).
-    static func outside(_ range: ClosedRange<UInt64>, _ taken: ClosedRange<UInt64>?) -> [ClosedRange<UInt64>] {
-        guard let taken, taken.overlaps(range) else { return [range] }
-        var parts: [ClosedRange<UInt64>] = []
-        if range.lowerBound < taken.lowerBound { parts.append(range.lowerBound...(taken.lowerBound - 1)) }
-        if range.upperBound > taken.upperBound { parts.append((taken.upperBound + 1)...range.upperBound) }
-        return parts
-    }
-
-    /// Asks that waited for what `stored` has just stored: sent now, as far
-    /// as the clock goes, but for what the same `stored` pushed the link
-    /// (`knownBefore`: the links' known clocks before that push); what is
-    /// still on its way keeps waiting, the rest is dropped (the peer asks again).
-    mutating func answerWaitingAsks(authors: Set<PublicKey>, knownBefore: [LinkID: VectorClock]) -> [Action] {
-        guard !authors.isEmpty else { return [] }
+    /// Asks that waited for what `stored` has just stored (`moved`: the
+    /// authors whose clock it moved): sent now, as far as the clock goes,
+    /// and counted as known on the link, so the push that follows does not
+    /// send them again; what is still on its way keeps waiting, the rest
+    /// is dropped (the peer asks again). Costs a look at each link when
+    /// none waits (nearly always).
+    mutating func answerWaitingAsks(moved: [Dependency], before: [PublicKey: UInt64]) -> [Action] {
+        let waiting = links.compactMap { $0.value.waitingAsks.isEmpty ? nil : $0.key }
+        guard !waiting.isEmpty else { return [] }
+        let authors = Set(moved.filter { clock[$0.author] > (before[$0.author] ?? 0) }.map(\.author)).sorted()
         var actions: [Action] = []
-        for id in links.keys.sorted() {
-            guard links[id]?.waitingAsks.isEmpty == false, var l = links.removeValue(forKey: id) else { continue }
-            for author in authors.sorted() {
-                guard let waiting = l.waitingAsks[author], clock[author] >= waiting.lowerBound else { continue }
-                let last = min(clock[author], waiting.upperBound)
-                // Pushed just now: `before`+1 through what the link is known to hold now.
-                let before = knownBefore[id]?[author] ?? l.known[author]
-                let pushed = l.known[author] > before ? (before &+ 1)...l.known[author] : nil
-                for part in Self.outside(waiting.lowerBound...last, pushed) {
-                    actions.append(.sendStored(id, author: author, from: part.lowerBound, through: part.upperBound))
-                }
+        for id in waiting.sorted() {
+            guard var l = links.removeValue(forKey: id) else { continue }
+            for author in authors {
+                guard let asked = l.waitingAsks[author], clock[author] >= asked.lowerBound else { continue }
+                let last = min(clock[author], asked.upperBound)
+                actions.append(.sendStored(id, author: author, from: asked.lowerBound, through: last))
                 l.known[author] = max(l.known[author], last)
                 let rest = last &+ 1
-                l.waitingAsks[author] = rest <= waiting.upperBound && pending.contains(Dependency(author: author, sequence: rest))
-                    ? rest...waiting.upperBound : nil
+                l.waitingAsks[author] = rest <= asked.upperBound && pending.contains(Dependency(author: author, sequence: rest))
+                    ? rest...asked.upperBound : nil
             }
             links[id] = l
         }
@@ -435,12 +425,10 @@ public struct Replicator {
         // gap, and it would ask us for a range we could not serve yet (the
         // relay test's stall: 30 s, the pull timeout).
         let continuing = inserted.filter { $0.envelope.sequence <= clock[$0.envelope.author] }
-        // What links with asks waiting are known to hold before the push (rarely any link).
-        let knownBefore = links.filter { !$0.value.waitingAsks.isEmpty }.mapValues(\.known)
+        // Asks that waited for these first: what they are sent is not pushed again.
+        actions += answerWaitingAsks(moved: newClock, before: before)
         actions += push(continuing.map { CarriedEnvelope(hops: $0.hops &+ 1, envelope: $0.envelope) }, except: link)
         actions += announceFilledGaps(before: before, pushed: continuing, except: link)
-        actions += answerWaitingAsks(authors: Set(newClock.filter { clock[$0.author] > (before[$0.author] ?? 0) }.map(\.author)),
-                                     knownBefore: knownBefore)
         return actions
     }
     /// Verified envelopes that continue their authors' chains here (the

@@ -298,11 +298,11 @@ extension NetworkNode {
             case let .check(check):
                 // The leaf's hash here, beside the link's open of the same bytes; the write and the
                 // opening on the files worker (another core); the loop takes the outcome in.
-                guard let leaf = check.checked() else { return take(check.invalid) }
+                guard let leaf = check.checked() else { return chunkChecked(check.invalid) }
                 nonisolated(unsafe) let store = node.store
                 fileWorker.async { [self] in
                     let outcome = check.write(leaf: leaf, store: store)
-                    loop.execute { [self] in take(outcome) }
+                    loop.execute { [self] in chunkChecked(outcome) }
                 }
             }
         case let .none(root, chunks):
@@ -312,7 +312,7 @@ extension NetworkNode {
     }
 
     /// A chunk's check and write, done: what it frees asked for, and said.
-    private func take(_ outcome: Files.ChunkOutcome) {
+    private func chunkChecked(_ outcome: Files.ChunkOutcome) {
         let (actions, said) = node.files.apply(outcome, links: fileLinks, now: monotonic())
         assignFiles(actions)
         answerFreedAsks()
