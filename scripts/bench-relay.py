@@ -33,6 +33,10 @@ STORE = int(sys.argv[5]) if len(sys.argv) > 5 else 1_000_000
 # The paced runs: SECONDS of messages at each rate, one at a time.
 RATES = [int(r) for r in os.environ.get("BENCH_RELAY_RATES", "250,1000,4000,8000,12000,20000").split(",")]
 SECONDS = 2
+# The aim says "sustains": the aim's rate once more for this long, beside the sweep's 2-second runs
+# (on this machine 2-second runs at 0.7x held p99 <= 50 ms where 6-second runs at 0.6x often did not:
+# the WAL checkpoints, about one a second at these rates, stall the relay's commits; docs/SCALE.md).
+SUSTAINED_SECONDS = int(os.environ.get("BENCH_RELAY_SUSTAINED", "8"))
 # Issue 15's aim: 20,000 messages/s to 50 links with p99 ≤ 50 ms.
 AIM_RATE, AIM_P99_MS = 20_000, 50
 MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
@@ -123,6 +127,13 @@ try:
         paced_stages[rate] = relay_stages(metrics)
         relay.terminate()
         relay.wait()
+    sustained = None
+    if SUSTAINED_SECONDS > 0:
+        relay, listen, _ = start_relay(PEERNODE, os.path.join(root, "relay-sustained"))
+        sustained = fan_out([BENCH, "fanout-receive", listen, str(LINKS), str(aim_share * SUSTAINED_SECONDS * LINKS), "90"],
+                            [BENCH, "fanout-send", listen, str(aim_share * SUSTAINED_SECONDS), str(aim_share)])
+        relay.terminate()
+        relay.wait()
 
     port = free_port()
     conf = os.path.join(root, "mosquitto.conf")
@@ -163,6 +174,12 @@ try:
           f"{best / relay_ceiling:.2f}× it, {best / relay_ceiling_receivers:.2f}× the ceiling with the receivers alone, {relay_ceiling_receivers:,.0f}/s; "
           f"the burst's rate, {burst:,.0f}/s, is {burst / relay_ceiling:.2f}× it); against the model with no verify a message "
           f"({relay_ceiling_runs:,.0f}/s): {best / relay_ceiling_runs:.2f}×, the burst {burst / relay_ceiling_runs:.2f}×")
+    if sustained:
+        whole = aim_share * SUSTAINED_SECONDS * LINKS
+        held_long = sustained["p99_ms"] <= AIM_P99_MS and sustained["deliveries"] == whole
+        print(f"aim (issue 41), sustained: {aim_share:,}/s ({aim_share / relay_ceiling:.2f}× the model) for {SUSTAINED_SECONDS} s: "
+              f"{sustained['deliveries']:,} of {whole:,} delivered, latency p50 {sustained['p50_ms']} ms, p99 {sustained['p99_ms']} ms: "
+              f"{'met' if held_long else 'NOT met'} (the 2-second run above at the same rate is the sweep's)")
     if AIM_RATE in ours_paced:
         r = ours_paced[AIM_RATE]
         met = r["p99_ms"] <= AIM_P99_MS and r["deliveries"] == AIM_RATE * SECONDS * LINKS
