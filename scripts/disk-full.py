@@ -16,9 +16,10 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchnodes import JSONNode, cpu_seconds, pump  # noqa: E402
+from benchnodes import JSONNode, cpu_seconds, pump, start_relay  # noqa: E402
 
 PEERNODE = os.path.abspath(sys.argv[1])
 # Room for the key, a fresh database and its WAL; small enough to fill at once.
@@ -78,7 +79,9 @@ root = tempfile.mkdtemp(prefix="peernode-diskfull-")
 mount = os.path.join(root, "small")
 os.makedirs(mount)
 subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs", mount], check=True)
+mounts = [mount]
 nodes = []
+relays = []
 try:
     data = os.path.join(mount, "a")
     b = JSONNode([PEERNODE, "--data-dir", os.path.join(root, "b"), "--json", "--no-discovery", "--nick", "bob",
@@ -221,10 +224,70 @@ try:
     if flood:
         fail(f"A (as text) said on stderr {logged.count(flood)} times: {flood!r}")
     print(f"as text on a full disk: {len(shown)} error lines, each once; stderr {len(logged)} lines (what its stop could not record), none of them again")
+
+    # A relay on the full disk. Its COMMITs run on a thread of their own (Store.insertCommittingElsewhere):
+    # one that fails there is not answered as stored, and what it held comes again once there is room.
+    relay_mount = os.path.join(root, "small-relay")
+    os.makedirs(relay_mount)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs", relay_mount], check=True)
+    mounts.append(relay_mount)
+    relay, relay_listen, _ = start_relay(PEERNODE, os.path.join(relay_mount, "relay"))
+    relays.append(relay)
+    relay_url = "ws://" + relay_listen
+    ann = JSONNode([PEERNODE, "--data-dir", os.path.join(root, "ann"), "--json", "--no-discovery", "--nick", "ann", "--peer", relay_url])
+    cid = JSONNode([PEERNODE, "--data-dir", os.path.join(root, "cid"), "--json", "--no-discovery", "--nick", "cid", "--peer", relay_url])
+    nodes += [ann, cid]
+    wait_for(nodes, lambda: all(any(e.get("type") == "peer_up" for e in n.events) for n in (ann, cid)), "ann and cid linked to the relay")
+    ann.post("before the relay filled")
+    wait_for(nodes, lambda: text_seen(cid, "before the relay filled"), "cid to get ann's first message through the relay")
+    def envelopes(database):
+        """(author, sequence) of every envelope a database holds (read while its node runs: WAL)."""
+        db = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+        try:
+            return set(db.execute("SELECT a.key, e.sequence FROM envelopes e JOIN authors a ON a.rowid = e.author"))
+        finally:
+            db.close()
+    ann_db, relay_db = os.path.join(root, "ann", "peernode.db"), os.path.join(relay_mount, "relay", "peernode.db")
+    fill(os.path.join(relay_mount, "filler"))
+    sent = [f"to a full relay, {i}" for i in range(5)]
+    for text in sent:
+        ann.post(text)
+    idle(nodes, 2)
+    if relay.poll() is not None:
+        fail(f"the relay exited on a full disk (status {relay.returncode})")
+    missing = len(envelopes(ann_db) - envelopes(relay_db))
+    if missing == 0:
+        fail("the relay stored everything on a full disk: this part checks nothing")
+    print(f"a relay on a full disk: {missing} of ann's envelopes not stored while it is full")
+    waited = time.monotonic()
+    os.remove(os.path.join(relay_mount, "filler"))
+    sent.append("after the relay has room")
+    ann.post(sent[-1])
+    wait_for(nodes, lambda: all(text_seen(cid, text) for text in sent), "cid to get all of ann's messages through the relay", 60)
+
+    try:
+        pump(nodes, lambda: envelopes(ann_db) <= envelopes(relay_db), 60)
+    except TimeoutError:
+        fail(f"the relay misses {len(envelopes(ann_db) - envelopes(relay_db))} of ann's envelopes after space came back")
+    relay.terminate()
+    if relay.wait(timeout=20) != 0:
+        fail(f"the relay did not stop cleanly after its full disk (status {relay.returncode})")
+    db = sqlite3.connect(relay_db)
+    integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
+    db.close()
+    if integrity != "ok":
+        fail(f"the relay's integrity_check: {integrity}")
+    print(f"a relay on a full disk keeps running; once there is room it holds all {len(envelopes(ann_db))} of ann's envelopes "
+          f"({time.monotonic() - waited:.1f} s after), integrity_check ok")
 finally:
     for n in nodes:
         if n.proc.poll() is None:
             n.stop()
-    subprocess.run(["umount", mount])
+    for r in relays:
+        if r.poll() is None:
+            r.kill()
+            r.wait()
+    for m in mounts:
+        subprocess.run(["umount", m])
     shutil.rmtree(root, ignore_errors=True)
 print("disk full and read-only: no crash, nothing lost")

@@ -42,6 +42,9 @@ public struct StageTimes: Sendable {
         case send
         /// Of a post: the fsync that makes it durable, after the send.
         case sync
+        /// A relay's COMMIT, on the store's committer thread (its `store`
+        /// is the inserts on the loop; the loop forwards meanwhile).
+        case commit
 
         var index: Int {
             switch self {
@@ -58,6 +61,7 @@ public struct StageTimes: Sendable {
             case .row: 10
             case .send: 11
             case .sync: 12
+            case .commit: 13
             }
         }
     }

@@ -164,9 +164,29 @@ extension NetworkNode {
     /// A relay's held batches stored in one transaction (`RelayCommitGroup`).
     func commitHeld() {
         if let timer = commitGroup.timer { loop.cancel(timer) }
+        commitGroup.timer = nil
         guard !commitGroup.isEmpty else { return }
+        // One COMMIT at a time: the next waits for the one on the disk, unless too much has gathered.
+        if let (pending, _, _) = commitGroup.committing {
+            guard !RelayCommitGroup.waitsForCommit(held: commitGroup.valid.count) else { return }
+            return relayCommitted(pending)
+        }
         let (batches, valid, ahead) = commitGroup.take()
         storeNow(batches, valid: valid, forwardedAhead: ahead)
+    }
+
+    /// Everything a relay holds stored and its links answered, the loop
+    /// waiting for the disk: at stop, before the links close.
+    func storeAllHeld() {
+        while true {
+            if let (pending, _, _) = commitGroup.committing {
+                relayCommitted(pending)
+            } else if commitGroup.isEmpty {
+                return
+            } else {
+                commitHeld()
+            }
+        }
     }
 
     /// `store` now: forwarded ahead here unless that was done (`forwardedAhead`).
@@ -210,47 +230,92 @@ extension NetworkNode {
     }
 
     /// The store's transaction for what `storeNow` took, the answers to the
-    /// links, and what it delivered shown.
+    /// links, and what it delivered shown. A relay's COMMIT runs on the
+    /// store's committer thread (`Store.insertCommittingElsewhere`): its loop
+    /// goes on forwarding while the disk takes the commit, and the answers
+    /// follow once it is done, so `stored` still means stored.
     private func finishStoring(_ arrived: Arrived) {
-        let (all, source, valid, kept) = (arrived.all, arrived.source, arrived.valid, arrived.kept)
-        var inserted: [LinkID: [CarriedEnvelope]] = [:]
-        var brokenAuthors: Set<PublicKey> = []
-        var clock: [Dependency] = []
+        let (all, source, kept) = (arrived.all, arrived.source, arrived.kept)
+        var result = Outcome()
         let storing = monotonicNow()
+        var pending: PendingCommit?
         do {
-            let outcomes = try node.store.insert(kept.map { all[$0].envelope }, receivedAt: Node.now())
+            let envelopes = kept.map { all[$0].envelope }
+            let outcomes: [InsertOutcome]
+            if relay {
+                let committing: PendingCommit
+                (outcomes, committing) = try node.store.insertCommittingElsewhere(envelopes, receivedAt: Node.now()) { [weak self] done in
+                    self?.loop.execute { [weak self] in self?.relayCommitted(done) }
+                }
+                pending = committing
+            } else {
+                outcomes = try node.store.insert(envelopes, receivedAt: Node.now())
+            }
             for (k, o) in zip(kept, outcomes) {
                 switch o {
-                case .inserted: inserted[source[k], default: []].append(all[k])
+                case .inserted: result.inserted[source[k], default: []].append(all[k])
                 case .insertedErased:
                     // Passed on as stored: its author erased it before it came here.
                     let e = all[k].envelope
                     if let stored = try node.store.envelope(by: e.author, sequence: e.sequence) {
-                        inserted[source[k], default: []].append(CarriedEnvelope(hops: all[k].hops, envelope: stored))
+                        result.inserted[source[k], default: []].append(CarriedEnvelope(hops: all[k].hops, envelope: stored))
                     }
                 case let .fork(kept), let .brokenChain(kept):
                     count(.fork)
                     forkFound(all[k].envelope, kept: kept)
-                    brokenAuthors.insert(all[k].envelope.author)
+                    result.brokenAuthors.insert(all[k].envelope.author)
                 case .duplicate: break
                 }
             }
             // Only the authors of these batches can have moved.
-            clock = Set(kept.map { all[$0].envelope.author }).map { Dependency(author: $0, sequence: node.store.contiguous(of: $0)) }
-            // Our own history coming back from peers was sent before: `flushOwn` is for what we sign.
-            if let own = clock.first(where: { $0.author == node.me }) { sentOwnUpTo = max(sentOwnUpTo, own.sequence) }
+            result.clock = Set(kept.map { all[$0].envelope.author }).map { Dependency(author: $0, sequence: node.store.contiguous(of: $0)) }
         } catch {
             // Said with the next output, once a minute at most (a full disk fails every batch).
             node.storeFailures.failed("storing what came", error)
+            result = Outcome()
         }
+        core.stages.record(.store, monotonicNow() - storing)
+        if let pending {
+            commitGroup.committing = (pending, arrived, result)
+            return
+        }
+        answerStored(arrived, result)
+    }
+
+    /// What a store transaction came to, for the answers after it.
+    struct Outcome {
+        var inserted: [LinkID: [CarriedEnvelope]] = [:]
+        var brokenAuthors: Set<PublicKey> = []
+        var clock: [Dependency] = []
+    }
+
+    /// A relay's COMMIT `done` is done, or is waited for here: the answers
+    /// it held, then the next group if one gathered meanwhile.
+    func relayCommitted(_ done: PendingCommit) {
+        guard let (pending, arrived, result) = commitGroup.committing, done === pending else { return }
+        commitGroup.committing = nil
+        let failed = node.store.settle(pending)
+        core.stages.record(.commit, pending.took)
+        if let failure = failed {
+            node.storeFailures.failed("storing what came", failure)
+            answerStored(arrived, Outcome())
+        } else {
+            answerStored(arrived, result)
+        }
+        if !commitGroup.isEmpty, commitGroup.timer == nil { commitHeld() }
+    }
+
+    /// The answers to the links for what a transaction stored, and what it delivered shown.
+    private func answerStored(_ arrived: Arrived, _ result: Outcome) {
+        let (all, source, valid) = (arrived.all, arrived.source, arrived.valid)
+        let inserted = result.inserted
         let forwarding = monotonicNow()
-        core.stages.record(.store, forwarding - storing)
         // One answer per link, with everything it brought this turn.
         var seen: Set<LinkID> = []
         for id in source where seen.insert(id).inserted {
             let checked = all.indices.filter { source[$0] == id }
             feed(.stored(from: id, checked: checked.map { all[$0] }, inserted: inserted[id] ?? [],
-                         invalid: checked.count { !valid[$0] }, newClock: clock))
+                         invalid: checked.count { !valid[$0] }, newClock: result.clock))
         }
         let delivering = monotonicNow()
         if !inserted.isEmpty {
@@ -262,7 +327,7 @@ extension NetworkNode {
         // A tombstone's erase list is in clear: the files it takes back go here too where the offer cannot be read.
         let ended = node.files.erase(takenBackBy: stored)
         // A revoked device's genuine envelope refused as not linking (a fork of the thief's held below it) may be proven now.
-        for author in brokenAuthors where node.devices.revokedHeads[author] != nil { node.devices.promoteNamedChain(author) }
+        for author in result.brokenAuthors where node.devices.revokedHeads[author] != nil { node.devices.promoteNamedChain(author) }
         showDeliveries(shownAhead: arrived.shownAhead, promptStale: arrived.promptStale)
         // A /get of a file its author just deleted ends, said after the delete itself.
         tell(ended)

@@ -409,7 +409,7 @@ final class NetworkNode: @unchecked Sendable {
         // A post's row, or what was shown and waits for its store, is written before anything closes.
         loop.settle()
         // What a relay holds for its next commit is stored, and its links told, before they close.
-        commitHeld()
+        storeAllHeld()
         server?.stop()
         server = nil
         metricsServer?.stop()

@@ -1,11 +1,12 @@
 import Crypto
 import Gossip
 import Reactor
+import Store
 
 /// What a relay has verified and forwarded but not yet stored: one
 /// transaction every `RelayCommitGroup.delay` seconds (or once
 /// `NetworkNode.maximumVerifiedPerStore` envelopes wait) instead of one a
-/// batch. A relay forwards what continues a chain before storing it, so
+/// batch, its COMMIT on the store's committer thread, one at a time. A relay forwards what continues a chain before storing it, so
 /// the wait is not on the forwarding path; the `stored` answers, and with
 /// them its authors' ✓, go after the commit, so they still mean on disk.
 /// A relay killed in the window loses only what no link was told is
@@ -28,6 +29,17 @@ struct RelayCommitGroup {
     var forwardedAhead = false
     /// The commit's timer, while one is due.
     var timer: TimerID?
+    /// The transaction whose COMMIT is on the store's committer thread
+    /// (`Store.insertCommittingElsewhere`), with what its answers need.
+    /// One at a time: what comes meanwhile is held for the next.
+    var committing: (PendingCommit, NetworkNode.Arrived, NetworkNode.Outcome)?
+    /// Envelopes held while a COMMIT is on the disk, past which the loop
+    /// waits for that COMMIT and stores them (a disk slower than the links
+    /// would otherwise let the held batches grow without bound).
+    static let heldWhileCommitting = 4 * NetworkNode.maximumVerifiedPerStore
+
+    /// Whether `held` envelopes may go on waiting for a COMMIT on the disk.
+    static func waitsForCommit(held: Int) -> Bool { held < heldWhileCommitting }
 
     var isEmpty: Bool { batches.isEmpty }
 

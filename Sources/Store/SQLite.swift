@@ -25,15 +25,22 @@ public struct SQLiteError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 }
 
-/// One SQLite connection. Not thread-safe by design: one owner (the Store,
-/// itself owned by one actor or thread) uses it. Statements are cached by SQL.
+/// One SQLite connection. One owner (the Store, itself owned by one actor
+/// or thread) uses it; the one exception is a COMMIT handed to the store's
+/// committer thread (`Store.insertCommittingElsewhere`), which every use
+/// here waits for first (`beforeUse`). Opened serialized (SQLite's own
+/// mutex) all the same, so that a use that slipped past the wait would
+/// stall, not corrupt. Statements are cached by SQL.
 final class Connection {
     let handle: OpaquePointer
     private var statements: [String: Statement] = [:]
+    /// Run before each statement or `execute`: the owner's wait for a
+    /// COMMIT on another thread (`Store.settleCommit`).
+    var beforeUse: (() -> Void)?
 
     init(path: String) throws(SQLiteError) {
         var db: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX | SQLITE_OPEN_NOFOLLOW
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
@@ -56,12 +63,14 @@ final class Connection {
 
     /// Runs one or more statements that return no rows we need.
     func execute(_ sql: String) throws(SQLiteError) {
+        beforeUse?()
         let rc = sqlite3_exec(handle, sql, nil, nil, nil)
         guard rc == SQLITE_OK else { throw error(rc, sql) }
     }
 
     /// A prepared statement, reused across calls (reset and cleared first).
     func statement(_ sql: String) throws(SQLiteError) -> Statement {
+        beforeUse?()
         if let cached = statements[sql] {
             cached.reset()
             return cached

@@ -1,10 +1,13 @@
 import CSQLite
 import Crypto
+import Dispatch
 import Glibc
 import Gossip
 
 /// The node's SQLite database (WAL): the envelope log, authors and their
-/// clock entries, rooms, forks. One owner uses it (not thread-safe).
+/// clock entries, rooms, forks. One owner uses it (not thread-safe); a
+/// relay's COMMITs alone run on `committer`, and every use waits for them
+/// (`insertCommittingElsewhere`).
 ///
 /// The vector clock is kept in the `authors` rows as envelopes arrive, never
 /// recomputed by scanning the log. Envelopes ahead of a gap are stored and
@@ -48,7 +51,7 @@ public final class Store {
     /// `authors`: a copy made the first change of every transaction cost a
     /// copy of every author's state (10,000 authors: 10,000 entries, for one
     /// envelope).
-    private var undo: [PublicKey: AuthorState?]?
+    var undo: [PublicKey: AuthorState?]?
     var roomRows: [RoomID: Int64] = [:]
     var lastDelivery: Int64 = 0
     /// The highest message number given in each room (by row), read from
@@ -60,7 +63,7 @@ public final class Store {
     /// that a write compares with these instead of reading the rows back.
     var writtenPeerClocks: [PublicKey: PeerClocks] = [:]
     /// The last write transaction failed (a full disk, say): until one succeeds, nothing is shown before it is stored.
-    public private(set) var lastWriteFailed = false
+    public internal(set) var lastWriteFailed = false
     /// An own envelope was committed without its fsync (`insertOwn(durable: false)`) and `syncOwn` has not run since.
     public private(set) var ownUnsynced = false
 
@@ -99,6 +102,9 @@ public final class Store {
     var erasedSincePurge = 0
 
     private var checkpointer: Checkpointer?
+    /// A transaction whose COMMIT runs on `committer` (`insertCommittingElsewhere`).
+    var pendingCommit: PendingCommit?
+    let committer = DispatchQueue(label: "peernode.commit")
 
     /// Runs WAL checkpoints on a background connection instead of inside
     /// commits (see `Checkpointer`): one handed over by the commit that
@@ -112,13 +118,17 @@ public final class Store {
         }
     }
 
-    deinit { checkpointer?.stop() }
+    deinit {
+        settleCommit()
+        checkpointer?.stop()
+    }
 
     /// At a clean exit: stops the background checkpointer and folds the
     /// whole WAL into the database file, so `peernode.db` alone holds
     /// everything (a copy of it is a backup). Best effort: what is left in
     /// the WAL is replayed at the next open anyway.
     public func checkpointForExit() {
+        settleCommit()
         checkpointer?.stop()
         checkpointer = nil
         db.resetStatements()
@@ -142,6 +152,8 @@ public final class Store {
             throw .sqlite(error)
         }
         try Schema.prepare(db, path: path)
+        // Every use of the connection first waits for a COMMIT handed to the committer.
+        db.beforeUse = { [unowned self] in settleCommit() }
         do {
             try loadState()
         } catch let e as StoreError {
@@ -191,6 +203,7 @@ public final class Store {
 
     /// Makes every commit so far durable: the WAL flushed to the disk.
     public func sync() throws(SQLiteError) {
+        settleCommit()
         let rc = peernode_sqlite3_sync_wal(db.handle)
         guard rc == SQLITE_OK else { throw db.error(rc, "fsync of the write-ahead log") }
         ownUnsynced = false
@@ -346,6 +359,7 @@ public final class Store {
     func writeTransaction<R>(_ body: () throws -> R) throws -> R {
         // Inside another: the outer one's log covers this one.
         if undo != nil { return try db.transaction(body) }
+        settleCommit()
         let saved = (roomRows, lastDelivery, dirtyAuthors)
         undo = [:]
         defer { undo = nil }
@@ -355,15 +369,20 @@ public final class Store {
             return result
         } catch {
             lastWriteFailed = true
-            (roomRows, lastDelivery, dirtyAuthors) = saved
-            recentDeliveries.removeAll()
-            // Read again from the rows, which the rollback put back.
-            lastNumbers.removeAll()
-            for (key, before) in undo ?? [:] {
-                authors[key] = before
-                updateUndelivered(key)
-            }
+            putBack(saved, undo ?? [:])
             throw error
+        }
+    }
+
+    /// What a transaction changed in memory, put back after it rolled back.
+    func putBack(_ saved: (rooms: [RoomID: Int64], lastDelivery: Int64, dirty: Set<PublicKey>), _ undone: [PublicKey: AuthorState?]) {
+        (roomRows, lastDelivery, dirtyAuthors) = saved
+        recentDeliveries.removeAll()
+        // Read again from the rows, which the rollback put back.
+        lastNumbers.removeAll()
+        for (key, before) in undone {
+            authors[key] = before
+            updateUndelivered(key)
         }
     }
 

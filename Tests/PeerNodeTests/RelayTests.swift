@@ -120,6 +120,8 @@ struct RelayTests {
         // Where the time goes: the relay verified and stored what it relayed.
         #expect((metrics["peernode_stage_seconds_count{stage=\"verify\"}"] ?? 0) >= 1)
         #expect((metrics["peernode_stage_seconds_count{stage=\"store\"}"] ?? 0) >= 1)
+        // Its COMMITs ran on the store's committer thread, the loop forwarding meanwhile.
+        #expect((metrics["peernode_stage_seconds_count{stage=\"commit\"}"] ?? 0) >= 1)
         let verifyMedian = try #require(metrics["peernode_stage_seconds{stage=\"verify\",quantile=\"0.5\"}"])
         #expect(verifyMedian > 0 && verifyMedian < 1)
         #expect((metrics["peernode_envelopes_relayed_total"] ?? 0) >= 21)

@@ -75,6 +75,14 @@ struct RelayCommitGroupTests {
         let past = group.hold([(4, Array(repeating: envelope, count: limit + 1))], valid: Array(repeating: true, count: limit + 1))
         #expect(past)
     }
+
+    @Test("while a COMMIT is on the disk, what is held waits for it below RelayCommitGroup.heldWhileCommitting envelopes, and not at it or past it")
+    func heldWhileCommitting() {
+        let limit = RelayCommitGroup.heldWhileCommitting
+        #expect(limit > NetworkNode.maximumVerifiedPerStore)
+        #expect(RelayCommitGroup.waitsForCommit(held: limit - 1))
+        #expect(!RelayCommitGroup.waitsForCommit(held: limit) && !RelayCommitGroup.waitsForCommit(held: limit + 1))
+    }
 }
 
 /// A batch's signatures checked across the cores in slices of
