@@ -269,6 +269,8 @@ extension NetworkNode {
             }
             // Only the authors of these batches can have moved.
             result.clock = Set(kept.map { all[$0].envelope.author }).map { Dependency(author: $0, sequence: node.store.contiguous(of: $0)) }
+            // Our own history coming back from peers was sent before: `flushOwn` is for what we sign.
+            if let own = result.clock.first(where: { $0.author == node.me }) { sentOwnUpTo = max(sentOwnUpTo, own.sequence) }
         } catch {
             // Said with the next output, once a minute at most (a full disk fails every batch).
             node.storeFailures.failed("storing what came", error)
