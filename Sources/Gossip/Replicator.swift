@@ -112,7 +112,7 @@ public struct Replicator {
     /// 10,000 authors, 130 µs per link and message; `peernode-bench push`).
     var links: [LinkID: Link] = [:]
     /// (author, sequence) handed out for verification and not yet answered.
-    private var pending: Set<Dependency> = []
+    private(set) var pending: Set<Dependency> = []
     /// Envelopes that came and wait to be verified and stored: they count
     /// against the pull window as much as those still to come.
     public var unstored: Int { pending.count }
@@ -391,6 +391,7 @@ public struct Replicator {
         for c in checked { pending.remove(Dependency(author: c.envelope.author, sequence: c.envelope.sequence)) }
         let before = Dictionary(newClock.map { ($0.author, clock[$0.author]) }, uniquingKeysWith: max)
         for d in newClock { clock[d.author] = max(clock[d.author], d.sequence) }
+        if !inserted.isEmpty { forgetNotKept() }
         var actions: [Action] = []
         // Taken out while changed: a copy of it would copy its clocks (copy on write), per batch.
         if let link, var l = links.removeValue(forKey: link) {
