@@ -47,25 +47,29 @@ extension Replicator {
 
     /// Whether every answer `range` was owed came, yet what we hold of its
     /// author stops short of it and nothing of the rest is on its way into
-    /// the store: what came was not kept (the store failed, a full disk; or
-    /// an answer came twice).
+    /// the store: what came was not kept (the store failed, a full disk).
     func answeredNotKept(_ author: PublicKey, _ range: AskedRange) -> Bool {
         let held = clock[author]
         guard range.remaining == 0, held < range.through else { return false }
         return !(held + 1...range.through).contains { pending.contains(Dependency(author: author, sequence: $0)) }
     }
 
-    /// Once the store keeps something again: every range answered and not
-    /// kept is forgotten, so that the next pull asks for it again instead
-    /// of waiting out `pullTimeout`. Not while the store keeps failing: a
-    /// node on a full disk would ask, fail and ask again as fast as its
-    /// links answer.
-    mutating func forgetNotKept() {
-        for id in links.keys where links[id]?.asked.isEmpty == false {
-            guard var l = links.removeValue(forKey: id) else { continue }
-            for (author, range) in l.asked where answeredNotKept(author, range) { l.asked[author] = nil }
-            links[id] = l
+    /// Once the store keeps something again after it failed (`notKept`):
+    /// every range answered and not kept is forgotten, so that the next
+    /// pull asks for it again instead of waiting out `pullTimeout`. Not
+    /// while the store keeps failing: a node on a full disk would ask, fail
+    /// and ask again as fast as its links answer. True while a range is
+    /// still short of what it was answered with and some of it waits to be
+    /// stored (looked at again with the next stored answer).
+    mutating func forgetNotKept() -> Bool {
+        var waiting = false
+        for id in links.keys.sorted() {
+            guard let asked = links[id]?.asked, !asked.isEmpty else { continue }
+            for (author, range) in asked where range.remaining == 0 && clock[author] < range.through {
+                if answeredNotKept(author, range) { links[id]?.asked[author] = nil } else { waiting = true }
+            }
         }
+        return waiting
     }
 
     /// Envelopes asked of `link` that have not come yet.

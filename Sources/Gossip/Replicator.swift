@@ -113,6 +113,10 @@ public struct Replicator {
     var links: [LinkID: Link] = [:]
     /// (author, sequence) handed out for verification and not yet answered.
     private(set) var pending: Set<Dependency> = []
+    /// A store kept less than it was handed past what we hold (it failed),
+    /// so an asked range may be answered and not kept (`forgetNotKept`):
+    /// the stored answers look for such ranges only while this is set.
+    var notKept = false
     /// Envelopes that came and wait to be verified and stored: they count
     /// against the pull window as much as those still to come.
     public var unstored: Int { pending.count }
@@ -391,7 +395,9 @@ public struct Replicator {
         for c in checked { pending.remove(Dependency(author: c.envelope.author, sequence: c.envelope.sequence)) }
         let before = Dictionary(newClock.map { ($0.author, clock[$0.author]) }, uniquingKeysWith: max)
         for d in newClock { clock[d.author] = max(clock[d.author], d.sequence) }
-        if !inserted.isEmpty { forgetNotKept() }
+        if checked.contains(where: { $0.envelope.sequence > clock[$0.envelope.author] }),
+           inserted.count < checked.count { notKept = true }
+        if notKept, !inserted.isEmpty { notKept = forgetNotKept() }
         var actions: [Action] = []
         // Taken out while changed: a copy of it would copy its clocks (copy on write), per batch.
         if let link, var l = links.removeValue(forKey: link) {
