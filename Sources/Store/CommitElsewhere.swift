@@ -13,7 +13,8 @@ public final class PendingCommit: @unchecked Sendable {
     public internal(set) var took: Double = 0
     let saved: (rooms: [RoomID: Int64], lastDelivery: Int64, dirty: Set<PublicKey>)
     let undone: [PublicKey: Store.AuthorState?]
-    /// The connection, used on the committer only for its COMMIT (SQLite's own mutex serializes it with the owner's calls).
+    /// The connection, used on the committer only for its COMMIT: the owner
+    /// waits for it before any use of its own (`Connection.beforeUse`).
     let handle: OpaquePointer
 
     init(handle: OpaquePointer, saved: (rooms: [RoomID: Int64], lastDelivery: Int64, dirty: Set<PublicKey>), undone: [PublicKey: Store.AuthorState?]) {
@@ -68,9 +69,9 @@ extension Store {
         return (outcomes, pending)
     }
 
-    /// Waits for the COMMIT handed to the committer, if one is pending, and
-    /// returns its failure: then the rows are not stored, and what the
-    /// transaction changed in memory is put back.
+    /// Waits for the COMMIT handed to the committer, if one is pending. If
+    /// it failed, its rows are not stored and what the transaction changed
+    /// in memory is put back (`settle` tells the failure).
     public func settleCommit() {
         guard let pending = pendingCommit else { return }
         pendingCommit = nil
