@@ -63,12 +63,13 @@ extension Replicator {
     /// stored (looked at again with the next stored answer).
     mutating func forgetNotKept() -> Bool {
         var waiting = false
-        for id in links.keys.sorted() {
-            guard let asked = links[id]?.asked, !asked.isEmpty else { continue }
-            for (author, range) in asked where range.remaining == 0 && clock[author] < range.through {
-                if answeredNotKept(author, range) { links[id]?.asked[author] = nil } else { waiting = true }
+        var forget: [(LinkID, PublicKey)] = []
+        for (id, l) in links {
+            for (author, range) in l.asked where range.remaining == 0 && clock[author] < range.through {
+                if answeredNotKept(author, range) { forget.append((id, author)) } else { waiting = true }
             }
         }
+        for (id, author) in forget { links[id]?.asked[author] = nil }
         return waiting
     }
 

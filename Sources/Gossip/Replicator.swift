@@ -395,8 +395,7 @@ public struct Replicator {
         for c in checked { pending.remove(Dependency(author: c.envelope.author, sequence: c.envelope.sequence)) }
         let before = Dictionary(newClock.map { ($0.author, clock[$0.author]) }, uniquingKeysWith: max)
         for d in newClock { clock[d.author] = max(clock[d.author], d.sequence) }
-        if checked.contains(where: { $0.envelope.sequence > clock[$0.envelope.author] }),
-           inserted.count < checked.count { notKept = true }
+        if inserted.count < checked.count, checked.contains(where: { $0.envelope.sequence > clock[$0.envelope.author] }) { notKept = true }
         if notKept, !inserted.isEmpty { notKept = forgetNotKept() }
         var actions: [Action] = []
         // Taken out while changed: a copy of it would copy its clocks (copy on write), per batch.

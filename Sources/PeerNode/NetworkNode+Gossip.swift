@@ -204,7 +204,7 @@ extension NetworkNode {
         let (shownAhead, promptStale) = showAhead(kept.map { all[$0].envelope })
         let shownAheadTook = monotonicNow() - showing
         let waits = !shownAhead.isEmpty && !relay
-        let stored = Arrived(all: all, source: source, valid: valid, kept: kept, forwardedAhead: forwardedAhead,
+        let stored = ArrivedBatches(all: all, source: source, valid: valid, kept: kept, forwardedAhead: forwardedAhead,
                              shownAhead: shownAhead, promptStale: promptStale, shownAheadTook: shownAheadTook, waited: waits)
         // Shown: the core goes to the line's reader first, the store follows at the loop's next wake
         // (`EventLoop.afterWaiting`). This turn is the one that stored, for its time.
@@ -215,39 +215,23 @@ extension NetworkNode {
         finishStoring(stored)
     }
 
-    /// What `storeNow` took and showed, for the rest of its work.
-    struct Arrived {
-        let all: [CarriedEnvelope]
-        let source: [LinkID]
-        let valid: [Bool]
-        let kept: [Int]
-        let forwardedAhead: Bool
-        let shownAhead: [StoredEnvelope]
-        let promptStale: Bool
-        let shownAheadTook: Double
-        /// Stored after the loop's wait, not in the turn that took it.
-        let waited: Bool
-    }
-
     /// The store's transaction for what `storeNow` took, the answers to the
     /// links, and what it delivered shown. A relay's COMMIT runs on the
     /// store's committer thread (`Store.insertCommittingElsewhere`): its loop
     /// goes on forwarding while the disk takes the commit, and the answers
     /// follow once it is done, so `stored` still means stored.
-    private func finishStoring(_ arrived: Arrived) {
+    private func finishStoring(_ arrived: ArrivedBatches) {
         let (all, source, kept) = (arrived.all, arrived.source, arrived.kept)
-        var result = Outcome()
+        var result = StoreOutcome()
         let storing = monotonicNow()
         var pending: PendingCommit?
         do {
             let envelopes = kept.map { all[$0].envelope }
             let outcomes: [InsertOutcome]
             if relay {
-                let committing: PendingCommit
-                (outcomes, committing) = try node.store.insertCommittingElsewhere(envelopes, receivedAt: Node.now()) { [weak self] done in
+                (outcomes, pending) = try node.store.insertCommittingElsewhere(envelopes, receivedAt: Node.now()) { [weak self] done in
                     self?.loop.execute { [weak self] in self?.relayCommitted(done) }
                 }
-                pending = committing
             } else {
                 outcomes = try node.store.insert(envelopes, receivedAt: Node.now())
             }
@@ -274,7 +258,7 @@ extension NetworkNode {
         } catch {
             // Said with the next output, once a minute at most (a full disk fails every batch).
             node.storeFailures.failed("storing what came", error)
-            result = Outcome()
+            result = StoreOutcome()
         }
         core.stages.record(.store, monotonicNow() - storing)
         if let pending {
@@ -282,13 +266,6 @@ extension NetworkNode {
             return
         }
         answerStored(arrived, result)
-    }
-
-    /// What a store transaction came to, for the answers after it.
-    struct Outcome {
-        var inserted: [LinkID: [CarriedEnvelope]] = [:]
-        var brokenAuthors: Set<PublicKey> = []
-        var clock: [Dependency] = []
     }
 
     /// A relay's COMMIT `done` is done, or is waited for here: the answers
@@ -300,7 +277,7 @@ extension NetworkNode {
         core.stages.record(.commit, pending.took)
         if let failure = failed {
             node.storeFailures.failed("storing what came", failure)
-            answerStored(arrived, Outcome())
+            answerStored(arrived, StoreOutcome())
         } else {
             answerStored(arrived, result)
         }
@@ -308,7 +285,7 @@ extension NetworkNode {
     }
 
     /// The answers to the links for what a transaction stored, and what it delivered shown.
-    private func answerStored(_ arrived: Arrived, _ result: Outcome) {
+    private func answerStored(_ arrived: ArrivedBatches, _ result: StoreOutcome) {
         let (all, source, valid) = (arrived.all, arrived.source, arrived.valid)
         let inserted = result.inserted
         let forwarding = monotonicNow()

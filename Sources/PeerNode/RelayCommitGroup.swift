@@ -32,7 +32,7 @@ struct RelayCommitGroup {
     /// The transaction whose COMMIT is on the store's committer thread
     /// (`Store.insertCommittingElsewhere`), with what its answers need.
     /// One at a time: what comes meanwhile is held for the next.
-    var committing: (PendingCommit, NetworkNode.Arrived, NetworkNode.Outcome)?
+    var committing: (PendingCommit, ArrivedBatches, StoreOutcome)?
     /// Envelopes held while a COMMIT is on the disk, past which the loop
     /// waits for that COMMIT and stores them (a disk slower than the links
     /// would otherwise let the held batches grow without bound).

@@ -11,13 +11,13 @@ public final class PendingCommit: @unchecked Sendable {
     public internal(set) var failure: SQLiteError?
     /// Seconds the COMMIT took on the committer (set with `failure`).
     public internal(set) var took: Double = 0
-    let saved: (rooms: [RoomID: Int64], lastDelivery: Int64, dirty: Set<PublicKey>)
+    let saved: Store.SavedState
     let undone: [PublicKey: Store.AuthorState?]
     /// The connection, used on the committer only for its COMMIT: the owner
     /// waits for it before any use of its own (`Connection.beforeUse`).
     let handle: OpaquePointer
 
-    init(handle: OpaquePointer, saved: (rooms: [RoomID: Int64], lastDelivery: Int64, dirty: Set<PublicKey>), undone: [PublicKey: Store.AuthorState?]) {
+    init(handle: OpaquePointer, saved: Store.SavedState, undone: [PublicKey: Store.AuthorState?]) {
         self.handle = handle
         self.saved = saved
         self.undone = undone
@@ -33,24 +33,8 @@ extension Store {
     public func insertCommittingElsewhere(_ envelopes: [Envelope], receivedAt: UInt64,
                                           committed: @escaping @Sendable (PendingCommit) -> Void) throws -> ([InsertOutcome], PendingCommit) {
         settleCommit()
-        let saved = (roomRows, lastDelivery, dirtyAuthors)
-        undo = [:]
-        defer { undo = nil }
-        let outcomes: [InsertOutcome]
-        do {
-            try db.execute("BEGIN IMMEDIATE")
-            do {
-                outcomes = try insertAll(envelopes, receivedAt: receivedAt)
-            } catch {
-                try? db.execute("ROLLBACK")
-                throw error
-            }
-        } catch {
-            lastWriteFailed = true
-            putBack(saved, undo ?? [:])
-            throw error
-        }
-        let pending = PendingCommit(handle: db.handle, saved: saved, undone: undo ?? [:])
+        let (outcomes, saved, undone) = try keepingUndo { try db.begin { try insertAll(envelopes, receivedAt: receivedAt) } }
+        let pending = PendingCommit(handle: db.handle, saved: saved, undone: undone)
         pendingCommit = pending
         committer.async {
             let handle = pending.handle

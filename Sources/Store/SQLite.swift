@@ -92,11 +92,19 @@ final class Connection {
 
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction; rolls back if it throws.
     func transaction<R>(_ body: () throws -> R) throws -> R {
-        try execute("BEGIN IMMEDIATE")
-        do {
+        try begin {
             let result = try body()
             try execute("COMMIT")
             return result
+        }
+    }
+
+    /// Runs `body` in a `BEGIN IMMEDIATE` transaction left open for its
+    /// COMMIT (`transaction`, or the store's committer); rolls back if it throws.
+    func begin<R>(_ body: () throws -> R) throws -> R {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            return try body()
         } catch {
             try? execute("ROLLBACK")
             throw error

@@ -360,13 +360,24 @@ public final class Store {
         // Inside another: the outer one's log covers this one.
         if undo != nil { return try db.transaction(body) }
         settleCommit()
+        let result = try keepingUndo { try db.transaction(body) }.result
+        lastWriteFailed = false
+        return result
+    }
+
+    /// What a write changed in memory besides the authors' states (their undo log).
+    typealias SavedState = (rooms: [RoomID: Int64], lastDelivery: Int64, dirty: Set<PublicKey>)
+
+    /// Runs `body` (the store's writes and whatever of its transaction it
+    /// runs) with the undo log open. If it throws, what it changed in memory
+    /// is put back; else what a later failure of its COMMIT would put back
+    /// comes with its result (`insertCommittingElsewhere`).
+    func keepingUndo<R>(_ body: () throws -> R) throws -> (result: R, saved: SavedState, undone: [PublicKey: AuthorState?]) {
         let saved = (roomRows, lastDelivery, dirtyAuthors)
         undo = [:]
         defer { undo = nil }
         do {
-            let result = try db.transaction(body)
-            lastWriteFailed = false
-            return result
+            return (try body(), saved, undo ?? [:])
         } catch {
             lastWriteFailed = true
             putBack(saved, undo ?? [:])
@@ -375,7 +386,7 @@ public final class Store {
     }
 
     /// What a transaction changed in memory, put back after it rolled back.
-    func putBack(_ saved: (rooms: [RoomID: Int64], lastDelivery: Int64, dirty: Set<PublicKey>), _ undone: [PublicKey: AuthorState?]) {
+    func putBack(_ saved: SavedState, _ undone: [PublicKey: AuthorState?]) {
         (roomRows, lastDelivery, dirtyAuthors) = saved
         recentDeliveries.removeAll()
         // Read again from the rows, which the rollback put back.
