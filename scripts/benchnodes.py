@@ -215,6 +215,36 @@ def thread_cpu_seconds(pid):
     return out
 
 
+def warm_memory(mib):
+    """Touches `mib` MiB of fresh memory twice, freeing it after each: (GB/s the first time, GB/s again).
+
+    This machine is a virtual machine that reports the guest's free pages to its host (virtio-balloon
+    free page reporting), and the host backs a page again only when it is next touched: memory unused
+    for a while (between two sittings, say) is some three times slower to touch the first time
+    (docs/SCALE.md, "Memory the host has let go"). A benchmark that writes gigabytes into the page
+    cache would time that instead of itself, in its first run only. Freed, the pages touched here
+    stay backed for minutes and are what the kernel hands out next."""
+    import mmap
+    block, size, rates = bytes(1 << 20), mib << 20, []
+    for _ in range(2):
+        area = mmap.mmap(-1, size)
+        started = time.monotonic()
+        for offset in range(0, size, 1 << 20):
+            area[offset:offset + (1 << 20)] = block
+        rates.append(size / (time.monotonic() - started) / 1e9)
+        area.close()
+    return rates
+
+
+def available_mib():
+    """MemAvailable from /proc/meminfo, in MiB."""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) >> 10
+    return 0
+
+
 def start_relay(peernode, data, *extra):
     """A relay on loopback with no discovery, its per-address limit lifted
     (every benchmark peer comes from 127.0.0.1); returns the process, its
