@@ -25,7 +25,10 @@ final class NodeProcess: @unchecked Sendable {
     /// --peer only), so tests running side by side cannot meet by accident.
     /// `namespace` runs it inside a lab host (`ip netns exec`); `wrapper`
     /// under another program (its path and arguments: strace, say);
-    /// `environment` added to this process's own.
+    /// `environment` added to this process's own. Files it fetches without
+    /// a folder named go to `downloads` inside `dir` unless `environment`
+    /// names a download folder: never into the `~/Downloads` of whoever
+    /// runs the tests (a page test once left a picture there each run).
     init(dir: String, _ arguments: [String], discovery: Bool = false, namespace: String? = nil, listen: String = "127.0.0.1:0",
          wrapper: [String] = [], environment: [String: String] = [:]) throws {
         self.dir = dir
@@ -33,11 +36,15 @@ final class NodeProcess: @unchecked Sendable {
         var (executable, all) = namespace.map { (NetLab.ip, ["netns", "exec", $0, PeerNodeProcess.binary] + own) } ?? (PeerNodeProcess.binary, own)
         if let program = wrapper.first { (executable, all) = (program, Array(wrapper.dropFirst()) + [executable] + all) }
         let events = Locked<[[String: String]]>([]), arrivals = Locked<[Double]>([])
-        let env = environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let env = ProcessInfo.processInfo.environment.merging(["XDG_DOWNLOAD_DIR": dir + "/" + Self.downloads]) { $1 }
+            .merging(environment) { $1 }
         child = try Child(executable, all, environment: env, stdin: .pipe, stdout: .pipe, stderr: .pipe, onLine: collectingJSON(into: events, arrivals: arrivals))
         self.events = events
         self.arrivals = arrivals
     }
+
+    /// The folder inside the data directory a test node saves fetched files to by default.
+    static let downloads = "downloads"
 
     var pid: pid_t { child.pid }
 
