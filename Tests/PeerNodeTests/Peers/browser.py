@@ -1,10 +1,13 @@
 """Real headless Chromium (Debian's `chromium`), driven through its DevTools protocol: what the page checks share."""
 import json
+import os
 import re
+import signal
 import subprocess
-import tempfile
 
 import websockets
+
+from checks import scratch
 
 
 class Browser:
@@ -67,11 +70,13 @@ class Browser:
 
 async def with_chromium(run, window="900,640"):
     """Starts headless Chromium and runs `run(Browser)` against it; kills it after."""
-    profile = tempfile.mkdtemp()
+    profile = scratch("peernode-chromium-")
     # (no sandbox: CI runs as root; no /dev/shm: a container may give it 64 MB)
     chromium = subprocess.Popen(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--user-data-dir=" + profile,
                                  "--remote-debugging-port=0", "--window-size=" + window, "about:blank"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                # Its shared-memory files (no /dev/shm) go with the profile, not loose in /tmp.
+                                env=dict(os.environ, TMPDIR=profile), start_new_session=True)
     devtools = None
     while devtools is None:
         line = chromium.stderr.readline()
@@ -83,4 +88,6 @@ async def with_chromium(run, window="900,640"):
         async with websockets.connect(devtools, max_size=None) as ws:
             await run(Browser(ws))
     finally:
-        chromium.kill()
+        # Its whole group: a renderer outliving it would write into the profile as it is removed.
+        os.killpg(chromium.pid, signal.SIGKILL)
+        chromium.wait()

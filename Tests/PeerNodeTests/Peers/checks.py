@@ -1,6 +1,9 @@
-"""What the web test peers share: checks that print their result, and a deadline."""
+"""What the web test peers share: checks that print their result, a deadline, and scratch folders."""
+import atexit
+import shutil
 import signal
 import sys
+import tempfile
 import time
 
 STARTED = time.monotonic()
@@ -22,6 +25,14 @@ def give_up_after(seconds):
         raise SystemExit(2)
     signal.signal(signal.SIGALRM, give_up)
     signal.alarm(seconds)
+
+
+def scratch(prefix):
+    """A new folder under the temporary directory, removed with what is in it when the script exits
+    (each run of the suite left its nodes' data directories and Chromium's profiles there)."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 def finish():

@@ -17,7 +17,7 @@ import os
 import sys
 import tempfile
 
-from checks import check, run_checks
+from checks import check, run_checks, scratch
 from outside_files import chunk_message, linked, make_offer, offered_and_got, proof, read_indices, read_want, want
 from outside_link import Node
 from outside_wire import envelopes_message, make_envelope, varint
@@ -247,7 +247,7 @@ async def unasked(node, work):
 async def main():
     node = Node(os.path.abspath(sys.argv[1]))
     await node.start("--no-discovery")
-    work = tempfile.mkdtemp(prefix="outside-file-limits-")
+    work = scratch("outside-file-limits-")
     try:
         await wants(node)
         await named(node)

@@ -12,10 +12,9 @@ usage: outside_file_waits.py PEERNODE
 """
 import os
 import sys
-import tempfile
 import time
 
-from checks import check, run_checks
+from checks import check, run_checks, scratch
 from outside_files import chunk_message, linked, offered_and_got, proof, read_chunk, read_indices, read_want, want
 from outside_link import Node
 
@@ -30,7 +29,7 @@ LOOKED_EVERY = 0.25
 async def main():
     node = Node(os.path.abspath(sys.argv[1]))
     await node.start("--no-discovery")
-    work = tempfile.mkdtemp(prefix="outside-file-waits-")
+    work = scratch("outside-file-waits-")
     try:
         p_me, p = await linked(node)
         data = os.urandom(40 * 64_000)

@@ -27,7 +27,7 @@ import struct
 import sys
 import tempfile
 
-from checks import check, run_checks
+from checks import check, run_checks, scratch
 from outside_link import Node
 from outside_sealed import linked as sealed_linked
 from outside_wire import (GENERAL_ID, GENERAL_KEY, Identity, blake2b256, envelopes_message, make_envelope,
@@ -343,7 +343,7 @@ async def older(node):
 async def main():
     node = Node(os.path.abspath(sys.argv[1]))
     await node.start("--no-discovery")
-    work = tempfile.mkdtemp(prefix="outside-files-")
+    work = scratch("outside-files-")
     try:
         await fetch(node, work)
         await serve(node, work)

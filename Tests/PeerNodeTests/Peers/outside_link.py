@@ -5,7 +5,6 @@ chunks), the multicast group on loopback (§12), and the node itself, a
 import asyncio
 import json
 import socket
-import tempfile
 import time
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -14,6 +13,7 @@ from websockets.asyncio.client import connect
 from websockets.asyncio.server import serve
 from websockets.exceptions import ConnectionClosed
 
+from checks import scratch
 from outside_wire import GROUP, HANDSHAKE_CONTEXT, NETWORK_KEY, Identity, ed_to_x25519_public, read_datagram
 
 # ---- §10 links -----------------------------------------------------------
@@ -160,7 +160,7 @@ class Link:
 class Node:
     def __init__(self, peernode):
         self.peernode = peernode
-        self.dir = tempfile.mkdtemp(prefix="outside-peer-")
+        self.dir = scratch("outside-peer-")
         self.events = []
         self.arrived = asyncio.Condition()
 

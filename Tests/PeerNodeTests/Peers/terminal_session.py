@@ -18,10 +18,10 @@ import pty
 import select
 import subprocess
 import sys
-import tempfile
 import termios
 import time
 
+from checks import scratch
 from json_peer import JsonPeer
 
 PEERNODE, WORK = sys.argv[1], sys.argv[2]
@@ -279,7 +279,7 @@ if sent_of_paste:
 print("a paste of 1,000 lines asks; one of 1,001 is refused whole and said, and typing goes on")
 
 # A file dropped on the terminal: the terminal pastes its quoted path; Enter asks before anything goes.
-dropped_dir = tempfile.mkdtemp(prefix="peernode-drop-")
+dropped_dir = scratch("peernode-drop-")
 dropped = os.path.join(dropped_dir, "q3 report.txt")
 with open(dropped, "wb") as f:
     f.write(b"the numbers for Q3\n" * 100)
