@@ -189,7 +189,7 @@ struct JSONPresenter: JSONLinePresenter {
     }
 
     /// A listing command's answer: its head (`history`, `search`,
-    /// `mentions`, `rooms`) with the count, then its rows.
+    /// `mentions`, `rooms`, `files`, `invites`) with the count, then its rows.
     static func lines(_ answer: ScriptAnswer) -> [String] {
         func head(_ type: String, _ count: Int, _ more: [(String, JSONEvents.Value)] = []) -> String {
             JSONEvents.line(pairs: [("type", .string(type))] + more + [("count", .number(UInt64(count)))])
@@ -211,6 +211,8 @@ struct JSONPresenter: JSONLinePresenter {
             let place: [(String, JSONEvents.Value)] = listing.with.map { [("with", .string($0.hex))] } ?? [("room", .string(listing.room?.value ?? ""))]
             return [head("files", listing.rows.count, place + (listing.more ? [("more", .string("yes"))] : []))]
                 + listing.rows.map { fileListed($0, place: place) }
+        case let .invites(count):
+            return [head("invites", count)]
         }
     }
 

@@ -228,7 +228,9 @@ extension NetworkNode {
     /// `/invites`: who invited us where, oldest first.
     func listInvites() throws -> [NodeEvent] {
         let pending = try node.privateRooms.pendingInvites()
-        guard !pending.isEmpty else { return [.noInvites] }
-        return pending.map { .invite(by: node.people[$0.inviter], room: $0.name, listed: true) }
+        // A script gets a head with the count, so an empty answer is an answer too.
+        let head: [NodeEvent] = answersScripts ? [.answer(.invites(pending.count))] : []
+        guard !pending.isEmpty else { return head + [.noInvites] }
+        return head + pending.map { .invite(by: node.people[$0.inviter], room: $0.name, listed: true) }
     }
 }

@@ -110,7 +110,7 @@ enum NodeEvent {
     case answer(ScriptAnswer)
 }
 
-/// What `/history`, `/search`, `/mentions`, `/rooms` and `/files` answer in `--json`:
+/// What `/history`, `/search`, `/mentions`, `/rooms`, `/files` and `/invites` answer in `--json`:
 /// a head line with the count, then one line per row.
 enum ScriptAnswer {
     /// The open room's (`room`) or direct conversation's (`with`) last messages, oldest first.
@@ -123,6 +123,8 @@ enum ScriptAnswer {
     case rooms([ConversationRow])
     /// `/files` (and the API's `files`): the open place's standing offers, oldest first.
     case files(FileListing)
+    /// `/invites`: how many invites wait (each follows as its `invite` event).
+    case invites(Int)
 }
 
 /// One device of an account, as `/devices` lists it.

@@ -211,8 +211,14 @@ struct HostileInviteTests {
         #expect(await started(again))
         again.send("/invites")
         #expect(await again.wait { $0["type"] == "invite" && $0["room"] == "#team" && $0["by"] == attacker.publicKey.hex } != nil)
+        // A script is told how many to expect first, and an empty answer is an answer (its head alone).
+        let types = again.events.value.map { $0["type"] ?? "" }
+        #expect(types.firstIndex(of: "invites").map { types.lastIndex(of: "invite") == $0 + 1 } == true, "/invites' head, then its row: \(types)")
+        #expect(again.events.value.first { $0["type"] == "invites" }?["count"] == "1")
         again.send("/decline #team")
         #expect(await again.wait { $0["type"] == "invite_declined" && $0["room"] == "#team" } != nil)
+        again.send("/invites")
+        #expect(await again.wait { $0["type"] == "invites" && $0["count"] == "0" } != nil, "\(again.recent(3))")
         again.send("/accept #team")
         #expect(await again.wait { $0["type"] == "error" && $0["error"]?.contains("no invite to #team") == true } != nil)
         await again.quit()
