@@ -87,6 +87,12 @@ struct JSONPresenter: JSONLinePresenter {
             return [JSONEvents.line(["type": .string("invite_accepted"), "room": .string(room.value), "by": .string(by.hex)])]
         case let .inviteDeclined(room, by):
             return [JSONEvents.line(["type": .string("invite_declined"), "room": .string(room), "by": .string(by.hex)])]
+        case let .blockChanged(person, blocked):
+            // A script's /block and /unblock are answered, as every command that changes something.
+            return [JSONEvents.line(["type": .string(blocked ? "blocked" : "unblocked"), "id": .string(person.key.hex),
+                                     "nick": .text(person.nick ?? PeerText("")), "fp": .string(person.key.shortFingerprint)])]
+        case let .readReceipts(on):
+            return [JSONEvents.line(["type": .string("setting"), "key": .string("receipts"), "value": .string(on ? "on" : "off")])]
         case let .stats(links, counters, stages):
             // One `stage` line per stage that ran follows the counters (docs/SCALE.md).
             return [JSONEvents.line(pairs: [("type", .string("stats")), ("links", .number(UInt64(links))), ("stages", .number(UInt64(stages.count)))]
@@ -183,7 +189,7 @@ struct JSONPresenter: JSONLinePresenter {
         case let .chatLines(lines):
             // What a command says that has no event of its own (/join, /nick, /help…): the terminal's lines.
             return lines.map { JSONEvents.line(["type": .string("notice"), "text": .string($0)]) }
-        case .greeting, .noInvites, .invited, .blockChanged, .readReceipts:
+        case .greeting, .noInvites, .invited:
             return []
         }
     }

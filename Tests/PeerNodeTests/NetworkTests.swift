@@ -91,6 +91,7 @@ struct NetworkTests {
         b.send("before the block")
         #expect(await a.wait { $0["text"] == "before the block" } != nil)
         a.send("/block \(b.id)")
+        #expect(await a.wait { $0["type"] == "blocked" && $0["id"] == b.id && $0["fp"]?.isEmpty == false } != nil, "a script is answered: \(a.recent(3))")
         #expect(await a.wait { $0["type"] == "peer_down" } != nil)
         b.send("after the block")
         // B redials (backoff from 0.5 s) and is refused each time.
@@ -98,6 +99,7 @@ struct NetworkTests {
         #expect(a.events.value.filter { $0["type"] == "peer_up" }.count == 1)
         #expect(!a.events.value.contains { $0["text"] == "after the block" })
         a.send("/unblock \(b.id)")
+        #expect(await a.wait { $0["type"] == "unblocked" && $0["id"] == b.id } != nil)
         #expect(await a.wait(timeout: 40) { $0["text"] == "after the block" } != nil)
         await a.quit(); await b.quit()
     }
@@ -187,9 +189,8 @@ struct NetworkTests {
         }
 
         b.send("/set receipts off")
-        // Lines are handled in order: once /stats answers, the setting is in force.
-        b.send("/stats")
-        #expect(await b.wait { $0["type"] == "stats" } != nil)
+        // Answered as a setting: once it is, the setting is in force.
+        #expect(await b.wait { $0["type"] == "setting" && $0["key"] == "receipts" && $0["value"] == "off" } != nil, "\(b.recent(3))")
         a.send("third")
         let third = try #require(await a.wait { $0["text"] == "third" })
         #expect(await a.wait(timeout: 10) { $0["type"] == "receipt" && $0["id"] == third["id"] && $0["state"] == "delivered" } != nil)
