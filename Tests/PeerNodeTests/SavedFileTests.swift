@@ -1,4 +1,5 @@
 import ChatText
+import Crypto
 import Foundation
 import Gossip
 import TestSupport
@@ -134,6 +135,27 @@ struct FileFolderTests {
         } catch {
             #expect("\(error)".hasSuffix("a folder is not sent (send the files in it, or an archive of it)"), "\(error)")
         }
+    }
+
+    @Test("a file the system gives no size (/proc, /sys: 0) is read to its end and sent for what it holds; an empty file is still refused")
+    func noStatedSize() throws {
+        let dir = TemporaryDirectory()
+        var info = stat()
+        try #require(stat("/proc/self/status", &info) == 0 && info.st_size == 0, "this kernel gives /proc/self/status a size")
+        let sealed = try Files.seal(path: "/proc/self/status", name: nil, caption: "", folder: dir.path)
+        let bytes = [UInt8](try #require(FileManager.default.contents(atPath: sealed.staging)))
+        #expect(sealed.offer.size > 0 && UInt64(bytes.count) == sealed.offer.size + UInt64(FileKey.tagByteCount), "one sealed chunk of what was read")
+        let key = try #require(FileKey(exactly: sealed.offer.key))
+        let text = String(decoding: try key.open(chunk: bytes, index: 0), as: UTF8.self)
+        #expect(text.hasPrefix("Name:") && text.contains("\nPid:"), "\(text)")
+        #expect(sealed.offer.name == "status" && FileTree.root(sealed.leaves) == sealed.offer.root)
+        // Past a chunk, read to its end too: /proc/self/smaps of this test process runs to hundreds of KB.
+        let long = try Files.seal(path: "/proc/self/smaps", name: nil, caption: "", folder: dir.path)
+        #expect(long.offer.size > UInt64(FileOffer.chunkSize) && UInt64(long.leaves.count) == FileOffer.chunks(size: long.offer.size),
+                "\(long.offer.size) bytes in \(long.leaves.count) chunks")
+        let empty = dir.path + "/empty.txt"
+        #expect(FileManager.default.createFile(atPath: empty, contents: nil))
+        #expect(throws: NodeError.self) { try Files.seal(path: empty, name: nil, caption: "", folder: dir.path) }
     }
 
     @Test("/send says a large file is sealing from 50 MB to the limit, and nothing first of one it then refuses")

@@ -161,8 +161,9 @@ final class Files {
             let reason = info.st_mode & S_IFMT == S_IFDIR ? "a folder is not sent (send the files in it, or an archive of it)" : "not a regular file"
             throw NodeError.fileUnreadable(path: path, reason: reason)
         }
-        let size = UInt64(info.st_size)
-        try check(size: size, of: path)
+        // A file the system gives no size (0: /proc, /sys) is read to its end instead; any other is read for the size it has.
+        let stated = UInt64(info.st_size)
+        if stated > 0 { try check(size: stated, of: path) }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw NodeError.fileUnreadable(path: path, reason: String(cString: strerror(errno))) }
         defer { close(fd) }
@@ -178,9 +179,20 @@ final class Files {
         let plain = BLAKE2bStream()
         var leafHashes: [[UInt8]] = []
         var buffer = [UInt8](repeating: 0, count: FileOffer.chunkSize)
-        for index in 0..<FileOffer.chunks(size: size) {
-            let length = FileOffer.plainLength(of: index, size: size)
-            try readFully(fd, into: &buffer, length, at: off_t(index) * off_t(FileOffer.chunkSize), path: path)
+        var size: UInt64 = 0
+        var index: UInt64 = 0
+        while stated == 0 || index < FileOffer.chunks(size: stated) {
+            let offset = off_t(index) * off_t(FileOffer.chunkSize)
+            let length: Int
+            if stated > 0 {
+                length = FileOffer.plainLength(of: index, size: stated)
+                try readFully(fd, into: &buffer, length, at: offset, path: path)
+            } else {
+                length = try readUpTo(fd, into: &buffer, at: offset, path: path)
+                guard length > 0 else { break }
+                try check(size: size + UInt64(length), of: path)
+            }
+            size += UInt64(length)
             let sealed = buffer.withUnsafeBytes { b in
                 plain.update(UnsafeRawBufferPointer(rebasing: b[0..<length]))
                 return key.seal(chunk: UnsafeRawBufferPointer(rebasing: b[0..<length]), index: index)
@@ -188,8 +200,11 @@ final class Files {
             leafHashes.append(FileTree.leaf(index: index, sealed: sealed))
             // In index order, so each lands at its `FileOffer.sealedOffset`.
             do { try Syscall.writeAll(out, sealed) } catch { throw NodeError.fileNotSaved(path: staging, reason: "\(error)") }
+            index += 1
+            // Read to its end: a chunk cut short was the last.
+            if stated == 0, length < FileOffer.chunkSize { break }
         }
-        guard let root = FileTree.root(leafHashes) else { throw NodeError.fileEmpty(path: path) }
+        guard size > 0, let root = FileTree.root(leafHashes) else { throw NodeError.fileEmpty(path: path) }
         let name = name ?? String(path.split(separator: "/").last ?? "file")
         kept = true
         return SealedFile(offer: FileOffer(size: size, root: root, plainHash: plain.finish(), key: key.exportedBytes, name: name,
@@ -224,6 +239,19 @@ final class Files {
         guard let folder = failures.read({ () throws(RepositoryError) in try stagingFolder() }),
               let names = FileManager.default.enumerator(atPath: folder) else { return }
         for case let name as String in names where name.hasPrefix(Self.stagingPrefix) { unlink(folder + "/" + name) }
+    }
+
+    /// Reads up to a chunk at `offset` into `buffer`: fewer bytes only at the file's end (0: past it).
+    static func readUpTo(_ fd: Int32, into buffer: inout [UInt8], at offset: off_t, path: String) throws -> Int {
+        var got = 0
+        while got < FileOffer.chunkSize {
+            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, FileOffer.chunkSize - got, offset + off_t(got)) }
+            if n < 0, errno == EINTR { continue }
+            guard n >= 0 else { throw NodeError.fileUnreadable(path: path, reason: String(cString: strerror(errno))) }
+            if n == 0 { break }
+            got += n
+        }
+        return got
     }
 
     static func readFully(_ fd: Int32, into buffer: inout [UInt8], _ length: Int, at offset: off_t, path: String) throws {
