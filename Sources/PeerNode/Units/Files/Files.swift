@@ -164,7 +164,8 @@ final class Files {
         // A file the system gives no size (0: /proc, /sys) is read to its end instead; any other is read for the size it has.
         let stated = UInt64(info.st_size)
         if stated > 0 { try check(size: stated, of: path) }
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // Not blocking: a file that gives its bytes only as they come (/proc/kmsg) is refused, not waited on for ever.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw NodeError.fileUnreadable(path: path, reason: String(cString: strerror(errno))) }
         defer { close(fd) }
         let staging = folder + "/" + stagingPrefix + Hex.encode(secureRandomBytes(8))
@@ -247,6 +248,7 @@ final class Files {
         while got < FileOffer.chunkSize {
             let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, FileOffer.chunkSize - got, offset + off_t(got)) }
             if n < 0, errno == EINTR { continue }
+            if n < 0, errno == EAGAIN { throw NodeError.fileUnreadable(path: path, reason: "it gives its bytes only as they come") }
             guard n >= 0 else { throw NodeError.fileUnreadable(path: path, reason: String(cString: strerror(errno))) }
             if n == 0 { break }
             got += n
