@@ -113,8 +113,10 @@ def main():
     os.chmod(path, 0o644)
     print(f"== files on loopback: {SIZE >> 20} MiB of random bytes")
     # What the run writes into the page cache (the file, each node's chunks and saved copies, the swarm and
-    # relay phases), touched once first: memory this VM's host took back is slow to touch, and a first
-    # run of a sitting timed that (four sources 0.55-0.88x one source there, 1.08-1.14x in the runs after).
+    # relay phases), touched once first, and how fast that was printed: memory this VM's host took back is
+    # slow to touch, and the first run of a sitting measured four sources at 0.55-0.88x one source (1.08-1.17x
+    # in the runs after). The touch alone does not hold such a run to the later figures (0.63x after it, once,
+    # the first touch at 0.40 GB/s): a slow first touch here says the run's figures are the machine's moment.
     warm = max(0, min(WARM_FACTOR * (SIZE >> 20) + WARM_EXTRA_MIB, available_mib() - WARM_SPARE_MIB))
     if warm:
         first, again = warm_memory(warm)
