@@ -189,7 +189,7 @@ final class Files {
                 length = FileOffer.plainLength(of: index, size: stated)
                 try readFully(fd, into: &buffer, length, at: offset, path: path)
             } else {
-                length = try readUpTo(fd, into: &buffer, at: offset, path: path)
+                length = try read(fd, into: &buffer, upTo: FileOffer.chunkSize, at: offset, path: path)
                 guard length > 0 else { break }
                 try check(size: size + UInt64(length), of: path)
             }
@@ -242,11 +242,11 @@ final class Files {
         for case let name as String in names where name.hasPrefix(Self.stagingPrefix) { unlink(folder + "/" + name) }
     }
 
-    /// Reads up to a chunk at `offset` into `buffer`: fewer bytes only at the file's end (0: past it).
-    static func readUpTo(_ fd: Int32, into buffer: inout [UInt8], at offset: off_t, path: String) throws -> Int {
+    /// Reads up to `length` bytes at `offset` into `buffer`: fewer only at the file's end (0: past it).
+    static func read(_ fd: Int32, into buffer: inout [UInt8], upTo length: Int, at offset: off_t, path: String) throws -> Int {
         var got = 0
-        while got < FileOffer.chunkSize {
-            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, FileOffer.chunkSize - got, offset + off_t(got)) }
+        while got < length {
+            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, length - got, offset + off_t(got)) }
             if n < 0, errno == EINTR { continue }
             if n < 0, errno == EAGAIN { throw NodeError.fileUnreadable(path: path, reason: "it gives its bytes only as they come") }
             guard n >= 0 else { throw NodeError.fileUnreadable(path: path, reason: String(cString: strerror(errno))) }
@@ -256,13 +256,10 @@ final class Files {
         return got
     }
 
+    /// Reads exactly `length` bytes at `offset` into `buffer`: a file that ends sooner got shorter while being read.
     static func readFully(_ fd: Int32, into buffer: inout [UInt8], _ length: Int, at offset: off_t, path: String) throws {
-        var got = 0
-        while got < length {
-            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, length - got, offset + off_t(got)) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { throw NodeError.fileUnreadable(path: path, reason: n == 0 ? "it got shorter while being read" : String(cString: strerror(errno))) }
-            got += n
+        guard try read(fd, into: &buffer, upTo: length, at: offset, path: path) == length else {
+            throw NodeError.fileUnreadable(path: path, reason: "it got shorter while being read")
         }
     }
 
