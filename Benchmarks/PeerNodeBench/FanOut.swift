@@ -31,7 +31,8 @@ import WebSocket
 /// The content of each message `fanout-send` signs (`bench-relay.py`'s messages of 256 bytes);
 /// the relay's ceiling model (`hop-ceiling`) sizes its messages by it.
 let fanOutBodyBytes = 256
-/// One link endpoint: WebSocket + Noise, no replication logic.
+/// One link endpoint: WebSocket + Noise (the cipher a node here would
+/// agree on), no replication logic.
 final class LeanLink: @unchecked Sendable {
     var session: LinkSession
     var chunker = GossipChunker()
@@ -41,15 +42,18 @@ final class LeanLink: @unchecked Sendable {
     /// Instead of `onMessage`: each whole message's bytes, not decoded.
     var onBytes: (@Sendable ([UInt8]) -> Void)?
 
+    /// What it offers, alone: the newest version with the cipher two nodes on this machine agree on.
+    static let terms = LinkTerms(version: .newest, cipher: linkCipher)
+
     init(identity: SigningKey) throws {
         session = try LinkSession(initiator: true, identity: identity, networkKey: NetworkKey.derived(fromName: NetworkKey.defaultName),
-                                  now: ProcessInfo.processInfo.systemUptime, version: .newest)
+                                  now: ProcessInfo.processInfo.systemUptime, version: Self.terms.version, cipher: Self.terms.cipher)
     }
 
     func connect(host: String, port: UInt16, loop: EventLoop) throws {
         connection = try WebSocketClient.connect(
             host: host, port: port, path: "/peernode/1",
-            configuration: .init(subprotocols: [LinkProtocol.newest.subprotocol], requireSubprotocol: true,
+            configuration: .init(subprotocols: [Self.terms.subprotocol], requireSubprotocol: true,
                                  limits: WebSocketLimits(maximumMessageSize: 65_535, acceptsText: false)),
             callbacks: WebSocketCallbacks(
                 onOpen: { [self] _ in apply(session.start()) },

@@ -75,6 +75,7 @@ func runHopCeiling(directory: String) throws {
     let catchUpRuns = 1e6 / catchUpRest
     let relayBenchRuns = min(1e6 / relayLoop, 2e6 / (relayLoop + receivers + sender))
 
+    print(try cipherLine(relayWireBytes: relayWireBytes))
     for (name, p) in [("after a 2 ms pause", cold), ("back to back", warm)] {
         print(String(format: "primitives %@ (µs, median, one core): sign %.1f, verify %.1f, body seal %.1f, body open %.1f, link seal %.1f, link open %.1f, decode %.1f (one envelope, %d bytes on the wire); our post's intent %.1f and its row %.1f (no fsync), one envelope a transaction %.1f",
                      name, p.sign, p.verify, p.seal, p.open, p.linkSeal, p.linkOpen, p.decode, p.wireBytes, p.intent, p.row, p.insertOne))
@@ -189,14 +190,29 @@ struct PathPrimitives {
 /// A link's cost per KB in bulk: sealing a 60 KB message, and writing it
 /// to a loopback socket another thread drains.
 private func bulkLink() throws -> (seal: Double, write: Double) {
-    var (sending, _) = try transports()
     let message = [UInt8](repeating: 0x33, count: 60_000)
-    let rounds = 2_000
+    return (try sealCost(message, cipher: linkCipher) / 60, try writeCost(message, rounds: 2_000) / 60)
+}
+
+/// µs to seal `message` as a link's transport message under `cipher`: the mean over enough rounds to seal 128 MB.
+private func sealCost(_ message: [UInt8], cipher: NoiseCipher) throws -> Double {
+    var (sending, _) = try transports(cipher: cipher)
+    let rounds = max(2_000, (128 << 20) / max(1, message.count))
     let started = now()
     for _ in 0..<rounds { _ = try sending.encrypt(message) }
-    let seal = (now() - started) / Double(rounds) / 60 * 1e6
-    let write = try writeCost(message, rounds: rounds) / 60
-    return (seal, write)
+    return (now() - started) / Double(rounds) * 1e6
+}
+
+/// The two link ciphers side by side, at a relay message's size and in bulk,
+/// and which one this machine's links run.
+private func cipherLine(relayWireBytes: Int) throws -> String {
+    let small = [UInt8](repeating: 0x33, count: max(0, relayWireBytes - 16)), bulk = [UInt8](repeating: 0x33, count: 60_000)
+    let figures = try NoiseCipher.linkPreference.reversed().map { cipher in
+        String(format: "%@ %.2f µs a relay message (%d bytes), %.2f µs/KB in bulk", cipher.displayName,
+               try sealCost(small, cipher: cipher), relayWireBytes, try sealCost(bulk, cipher: cipher) / 60)
+    }
+    let why = NoiseCipher.aesGCM.isAvailable ? "this CPU has AES" : "this CPU has no AES instructions"
+    return "link cipher: \(linkCipher.displayName) (\(why)); to seal: " + figures.joined(separator: "; ")
 }
 
 /// µs to write `payload` whole to a loopback socket another thread drains: the mean over `rounds`.
@@ -275,10 +291,17 @@ private func fanOutWireBytes() throws -> Int {
     return try sending.encrypt(GossipMessage.envelopes([CarriedEnvelope(hops: 0, envelope: e)]).encoded).count
 }
 
+/// The cipher two nodes' links run on this machine: AES-256-GCM where the
+/// CPU has AES, else ChaCha20-Poly1305 (docs/PROTOCOL.md §10);
+/// `PEERNODE_BENCH_LINK_CIPHER=chachapoly` measures the other, beside a
+/// relay started `--link-cipher chachapoly`.
+let linkCipher = ProcessInfo.processInfo.environment["PEERNODE_BENCH_LINK_CIPHER"] == "chachapoly"
+    ? NoiseCipher.chaChaPoly : NoiseCipher.linkPreference.first ?? .chaChaPoly
+
 /// Both ends of a finished Noise handshake: the initiator's transport and the responder's.
-private func transports() throws -> (NoiseTransport, NoiseTransport) {
-    var initiator = try NoiseHandshake(role: .initiator, identity: try SigningKey.generate(), networkKey: network)
-    var responder = try NoiseHandshake(role: .responder, identity: try SigningKey.generate(), networkKey: network)
+func transports(cipher: NoiseCipher = linkCipher) throws -> (NoiseTransport, NoiseTransport) {
+    var initiator = try NoiseHandshake(role: .initiator, identity: try SigningKey.generate(), networkKey: network, cipher: cipher)
+    var responder = try NoiseHandshake(role: .responder, identity: try SigningKey.generate(), networkKey: network, cipher: cipher)
     try responder.readMessage(try initiator.writeMessage())
     try initiator.readMessage(try responder.writeMessage())
     try responder.readMessage(try initiator.writeMessage())

@@ -65,6 +65,8 @@ public enum NoiseFailure: Equatable, Sendable, CustomStringConvertible {
     case weakKey
     /// 2^64 - 1 messages under one key (Noise §5.1): the link must end.
     case nonceExhausted
+    /// The cipher asked for is not one this CPU runs (AES-GCM without AES instructions).
+    case cipherUnavailable(String)
 
     public var description: String {
         switch self {
@@ -77,6 +79,7 @@ public enum NoiseFailure: Equatable, Sendable, CustomStringConvertible {
         case .badPayload: return "malformed handshake payload"
         case .weakKey: return "low-order Diffie-Hellman key"
         case .nonceExhausted: return "nonce space exhausted"
+        case let .cipherUnavailable(name): return "cipher \(name) is not available on this CPU"
         }
     }
 }

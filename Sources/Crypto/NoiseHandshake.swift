@@ -1,7 +1,8 @@
 import CSodium
 
-/// The link handshake: `Noise_XXpsk0_25519_ChaChaPoly_BLAKE2b` (Noise rev. 34,
-/// §7.5 XX with the §9 `psk0` modifier):
+/// The link handshake: `Noise_XXpsk0_25519_ChaChaPoly_BLAKE2b`, or
+/// `Noise_XXpsk0_25519_AESGCM_BLAKE2b` where both ends' CPUs have AES (Noise
+/// rev. 34, §7.5 XX with the §9 `psk0` modifier):
 ///
 ///     -> psk, e
 ///     <- e, ee, s, es      payload: identity binding
@@ -17,7 +18,8 @@ import CSodium
 public struct NoiseHandshake {
     public enum Role: Sendable { case initiator, responder }
 
-    public static let protocolName = "Noise_XXpsk0_25519_ChaChaPoly_BLAKE2b"
+    /// The Noise protocol name for a cipher (its bytes start the handshake hash).
+    public static func protocolName(_ cipher: NoiseCipher) -> String { "Noise_XXpsk0_25519_\(cipher.rawValue)_BLAKE2b" }
     /// Names the protocol version; both sides must use the same.
     public static let prologue = Array("peernode/1".utf8)
     /// Identity binding payload: Ed25519 public key then signature, then
@@ -46,9 +48,11 @@ public struct NoiseHandshake {
     /// `ephemeralSeed` fixes the ephemeral key, for test vectors only.
     /// `nickClaim` (at most `maximumNickClaim` bytes; longer is left out)
     /// travels encrypted in our binding, so a peer can name us at once.
+    /// `cipher` must be available here (`NoiseCipher.isAvailable`).
     public init(role: Role, identity: SigningKey, networkKey: NetworkKey, prologue: [UInt8] = NoiseHandshake.prologue,
-                ephemeralSeed: [UInt8]? = nil, nickClaim: [UInt8] = []) throws(CryptoError) {
+                cipher: NoiseCipher = .chaChaPoly, ephemeralSeed: [UInt8]? = nil, nickClaim: [UInt8] = []) throws(CryptoError) {
         try Sodium.ensureInitialised()
+        guard cipher.isAvailable else { throw .noise(.cipherUnavailable(cipher.rawValue)) }
         self.role = role
         self.identity = identity
         self.nickClaim = nickClaim.count <= Self.maximumNickClaim ? nickClaim : []
@@ -60,7 +64,7 @@ public struct NoiseHandshake {
             }
         }
         staticPublic = try Self.curvePublicKey(identity.publicKey)
-        state = NoiseSymmetricState(protocolName: Self.protocolName)
+        state = NoiseSymmetricState(protocolName: Self.protocolName(cipher), cipher: cipher)
         state.mixHash(prologue)
         // psk0: the PSK is the first token of message 1, for both sides.
         psk = networkKey.secret.withUnsafeBytes { Array($0) }
@@ -219,6 +223,8 @@ public struct NoiseTransport: Sendable {
     var receiving: NoiseCipherState
     public let remoteIdentity: PublicKey
     public let handshakeHash: [UInt8]
+    /// The cipher both directions use.
+    public var cipher: NoiseCipher { sending.cipher }
 
     public mutating func encrypt(_ plaintext: [UInt8]) throws(CryptoError) -> [UInt8] {
         guard plaintext.count <= Self.maximumPlaintext else { throw .noise(.messageTooLong(plaintext.count + Noise.tagLength)) }

@@ -1,8 +1,14 @@
+import Crypto
+
 /// The version a link speaks. The dialler offers every version it knows as
 /// WebSocket subprotocols (RFC 6455 §1.9), newest first; the listener picks
 /// the newest it also knows. The version is then mixed into the Noise
 /// prologue, so two ends that came away believing different versions fail
 /// the handshake instead of misreading each other.
+///
+/// The link's cipher is a second dimension of the same offer (`LinkTerms`):
+/// `peernode.N` runs ChaCha20-Poly1305, `peernode.N.aesgcm` AES-256-GCM, the
+/// latter offered only by a node whose CPU has AES, and before the former.
 public enum LinkProtocol: Int, Sendable, CaseIterable, Comparable, CustomStringConvertible {
     /// Catch-up is sent by the side that has it: on a peer's clock, a node
     /// sends what that clock lacks.
@@ -51,7 +57,7 @@ public enum LinkProtocol: Int, Sendable, CaseIterable, Comparable, CustomStringC
         self = version
     }
 
-    /// Subprotocols to offer and to prefer, newest first.
+    /// Subprotocols to offer and to prefer, newest first, with ChaCha20-Poly1305 only.
     public static let subprotocols = allCases.sorted(by: >).map(\.subprotocol)
 
     /// Whether a peer on a link of this version asks for its catch-up (so we
@@ -78,4 +84,50 @@ public enum LinkProtocol: Int, Sendable, CaseIterable, Comparable, CustomStringC
     public var speaksPresence: Bool { self >= .v9 }
 
     public var description: String { "\(rawValue)" }
+}
+
+/// What a link's two ends agreed in the WebSocket handshake: the version and
+/// the Noise cipher, named together by one subprotocol (docs/PROTOCOL.md §1).
+public struct LinkTerms: Equatable, Sendable, CustomStringConvertible {
+    public let version: LinkProtocol
+    public let cipher: NoiseCipher
+
+    public init(version: LinkProtocol, cipher: NoiseCipher = .chaChaPoly) {
+        self.version = version
+        self.cipher = cipher
+    }
+
+    /// The oldest version a link may run AES-GCM on: older builds never
+    /// offered it, so no older version needs the name.
+    public static let firstWithAESGCM = LinkProtocol.v10
+    /// What follows `peernode.N` when the cipher is AES-256-GCM.
+    static let aesGCMSuffix = ".aesgcm"
+
+    /// `peernode.N`, or `peernode.N.aesgcm`.
+    public var subprotocol: String { version.subprotocol + (cipher == .aesGCM ? Self.aesGCMSuffix : "") }
+
+    /// The terms a subprotocol names (nil: none we speak).
+    public init?(subprotocol: String?) {
+        guard let subprotocol = subprotocol?.lowercased() else { return nil }
+        if subprotocol.hasSuffix(Self.aesGCMSuffix) {
+            guard let version = LinkProtocol(subprotocol: String(subprotocol.dropLast(Self.aesGCMSuffix.count))),
+                  version >= Self.firstWithAESGCM else { return nil }
+            self.init(version: version, cipher: .aesGCM)
+        } else {
+            guard let version = LinkProtocol(subprotocol: subprotocol) else { return nil }
+            self.init(version: version)
+        }
+    }
+
+    /// Subprotocols to offer and to prefer: newest version first and, within
+    /// a version, AES-GCM first when `ciphers` has it (a node lists the
+    /// ciphers its CPU runs and its `--link-cipher` allows).
+    public static func subprotocols(ciphers: [NoiseCipher]) -> [String] {
+        LinkProtocol.allCases.sorted(by: >).flatMap { version in
+            let aes = ciphers.contains(.aesGCM) && version >= firstWithAESGCM
+            return (aes ? [LinkTerms(version: version, cipher: .aesGCM).subprotocol] : []) + [version.subprotocol]
+        }
+    }
+
+    public var description: String { "\(version.rawValue) (\(cipher.rawValue))" }
 }

@@ -82,10 +82,10 @@ public struct LinkSession {
         initiator: Bool, identity: SigningKey, networkKey: NetworkKey, now: Double,
         handshakeTimeout: Double = LinkSession.defaultHandshakeTimeout, expectedRemote: PublicKey? = nil,
         isBlocked: @escaping @Sendable (PublicKey) -> Bool = { _ in false }, nick: String? = nil,
-        version: LinkProtocol = .newest
+        version: LinkProtocol = .newest, cipher: NoiseCipher = .chaChaPoly
     ) throws(CryptoError) {
         handshake = try NoiseHandshake(role: initiator ? .initiator : .responder, identity: identity, networkKey: networkKey,
-                                       prologue: version.prologue, nickClaim: Array((nick ?? "").utf8))
+                                       prologue: version.prologue, cipher: cipher, nickClaim: Array((nick ?? "").utf8))
         me = identity.publicKey
         expected = expectedRemote
         self.isBlocked = isBlocked
@@ -94,6 +94,8 @@ public struct LinkSession {
 
     public var isEstablished: Bool { transport != nil && failed == nil }
     public var remoteIdentity: PublicKey? { transport?.remoteIdentity }
+    /// The cipher the link runs, once established.
+    public var cipher: NoiseCipher? { transport?.cipher }
     /// The nick the peer claimed in its handshake, if it was valid text.
     public var remoteNick: String? {
         guard !handshake.remoteNickClaim.isEmpty, let text = String(validating: handshake.remoteNickClaim, as: UTF8.self) else { return nil }

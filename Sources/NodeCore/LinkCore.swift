@@ -159,6 +159,8 @@ public struct LinkCore {
 
     /// The version agreed on `link` in its WebSocket handshake.
     public func version(of link: LinkID) -> LinkProtocol? { links[link]?.version }
+    /// The cipher an established link runs.
+    public func cipher(of link: LinkID) -> NoiseCipher? { links[link]?.session.cipher }
 
     public mutating func handle(_ input: Input, now: Double) -> [Effect] {
         var out: [Effect] = []

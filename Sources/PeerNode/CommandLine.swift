@@ -44,6 +44,8 @@ struct Options: Equatable {
     var newWebToken = false
     /// `device join --name`: what this machine is called among the account's devices.
     var deviceName: String?
+    /// `auto` (default) or `chachapoly`: the ciphers links may use.
+    var linkCipher: String?
 }
 
 enum Command: Equatable {
@@ -131,7 +133,13 @@ enum CommandLineSpec {
         OptionSpec(name: "--max-links", argument: "N",
                    help: "keep at most N links to peers found on the LAN or learned from peers, and know more in reserve (default 6, a relay 32; 0: link to every peer found, as earlier builds did; --peer links come on top)",
                    apply: { $0.maxLinks = $1 }),
+        OptionSpec(name: "--link-cipher", argument: "auto|chachapoly",
+                   help: "the cipher of links: auto (default) runs AES-256-GCM with a peer whose CPU has AES instructions too, as this one's has, else ChaCha20-Poly1305; chachapoly runs ChaCha20-Poly1305 always",
+                   apply: { $0.linkCipher = $1 }),
     ]
+
+    /// `--link-cipher chachapoly`.
+    static let chaChaPolyOnly = "chachapoly"
 
     /// Options without a value.
     static let flags: [(name: String, help: String, apply: @Sendable (inout Options) -> Void)] = [
@@ -214,6 +222,9 @@ enum CommandLineSpec {
             if !WebAccess.isLoopback(host), !options.webAllowRemote {
                 throw UsageError(message: "--web \(web) is reachable from other machines: add --web-allow-remote if that is meant (anyone with the token could then chat as you)")
             }
+        }
+        if let cipher = options.linkCipher, cipher != "auto", cipher != chaChaPolyOnly {
+            throw UsageError(message: "--link-cipher takes auto or chachapoly, got \(cipher)")
         }
         if let size = options.autoGet, parseSize(size) == nil {
             throw UsageError(message: "--auto-get takes a size such as 10M or 1G, got \(size)")

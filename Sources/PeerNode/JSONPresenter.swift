@@ -115,6 +115,8 @@ struct JSONPresenter: JSONLinePresenter {
                     pairs += [("sending", .number(row.sending)), ("receiving", .number(row.receiving))]
                     if !row.view.isEmpty { pairs += [("view", .string(row.view)), ("lazy_authors", .number(UInt64(row.lazyAuthors)))] }
                     if row.state == "in reserve" { pairs.append(("view", .string("reserve"))) }
+                    if let version = row.version { pairs.append(("link_version", .number(UInt64(version)))) }
+                    if let cipher = row.cipher { pairs.append(("cipher", .string(cipher.rawValue))) }
                     return JSONEvents.line(pairs: pairs)
                 }
         case let .deviceAdded(account, device, name):

@@ -49,14 +49,16 @@ extension NetworkNode {
             if let dialer { feed(.dialFailed(dialer)) }
         }
         // Both ends required a subprotocol we offered, so this only fails on a bug.
-        guard let version = LinkProtocol(subprotocol: c.subprotocol) else {
+        guard let terms = LinkTerms(subprotocol: c.subprotocol), linkCiphers.contains(terms.cipher) else {
             return refuse(.protocolError, "no link version agreed")
         }
+        let version = terms.version
         let session: LinkSession
         do {
             session = try LinkSession(
                 initiator: dialer != nil, identity: node.identity, networkKey: node.network, now: monotonic(),
-                expectedRemote: table.expectedRemote(of: dialer), isBlocked: { blocked.contains($0) }, nick: node.nick ?? ownHistory.pendingNick ?? presence.nick, version: version)
+                expectedRemote: table.expectedRemote(of: dialer), isBlocked: { blocked.contains($0) }, nick: node.nick ?? ownHistory.pendingNick ?? presence.nick, version: version,
+                cipher: terms.cipher)
         } catch {
             log.warning("cannot start the link handshake with \(c.remoteAddress): \(error)")
             return refuse(.internalError, "cannot start the link handshake")
@@ -99,8 +101,9 @@ extension NetworkNode {
 
     // MARK: limits
 
-    /// `--max-per-address`, `--push-rate` and `--max-links` (already checked by the parser).
+    /// `--max-per-address`, `--push-rate`, `--max-links` and `--link-cipher` (already checked by the parser).
     func applyLimits(_ options: Options) {
+        if options.linkCipher == CommandLineSpec.chaChaPolyOnly { linkCiphers = [.chaChaPoly] }
         if let limit = options.maxPerAddress.flatMap({ Int($0) }) { maximumConnectionsPerAddress = limit }
         if let rate = options.pushRate.flatMap({ Double($0) }) { core.limitPushes(perSecond: rate) }
         var overlay = Overlay.Configuration()

@@ -179,6 +179,8 @@ extension NetworkNode {
             row.view = linkView(id, remote: remote).rawValue
             row.lazyAuthors = replicator.lazyAuthors(of: id) ?? 0
             row.device = node.devices.name(of: remote)
+            row.version = core.version(of: id)?.rawValue
+            row.cipher = core.cipher(of: id)
             rows.append(row)
         }
         for (_, dialer) in table.dialersInOrder where !dialer.retired {

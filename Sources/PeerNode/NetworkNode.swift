@@ -109,6 +109,9 @@ final class NetworkNode: @unchecked Sendable {
     var nextErasurePurge = 0.0
     /// `--max-per-address`: connections accepted at once from one IP address.
     var maximumConnectionsPerAddress = WebSocketServer.Configuration.defaultMaximumConnectionsPerAddress
+    /// The link ciphers offered and accepted, preferred first: AES-256-GCM
+    /// where this CPU runs it, then ChaCha20-Poly1305 (`--link-cipher`).
+    var linkCiphers = NoiseCipher.linkPreference
     /// Whether a post of ours may go now, and the startup nick that waits
     /// until it may: this identity may have posted before from a database
     /// that is gone (pure; `NetworkNode+Sync.swift` feeds it).
@@ -177,7 +180,7 @@ final class NetworkNode: @unchecked Sendable {
         let wanted = listen ?? Self.defaultListen
         guard let (host, port) = PeerAddress.split(hostPort: wanted) else { throw NodeError.badAddress(option: "--listen", needs: "HOST:PORT", got: wanted) }
         var configuration = WebSocketServer.Configuration(
-            paths: ["/peernode/1"], subprotocols: LinkProtocol.subprotocols, requireSubprotocol: true,
+            paths: ["/peernode/1"], subprotocols: LinkTerms.subprotocols(ciphers: linkCiphers), requireSubprotocol: true,
             limits: WebSocketLimits(maximumMessageSize: Self.maximumLinkMessage, maximumSendQueue: Self.linkSendQueue, acceptsText: false))
         // Runs on the loop, as everything here does.
         configuration.maximumConnectionsPerAddress = maximumConnectionsPerAddress
@@ -345,7 +348,7 @@ final class NetworkNode: @unchecked Sendable {
         do {
             _ = try WebSocketClient.connect(
                 host: host, port: port, path: "/peernode/1",
-                configuration: .init(subprotocols: LinkProtocol.subprotocols, requireSubprotocol: true,
+                configuration: .init(subprotocols: LinkTerms.subprotocols(ciphers: linkCiphers), requireSubprotocol: true,
                                      limits: WebSocketLimits(maximumMessageSize: Self.maximumLinkMessage, maximumSendQueue: Self.linkSendQueue, acceptsText: false)),
                 callbacks: callbacks(dialer: d), loop: loop)
         } catch {

@@ -249,6 +249,9 @@ struct PeerRow {
     var lazyAuthors = 0
     /// The device's name, when the peer is a device of an account (two of one account's devices are two rows).
     var device: String?
+    /// A linked peer's link version and cipher.
+    var version: Int?
+    var cipher: NoiseCipher?
 }
 
 /// One author of a room, for `/who`.

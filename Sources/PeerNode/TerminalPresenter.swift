@@ -167,7 +167,8 @@ struct TerminalPresenter: LinePresenter {
                 return "   \(who)  \(row.address)  \(row.state)\(row.state.hasPrefix("--peer,") ? "" : ", not linked")"
             }
             let sync = row.sending == 0 && row.receiving == 0 ? "in sync" : "sending \(row.sending), receiving \(row.receiving)"
-            return "   \(who)  \(row.address)  linked \(duration(linkedFor))  \(roundTripText(row.roundTrip))  \(sync)  \(row.view)\(row.lazyAuthors > 0 ? ", ids only for \(counted(row.lazyAuthors, "author"))" : "")"
+            let link = row.version.map { "  link \($0)" + (row.cipher.map { ", \($0.displayName)" } ?? "") } ?? ""
+            return "   \(who)  \(row.address)  linked \(duration(linkedFor))  \(roundTripText(row.roundTrip))  \(sync)  \(row.view)\(row.lazyAuthors > 0 ? ", ids only for \(counted(row.lazyAuthors, "author"))" : "")\(link)"
         }
     }
 

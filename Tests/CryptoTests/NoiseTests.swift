@@ -37,6 +37,44 @@ struct NoiseTests {
         #expect(try tr.decrypt(ti.encrypt([9])) == [9])
     }
 
+    @Test("AES-256-GCM (where this CPU has AES): the same handshake and transport, rekey included; against a ChaChaPoly end it fails at message 1")
+    func aesGCM() throws {
+        guard NoiseCipher.aesGCM.isAvailable else {
+            // libsodium offers AES-GCM only with AES-NI and PCLMUL; asking for it anyway is refused.
+            #expect(throws: CryptoError.noise(.cipherUnavailable("AESGCM"))) {
+                try NoiseHandshake(role: .initiator, identity: try .generate(), networkKey: network, cipher: .aesGCM)
+            }
+            return
+        }
+        #expect(NoiseCipher.linkPreference == [.aesGCM, .chaChaPoly])
+        #expect(NoiseHandshake.protocolName(.aesGCM) == "Noise_XXpsk0_25519_AESGCM_BLAKE2b")
+        let alice = try SigningKey.generate(), bob = try SigningKey.generate()
+        var i = try NoiseHandshake(role: .initiator, identity: alice, networkKey: network, cipher: .aesGCM)
+        var r = try NoiseHandshake(role: .responder, identity: bob, networkKey: network, cipher: .aesGCM)
+        try handshake(&i, &r)
+        var ti = try i.transport(), tr = try r.transport()
+        #expect(ti.cipher == .aesGCM && tr.cipher == .aesGCM && ti.remoteIdentity == bob.publicKey)
+        for n in 0..<300 {
+            #expect(try tr.decrypt(ti.encrypt(Array("ping \(n)".utf8))) == Array("ping \(n)".utf8))
+        }
+        let big = secureRandomBytes(NoiseTransport.maximumPlaintext)
+        #expect(try ti.decrypt(tr.encrypt(big)) == big)
+        ti.rekeySending()
+        tr.rekeyReceiving()
+        let m = try ti.encrypt([9])
+        var flipped = m
+        flipped[0] ^= 1
+        var copy = tr
+        #expect(throws: CryptoError.noise(.decryptFailed(message: 0))) { try copy.decrypt(flipped) }
+        #expect(try tr.decrypt(m) == [9])
+
+        for (a, b) in [(NoiseCipher.aesGCM, NoiseCipher.chaChaPoly), (.chaChaPoly, .aesGCM)] {
+            var x = try NoiseHandshake(role: .initiator, identity: alice, networkKey: network, cipher: a)
+            var y = try NoiseHandshake(role: .responder, identity: bob, networkKey: network, cipher: b)
+            #expect(throws: CryptoError.noise(.decryptFailed(message: 1))) { try y.readMessage(x.writeMessage()) }
+        }
+    }
+
     @Test("another network key fails at message 1, before any identity is sent")
     func wrongNetwork() throws {
         var i = try NoiseHandshake(role: .initiator, identity: try .generate(), networkKey: network)

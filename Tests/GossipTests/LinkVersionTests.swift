@@ -61,3 +61,31 @@ struct LinkVersionTests {
         #expect(LinkProtocol.v10.envelopeVersion == 4 && LinkProtocol.v9.envelopeVersion == 3 && LinkProtocol.v10.subprotocol == "peernode.10")
     }
 }
+
+@Suite("Link terms: the version and the cipher, named by one subprotocol")
+struct LinkTermsTests {
+    @Test("offered newest first, AES-GCM before ChaChaPoly within a version from 10 on, and only when the node runs it")
+    func offered() {
+        let both = LinkTerms.subprotocols(ciphers: [.aesGCM, .chaChaPoly])
+        #expect(both == ["peernode.10.aesgcm", "peernode.10", "peernode.9", "peernode.8", "peernode.7", "peernode.6",
+                         "peernode.5", "peernode.4", "peernode.3", "peernode.2", "peernode.1"])
+        #expect(LinkTerms.subprotocols(ciphers: [.chaChaPoly]) == LinkProtocol.subprotocols)
+        #expect(LinkTerms.subprotocols(ciphers: [.chaChaPoly]).first == "peernode.10")
+    }
+
+    @Test("read back from what the WebSocket handshake agreed; anything else is no terms")
+    func parsed() {
+        #expect(LinkTerms(subprotocol: "peernode.10.aesgcm") == LinkTerms(version: .v10, cipher: .aesGCM))
+        #expect(LinkTerms(subprotocol: "PeerNode.10.AESGCM") == LinkTerms(version: .v10, cipher: .aesGCM))
+        #expect(LinkTerms(subprotocol: "peernode.10") == LinkTerms(version: .v10, cipher: .chaChaPoly))
+        #expect(LinkTerms(subprotocol: "peernode.4") == LinkTerms(version: .v4))
+        for bad in ["peernode.9.aesgcm", "peernode.10.chachapoly", "peernode.10.aesgcm.aesgcm", "peernode.11", "peernode.aesgcm",
+                    ".aesgcm", "peernode.10aesgcm", "peernode.10.", ""] {
+            #expect(LinkTerms(subprotocol: bad) == nil, "\(bad)")
+        }
+        #expect(LinkTerms(subprotocol: nil) == nil)
+        for terms in [LinkTerms(version: .v10, cipher: .aesGCM), LinkTerms(version: .v10), LinkTerms(version: .v1)] {
+            #expect(LinkTerms(subprotocol: terms.subprotocol) == terms)
+        }
+    }
+}

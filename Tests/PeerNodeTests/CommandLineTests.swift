@@ -210,6 +210,17 @@ struct BlockInputTests {
         try checkNumericOption("--push-rate", \.pushRate, good: ["1", "1000000"], bad: ["0", "1000001", "many", "-5"], message: "1 to 1000000")
     }
 
+    @Test("--link-cipher: auto and chachapoly accepted, anything else refused with what it takes")
+    func linkCipher() throws {
+        for good in ["auto", "chachapoly"] {
+            guard case let .chat(options) = try CommandLineSpec.parse(["--link-cipher", good]) else { Issue.record("not a chat"); continue }
+            #expect(options.linkCipher == good)
+        }
+        for bad in ["aesgcm", "AES", "none"] {
+            #expect(throws: UsageError(message: "--link-cipher takes auto or chachapoly, got \(bad)")) { try CommandLineSpec.parse(["--link-cipher", bad]) }
+        }
+    }
+
     @Test("--max-per-address: 1 and 65536 accepted, 0 and 65537 and words refused")
     func maxPerAddress() throws {
         try checkNumericOption("--max-per-address", \.maxPerAddress, good: ["1", "65536"], bad: ["0", "65537", "lots", "-1"], message: "1 to 65536")

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import TestSupport
 import Testing
@@ -42,5 +43,41 @@ struct PeerListTests {
         #expect(await b.child.exited() == 0)
         await a.quit()
         withExtendedLifetime(dirs) {}  // the data directories outlive the nodes
+    }
+
+    /// `/peers` until a linked row for `who` is there (links come up in a moment).
+    func linkRow(_ node: NodeProcess, _ who: NodeProcess) async -> [String: String]? {
+        let deadline = Deadline(20)
+        while !deadline.passed {
+            let before = node.events.value.count
+            node.send("/peers")
+            guard let head = await node.wait(timeout: 5, { $0["type"] == "peers" }), let rows = head["rows"].flatMap({ Int($0) }) else { continue }
+            // The head says how many rows follow it: those after it, once all are in.
+            let listed = await eventuallyValue(5) { () -> [[String: String]]? in
+                let fresh = node.events.value.dropFirst(before).filter { $0["type"] == "peer" }
+                return fresh.count >= rows ? Array(fresh.prefix(rows)) : nil
+            }
+            if let row = listed?.first(where: { $0["id"] == who.id && $0["state"] == "linked" }) { return row }
+        }
+        return nil
+    }
+
+    @Test("links run AES-256-GCM between two nodes whose CPU has AES, ChaCha20-Poly1305 with a node started --link-cipher chachapoly; messages cross both; /peers says which")
+    func linkCiphers() async throws {
+        let (dirs, a, b) = try await aliceAndBob(extra: 1)
+        let c = try NodeProcess(dir: dirs[2].path, ["--nick", "carol", "--peer", a.url, "--link-cipher", "chachapoly"])
+        #expect(await started(c))
+        #expect(await linked(a, to: c))
+        let fast = NoiseCipher.aesGCM.isAvailable ? "AESGCM" : "ChaChaPoly"
+        let toBob = await linkRow(a, b), toCarol = await linkRow(a, c), fromCarol = await linkRow(c, a)
+        #expect(toBob?["cipher"] == fast && toBob?["link_version"] == "10", "\(toBob ?? [:])")
+        #expect(toCarol?["cipher"] == "ChaChaPoly" && fromCarol?["cipher"] == "ChaChaPoly" && fromCarol?["link_version"] == "10",
+                "\(toCarol ?? [:]) \(fromCarol ?? [:])")
+        b.send("from bob")
+        c.send("from carol")
+        #expect(await c.wait { $0["text"] == "from bob" } != nil, "bob's post crossed both links")
+        #expect(await b.wait { $0["text"] == "from carol" } != nil, "carol's post crossed both links")
+        for node in [a, b, c] { await node.quit() }
+        withExtendedLifetime(dirs) {}
     }
 }

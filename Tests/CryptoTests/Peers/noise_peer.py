@@ -1,13 +1,16 @@
 """Python `noiseprotocol` as the other end of a peernode link handshake.
 
-usage: noise_peer.py initiator|responder PSK_HEX ED25519_SEED_HEX [MODE]
+usage: noise_peer.py initiator|responder PSK_HEX ED25519_SEED_HEX [MODE [CIPHER]]
 MODE: normal (default), bad-identity (binds someone else's Ed25519 key),
 bad-signature (a signature that does not verify).
+CIPHER: ChaChaPoly (default) or AESGCM.
 
 Messages travel as hex lines on stdin/stdout. After the handshake it checks
 the peer's identity binding (Ed25519 key converts to the Noise static key it
 saw; signature over the handshake hash), prints "identity HEX", then sends
-"hello from python" and expects "hello from swift", printing "ok".
+"hello from python" three times (nonces 0, 1 and 2) and expects "hello from
+swift" three times; then rekeys both directions (Noise §11.3), sends
+"rekeyed python" and expects "rekeyed swift", printing "ok".
 """
 import hashlib
 import sys
@@ -18,6 +21,7 @@ from noise.connection import Keypair, NoiseConnection
 
 role, psk, seed = sys.argv[1], bytes.fromhex(sys.argv[2]), bytes.fromhex(sys.argv[3])
 mode = sys.argv[4] if len(sys.argv) > 4 else "normal"
+cipher = sys.argv[5] if len(sys.argv) > 5 else "ChaChaPoly"
 CONTEXT = b"peernode/1 handshake\x00"
 P = 2**255 - 19
 
@@ -48,7 +52,7 @@ def send(data):
     print(data.hex(), flush=True)
 
 
-noise = NoiseConnection.from_name(b"Noise_XXpsk0_25519_ChaChaPoly_BLAKE2b")
+noise = NoiseConnection.from_name(f"Noise_XXpsk0_25519_{cipher}_BLAKE2b".encode())
 noise.set_psks(psk)
 noise.set_prologue(b"peernode/1")
 noise.set_keypair_from_private_bytes(Keypair.STATIC, bytes(x_secret))
@@ -103,6 +107,12 @@ assert len(binding) == 96, "binding length"
 assert ed_to_x25519_public(binding[:32]) == remote_static, "identity does not match static key"
 Ed25519PublicKey.from_public_bytes(binding[:32]).verify(binding[32:], CONTEXT + h)
 print("identity", binding[:32].hex(), flush=True)
-send(noise.encrypt(b"hello from python"))
-assert noise.decrypt(line()) == b"hello from swift", "transport"
+for _ in range(3):
+    send(noise.encrypt(b"hello from python"))
+for _ in range(3):
+    assert noise.decrypt(line()) == b"hello from swift", "transport"
+noise.rekey_outbound_cipher()
+noise.rekey_inbound_cipher()
+send(noise.encrypt(b"rekeyed python"))
+assert noise.decrypt(line()) == b"rekeyed swift", "transport after rekey"
 print("ok", flush=True)

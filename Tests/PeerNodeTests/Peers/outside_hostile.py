@@ -6,7 +6,7 @@ import os
 import struct
 
 from checks import check
-from outside_link import Link
+from outside_link import Link, cpu_has_aes
 from outside_wire import (Identity, blake2b256, entries, envelopes_message, make_envelope, overlay, peer_entry,
                           read_entries, typing_notice, varint)
 
@@ -41,9 +41,25 @@ async def handshakes(node):
     link = await Link(Identity(), nick=b"x" * 33).open(node.port)
     closed, reason = await link.close_code()
     check("a nick claim of 33 bytes ends the link (1008)", closed == 1008, f"{closed} {reason!r}")
+    wrong_keys = 1
+    if cpu_has_aes():
+        try:
+            await Link(Identity()).open(node.port, offered=["peernode.10.aesgcm"], cipher="ChaChaPoly")
+            refused_early = False
+        except Exception:
+            refused_early = True
+        check("peernode.10.aesgcm agreed but the handshake run with ChaChaPoly: it fails at message 1", refused_early, "it went on")
+        wrong_keys += 1
     after = await node.stats()
-    for name in ("wrong_network_key", "malformed_handshake"):
-        check(f"counted {name}", counter(after, name) - counter(before, name) == 1, counter(after, name) - counter(before, name))
+    for name, n in (("wrong_network_key", wrong_keys), ("malformed_handshake", 1)):
+        check(f"counted {name}", counter(after, name) - counter(before, name) == n, counter(after, name) - counter(before, name))
+    for offered in (["peernode.9.aesgcm"], ["peernode.10.chachapoly"], ["peernode.11"]):
+        try:
+            link = await Link(Identity()).open(node.port, offered=offered)
+            refused = False
+        except Exception:
+            refused = True
+        check(f"offering only {offered[0]}: refused in the WebSocket handshake, no version agreed", refused, "a link came up")
     odd = Identity()
     link = await Link(odd, nick="bob·k3fq".encode()).open(node.port)
     up = await node.wait(lambda e: e["type"] == "peer_up" and e["id"] == odd.public.hex())

@@ -18,6 +18,14 @@ from outside_wire import GROUP, HANDSHAKE_CONTEXT, NETWORK_KEY, Identity, ed_to_
 
 # ---- §10 links -----------------------------------------------------------
 
+def cpu_has_aes():
+    """Whether this CPU has the instructions a node needs for AES-256-GCM
+    links (§10: AES-NI and carry-less multiply), read from /proc/cpuinfo."""
+    with open("/proc/cpuinfo") as f:
+        flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    return "aes" in flags and "pclmulqdq" in flags
+
+
 class Link:
     """A link dialled to the node: WebSocket, Noise with the identity
     binding, chunks."""
@@ -27,18 +35,24 @@ class Link:
     def __init__(self, who, nick=b"outsider", network=NETWORK_KEY):
         self.who, self.nick, self.network = who, nick, network
 
-    async def open(self, port, versions=(10, 9, 8, 7, 6, 5, 4, 3, 2, 1)):
-        """Dials the node and shakes hands as the initiator."""
-        ws = await connect(f"ws://127.0.0.1:{port}/peernode/1",
-                           subprotocols=[f"peernode.{v}" for v in versions], max_size=2**17, ping_interval=None)
-        return await self.handshake(ws, initiator=True)
+    async def open(self, port, versions=(10, 9, 8, 7, 6, 5, 4, 3, 2, 1), aesgcm=False, offered=None, cipher=None):
+        """Dials the node and shakes hands as the initiator. `aesgcm`: offer
+        `peernode.N.aesgcm` before `peernode.N` for N >= 10 (§10); `offered`:
+        exactly these subprotocols; `cipher`: run this one whatever was agreed."""
+        if offered is None:
+            offered = [name for v in versions for name in ([f"peernode.{v}.aesgcm"] if aesgcm and v >= 10 else []) + [f"peernode.{v}"]]
+        ws = await connect(f"ws://127.0.0.1:{port}/peernode/1", subprotocols=offered, max_size=2**17, ping_interval=None)
+        return await self.handshake(ws, initiator=True, cipher=cipher)
 
-    async def handshake(self, ws, initiator):
-        """Noise XXpsk0 (§10), the identity binding (and our nick claim) in
-        messages 2 and 3; checks the node's binding."""
+    async def handshake(self, ws, initiator, cipher=None):
+        """Noise XXpsk0 (§10) with the cipher the subprotocol names, the
+        identity binding (and our nick claim) in messages 2 and 3; checks the
+        node's binding."""
         self.ws = ws
-        self.version = int(ws.subprotocol.split(".")[1])
-        noise = NoiseConnection.from_name(b"Noise_XXpsk0_25519_ChaChaPoly_BLAKE2b")
+        parts = ws.subprotocol.split(".")
+        self.version = int(parts[1])
+        self.cipher = cipher or ("AESGCM" if parts[2:] == ["aesgcm"] else "ChaChaPoly")
+        noise = NoiseConnection.from_name(f"Noise_XXpsk0_25519_{self.cipher}_BLAKE2b".encode())
         noise.set_psks(self.network)
         noise.set_prologue(f"peernode/{self.version}".encode())
         noise.set_keypair_from_private_bytes(Keypair.STATIC, self.who.x_secret)
@@ -228,16 +242,18 @@ class Node:
 
 class Dialled:
     """Our listener, for the node's `--peer`: answers its WebSocket
-    handshake with `version`, shakes hands as the Noise responder."""
+    handshake with `version` (AES-GCM if `aesgcm` and the node offers it),
+    shakes hands as the Noise responder."""
 
-    def __init__(self, version=6):
-        self.version, self.who = version, Identity()
+    def __init__(self, version=6, aesgcm=False):
+        self.version, self.aesgcm, self.who = version, aesgcm, Identity()
         self.links = asyncio.Queue()
 
     async def start(self):
         def choose(ws, offered):
             self.offered = list(offered)
-            return f"peernode.{self.version}"
+            aes = f"peernode.{self.version}.aesgcm"
+            return aes if self.aesgcm and aes in self.offered else f"peernode.{self.version}"
 
         self.server = await serve(self.handle, "127.0.0.1", 0, select_subprotocol=choose, max_size=2**17, ping_interval=None)
         self.port = self.server.sockets[0].getsockname()[1]

@@ -46,7 +46,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from checks import check, run_checks
 from outside_hostile import counter, handshakes, hostile
-from outside_link import Dialled, Link, Multicast, Node
+from outside_link import Dialled, Link, Multicast, Node, cpu_has_aes
 from outside_wire import (GROUP, PRESENCE_CONTEXT, Identity, datagram, entries, envelopes_message, make_envelope, open_body, overlay,
                           presence_beacon, read_batch, read_entries, read_envelope, read_presence, request_message, typing_notice, varint)
 
@@ -63,9 +63,15 @@ def batch_of(author):
 async def chat(node):
     """The whole life of a link, as a well-behaved peer."""
     me = Identity()
-    link = await Link(me).open(node.port)
+    link = await Link(me).open(node.port, aesgcm=True)
     check("link version 10 agreed in the WebSocket handshake", link.version == 10, link.version)
+    cipher = "AESGCM" if cpu_has_aes() else "ChaChaPoly"
+    check(f"offered AES-GCM first, the node answers {cipher} (this CPU {'has' if cpu_has_aes() else 'lacks'} AES), and the link runs it",
+          link.cipher == cipher, link.cipher)
     up = await node.wait(lambda e: e["type"] == "peer_up" and e["id"] == me.public.hex())
+    _, rows = await node.peers()
+    row = next((r for r in rows if r["id"] == me.public.hex()), {})
+    check("/peers names the link's version and cipher", row.get("link_version") == 10 and row.get("cipher") == cipher, row)
     check("a peer of the newest version is not said to be older", not any(e["type"] == "older_peer" and e["id"] == me.public.hex()
                                                                           for e in node.events), "older_peer")
     check("the node's binding names its identity", link.remote == node.id, link.remote.hex())
@@ -321,9 +327,12 @@ async def presence(node):
 async def dialled(node, listener):
     """The node dials our listener for --peer."""
     link = await asyncio.wait_for(listener.links.get(), 30)
-    check("the node dials path /peernode/1, offering peernode.10 down to peernode.1",
-          listener.path == "/peernode/1" and listener.offered == [f"peernode.{v}" for v in (10, 9, 8, 7, 6, 5, 4, 3, 2, 1)],
+    aes = ["peernode.10.aesgcm"] if cpu_has_aes() else []
+    check(f"the node dials path /peernode/1, offering {'peernode.10.aesgcm, ' if aes else ''}peernode.10 down to peernode.1",
+          listener.path == "/peernode/1" and listener.offered == aes + [f"peernode.{v}" for v in (10, 9, 8, 7, 6, 5, 4, 3, 2, 1)],
           (listener.path, listener.offered))
+    check("the listener answered peernode.6: the link runs ChaCha20-Poly1305", link.version == 6 and link.cipher == "ChaChaPoly",
+          (link.version, link.cipher))
     check("the dialling node binds its identity", link.remote == node.id, link.remote.hex())
     keep = await link.until(lambda m: m if m[:2] == b"\x08\x08" else None)
     check("a --peer link: the node sends `keep` with its listening port",
