@@ -4,7 +4,9 @@ import Gossip
 
 // libFuzzer entry: Noise link sessions fed hostile bytes. The first byte picks
 // the victim: 0 a responder at its first handshake message, 1 an initiator
-// after its first message, 2 an established session (transport messages).
+// after its first message, 2 an established session (transport messages);
+// 3, 4 and 5 the same three running AES-256-GCM (where this CPU has it; else
+// ChaChaPoly again).
 // The rest is messages, each a 2-byte big-endian length and its bytes.
 // Every input must end in actions or a named failure, never a crash.
 
@@ -28,9 +30,9 @@ func messages(_ bytes: ArraySlice<UInt8>) -> [[UInt8]] {
 }
 
 /// A session pair that completed its handshake; nil if anything failed.
-func established(_ a: SigningKey, _ b: SigningKey) -> LinkSession? {
-    guard var initiator = try? LinkSession(initiator: true, identity: a, networkKey: network, now: 0),
-          var responder = try? LinkSession(initiator: false, identity: b, networkKey: network, now: 0) else { return nil }
+func established(_ a: SigningKey, _ b: SigningKey, cipher: NoiseCipher) -> LinkSession? {
+    guard var initiator = try? LinkSession(initiator: true, identity: a, networkKey: network, now: 0, cipher: cipher),
+          var responder = try? LinkSession(initiator: false, identity: b, networkKey: network, now: 0, cipher: cipher) else { return nil }
     var toResponder = initiator.start()
     for _ in 0..<4 {
         var toInitiator: [LinkSession.Action] = []
@@ -41,26 +43,25 @@ func established(_ a: SigningKey, _ b: SigningKey) -> LinkSession? {
     return responder.isEstablished ? responder : nil
 }
 
+/// A responder, an initiator after its first message, and an established session, for one cipher.
+func victims(_ cipher: NoiseCipher) -> [LinkSession?] {
+    guard let (a, b) = keys else { return [nil, nil, nil] }
+    var initiator = try? LinkSession(initiator: true, identity: a, networkKey: network, now: 0, cipher: cipher)
+    _ = initiator?.start()
+    return [try? LinkSession(initiator: false, identity: b, networkKey: network, now: 0, cipher: cipher), initiator,
+            established(a, b, cipher: cipher)]
+}
+
 /// Sessions made once and copied per input (they are values): a handshake
 /// per input would cost more than the input.
-nonisolated(unsafe) let fresh: (responder: LinkSession?, initiator: LinkSession?, established: LinkSession?) = {
-    guard let (a, b) = keys else { return (nil, nil, nil) }
-    var initiator = try? LinkSession(initiator: true, identity: a, networkKey: network, now: 0)
-    _ = initiator?.start()
-    return (try? LinkSession(initiator: false, identity: b, networkKey: network, now: 0), initiator, established(a, b))
-}()
+nonisolated(unsafe) let fresh: [LinkSession?] = victims(.chaChaPoly) + victims(NoiseCipher.linkPreference.first ?? .chaChaPoly)
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzLink(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size > 0 else { return 0 }
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     let input = messages(bytes[1...])
-    let session: LinkSession?
-    switch bytes[0] % 3 {
-    case 0: session = fresh.responder
-    case 1: session = fresh.initiator
-    default: session = fresh.established
-    }
+    let session = fresh[Int(bytes[0]) % fresh.count]
     invariant(session != nil, "the fuzz target's sessions could not be made")
     guard var s = session else { return 0 }
     for m in input {
