@@ -20,7 +20,7 @@ struct JSONPresenter: JSONLinePresenter {
         switch event {
         case let .ready(id, nick, listen):
             return [JSONEvents.line(["type": .string("ready"), "id": .string(id.hex), "nick": .string(nick ?? ""), "listen": .string(listen)])]
-        case let .peerUp(person, address, node, _):
+        case let .peerUp(person, address, node, _, _):
             // `id` is the linked node, as in peer_down; a device also names its account.
             return [JSONEvents.line(pairs: [("type", .string("peer_up")), ("id", .string(node.hex)), ("nick", .text(person.nick ?? PeerText(""))),
                                             ("addr", .string(address))] + (person.key == node ? [] : [("account", .string(person.key.hex))]))]

@@ -21,7 +21,8 @@ enum NodeEvent {
     /// The first link to the node `node` is up. `Person` is whom it signs
     /// for, with the nick from its messages, else from its handshake: its
     /// account when `node` is a device, and then `device` is the device's name.
-    case peerUp(Person, address: String, node: PublicKey, device: String?)
+    /// `subprotocol`: the link's version and cipher as agreed (`peernode.10.aesgcm`), for the relay's log.
+    case peerUp(Person, address: String, node: PublicKey, device: String?, subprotocol: String = "")
     /// A link to `node` speaks a version whose envelopes are older than
     /// this build signs: what this node writes now is held back from it
     /// until it is upgraded (docs/PROTOCOL.md §10). Said once a peer a run.

@@ -73,8 +73,9 @@ struct RelayLogPresenter: Presenter {
     func present(_ events: [NodeEvent]) {
         for event in events {
             switch event {
-            case let .peerUp(person, address, node, _):
-                log.info("link up", ["peer": node.hex, "account": person.key.hex, "nick": person.nick?.unsanitized ?? "", "addr": address])
+            case let .peerUp(person, address, node, _, subprotocol):
+                log.info("link up", ["peer": node.hex, "account": person.key.hex, "nick": person.nick?.unsanitized ?? "", "addr": address,
+                                     "link": subprotocol])
             case let .peerDown(key, reason, _):
                 log.info("link down", ["peer": key.hex, "reason": reason?.description ?? ""])
             case let .olderPeer(_, node, version):

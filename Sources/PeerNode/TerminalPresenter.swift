@@ -24,7 +24,7 @@ struct TerminalPresenter: LinePresenter {
         case let .webPage(url):
             // The address on a row of its own, unwrapped: a selection of it takes the whole token.
             return ["-- the chat page (`peernode web-url` prints it again; keep it to yourself, it lets whoever has it chat as you):", url]
-        case let .peerUp(person, address, node, device):
+        case let .peerUp(person, address, node, device, _):
             // A device of someone's account: which of their machines this is.
             let which = person.key == node ? "" : " (device \(device.map { "\(PeerText($0)) " } ?? "")\(node.shortFingerprint))"
             return ["-- linked to \(plain.label(person))\(which) at \(address)"]

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Glibc
 import TestSupport
@@ -96,6 +97,10 @@ struct RelayTests {
         #expect(await c.wait { $0["kind"] == "dm" && $0["text"] == "only for carol" } != nil)
         // The two nodes never linked to each other.
         #expect(!a.events.value.contains { $0["type"] == "peer_up" && $0["id"] == c.id })
+        // The log names each link's version and cipher, as agreed.
+        let ups = relay.log.value.filter { $0["msg"] == "link up" }
+        let agreed = NoiseCipher.aesGCM.isAvailable ? "peernode.10.aesgcm" : "peernode.10"
+        #expect(ups.count == 2 && ups.allSatisfy { $0["link"] == agreed }, "\(ups)")
 
         // The link port answers no plain GET (issue 13, finding 8): only the metrics address does.
         #expect(httpGet(listen, "/healthz")?.status != 200)
