@@ -102,6 +102,9 @@ public struct LinkSession {
         return (try? Nick(text))?.value
     }
 
+    /// `body` on this session, in place (through a table's subscript: no copy).
+    public mutating func apply(_ body: (inout LinkSession) -> [Action]) -> [Action] { body(&self) }
+
     /// The dialler's first message.
     public mutating func start() -> [Action] {
         guard handshake.isOurTurn, handshake.step == 0 else { return [] }

@@ -230,14 +230,14 @@ public struct LinkCore {
     /// `timed`: a transport message received, whose opening and decoding go into `stages`.
     mutating func step(_ id: LinkID, now: Double, into out: inout [Effect], timed: Bool = false,
                        _ body: (inout LinkSession) -> [LinkSession.Action]) {
-        guard var link = links[id] else { return }
         let watch = timed ? stopwatch : nil
         let opening = watch?()
-        let actions = body(&link.session)
+        // In place: a copy of the link out of the table and back would retain and
+        // release each of its session's many references on every message.
+        guard let actions = links[id]?.session.apply(body) else { return }
         if let watch, let opening { stages.record(.noise, watch() - opening) }
-        links[id] = link
         for action in actions {
-            guard let link = links[id] else { return }
+            guard let address = links[id]?.address else { return }
             switch action {
             case let .send(bytes):
                 count(.bytesOut, by: bytes.count)
@@ -246,11 +246,8 @@ public struct LinkCore {
                 follow(table.established(id, remote: remote, now: now), now: now, into: &out)
             case let .deliver(chunk):
                 do {
-                    var chunker = link.chunker
                     let decoding = watch?()
-                    let whole = try chunker.add(chunk)
-                    links[id]?.chunker = chunker
-                    if let whole {
+                    if let whole = try links[id]?.chunker.add(chunk) ?? nil {
                         let message = try GossipMessage.decode(whole)
                         gossip(message, from: id, now: now, into: &out)
                         if let watch, let decoding, case .envelopes = message { stages.record(.decode, watch() - decoding) }
@@ -262,7 +259,7 @@ public struct LinkCore {
             case let .close(failure):
                 count(Counter(failure))
                 if case let .unexpectedIdentity(_, got) = failure { follow(table.misdirected(id, answered: got, now: now), now: now, into: &out) }
-                out.append(.warning("link from \(link.address) refused: \(failure)", reason: failure.counterName))
+                out.append(.warning("link from \(address) refused: \(failure)", reason: failure.counterName))
                 out.append(.close(id, .policyViolation, reason: failure.description))
             }
         }
