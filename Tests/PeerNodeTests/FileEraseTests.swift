@@ -15,7 +15,7 @@ struct FileEraseTests {
     func chunkFile(_ node: Node, _ root: [UInt8], size: off_t, keep: String) throws {
         _ = try node.store.ensureFilesFolder()
         let path = node.store.chunkPath(root)
-        let fd = open(path, O_RDWR | O_CREAT, 0o600)
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         #expect(fd >= 0 && ftruncate(fd, size) == 0)
         let marker = [UInt8](repeating: 0xEE, count: 16)
         #expect(pwrite(fd, marker, 16, 0) == 16 && pwrite(fd, marker, 16, size - 16) == 16)

@@ -36,7 +36,7 @@ final class RelayProcess: @unchecked Sendable {
 /// A plain HTTP/1.1 GET over a socket: status and body.
 func httpGet(_ hostPort: String, _ path: String) -> (status: Int, body: String)? {
     guard let colon = hostPort.lastIndex(of: ":"), let port = UInt16(hostPort[hostPort.index(after: colon)...]) else { return nil }
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
     var address = sockaddr_in()

@@ -82,7 +82,7 @@ struct StoreCommitElsewhereTests {
         let alice = try ChainAuthor()
         _ = try store.insert([try alice.next("before")], receivedAt: 1)
         // Filled to the last byte: the transaction's pages fit in the cache, its COMMIT cannot write the log.
-        let fd = open(mount + "/filler", O_WRONLY | O_CREAT, 0o600)
+        let fd = open(mount + "/filler", O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         try #require(fd >= 0)
         for size in [65_536, 4_096, 1] {
             let zeros = [UInt8](repeating: 0, count: size)

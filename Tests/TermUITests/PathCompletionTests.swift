@@ -84,7 +84,7 @@ struct PathCompletionTests {
         #expect(FileManager.default.createFile(atPath: root + "/photo.png", contents: Data([1])))
         // A name that is not UTF-8 (bytes 0xFF 0xFE): not offered, since it could not be typed back.
         let bytes = Array((root + "/p").utf8) + [0xFF, 0xFE, 0]
-        let raw = bytes.map { CChar(bitPattern: $0) }.withUnsafeBufferPointer { p in p.baseAddress.map { open($0, O_CREAT | O_WRONLY, 0o644) } ?? -1 }
+        let raw = bytes.map { CChar(bitPattern: $0) }.withUnsafeBufferPointer { p in p.baseAddress.map { open($0, O_CREAT | O_WRONLY | O_CLOEXEC, 0o644) } ?? -1 }
         #expect(raw >= 0)
         if raw >= 0 { close(raw) }
         try FileManager.default.createSymbolicLink(atPath: root + "/linked", withDestinationPath: root + "/sub folder")

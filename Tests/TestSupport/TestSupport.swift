@@ -35,7 +35,7 @@ public func fileMode(_ path: String) -> UInt32? {
 
 public func writeFile(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) {
     unlink(path)
-    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode)
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
     guard fd >= 0 else { return }
     _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     fchmod(fd, mode)
