@@ -134,7 +134,7 @@ enum CommandLineSpec {
                    help: "keep at most N links to peers found on the LAN or learned from peers, and know more in reserve (default 6, a relay 32; 0: link to every peer found, as earlier builds did; --peer links come on top)",
                    apply: { $0.maxLinks = $1 }),
         OptionSpec(name: "--link-cipher", argument: "auto|chachapoly",
-                   help: "the cipher of links: auto (default) runs AES-256-GCM with a peer whose CPU has AES instructions too, as this one's has, else ChaCha20-Poly1305; chachapoly runs ChaCha20-Poly1305 always",
+                   help: "the cipher of links: auto (default) runs AES-256-GCM where both machines' CPUs have AES instructions, else ChaCha20-Poly1305; chachapoly runs ChaCha20-Poly1305 always",
                    apply: { $0.linkCipher = $1 }),
     ]
 
