@@ -110,7 +110,10 @@ extension NetworkNode {
             let (name, about) = change.described
             // The device that made the change, by its own key and name (its
             // account is ours, the same for every device).
-            return [.followed(change: name, about: about, device: e.author, name: node.devices.name(of: e.author))]
+            let said: [NodeEvent] = [.followed(change: name, about: about, device: e.author, name: node.devices.name(of: e.author))]
+            // A room another device accepted: what it said while the invite waited here, as our own /accept shows it.
+            guard case let .accepted(room) = change, let joined = node.privateRooms[room]?.name else { return said }
+            return said + saidBefore(room, as: joined)
         } catch {
             node.storeFailures.heard(error)
             return [.failed("following a change another device of ours made failed: \(error)")]
@@ -216,13 +219,17 @@ extension NetworkNode {
         let name = try node.privateRooms.accept(pending)
         if name.value != pending.name { session.invitedAs[name] = pending.name }
         if open { session.open(name) }
-        // What the room said before we joined, now that we can read it.
-        let earlier = readLogged("the history of the room joined") { try node.store.history(of: pending.room, limit: ChatInput.maximumHistory) } ?? []
-        return [.inviteAccepted(room: name, askedFor: pending.name, by: pending.inviter, opened: open)]
-            + earlier.compactMap { stored in
-                guard !blocked.contains(stored.envelope.author), let opened = node.open(stored.envelope) else { return nil }
-                return .message(ShownMessage(envelope: stored.envelope, opened: opened, room: name, to: nil, me: node.me, book: node.people))
-            }
+        return [.inviteAccepted(room: name, askedFor: pending.name, by: pending.inviter, opened: open)] + saidBefore(pending.room, as: name)
+    }
+
+    /// What a room just joined said before we could read it (it came while
+    /// the invite waited), now shown: after our `/accept`, or another device's.
+    func saidBefore(_ room: RoomID, as name: RoomName) -> [NodeEvent] {
+        let earlier = readLogged("the history of the room joined") { try node.store.history(of: room, limit: ChatInput.maximumHistory) } ?? []
+        return earlier.compactMap { stored in
+            guard !blocked.contains(stored.envelope.author), let opened = node.open(stored.envelope) else { return nil }
+            return .message(ShownMessage(envelope: stored.envelope, opened: opened, room: name, to: nil, me: node.me, book: node.people))
+        }
     }
 
     /// `/invites`: who invited us where, oldest first.

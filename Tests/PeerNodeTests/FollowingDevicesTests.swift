@@ -35,8 +35,17 @@ struct FollowingDevicesTests {
         #expect(await laptop.wait { $0["type"] == "invite" && $0["room"] == "#team" } != nil, "\(laptop.recent(6))")
         // The desktop answers what it holds: the relay may bring it the invite after the laptop (a loaded machine).
         #expect(await desktop.wait { $0["type"] == "invite" && $0["room"] == "#team" } != nil, "\(desktop.recent(6))")
+        // Bob says something in #team while the invite waits; his next line in #general, once the laptop shows it,
+        // says the laptop holds the first (an author's messages come in order), sealed to a room it cannot read yet.
+        bob.send("said while the invite waited")
+        bob.send("/join #general")
+        bob.send("marker after it")
+        #expect(await laptop.wait { $0["text"] == "marker after it" } != nil, "\(laptop.recent(6))")
+        #expect(!laptop.events.value.contains { $0["text"] == "said while the invite waited" })
         desktop.send("/accept #team")
         #expect(await laptop.wait { $0["type"] == "followed" && $0["change"] == "accepted" } != nil, "\(laptop.recent(6))")
+        // Following the desktop's accept shows it, as the laptop's own /accept would have.
+        #expect(await laptop.wait { $0["text"] == "said while the invite waited" && $0["room"] == "#team" } != nil, "\(laptop.recent(6))")
         laptop.send("/join #team")
         laptop.send("the laptop is in #team")
         #expect(await bob.wait { $0["text"] == "the laptop is in #team" && $0["room"] == "#team" } != nil, "\(bob.recent(6))")
