@@ -51,6 +51,8 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
     /// `/accept` or `/decline` without a name, and this many (more than one) are waiting.
     case invitesWaiting(Int)
     case noInviteTo(String)
+    /// `/accept` or `/decline` of a private room we are in already (accepted here, or on another device of ours).
+    case alreadyInPrivateRoom(RoomName)
     case inviteRefused(InviteRefusal)
     case noRoomNumbered(Int)
     case notIn(RoomName)
@@ -121,6 +123,8 @@ enum NodeError: Error, CustomStringConvertible, Equatable {
         case .noInviteWaiting: "no invite is waiting"
         case let .invitesWaiting(count): "\(count) invites are waiting: name one (/invites lists them)"
         case let .noInviteTo(name): "no invite to \(TerminalText.sanitize(name)) is waiting (/invites lists them)"
+        case let .alreadyInPrivateRoom(name):
+            "you are in \(name.value) already (an invite accepted on one of your devices is accepted on all of them; /leave leaves it for good)"
         case let .inviteRefused(refusal): "this invite cannot be accepted: \(refusal)"
         case let .noRoomNumbered(n): "no room \(n) (see /rooms)"
         case let .notIn(room): "not in \(room.value) (/join \(room.value) first)"

@@ -46,6 +46,9 @@ struct FollowingDevicesTests {
         #expect(await laptop.wait { $0["type"] == "followed" && $0["change"] == "accepted" } != nil, "\(laptop.recent(6))")
         // Following the desktop's accept shows it, as the laptop's own /accept would have.
         #expect(await laptop.wait { $0["text"] == "said while the invite waited" && $0["room"] == "#team" } != nil, "\(laptop.recent(6))")
+        // An /accept typed there too is told the room is joined already, not that no invite waits.
+        laptop.send("/accept #team")
+        #expect(await laptop.wait { $0["type"] == "error" && ($0["error"] ?? "").hasPrefix("you are in #team already") } != nil, "\(laptop.recent(4))")
         laptop.send("/join #team")
         laptop.send("the laptop is in #team")
         #expect(await bob.wait { $0["text"] == "the laptop is in #team" && $0["room"] == "#team" } != nil, "\(bob.recent(6))")

@@ -78,6 +78,7 @@ extension PrivateRooms {
         let wanted = RoomName.checked(name)?.value ?? name
         // Two invites under one name: the newest (it is the one the user was told of last).
         guard let newest = pending.filter({ $0.name == wanted }).max(by: { $0.receivedAt < $1.receivedAt }) else {
+            if let joined = rooms.values.first(where: { $0.name.value == wanted })?.name { throw NodeError.alreadyInPrivateRoom(joined) }
             throw NodeError.noInviteTo(name)
         }
         return newest
