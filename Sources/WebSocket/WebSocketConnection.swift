@@ -222,6 +222,9 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
         case .open:
             var out = ConnectionCore.Output()
             let used = core.receive(bytes, now: monotonicNow(), into: &out)
+            // What arrived moves the keepalive's deadline (a pong's answer: the next ping a
+            // ping interval on), possibly before the tick the loop last heard of.
+            if let due = core.nextDeadline { loop.tickNeeded(at: due) }
             apply(out)
             return used
         case .clientConnecting, .closingAfterWrite, .closed:
@@ -275,6 +278,10 @@ public final class WebSocketConnection: @unchecked Sendable, LoopHandler, Flusha
     private func open() {
         core = ConnectionCore(role: role, limits: limits, timeouts: timeouts, now: monotonicNow())
         phase = .open
+        // Its first keepalive is due a ping interval from now: the loop's next tick was
+        // set by the handshake's deadline, which may be later (a ping interval shorter
+        // than the handshake timeout went unsent until some other handler ticked).
+        if let due = core.nextDeadline { loop.tickNeeded(at: due) }
         callbacks.onOpen(self)
         queued()
     }

@@ -6,7 +6,7 @@ final class RawSocket {
     let fd: Int32
 
     init(port: UInt16, receiveBuffer: Int32? = nil) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, 4) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -32,6 +32,15 @@ final class RawSocket {
             if n <= 0 { return all }
             all += buffer[0..<n]
         }
+    }
+
+    /// The first two bytes of the next frame on `fd`, waiting at most `seconds`; nil if none came.
+    static func readFrameStart(_ fd: Int32, within seconds: Int) -> [UInt8]? {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var start = [UInt8](repeating: 0, count: 2)
+        let n = start.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 2, Int32(MSG_WAITALL)) }
+        return n == 2 ? start : nil
     }
 
     /// Completes a WebSocket handshake on /peernode/1 and returns what followed it.

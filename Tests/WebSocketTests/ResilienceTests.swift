@@ -38,9 +38,7 @@ struct ResilienceTests {
 
     @Test("a peer that stops answering pings is closed and reported (1006); one that answers stays")
     func liveness() async throws {
-        // A deadline a loaded two-core machine keeps (0.3 s was missed while a parallel run's suites
-        // started: the answering client's thread waited longer than that for a core, and was closed).
-        let timeouts = WebSocketTimeouts(pingInterval: 0.2, pongDeadline: 2)
+        let timeouts = WebSocketTimeouts(pingInterval: 0.2, pongDeadline: 1)
         let server = try EchoServer(configuration: .init(paths: nil, subprotocols: ["peernode.1"], timeouts: timeouts))
         let silent = try RawSocket(port: server.port)
         #expect(silent.handshake())
@@ -55,6 +53,26 @@ struct ResilienceTests {
         #expect(server.closes.value.count == 1)
         alive.connection?.send(.text("still here"))
         #expect(await alive.next() == .message(.text("still here")))
+    }
+
+    @Test("a connection's first keepalive ping goes a ping interval after it opens, not at its handshake's deadline, with no other connection to wake the loop")
+    func firstPing() async throws {
+        // The handshake's own deadline is the default 10 s; the ping interval far shorter.
+        let server = try EchoServer(configuration: .init(paths: nil, subprotocols: ["peernode.1"],
+                                                         timeouts: WebSocketTimeouts(pingInterval: 0.2, pongDeadline: 5)))
+        // The request a moment after the connection: the server's first look at it (at accept) is over
+        // by then, and what it learned there is the handshake's deadline.
+        let raw = try RawSocket(port: server.port)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(raw.handshake())
+        let fd = raw.fd
+        let first = try await offThePool { RawSocket.readFrameStart(fd, within: 2) }
+        #expect(first?.first == 0x89, "a ping (FIN, opcode 9) within 2 s of the open: \(String(describing: first))")
+        // And after each answer, the next a ping interval on (not at the answered ping's deadline).
+        let alive = try ClientProbe(port: server.port)
+        #expect(await alive.next() == .open(subprotocol: "peernode.1"))
+        let before = server.pongs.value
+        #expect(await eventually(3) { server.pongs.value >= before + 3 }, "pongs in 3 s: \(server.pongs.value - before)")
     }
 
     @Test("send queue: at the limit is fine, one byte past means the peer is not reading")
