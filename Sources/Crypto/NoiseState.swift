@@ -211,10 +211,10 @@ struct NoiseSymmetricState {
     var chainingKey: [UInt8]
     var h: [UInt8]
     var cipher: NoiseCipherState
-    let cipherFunction: NoiseCipher
+    /// The cipher function every key here is made for (the state's own, keyed or not).
+    var cipherFunction: NoiseCipher { cipher.cipher }
 
     init(protocolName: String, cipher: NoiseCipher) {
-        cipherFunction = cipher
         self.cipher = NoiseCipherState(cipher: cipher)
         let name = Array(protocolName.utf8)
         h = name.count <= Noise.hashLength ? name + [UInt8](repeating: 0, count: Noise.hashLength - name.count) : Noise.hash(name)

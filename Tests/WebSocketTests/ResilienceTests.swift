@@ -60,10 +60,25 @@ struct ResilienceTests {
         // The handshake's own deadline is the default 10 s; the ping interval far shorter.
         let server = try EchoServer(configuration: .init(paths: nil, subprotocols: ["peernode.1"],
                                                          timeouts: WebSocketTimeouts(pingInterval: 0.2, pongDeadline: 5)))
-        // The request a moment after the connection: the server's first look at it (at accept) is over
-        // by then, and what it learned there is the handshake's deadline.
+        // The request only once the server has looked at the connection (its tick at accept), so
+        // what the loop learned there is the handshake's deadline. The loop's tick count, read on its
+        // thread: settled before the connect, one more after it.
+        func ticks() async -> Int? {
+            let seen = Locked<Int?>(nil)
+            server.loop.execute { [loop = server.loop] in seen.withLock { $0 = loop.tickTurns } }
+            return await eventuallyValue(5) { seen.value }
+        }
+        var last = await ticks(), settled: Int?
+        let deadline = Deadline(5)
+        while settled == nil && !deadline.passed {
+            let now = await ticks()
+            if now == last { settled = now } else { last = now }
+        }
         let raw = try RawSocket(port: server.port)
-        try await Task.sleep(for: .milliseconds(300))
+        let looked = Deadline(5)
+        var after = await ticks()
+        while let s = settled, let a = after, a <= s, !looked.passed { after = await ticks() }
+        #expect((after ?? 0) > (settled ?? .max), "the server's loop ticked at the accept: \(String(describing: settled)) → \(String(describing: after))")
         #expect(raw.handshake())
         let fd = raw.fd
         let first = try await offThePool { RawSocket.readFrameStart(fd, within: 2) }
