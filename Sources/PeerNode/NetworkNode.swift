@@ -324,7 +324,7 @@ final class NetworkNode: @unchecked Sendable {
         let older = core.version(of: id).map { linkLines.older(person, node: remote, version: $0) } ?? []
         if announce {
             let event = NodeEvent.peerUp(person, address: link.connection.remoteAddress, node: remote, device: node.devices.name(of: remote),
-                                         subprotocol: link.connection.subprotocol ?? "")
+                                         subprotocol: LinkTerms(subprotocol: link.connection.subprotocol)?.subprotocol ?? "")
             // At the terminal, said with its link line (which waits while the link is not settled).
             emit(answersScripts || relay ? [event] + older : linkLines.up([event] + older, remote: remote, settled: linkView(id, remote: remote).isSettled))
         } else if !older.isEmpty {

@@ -24,8 +24,14 @@ public struct HTTPHead: Sendable, Equatable {
     /// A comma-separated token list, lower-cased and trimmed (RFC 9110 §5.6.1),
     /// across every occurrence of the field.
     public func tokens(_ name: String) -> [String] {
+        spelledTokens(name).map { $0.lowercased() }
+    }
+
+    /// The same list as the peer spelled it (a subprotocol is answered as it
+    /// was offered: RFC 7936 has clients compare names exactly).
+    public func spelledTokens(_ name: String) -> [String] {
         values(name).flatMap { $0.split(separator: ",") }
-            .map { $0.trimmingCharacters(in: " \t").lowercased() }
+            .map { $0.trimmingCharacters(in: " \t") }
             .filter { !$0.isEmpty }
     }
 

@@ -186,8 +186,10 @@ enum ServerHandshake {
         if let refusal = configuration.admit?(HTTPRequest(path: path, head: head, query: query)) {
             return .reject(response: refusal.encoded(), status: refusal.status)
         }
-        let offered = head.tokens("Sec-WebSocket-Protocol")
-        let chosen = configuration.subprotocols.first { offered.contains($0.lowercased()) }
+        // Matched without regard to case, answered in the client's own spelling: a client
+        // that compares the answer with its offer exactly (RFC 7936) finds it there.
+        let offered = head.spelledTokens("Sec-WebSocket-Protocol")
+        let chosen = configuration.subprotocols.lazy.compactMap { ours in offered.first { $0.lowercased() == ours.lowercased() } }.first
         if chosen == nil && configuration.requireSubprotocol {
             return refuse(400, "subprotocol required: \(configuration.subprotocols.joined(separator: ", "))")
         }

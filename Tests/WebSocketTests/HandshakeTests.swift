@@ -66,11 +66,17 @@ struct HandshakeTests {
         #expect(path == "/peernode/1" && sub == "peernode.1")
     }
 
-    @Test("header names and tokens are case-insensitive")
+    @Test("header names and tokens are case-insensitive; a subprotocol is answered as the client spelled it")
     func caseInsensitive() {
         let lines = ["GET /peernode/1 HTTP/1.1", "host: x", "UPGRADE: WebSocket", "connection: UPGRADE",
                      "sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==", "SEC-WEBSOCKET-VERSION: 13", "Sec-WebSocket-Protocol: PEERNODE.1"]
-        #expect(status(decide(lines)) == 101)
+        guard case let .accept(response, _, sub) = decide(lines) else {
+            Issue.record("not accepted")
+            return
+        }
+        // RFC 7936: a client may compare the answer with its offer exactly.
+        #expect(String(decoding: response, as: UTF8.self).contains("Sec-WebSocket-Protocol: PEERNODE.1\r\n"))
+        #expect(sub == "PEERNODE.1")
     }
 
     @Test("refusals: method 405, version 426 naming 13, bad key 400, no Connection: Upgrade 400, unknown path 404, HTTP/1.0 505")

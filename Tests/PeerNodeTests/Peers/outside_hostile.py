@@ -60,6 +60,15 @@ async def handshakes(node):
         except Exception:
             refused = True
         check(f"offering only {offered[0]}: refused in the WebSocket handshake, no version agreed", refused, "a link came up")
+    # Names match without regard to case, and the answer is the name as offered: a client that
+    # compares it with its offer exactly (RFC 7936; this one does) would refuse another spelling.
+    try:
+        link = await Link(Identity()).open(node.port, offered=["PEERNODE.10"])
+        answered = link.ws.subprotocol
+        await link.close()
+    except Exception as error:
+        answered = f"refused: {error}"
+    check("PEERNODE.10 offered in capitals: agreed, and answered as offered", answered == "PEERNODE.10", answered)
     odd = Identity()
     link = await Link(odd, nick="bob·k3fq".encode()).open(node.port)
     up = await node.wait(lambda e: e["type"] == "peer_up" and e["id"] == odd.public.hex())

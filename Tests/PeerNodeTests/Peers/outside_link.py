@@ -49,7 +49,7 @@ class Link:
         identity binding (and our nick claim) in messages 2 and 3; checks the
         node's binding."""
         self.ws = ws
-        parts = ws.subprotocol.split(".")
+        parts = ws.subprotocol.lower().split(".")
         self.version = int(parts[1])
         self.cipher = cipher or ("AESGCM" if parts[2:] == ["aesgcm"] else "ChaChaPoly")
         noise = NoiseConnection.from_name(f"Noise_XXpsk0_25519_{self.cipher}_BLAKE2b".encode())
