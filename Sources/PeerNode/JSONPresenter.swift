@@ -221,6 +221,9 @@ struct JSONPresenter: JSONLinePresenter {
                 + listing.rows.map { fileListed($0, place: place) }
         case let .invites(count):
             return [head("invites", count)]
+        case let .typing(room, with, sent):
+            let place: [(String, JSONEvents.Value)] = with.map { [("with", .string($0.hex))] } ?? [("room", .string(room?.value ?? ""))]
+            return [JSONEvents.line(pairs: [("type", .string("typing_sent"))] + place + [("sent", .string(sent ? "yes" : "no"))])]
         }
     }
 

@@ -209,10 +209,13 @@ extension NetworkNode {
         if Typing.isTyping(draft) { sendTyping(in: session.openRoomID) }
     }
 
-    /// Says we are typing in `room` (a room, or a conversation's), unless we said so lately.
-    func sendTyping(in room: RoomID) {
-        guard !relay, let notice = typing.ours(in: room, now: monotonic(), wall: Node.now()) else { return }
+    /// Says we are typing in `room` (a room, or a conversation's), unless we
+    /// said so lately; whether a notice went.
+    @discardableResult
+    func sendTyping(in room: RoomID) -> Bool {
+        guard !relay, let notice = typing.ours(in: room, now: monotonic(), wall: Node.now()) else { return false }
         feed(.typing(notice, except: nil))
+        return true
     }
 
     /// A notice a link brought: checked, passed on once, and shown if it is

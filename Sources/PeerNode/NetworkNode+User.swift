@@ -92,7 +92,11 @@ extension NetworkNode {
             let target = try node.messageLife.message(in: place.room, named: place.name, number: number)
             return ([try versions(of: target)], true)
         case .typing:
-            sendTyping(in: session.openRoomID)
+            let sent = sendTyping(in: session.openRoomID)
+            // A script is answered, as every command is: whether the notice went (not within 3 s of the last).
+            if answersScripts {
+                return ([.answer(.typing(room: session.conversationPeer == nil ? session.room : nil, with: session.conversationPeer, sent: sent))], true)
+            }
         case let .reply(number, text):
             let place = try session.openPlace()
             // A long answer: the reply holds its first part, the rest follow as messages.

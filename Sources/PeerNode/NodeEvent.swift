@@ -126,6 +126,9 @@ enum ScriptAnswer {
     case files(FileListing)
     /// `/invites`: how many invites wait (each follows as its `invite` event).
     case invites(Int)
+    /// `/typing` in the open room (`room`) or conversation (`with`): whether
+    /// a notice went (one within `TypingBoard.sendInterval` of the last does not).
+    case typing(room: RoomName?, with: PublicKey?, sent: Bool)
 }
 
 /// One device of an account, as `/devices` lists it.

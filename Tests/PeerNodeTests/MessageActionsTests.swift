@@ -57,6 +57,10 @@ struct MessageActionsTests {
             #expect(await n.wait { $0["type"] == "typing" && $0["id"] == c.id && $0["room"] == "#general" && $0["nick"] == "carol" } != nil,
                     "\(n.events.value.suffix(3))")
         }
+        // A script is answered: the first went, one right after it sends nothing (at most one in 3 s).
+        #expect(await c.wait { $0["type"] == "typing_sent" && $0["room"] == "#general" && $0["sent"] == "yes" } != nil, "\(c.events.value.suffix(3))")
+        c.send("/typing")
+        #expect(await c.wait { $0["type"] == "typing_sent" && $0["room"] == "#general" && $0["sent"] == "no" } != nil, "\(c.events.value.suffix(3))")
         c.send("/react \(nC) two words")
         #expect(await c.wait { $0["type"] == "error" && ($0["error"] ?? "").contains("/react") } != nil)
         c.send("/react \(nC) " + String(repeating: "x", count: 33))
