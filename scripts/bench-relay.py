@@ -75,6 +75,18 @@ def relay_stages(metrics):
                      for stage, e in sorted(stages.items(), key=lambda kv: -kv[1].get("sum", 0)))
 
 
+def worst_tenths(run):
+    """Where a run's tail came from: its three worst tenths of a second (the receivers' largest latency in
+    each), and how many tenths passed the aim's p99, out of how many."""
+    tenths = run.get("worst_ms_by_tenth", [])
+    if not tenths:
+        return "no tenths recorded"
+    worst = sorted(range(len(tenths)), key=lambda i: -tenths[i])[:3]
+    over = sum(1 for t in tenths if t > AIM_P99_MS)
+    return (f"its worst tenths of a second {', '.join(f'{tenths[i]} ms at {i / 10:.1f} s' for i in worst)}, "
+            f"{over} of {len(tenths)} tenths with a message past {AIM_P99_MS} ms")
+
+
 def wait_linked(process):
     line = process.stderr.readline()
     if "linked" not in line:
@@ -185,7 +197,7 @@ try:
         print(f"aim (issue 41), sustained: {aim_share:,}/s ({aim_share / relay_ceiling:.2f}× the model) for {SUSTAINED_SECONDS} s: "
               f"{sustained['deliveries']:,} of {aim_share * SUSTAINED_SECONDS * LINKS:,} delivered, latency p50 {sustained['p50_ms']} ms, "
               f"p99 {sustained['p99_ms']} ms: {'met' if held(sustained, aim_share, SUSTAINED_SECONDS) else 'NOT met'} "
-              f"(the 2-second run above at the same rate is the sweep's); its stages: {sustained_stages}")
+              f"(the 2-second run above at the same rate is the sweep's); {worst_tenths(sustained)}; its stages: {sustained_stages}")
     if AIM_RATE in ours_paced:
         r = ours_paced[AIM_RATE]
         print(f"aims: {AIM_RATE:,} messages/s to {LINKS} links with p99 ≤ {AIM_P99_MS} ms: {'met' if held(r, AIM_RATE, SECONDS) else 'NOT met'} "

@@ -15,7 +15,9 @@ import WebSocket
 //       it (`LeanBatch`: the receiver must not be what is measured),
 //       until EXPECTED arrived or SECONDS passed;
 //       prints one JSON line: deliveries, seconds (first to last), p50/p99
-//       latency in ms (from each envelope's timestamp). EXPECTED 0: idle
+//       latency in ms (from each envelope's timestamp), and the largest
+//       latency of each tenth of a second from the first delivery
+//       (`worst_ms_by_tenth`: where a tail came from). EXPECTED 0: idle
 //       links (no clock sent, so nothing comes) held open for SECONDS.
 //   peernode-bench fanout-send HOST:PORT COUNT [RATE]
 //       one link; signs COUNT envelopes with 256-byte bodies (timestamped as
@@ -106,6 +108,8 @@ final class FanOutTally: @unchecked Sendable {
     var first = 0.0
     var last = 0.0
     var latencies: [UInt32] = []
+    /// The largest latency of each 100 ms since the first delivery (where a run's tail comes from).
+    var worstByTenth: [UInt32] = []
 }
 
 func runFanOutReceiver(target: String, links count: Int, expected: Int, seconds: Double) throws {
@@ -133,7 +137,13 @@ func runFanOutReceiver(target: String, links count: Int, expected: Int, seconds:
                 if tally.deliveries == 0 { tally.first = now }
                 tally.deliveries += stamps.count
                 tally.last = now
-                for t in stamps { tally.latencies.append(UInt32(clamping: wall &- t)) }
+                let tenth = Int((now - tally.first) * 10)
+                if tally.worstByTenth.count <= tenth { tally.worstByTenth += [UInt32](repeating: 0, count: tenth + 1 - tally.worstByTenth.count) }
+                for t in stamps {
+                    let latency = UInt32(clamping: wall &- t)
+                    tally.latencies.append(latency)
+                    tally.worstByTenth[tenth] = max(tally.worstByTenth[tenth], latency)
+                }
             }
         }
         loop.execute { try? link.connect(host: host, port: port, loop: loop) }
@@ -148,7 +158,7 @@ func runFanOutReceiver(target: String, links count: Int, expected: Int, seconds:
     tally.lock.withLock {
         let sorted = tally.latencies.sorted()
         func pct(_ p: Double) -> UInt32 { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
-        print("{\"deliveries\":\(tally.deliveries),\"seconds\":\(max(0.000001, tally.last - tally.first)),\"links\":\(linked.value),\"p50_ms\":\(pct(0.5)),\"p99_ms\":\(pct(0.99))}")
+        print("{\"deliveries\":\(tally.deliveries),\"seconds\":\(max(0.000001, tally.last - tally.first)),\"links\":\(linked.value),\"p50_ms\":\(pct(0.5)),\"p99_ms\":\(pct(0.99)),\"worst_ms_by_tenth\":\(tally.worstByTenth)}")
     }
     withExtendedLifetime(links) {}
 }
