@@ -113,7 +113,8 @@ try:
     print("beside the model: " + next(line for line in model_out if line.startswith("writes to 50")))
     words = model_out[-1].split()
     # The benchmark's whole setup on the same 2 cores: the relay, its 50 receivers and its paced sender
-    # (which signs, seals and writes each message alone). Without the sender, as the model stood before.
+    # (woken for each message, which it link-seals and writes alone; it signs before the run). Without the
+    # sender, as the model stood before.
     relay_ceiling = float(words[words.index("relay50-bench-per-s") + 1])
     relay_ceiling_receivers = float(words[words.index("relay50-per-s") + 1])
     # The same with no verify counted a message (version 4: a run that waited together costs one).

@@ -17,7 +17,9 @@ import WebSocket
 //       prints one JSON line: deliveries, seconds (first to last), p50/p99
 //       latency in ms (from each envelope's timestamp), and the largest
 //       latency of each tenth of a second from the first delivery
-//       (`worst_ms_by_tenth`: where a tail came from). EXPECTED 0: idle
+//       (`worst_ms_by_tenth`: where a tail came from; `first_uptime`, the
+//       first delivery's monotonic time, lines them up with a relay's
+//       log). EXPECTED 0: idle
 //       links (no clock sent, so nothing comes) held open for SECONDS.
 //   peernode-bench fanout-send HOST:PORT COUNT [RATE]
 //       one link; signs COUNT envelopes with 256-byte bodies (timestamped as
@@ -158,7 +160,7 @@ func runFanOutReceiver(target: String, links count: Int, expected: Int, seconds:
     tally.lock.withLock {
         let sorted = tally.latencies.sorted()
         func pct(_ p: Double) -> UInt32 { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
-        print("{\"deliveries\":\(tally.deliveries),\"seconds\":\(max(0.000001, tally.last - tally.first)),\"links\":\(linked.value),\"p50_ms\":\(pct(0.5)),\"p99_ms\":\(pct(0.99)),\"worst_ms_by_tenth\":\(tally.worstByTenth)}")
+        print("{\"deliveries\":\(tally.deliveries),\"seconds\":\(max(0.000001, tally.last - tally.first)),\"links\":\(linked.value),\"p50_ms\":\(pct(0.5)),\"p99_ms\":\(pct(0.99)),\"worst_ms_by_tenth\":\(tally.worstByTenth),\"first_uptime\":\(tally.first)}")
     }
     withExtendedLifetime(links) {}
 }
