@@ -157,6 +157,8 @@ final class NetworkNode: @unchecked Sendable {
         ownHistory = OwnHistoryGate(pendingNick: pendingNick, machineStoppedAt: node.ownDurability.unsure ? started : nil)
         blocked.set(try node.store.blockedIdentities())
         core.stopwatch = { monotonicNow() }
+        // A batch forwarded to many links (a relay's fan-out) is sealed on every core.
+        if Self.cores > 1 { core.inParallel = (Self.cores, { count, job in DispatchQueue.concurrentPerform(iterations: count, execute: job) }) }
         loop.turnEnded = { [unowned self] woke, flushed in
             // Ours signed in the turn (a receipt, a membership change) are on the disk before the next;
             // a post whose row follows the loop's wait (`sendOwn`) is written then, with the rest.
