@@ -132,13 +132,17 @@ public struct LinkCore {
     /// Runs `count` independent jobs at once, one a core, returning when all
     /// are done (the shell's `DispatchQueue.concurrentPerform`, with `count`
     /// its cores); nil (tests, one core): every seal on the loop. A batch
-    /// forwarded to at least `sealsSplitFrom` links has their seals split
-    /// into that many runs of links. Paced at 14,300 messages/s to 50 links,
+    /// forwarded to at least `sealsSplitFrom` links, `splitSealBytes` in
+    /// all, has their seals split into that many runs of links. Paced at 14,300 messages/s to 50 links,
     /// p99 77 → 54 ms in alternated runs (docs/SCALE.md).
     public var inParallel: (count: Int, run: @Sendable (_ count: Int, _ job: @Sendable (Int) -> Void) -> Void)?
     /// Links one batch goes to before their seals are split across the cores
     /// (a relay's fan-out; a node's few links are sealed on the loop).
     public static let sealsSplitFrom = 8
+    /// Bytes all those seals come to before they are split: under it the
+    /// hand-off to another core (a wake-up, some microseconds) costs more than
+    /// the half of the sealing it saves (64 KB: some 30 µs of AES-GCM).
+    public static let splitSealBytes = 64 << 10
 
     public init(me: PublicKey, clock: VectorClock, overlay: Overlay.Configuration = Overlay.Configuration(), random: some RandomNumberGenerator) {
         self.me = me
@@ -435,7 +439,8 @@ public struct LinkCore {
     /// on the cores at once (each link's Noise session is its own), then
     /// what each gave is done in link order, as one at a time would.
     private mutating func send(_ encoded: EncodedBatch, on ids: [LinkID], now: Double, into out: inout [Effect]) {
-        guard ids.count >= Self.sealsSplitFrom, let inParallel, inParallel.count > 1 else {
+        let bytes = encoded.parts.reduce(0) { sum, part in part.chunks.reduce(sum) { $0 + $1.count } }
+        guard ids.count >= Self.sealsSplitFrom, bytes * ids.count >= Self.splitSealBytes, let inParallel, inParallel.count > 1 else {
             for id in ids { send(encoded, on: id, now: now, into: &out) }
             return
         }

@@ -40,8 +40,9 @@ struct SplitSealsTests {
     func fanOut() throws {
         let runs = Splits()
         var wire = try Self.hub(leaves: 12, cores: 2, runs: runs)
-        try wire.post(0, count: 40)
-        try wire.post(1, count: 25)
+        // Bodies of 6 KB: each push to 12 links (11 passed on) seals past splitSealBytes.
+        try wire.post(0, count: 40, bodyBytes: 6_000)
+        try wire.post(1, count: 25, bodyBytes: 6_500)
         for leaf in 1...12 {
             #expect(wire.contiguous(leaf, wire.key(0)) == 40, "leaf \(leaf) has the hub's posts")
             #expect(wire.contiguous(leaf, wire.key(1)) == 25, "leaf \(leaf) has leaf 1's posts")
@@ -51,19 +52,21 @@ struct SplitSealsTests {
         // Each leaf was sent each envelope once, whatever the split: as one link after another counts them.
         let sequential = try Self.hub(leaves: 12, cores: 1)
         var one = sequential
-        try one.post(0, count: 40)
-        try one.post(1, count: 25)
+        try one.post(0, count: 40, bodyBytes: 6_000)
+        try one.post(1, count: 25, bodyBytes: 6_500)
         #expect(wire.sides[0].core.counters[Counter.envelopesSent] == one.sides[0].core.counters[Counter.envelopesSent])
         #expect(wire.sides[0].core.counters[Counter.bytesOut] == one.sides[0].core.counters[Counter.bytesOut])
     }
 
-    @Test("under sealsSplitFrom links a batch is sealed on the loop; at it, split")
+    @Test("split from sealsSplitFrom links and splitSealBytes in all; one link fewer, or a small batch, sealed on the loop")
     func threshold() throws {
-        for (leaves, split) in [(LinkCore.sealsSplitFrom - 1, false), (LinkCore.sealsSplitFrom, true)] {
+        // A body of B bytes is a link message of about B + 200: 8 links × 8,200 is past 64 KB, 8 × 7,800 under it.
+        for (leaves, body, split) in [(LinkCore.sealsSplitFrom - 1, 9_000, false), (LinkCore.sealsSplitFrom, 8_200, true),
+                                      (LinkCore.sealsSplitFrom, 7_600, false), (40, 100, false)] {
             let runs = Splits()
             var wire = try Self.hub(leaves: leaves, cores: 2, runs: runs)
-            try wire.post(0, count: 3)
-            #expect((runs.value > 0) == split, "\(leaves) links")
+            try wire.post(0, count: 3, bodyBytes: body)
+            #expect((runs.value > 0) == split, "\(leaves) links, bodies of \(body) bytes")
             for leaf in 1...leaves { #expect(wire.contiguous(leaf, wire.key(0)) == 3) }
         }
     }

@@ -188,13 +188,15 @@ struct Wire {
     }
 
     /// Signs and stores `count` posts of `side`'s own and tells its core.
-    mutating func post(_ side: Int, count: Int) throws {
+    /// `bodyBytes`: each body that long (else "post N").
+    mutating func post(_ side: Int, count: Int, bodyBytes: Int? = nil) throws {
         let room = RoomID.publicRoom(.general, network: .derived(fromName: "wire"))
         for _ in 0..<count {
             let sequence = contiguous(side, key(side)) + 1
             let previous = sides[side].stored[key(side)]?[sequence - 1]?.id ?? .zero
             let e = try Envelope.sign(by: sides[side].identity, sequence: sequence, previous: previous, dependencies: [],
-                                      timestamp: 1_000 + sequence, room: room, kind: .text, body: Array("post \(sequence)".utf8))
+                                      timestamp: 1_000 + sequence, room: room, kind: .text,
+                                      body: bodyBytes.map { [UInt8](repeating: 0x61, count: $0) } ?? Array("post \(sequence)".utf8))
             sides[side].stored[key(side), default: [:]][sequence] = e
             input(side, .posted(e))
         }
