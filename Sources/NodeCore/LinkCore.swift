@@ -133,8 +133,9 @@ public struct LinkCore {
     /// are done (the shell's `DispatchQueue.concurrentPerform`, with `count`
     /// its cores); nil (tests, one core): every seal on the loop. A batch
     /// forwarded to at least `sealsSplitFrom` links, `splitSealBytes` in
-    /// all, has their seals split into that many runs of links. Paced at 14,300 messages/s to 50 links,
-    /// p99 77 → 54 ms in alternated runs (docs/SCALE.md).
+    /// all, has their seals split into that many runs of links. Paced at
+    /// 14,300 messages/s to 50 links, p99 77 → 54 ms in alternated runs
+    /// (docs/SCALE.md).
     public var inParallel: (count: Int, run: @Sendable (_ count: Int, _ job: @Sendable (Int) -> Void) -> Void)?
     /// Links one batch goes to before their seals are split across the cores
     /// (a relay's fan-out; a node's few links are sealed on the loop).
@@ -451,6 +452,7 @@ public struct LinkCore {
             taken.append(id)
             sessions.append(link.session)
         }
+        guard !taken.isEmpty else { return }
         let chunks = encoded.parts.flatMap(\.chunks)
         let given = SplitSeals(sessions)
         let perJob = (taken.count + inParallel.count - 1) / inParallel.count
