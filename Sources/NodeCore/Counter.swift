@@ -21,6 +21,8 @@ public enum Counter: String, CaseIterable, Sendable, Comparable {
     case invalidEnvelope = "invalid_envelope"
     case fork
     case storeFull = "store_full"
+    /// Fan-outs whose links' seals were made on all the cores at once (`LinkCore.inParallel`).
+    case sealsSplit = "seals_split"
     /// Messages shown before their store's transaction (docs/DECISIONS.md, "Shown before stored").
     case shownAhead = "shown_ahead"
     /// Of those, ones the transaction did not deliver as shown (it failed):

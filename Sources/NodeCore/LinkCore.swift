@@ -453,6 +453,7 @@ public struct LinkCore {
             sessions.append(link.session)
         }
         guard !taken.isEmpty else { return }
+        count(.sealsSplit)
         let chunks = encoded.parts.flatMap(\.chunks)
         let given = SplitSeals(sessions)
         let perJob = (taken.count + inParallel.count - 1) / inParallel.count

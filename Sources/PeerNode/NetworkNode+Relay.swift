@@ -66,6 +66,7 @@ extension NetworkNode {
         metric("envelopes_stored", "gauge", "Envelopes in the store.", readLogged("the envelope count") { try node.store.envelopeCount() }.map { [("", $0)] } ?? [])
         metric("store_bytes", "gauge", "Bytes of the database on disk.", [("", Int(clamping: node.store.bytesOnDisk))])
         metric("envelopes_relayed_total", "counter", "Envelopes sent to peers.", [("", counters[.envelopesSent])])
+        metric("seals_split_total", "counter", "Fan-outs whose links' seals were made on all the cores at once.", [("", counters[.sealsSplit])])
         metric("envelopes_duplicate_total", "counter", "Envelopes a link pushed that were held already (tree push prunes such links).", [("", counters[.envelopesDuplicate])])
         metric("tree_messages_total", "counter", "Tree push: ids announced on lazy links, prunes and grafts, sent and received.",
                [(Counter.ihaveSent, "ihave", "sent"), (.ihaveReceived, "ihave", "received"), (.pruneSent, "prune", "sent"),
