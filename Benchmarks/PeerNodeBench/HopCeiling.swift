@@ -202,7 +202,7 @@ private func bulkLink() throws -> (seal: Double, open: Double, write: Double) {
 /// links run: the mean over 1,000, sealed first in order by the end whose
 /// nonces the opener follows (one sealed past them fails at its tag, after
 /// half the work), and every one must open.
-private func openCost(_ message: [UInt8]) throws -> Double {
+func openCost(_ message: [UInt8]) throws -> Double {
     var (sending, receiving) = try transports()
     let wire = try (0..<1_000).map { _ in try sending.encrypt(message) }
     let started = now()
@@ -213,7 +213,7 @@ private func openCost(_ message: [UInt8]) throws -> Double {
 }
 
 /// µs to seal `message` as a link's transport message under `cipher`: the mean over enough rounds to seal 128 MB.
-private func sealCost(_ message: [UInt8], cipher: NoiseCipher) throws -> Double {
+func sealCost(_ message: [UInt8], cipher: NoiseCipher) throws -> Double {
     var (sending, _) = try transports(cipher: cipher)
     let rounds = max(2_000, (128 << 20) / max(1, message.count))
     let started = now()

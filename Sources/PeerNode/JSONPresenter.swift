@@ -196,6 +196,12 @@ struct JSONPresenter: JSONLinePresenter {
         }
     }
 
+    /// Where an answer is about: `"with"` and the other account for a direct
+    /// conversation, else `"room"` and its name.
+    static func place(room: RoomName?, with: PublicKey?) -> [(String, JSONEvents.Value)] {
+        with.map { [("with", .string($0.hex))] } ?? [("room", .string(room?.value ?? ""))]
+    }
+
     /// A listing command's answer: its head (`history`, `search`,
     /// `mentions`, `rooms`, `files`, `invites`) with the count, then its rows.
     static func lines(_ answer: ScriptAnswer) -> [String] {
@@ -204,7 +210,7 @@ struct JSONPresenter: JSONLinePresenter {
         }
         switch answer {
         case let .history(room, with, messages):
-            let place: [(String, JSONEvents.Value)] = with.map { [("with", .string($0.hex))] } ?? [("room", .string(room?.value ?? ""))]
+            let place = Self.place(room: room, with: with)
             let rows = messages.compactMap { message($0, type: "history_message") }
             return [head("history", rows.count, place)] + rows
         case let .search(text, messages):
@@ -216,13 +222,13 @@ struct JSONPresenter: JSONLinePresenter {
         case let .rooms(list):
             return [head("rooms", list.count)] + list.map(conversation)
         case let .files(listing):
-            let place: [(String, JSONEvents.Value)] = listing.with.map { [("with", .string($0.hex))] } ?? [("room", .string(listing.room?.value ?? ""))]
+            let place = Self.place(room: listing.room, with: listing.with)
             return [head("files", listing.rows.count, place + (listing.more ? [("more", .string("yes"))] : []))]
                 + listing.rows.map { fileListed($0, place: place) }
         case let .invites(count):
             return [head("invites", count)]
         case let .typing(room, with, sent):
-            let place: [(String, JSONEvents.Value)] = with.map { [("with", .string($0.hex))] } ?? [("room", .string(room?.value ?? ""))]
+            let place = Self.place(room: room, with: with)
             return [JSONEvents.line(pairs: [("type", .string("typing_sent"))] + place + [("sent", .string(sent ? "yes" : "no"))])]
         }
     }

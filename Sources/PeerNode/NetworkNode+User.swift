@@ -95,7 +95,8 @@ extension NetworkNode {
             let sent = sendTyping(in: session.openRoomID)
             // A script is answered, as every command is: whether the notice went (not within 3 s of the last).
             if answersScripts {
-                return ([.answer(.typing(room: session.conversationPeer == nil ? session.room : nil, with: session.conversationPeer, sent: sent))], true)
+                let peer = session.conversationPeer
+                return ([.answer(.typing(room: peer == nil ? session.room : nil, with: peer.map(node.people.account), sent: sent))], true)
             }
         case let .reply(number, text):
             let place = try session.openPlace()
