@@ -24,9 +24,9 @@ extension LinkCore {
         var taken: [LinkID] = []
         var sessions: [LinkSession] = []
         for id in ids {
-            guard let link = links[id] else { continue }
+            guard let at = links.index(forKey: id) else { continue }
             taken.append(id)
-            sessions.append(link.session)
+            sessions.append(links.values[at].session)
         }
         guard !taken.isEmpty else { return }
         count(.sealsSplit)
@@ -51,7 +51,7 @@ extension LinkCore {
         for part in encoded.parts {
             count(.envelopesSent, by: part.envelopes)
             for chunk in part.chunks {
-                guard links[id] != nil else { return }
+                guard isLink(id) else { return }
                 step(id, now: now, into: &out) { $0.send(chunk) }
             }
         }

@@ -179,7 +179,7 @@ public struct LinkCore {
             if dialer != nil { step(id, now: now, into: &out) { $0.start() } }
         case let .received(id, bytes):
             count(.bytesIn, by: bytes.count)
-            step(id, now: now, into: &out, timed: links[id]?.session.isEstablished == true) { $0.receive(bytes) }
+            step(id, now: now, into: &out, timed: true) { $0.receive(bytes) }
         case let .closed(id, reason):
             let remote = remote(of: id)
             guard links.removeValue(forKey: id) != nil else { break }
@@ -235,23 +235,31 @@ public struct LinkCore {
     // MARK: inside
 
     /// Runs `step` on a link's session and does what it decided.
-    /// `timed`: a transport message received, whose opening and decoding go into `stages`.
+    /// `timed`: a message received, whose opening and decoding go into
+    /// `stages` if its session was established (a transport message).
     mutating func step(_ id: LinkID, now: Double, into out: inout [Effect], timed: Bool = false,
                        _ body: (inout LinkSession) -> [LinkSession.Action]) {
-        let watch = timed ? stopwatch : nil
+        var watch = timed ? stopwatch : nil
         let opening = watch?()
         // In place: a copy of the link out of the table and back would retain and
         // release each of its session's many references on every message.
-        guard let actions = links[id]?.session.apply(body) else { return }
+        var established = false
+        guard let actions = links[id]?.session.apply({ established = $0.isEstablished; return body(&$0) }) else { return }
+        if !established { watch = nil }
         if let watch, let opening { stages.record(.noise, watch() - opening) }
         act(on: actions, of: id, now: now, into: &out, watch: watch)
     }
+
+    /// Whether `id` is an open link. Asked without taking the link out of
+    /// the table: a copy (`links[id] != nil`) retains and releases each of
+    /// its session's references, and the fan-out asks for every link.
+    func isLink(_ id: LinkID) -> Bool { links.index(forKey: id) != nil }
 
     /// What a link's session gave: bytes to send, a handshake done, a chunk to read, a failure.
     mutating func act(on actions: [LinkSession.Action], of id: LinkID, now: Double, into out: inout [Effect],
                               watch: (@Sendable () -> Double)?) {
         for action in actions {
-            guard let address = links[id]?.address else { return }
+            guard isLink(id) else { return }
             switch action {
             case let .send(bytes):
                 count(.bytesOut, by: bytes.count)
@@ -271,6 +279,7 @@ public struct LinkCore {
                     out.append(.close(id, .policyViolation, reason: "bad gossip message: \(error)"))
                 }
             case let .close(failure):
+                let address = links[id]?.address ?? "?"
                 count(Counter(failure))
                 if case let .unexpectedIdentity(_, got) = failure { follow(table.misdirected(id, answered: got, now: now), now: now, into: &out) }
                 out.append(.warning("link from \(address) refused: \(failure)", reason: failure.counterName))
