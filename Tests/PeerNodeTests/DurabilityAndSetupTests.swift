@@ -83,7 +83,7 @@ struct DurabilityAndSetupTests {
     func storeFollowsTheWait() async throws {
         let dir = TemporaryDirectory()
         let traced = { (name: String) in
-            ["/usr/bin/strace", "-f", "-y", "-s", "256", "-e", "trace=read,sendto,write,pwrite64,epoll_wait,epoll_pwait2", "-o", dir.file(name)]
+            ["/usr/bin/strace", "-f", "-y", "-s", "256", "-e", "trace=read,sendto,write,pwrite64,fsync,fdatasync,epoll_wait,epoll_pwait2", "-o", dir.file(name)]
         }
         let b = try NodeProcess(dir: dir.file("b"), [], wrapper: traced("b.txt"))
         #expect(await started(b), "strace comes with make test")
@@ -104,8 +104,19 @@ struct DurabilityAndSetupTests {
             return (f, w, l)
         }
         let wal = { (call: String) in call.contains("pwrite64(") && call.contains("peernode.db-wal") }
-        // A: the post on the link, the loop waits, then its row.
-        let author = order("a.txt", from: { $0.contains("read(0") && $0.contains(text) }, { $0.contains("sendto(") && $0.contains("MSG_NOSIGNAL") }, wal)
+        let walSync = { (call: String) in (call.contains("fdatasync(") || call.contains("fsync(")) && call.contains("peernode.db-wal") }
+        // A: the post on the link, the loop waits, then its row and that row's fsync. B's envelopes that
+        // reach A meanwhile may be written before the wait (their commits are not fsynced): the post's
+        // row is the last WAL write before the first fsync of the WAL after the send.
+        let author: (Int, Int, Int)? = {
+            let calls = String(decoding: readFile(dir.file("a.txt")), as: UTF8.self).split(separator: "\n").map(String.init)
+            guard let s = calls.firstIndex(where: { $0.contains("read(0") && $0.contains(text) }),
+                  let sent = calls[s...].firstIndex(where: { $0.contains("sendto(") && $0.contains("MSG_NOSIGNAL") }),
+                  let wait = calls[sent...].firstIndex(where: { $0.contains("epoll_wait(") || $0.contains("epoll_pwait2(") }),
+                  let synced = calls[sent...].firstIndex(where: walSync),
+                  let row = calls[sent..<synced].lastIndex(where: wal) else { return nil }
+            return (sent, wait, row)
+        }()
         #expect(author.map { $0.0 < $0.1 && $0.1 < $0.2 } == true, "A: send, wait, row at \(String(describing: author))")
         // B: the line shown, the loop waits, then the store's transaction.
         let receiver = order("b.txt", from: { _ in true }, { $0.contains("write(1") && $0.contains(text) }, wal)
