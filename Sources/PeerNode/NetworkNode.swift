@@ -150,6 +150,8 @@ final class NetworkNode: @unchecked Sendable {
         session = try ChatSession(node: node, room: room)
         core = LinkCore(me: node.me, clock: try node.store.vectorClock(), random: SystemRandomNumberGenerator())
         lastShown = node.store.lastDeliveryNumber
+        // A relay shows nothing (`showDeliveries`), so it holds no deliveries to show.
+        if relay { node.store.holdsRecentDeliveries = false }
         receipts = Receipts(me: node.me, sendsRead: sendsReadReceipts, repository: .init(store: node.store), envelopes: node, poster: node,
                             failures: node.storeFailures)
         typing = Typing(identity: node.identity)
@@ -212,6 +214,8 @@ final class NetworkNode: @unchecked Sendable {
             if !relay {
                 emit(.greeting(session.greeting()))
                 lastShown = node.store.lastDeliveryNumber
+        // A relay shows nothing (`showDeliveries`), so it holds no deliveries to show.
+        if relay { node.store.holdsRecentDeliveries = false }
             }
             sentOwnUpTo = node.store.contiguous(of: node.me)
             // What a sealing cut short by the last stop left goes; fetches it cut short go on.

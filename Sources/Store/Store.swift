@@ -59,6 +59,13 @@ public final class Store {
     var lastNumbers: [Int64: Int] = [:]
     /// The newest deliveries as written, for `delivered(after:limit:)`.
     var recentDeliveries = RecentDeliveries()
+    /// Whether deliveries are held in memory for `delivered(after:limit:)`
+    /// (`RecentDeliveries`). A relay shows nothing and never asks: it keeps
+    /// none (an envelope's copy and its accounting per insert, on its loop).
+    /// Asked all the same, the rows answer.
+    public var holdsRecentDeliveries = true {
+        didSet { if !holdsRecentDeliveries { recentDeliveries.removeAll() } }
+    }
     /// The clocks last written for each of a few peers (`savePeerClocks`), so
     /// that a write compares with these instead of reading the rows back.
     var writtenPeerClocks: [PublicKey: PeerClocks] = [:]
@@ -329,7 +336,7 @@ public final class Store {
             let number = try Self.isNumbered(kind) ? nextNumber(room: room) : nil
             insert.bind(9, causal).bind(10, lastDelivery)
             if let number { insert.bind(11, Int64(number)) }
-            recentDeliveries.append(StoredEnvelope(envelope: e, causalTime: causal, delivery: lastDelivery, number: number))
+            if holdsRecentDeliveries { recentDeliveries.append(StoredEnvelope(envelope: e, causalTime: causal, delivery: lastDelivery, number: number)) }
             st.delivered = e.sequence
             st.lastCausalTime = causal
         }

@@ -22,7 +22,7 @@ extension Store {
                     guard let causal = try causalTime(of: e, after: st) else { break }
                     lastDelivery += 1
                     let number = try writeDelivery(author: st.rowid, sequence: sequence, causal: causal)
-                    recentDeliveries.append(StoredEnvelope(envelope: e, causalTime: causal, delivery: lastDelivery, number: number))
+                    if holdsRecentDeliveries { recentDeliveries.append(StoredEnvelope(envelope: e, causalTime: causal, delivery: lastDelivery, number: number)) }
                     st.delivered = sequence
                     st.lastCausalTime = causal
                     setAuthor(key, st)

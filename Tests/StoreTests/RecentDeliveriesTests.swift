@@ -42,6 +42,29 @@ struct RecentDeliveriesTests {
         #expect(memory == rows && memory.count == 2)
     }
 
+    @Test("a store that holds none (a relay's) keeps none and hands out from the rows what one that holds them would")
+    func holdsNone() throws {
+        let holding = try StoreFixture(), bare = try StoreFixture()
+        let held = try #require(holding.store), relay = try #require(bare.store)
+        relay.holdsRecentDeliveries = false
+        let a = try ChainAuthor(), b = try ChainAuthor()
+        let a1 = try a.next("a 1", timestamp: 1)
+        let b1 = try b.next("b 1", timestamp: 2, dependencies: [Dependency(author: a.publicKey, sequence: a1.sequence)])
+        let a2 = try a.next("a 2", timestamp: 3)
+        for store in [held, relay] {
+            // Delivered on insert (a1, a2) and later, when what it names comes (b1).
+            _ = try store.insert([b1], receivedAt: 1)
+            _ = try store.insert([a1, a2], receivedAt: 1)
+        }
+        #expect(held.recentDeliveries.count == 3)
+        #expect(relay.recentDeliveries.count == 0)
+        #expect(try relay.delivered(after: 0) == held.delivered(after: 0))
+        #expect(try relay.delivered(after: 1, limit: 1).map(\.envelope.id) == held.delivered(after: 1, limit: 1).map(\.envelope.id))
+        // Turned off later, what it held goes.
+        held.holdsRecentDeliveries = false
+        #expect(held.recentDeliveries.count == 0)
+    }
+
     @Test("an erasure empties the copy: the erased message is handed out pruned, as its row holds it")
     func erasureEmptiesIt() throws {
         let f = try StoreFixture()
