@@ -214,8 +214,6 @@ final class NetworkNode: @unchecked Sendable {
             if !relay {
                 emit(.greeting(session.greeting()))
                 lastShown = node.store.lastDeliveryNumber
-        // A relay shows nothing (`showDeliveries`), so it holds no deliveries to show.
-        if relay { node.store.holdsRecentDeliveries = false }
             }
             sentOwnUpTo = node.store.contiguous(of: node.me)
             // What a sealing cut short by the last stop left goes; fetches it cut short go on.

@@ -7,7 +7,9 @@ Usage: web_page_life_check.py ADDRESS TOKEN SCREENSHOT BOB_FP
 Before it starts, bob has posted "lunch at noon?" in #general. Talks with
 the test in lines: prints "REPLIED" once the page replied and reacted, then
 waits for "BOB" (bob reacted, edited his message and is typing); prints
-"CHANGED" once the page edited and deleted its reply, then waits for
+"EDITED" once the page edited its reply and waits for "SEEN" (bob's node
+showed the edit: a delete on its heels would reach bob with it and erase
+it unseen); prints "CHANGED" once the page deleted its reply, then waits for
 "GONE" (bob deleted his message). Prints "ok NAME" or "FAIL NAME DETAIL" per
 check; exits non-zero if any check failed.
 """
@@ -63,6 +65,9 @@ async def run(b):
     await b.js(page, "document.getElementById('text').value = 'sure, at one'; document.getElementById('composer').requestSubmit();")
     edited = await b.until(page, "(" + li("sure, at one") + " || {}).textContent")
     check("our edit shows in place", bool(edited) and "(edited)" in edited, edited)
+    print("EDITED", flush=True)
+    line = sys.stdin.readline().strip()
+    check("test says SEEN", line == "SEEN", line)
     await b.js(page, li("sure, at one") + ".querySelector('.acts button[title^=delete]').click()")
     gone = await b.until(page, "document.querySelectorAll('#messages li.deleted').length === 1 && !(" + li("sure, at one") + ")")
     check("🗑 deletes it: the line says so, the text is gone", bool(gone))
