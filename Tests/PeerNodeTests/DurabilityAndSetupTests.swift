@@ -95,12 +95,16 @@ struct DurabilityAndSetupTests {
         #expect(await b.wait { $0["text"] == text } != nil)
         #expect(await a.wait { $0["text"] == text } != nil)
         await a.quit(); await b.quit()
+        /// `name`'s trace, a call a line.
+        func calls(_ name: String) -> [String] {
+            String(decoding: readFile(dir.file(name)), as: UTF8.self).split(separator: "\n").map(String.init)
+        }
+        let waits = { (call: String) in call.contains("epoll_wait(") || call.contains("epoll_pwait2(") }
         /// In `name`'s trace, after the first call `start` matches: where `first`, a wait and `last` come.
         func order(_ name: String, from start: (String) -> Bool, _ first: (String) -> Bool, _ last: (String) -> Bool) -> (Int, Int, Int)? {
-            let calls = String(decoding: readFile(dir.file(name)), as: UTF8.self).split(separator: "\n").map(String.init)
+            let calls = calls(name)
             guard let s = calls.firstIndex(where: start), let f = calls[s...].firstIndex(where: first),
-                  let w = calls[f...].firstIndex(where: { $0.contains("epoll_wait(") || $0.contains("epoll_pwait2(") }),
-                  let l = calls[f...].firstIndex(where: last) else { return nil }
+                  let w = calls[f...].firstIndex(where: waits), let l = calls[f...].firstIndex(where: last) else { return nil }
             return (f, w, l)
         }
         let wal = { (call: String) in call.contains("pwrite64(") && call.contains("peernode.db-wal") }
@@ -109,10 +113,10 @@ struct DurabilityAndSetupTests {
         // reach A meanwhile may be written before the wait (their commits are not fsynced): the post's
         // row is the last WAL write before the first fsync of the WAL after the send.
         let author: (Int, Int, Int)? = {
-            let calls = String(decoding: readFile(dir.file("a.txt")), as: UTF8.self).split(separator: "\n").map(String.init)
+            let calls = calls("a.txt")
             guard let s = calls.firstIndex(where: { $0.contains("read(0") && $0.contains(text) }),
                   let sent = calls[s...].firstIndex(where: { $0.contains("sendto(") && $0.contains("MSG_NOSIGNAL") }),
-                  let wait = calls[sent...].firstIndex(where: { $0.contains("epoll_wait(") || $0.contains("epoll_pwait2(") }),
+                  let wait = calls[sent...].firstIndex(where: waits),
                   let synced = calls[sent...].firstIndex(where: walSync),
                   let row = calls[sent..<synced].lastIndex(where: wal) else { return nil }
             return (sent, wait, row)

@@ -23,7 +23,7 @@ struct RelayFanOutTests {
         // rest catch up, one link at a time) and nothing is split.
         let metricsAddress = try #require(ready["metrics"])
         let allUp = await eventually(30) {
-            (httpGet(metricsAddress, "/metrics").flatMap { parseMetrics($0.body) }?["peernode_links"] ?? 0) >= Double(nodes.count)
+            (fetchMetrics(metricsAddress)?["peernode_links"] ?? 0) >= Double(nodes.count)
         }
         #expect(allUp, "the relay never had all \(nodes.count) links up")
         let texts = (1...3).map { "\($0) " + String(repeating: "x", count: 9_000) }
@@ -32,7 +32,7 @@ struct RelayFanOutTests {
             if await node.wait(timeout: 30, { $0["text"] == texts[2] }) == nil { Issue.record("a node never showed the third message") }
             #expect(node.messages(from: nodes[0].id) == texts)
         }
-        let metrics = try #require(httpGet(metricsAddress, "/metrics").flatMap { parseMetrics($0.body) })
+        let metrics = try #require(fetchMetrics(metricsAddress))
         #expect((metrics["peernode_seals_split_total"] ?? 0) >= 1, "the relay split no fan-out: \(metrics.filter { $0.key.contains("seals") })")
         for node in nodes { await node.quit() }
         _ = await relay.terminate()

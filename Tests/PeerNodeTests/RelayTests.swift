@@ -61,6 +61,11 @@ func httpGet(_ hostPort: String, _ path: String) -> (status: Int, body: String)?
     return (status, String(text[headEnd.upperBound...]))
 }
 
+/// A relay's /metrics at `address`, parsed (`parseMetrics`); nil if it did not answer or parse.
+func fetchMetrics(_ address: String) -> [String: Double]? {
+    httpGet(address, "/metrics").flatMap { parseMetrics($0.body) }
+}
+
 /// Prometheus text: every sample line as name{labels} → value; nil if any line does not parse.
 func parseMetrics(_ text: String) -> [String: Double]? {
     var out: [String: Double] = [:]
@@ -165,7 +170,7 @@ struct RelayTests {
         for i in 1...5 { a.send("too much \(i)") }
         #expect(await eventuallyValue { relay.log.value.first { $0["msg"]?.hasPrefix("store full") == true } } != nil)
         let metrics = await eventuallyValue { () -> [String: Double]? in
-            guard let m = httpGet(metricsAddress, "/metrics").flatMap({ parseMetrics($0.body) }),
+            guard let m = fetchMetrics(metricsAddress),
                   (m["peernode_drops_total{reason=\"store_full\"}"] ?? 0) > 0 else { return nil }
             return m
         }
