@@ -152,6 +152,9 @@ final class NetworkNode: @unchecked Sendable {
         lastShown = node.store.lastDeliveryNumber
         // A relay shows nothing (`showDeliveries`), so it holds no deliveries to show.
         if relay { node.store.holdsRecentDeliveries = false }
+        // Nor does it read a message by its id: it keeps no index of them (a node makes it again).
+        // Not needed to run (a lookup by id scans without it): a failure is said, not fatal.
+        do { try node.store.indexesMessageIDs(!relay) } catch { node.storeFailures.failed("indexing messages by id", error) }
         receipts = Receipts(me: node.me, sendsRead: sendsReadReceipts, repository: .init(store: node.store), envelopes: node, poster: node,
                             failures: node.storeFailures)
         typing = Typing(identity: node.identity)

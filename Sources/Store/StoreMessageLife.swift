@@ -22,6 +22,27 @@ extension Store {
         return out
     }
 
+    /// Whether envelopes are indexed by their id (`envelopes_by_id`, the
+    /// first 8 bytes), which makes `delivered(id:)` a lookup instead of a
+    /// scan of every envelope. A node keeps it: its API, its page and its
+    /// search name messages by id. A relay drops it, since it reads no
+    /// message by id and its ids are random keys: each insert wrote a page
+    /// of that index somewhere else in the file, past a few hundred thousand
+    /// envelopes 4.5× the WAL bytes a message needs without it
+    /// (docs/DECISIONS.md, "A relay keeps no index of message ids"). Made
+    /// again when a relay's data directory is a node's (one pass over the
+    /// envelopes, at its start).
+    public func indexesMessageIDs(_ wanted: Bool) throws(SQLiteError) {
+        settleCommit()
+        // A statement left mid-read would hold the table (SQLITE_LOCKED).
+        db.resetStatements()
+        try db.execute(wanted ? "CREATE INDEX IF NOT EXISTS \(Self.messageIDIndex) ON envelopes(substr(id, 1, 8))"
+            : "DROP INDEX IF EXISTS \(Self.messageIDIndex)")
+    }
+
+    /// The index `indexesMessageIDs` keeps or drops (migration 12 made it).
+    public static let messageIDIndex = "envelopes_by_id"
+
     /// The delivered envelope whose id is `id`.
     public func delivered(id: MessageID) throws -> StoredEnvelope? {
         try db.statement(

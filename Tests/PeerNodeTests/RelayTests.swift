@@ -155,6 +155,13 @@ struct RelayTests {
         #expect((status2["envelopes"] as? Int ?? 0) >= storedAfter, "\(status2) after \(storedAfter)")
         _ = await relay.terminate()
         await a.quit(); await c.quit()
+        // A relay reads no message by its id: it keeps no index of them; a node does (docs/DECISIONS.md).
+        func idIndexes(_ dir: TemporaryDirectory) async throws -> String {
+            try await runToEnd("/usr/bin/sqlite3", [dir.file("peernode.db"), "SELECT count(*) FROM sqlite_schema WHERE name = 'envelopes_by_id'"])
+                .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(try await idIndexes(dirs[0]) == "0")
+        #expect(try await idIndexes(dirs[1]) == "1")
     }
 
     @Test("a relay at its --max-store refuses envelopes from others with a counted, logged reason, and keeps what it has")
