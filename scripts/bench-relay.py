@@ -210,6 +210,11 @@ try:
     # Memory and start-up with a big store.
     store = os.path.join(root, "big")
     subprocess.run([BENCH, "make-store", store, str(STORE)], check=True, stdout=subprocess.DEVNULL)
+    # The store is made as a node keeps it: a relay's first start on it drops the index of
+    # message ids (once; docs/DECISIONS.md). What is measured is a relay's start on its own store.
+    relay, _, first_start = start_relay(PEERNODE, store)
+    relay.terminate()
+    relay.wait()
     relay, listen, startup = start_relay(PEERNODE, store)
     # Idle links: they send no clock, so the relay sends them nothing.
     idle = subprocess.Popen([BENCH, "fanout-receive", listen, "100", "0", "6"], stdout=subprocess.DEVNULL,
@@ -221,7 +226,8 @@ try:
     idle.wait()
     relay.terminate()
     relay.wait()
-    print(f"relay with {STORE:,} envelopes stored: start to ready {startup * 1000:.0f} ms; RSS with 100 links {rss:.1f} MB")
+    print(f"relay with {STORE:,} envelopes stored: start to ready {startup * 1000:.0f} ms (its first on a store a node made: "
+          f"{first_start * 1000:.0f} ms, dropping the index of ids); RSS with 100 links {rss:.1f} MB")
     print(f"aims: start-up ≤ 300 ms: {'met' if startup <= 0.3 else 'NOT met'}; RSS ≤ 60 MB: {'met' if rss <= 60 else 'NOT met'}")
 finally:
     shutil.rmtree(root, ignore_errors=True)

@@ -1,4 +1,5 @@
 import ChatText
+import CMalloc
 import Crypto
 import Discovery
 import Foundation
@@ -154,7 +155,8 @@ final class NetworkNode: @unchecked Sendable {
         if relay { node.store.holdsRecentDeliveries = false }
         // Nor does it read a message by its id: it keeps no index of them (a node makes it again).
         // Not needed to run (a lookup by id scans without it): a failure is said, not fatal.
-        do { try node.store.indexesMessageIDs(!relay) } catch { node.storeFailures.failed("indexing messages by id", error) }
+        // Once, where the index changed: the memory the pass took is handed back before the links come.
+        do { if try node.store.indexesMessageIDs(!relay) { _ = malloc_trim(0) } } catch { node.storeFailures.failed("indexing messages by id", error) }
         receipts = Receipts(me: node.me, sendsRead: sendsReadReceipts, repository: .init(store: node.store), envelopes: node, poster: node,
                             failures: node.storeFailures)
         typing = Typing(identity: node.identity)

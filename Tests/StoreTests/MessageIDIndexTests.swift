@@ -37,11 +37,11 @@ struct MessageIDIndexTests {
             sent.append(try a.next("before"))
             _ = try store.insert(sent, receivedAt: 1)
 
-            try store.indexesMessageIDs(false)
+            #expect(try store.indexesMessageIDs(false), "dropped")
             #expect(try indexCount(store) == 0)
             let scan = try lookupPlan(store)
             #expect(!scan.contains { $0.contains(Store.messageIDIndex) }, "\(scan)")
-            try store.indexesMessageIDs(false)  // twice: nothing to drop, no error
+            #expect(try !store.indexesMessageIDs(false), "twice: nothing to drop")
             for i in 0..<20 { sent.append(try a.next("while dropped \(i)")) }
             _ = try store.insert(Array(sent[1...]), receivedAt: 1)
             for e in sent { #expect(try store.delivered(id: e.id)?.envelope.id == e.id) }
@@ -50,8 +50,8 @@ struct MessageIDIndexTests {
         try f.reopen()
         let store = try #require(f.store)
         #expect(try indexCount(store) == 0, "dropped stays dropped: no migration makes it again")
-        try store.indexesMessageIDs(true)
-        try store.indexesMessageIDs(true)  // twice: already there, no error
+        #expect(try store.indexesMessageIDs(true), "made")
+        #expect(try !store.indexesMessageIDs(true), "twice: already there")
         #expect(try indexCount(store) == 1)
         let plan = try lookupPlan(store)
         #expect(plan.contains { $0.contains(Store.messageIDIndex) }, "\(plan)")
