@@ -37,9 +37,12 @@ NEIGHBOURS = 6
 
 
 class Node:
-    def __init__(self, data, *args):
+    def __init__(self, data, *args, counted_to=None):
         self.events = []
         self.messages = 0
+        # When the count reached `counted_to` (the catch-up's end, to the line, not to a poll).
+        self.counted_to = counted_to
+        self.counted_at = None
         self.cond = threading.Condition()
         # No discovery: these nodes link by --peer alone. With it, they found each other (the six neighbours
         # linked among themselves) and any node on the machine's LAN, and a bench run at the office
@@ -56,6 +59,8 @@ class Node:
             if b'"text":"catch-up ' in line:
                 with self.cond:
                     self.messages += 1
+                    if self.messages == self.counted_to:
+                        self.counted_at = time.monotonic()
                 continue
             event = json.loads(line)
             event["_t"] = time.monotonic()
@@ -142,16 +147,22 @@ try:
     model = {words[i]: float(words[i + 1]) for i in range(1, len(words) - 1, 2)}
     a = Node(source)
     start = time.monotonic()
-    b = Node(os.path.join(root, "fresh"), "--peer", a.url())
+    b = Node(os.path.join(root, "fresh"), "--peer", a.url(), counted_to=N)
     deadline = time.monotonic() + 600
     while b.messages < N and time.monotonic() < deadline:
         time.sleep(0.02)
     got = b.messages
-    seconds = time.monotonic() - start
+    seconds = (b.counted_at or time.monotonic()) - start
     rate = got / seconds
-    print(f"catch-up: {got} of {N} envelopes in {seconds:.2f} s = {rate:,.0f} envelopes/s = {rate / ceiling * 100:.0f}% of the "
-          f"one-core verify ceiling (includes process start and handshake); {rate / model['catchup-per-s']:.2f}× the model's "
-          f"{model['catchup-per-s']:,.0f}/s; aim (issue 41) ≥ 1.5× the verify ceiling: {'met' if rate >= 1.5 * ceiling else 'NOT met'}")
+    # The catch-up itself: from the link up (B's peer_up, its handshake done) to its last line. The model
+    # counts no process start, a fresh database's making or a handshake; the figure with them is beside it.
+    linked = b.wait(lambda e: e["type"] == "peer_up")["_t"]
+    linked_seconds = (b.counted_at or time.monotonic()) - linked
+    linked_rate = got / linked_seconds
+    print(f"catch-up: {got} of {N} envelopes in {linked_seconds:.2f} s from the link up = {linked_rate:,.0f} envelopes/s = "
+          f"{linked_rate / ceiling * 100:.0f}% of the one-core verify ceiling, {linked_rate / model['catchup-per-s']:.2f}× the model's "
+          f"{model['catchup-per-s']:,.0f}/s (with B's process start, its new database and the handshake: {seconds:.2f} s = "
+          f"{rate / ceiling * 100:.0f}%); aim (issue 41) ≥ 1.5× the verify ceiling: {'met' if linked_rate >= 1.5 * ceiling else 'NOT met'}")
     if N == 100_000:
         print(f"aims: 100,000 in ≤ 8 s: {'met' if seconds <= 8 else 'NOT met'} ({seconds:.2f} s); "
               f"≥ 75% of the verify ceiling: {'met' if rate >= 0.75 * ceiling else 'NOT met'} ({rate / ceiling * 100:.0f}%)")
