@@ -91,7 +91,7 @@ extension NetworkNode {
     /// author's run among them is proved at its top (`ChainVerification`),
     /// and the more that waits the fewer verifies each costs (docs/SCALE.md).
     private func drainVerifyPipe() {
-        verifyPipe.drain(together: true, verify: Self.verified) { [self] back, took in
+        verifyPipe.drain(together: true, verify: SignatureCheck.verified) { [self] back, took in
             loop.execute { [self] in
                 core.stages.record(.verify, took)
                 let first = verifiedWaiting.isEmpty
@@ -137,7 +137,7 @@ extension NetworkNode {
         arrivals = []
         guard !taken.isEmpty else { return }
         let started = monotonicNow()
-        let valid = Self.verified(taken.flatMap(\.1))
+        let valid = SignatureCheck.verified(taken.flatMap(\.1))
         core.stages.record(.verify, monotonicNow() - started)
         store(taken, valid: valid)
     }
@@ -368,16 +368,17 @@ extension NetworkNode {
         let forwarding = monotonicNow()
         // In slices, each written before the next is sealed: a batch that gathered while the loop
         // was behind is not copied to every link at once (docs/DECISIONS.md, "A fan-out in slices").
-        for slice in Self.forwardSlices(ahead) {
-            perform(core.handle(.verified(Array(ahead[slice])), now: monotonic()))
+        for slice in GossipMessage.batches(ahead, maxBytes: Self.forwardSliceBytes) {
+            perform(core.handle(.verified(slice), now: monotonic()))
             loop.flushNow()
         }
         core.stages.record(.forward, monotonicNow() - forwarding)
         return true
     }
 
-    /// Bytes of envelopes a forward seals for its links and writes before
-    /// the next (`forwardSlices`). A live turn's envelopes fit in one (at
+    /// Bytes of envelopes (as a message of envelopes counts them,
+    /// `GossipMessage.batches`) a forward seals for its links and writes
+    /// before the next. A live turn's envelopes fit in one (at
     /// 13,000 messages/s to 50 links a relay forwards some 30 KB at a time);
     /// a backlog of half a second was 5 MB a link, sealed for all 50 links
     /// before any was written: 153 MB of the relay's memory at its peak,
@@ -385,74 +386,12 @@ extension NetworkNode {
     /// the wire: a slice is a message of envelopes as any other.
     static let forwardSliceBytes = 64 << 10
 
-    /// `batch` cut, in order, into runs of at most `forwardSliceBytes` of
-    /// encoded envelopes (an envelope larger than that alone).
-    static func forwardSlices(_ batch: [CarriedEnvelope]) -> [Range<Int>] {
-        var slices: [Range<Int>] = []
-        var start = 0
-        var bytes = 0
-        for (i, c) in batch.enumerated() {
-            let size = c.envelope.encoded.count
-            if i > start, bytes + size > forwardSliceBytes {
-                slices.append(start..<i)
-                start = i
-                bytes = 0
-            }
-            bytes += size
-        }
-        if start < batch.count { slices.append(start..<batch.count) }
-        return slices
-    }
-
     /// An author signed two different envelopes at one sequence (or broke its
     /// own chain): shown once per author, and marked on its label from then on.
     func forkFound(_ e: Envelope, kept: MessageID) {
         guard node.noteFork(e.author) else { return }
         emit(.fork(node.people[e.author], sequence: e.sequence, kept: kept, fork: e.id))
     }
-
-    /// Whether each envelope is proved, in order: by its own signature, or,
-    /// in a run of an author's version-4 envelopes, by the signature at the
-    /// run's top (`ChainVerification`). Many signatures to check are split
-    /// across the machine's cores in slices of `verifySlice`, each taken by
-    /// whichever core is free: in two halves, the half whose core the loop
-    /// shared finished late while the other core waited (catch-up used
-    /// 1.70–1.73 of 2 cores; in slices 1.82–1.85, and 8 % more envelopes/s).
-    static func verified(_ batch: [CarriedEnvelope]) -> [Bool] {
-        let envelopes = batch.map(\.envelope)
-        return ChainVerification.verified(envelopes) { indices in verifying(indices.map { envelopes[$0] }) }
-    }
-
-    /// Whether each of `envelopes` verifies on its own signature, in order.
-    static func verifying(_ envelopes: [Envelope]) -> [Bool] {
-        guard envelopes.count >= 32, cores > 1 else {
-            return envelopes.map(verifies)
-        }
-        let flags = UnsafeMutableBufferPointer<Bool>.allocate(capacity: envelopes.count)
-        flags.initialize(repeating: false)
-        defer { flags.deallocate() }
-        let slice = Self.verifySlice
-        nonisolated(unsafe) let shared = flags
-        DispatchQueue.concurrentPerform(iterations: (envelopes.count + slice - 1) / slice) { part in
-            let start = part * slice
-            for i in start..<min(envelopes.count, start + slice) {
-                // Each index is written by one iteration only.
-                shared[i] = verifies(envelopes[i])
-            }
-        }
-        return Array(flags)
-    }
-
-    /// Whether `e`'s signature verifies. One that does not is refused and
-    /// counted (`invalid_envelope`); which check failed is not needed.
-    static func verifies(_ e: Envelope) -> Bool { (try? e.verifySignature()) != nil }
-
-    /// The cores verification is split across. Read once: Foundation reads
-    /// it from the cgroup files each time (six system calls), which was
-    /// a fifth of a received message's time in the node.
-    static let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
-    /// Envelopes a core verifies before it takes the next slice of a batch.
-    static let verifySlice = 8
 
     func count(_ counter: Counter, by n: Int = 1) {
         core.count(counter, by: n)

@@ -154,9 +154,13 @@ final class NetworkNode: @unchecked Sendable {
         // A relay shows nothing (`showDeliveries`), so it holds no deliveries to show.
         if relay { node.store.holdsRecentDeliveries = false }
         // Nor does it read a message by its id: it keeps no index of them (a node makes it again).
-        // Not needed to run (a lookup by id scans without it): a failure is said, not fatal.
-        // Once, where the index changed: the memory the pass took is handed back before the links come.
-        do { if try node.store.indexesMessageIDs(!relay) { _ = malloc_trim(0) } } catch { node.storeFailures.failed("indexing messages by id", error) }
+        do {
+            // Where the index changed (once), the memory the pass took is handed back before the links come.
+            if try node.store.indexesMessageIDs(!relay) { _ = malloc_trim(0) }
+        } catch {
+            // Not needed to run (a lookup by id scans without it): said, not fatal.
+            node.storeFailures.failed("indexing messages by id", error)
+        }
         receipts = Receipts(me: node.me, sendsRead: sendsReadReceipts, repository: .init(store: node.store), envelopes: node, poster: node,
                             failures: node.storeFailures)
         typing = Typing(identity: node.identity)
@@ -165,7 +169,7 @@ final class NetworkNode: @unchecked Sendable {
         blocked.set(try node.store.blockedIdentities())
         core.stopwatch = { monotonicNow() }
         // A batch forwarded to many links (a relay's fan-out) is sealed on every core.
-        if Self.cores > 1 { core.inParallel = (Self.cores, { count, job in DispatchQueue.concurrentPerform(iterations: count, execute: job) }) }
+        if SignatureCheck.cores > 1 { core.inParallel = (SignatureCheck.cores, { count, job in DispatchQueue.concurrentPerform(iterations: count, execute: job) }) }
         loop.turnEnded = { [unowned self] woke, flushed in
             // Ours signed in the turn (a receipt, a membership change) are on the disk before the next;
             // a post whose row follows the loop's wait (`sendOwn`) is written then, with the rest.

@@ -86,7 +86,7 @@ struct RelayCommitGroupTests {
 }
 
 /// A batch's signatures checked across the cores in slices of
-/// `NetworkNode.verifySlice`, taken by whichever core is free.
+/// `SignatureCheck.slice`, taken by whichever core is free.
 @Suite("Signatures checked in slices")
 struct VerifiedSlicesTests {
     /// `count` envelopes in a chain; those at `bad` with their last byte of signed content changed.
@@ -106,10 +106,10 @@ struct VerifiedSlicesTests {
 
     @Test("every flag where its envelope is, below the parallel size, at it, and with a last slice cut short")
     func flagsInOrder() throws {
-        let slice = NetworkNode.verifySlice
+        let slice = SignatureCheck.slice
         for count in [31, 32, 33, 4 * slice + 3] {
             let bad: Set<Int> = [0, slice - 1, slice, count - 1]
-            let flags = NetworkNode.verified(try batch(count, bad: bad))
+            let flags = SignatureCheck.verified(try batch(count, bad: bad))
             #expect(flags == (0..<count).map { !bad.contains($0) }, "batch of \(count)")
         }
     }
